@@ -1,0 +1,211 @@
+import { EventEmitter } from 'node:events';
+import type Database from 'better-sqlite3';
+import { openSqliteFile } from '../sqlite-file.js';
+import {
+  ConcurrencyError,
+  type AppendResult,
+  type EventFilter,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadStreamOptions,
+  type StoredEvent,
+  type SubscribeOptions,
+  type Subscription,
+  type SubscriptionBatch,
+} from './port.js';
+
+interface Row {
+  position: number;
+  id: string;
+  stream: string;
+  revision: number;
+  type: string;
+  data: string;
+  metadata: string;
+  recorded_at: string;
+}
+
+const toEvent = (row: Row): StoredEvent => ({
+  id: row.id,
+  type: row.type,
+  data: JSON.parse(row.data),
+  metadata: JSON.parse(row.metadata),
+  streamName: row.stream,
+  revision: row.revision,
+  position: row.position,
+  recordedAt: row.recorded_at,
+});
+
+/** Embedded event store: one SQLite table, global position = rowid. */
+export class SqliteEventStore implements EventStore {
+  readonly kind = 'sqlite';
+  private readonly db: Database.Database;
+  private readonly appended = new EventEmitter();
+  private readonly statements;
+  private readonly appendTx;
+  private closed = false;
+
+  constructor(
+    readonly file: string,
+    options: { pollIntervalMs?: number; synchronous?: 'FULL' | 'NORMAL' } = {},
+  ) {
+    this.pollIntervalMs = options.pollIntervalMs ?? 250;
+    this.db = openSqliteFile(file, 'event store', options.synchronous ?? 'FULL');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS events (
+        position INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        stream TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        data TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        recorded_at TEXT NOT NULL,
+        UNIQUE (stream, revision)
+      );
+    `);
+    this.appended.setMaxListeners(0);
+    this.statements = {
+      lastRevision: this.db.prepare<[string], { revision: number | null }>(
+        'SELECT MAX(revision) AS revision FROM events WHERE stream = ?',
+      ),
+      byId: this.db.prepare<[string], { stream: string; revision: number; position: number }>(
+        'SELECT stream, revision, position FROM events WHERE id = ?',
+      ),
+      insert: this.db.prepare(
+        'INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      forwards: this.db.prepare<[string, number, number], Row>(
+        'SELECT * FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?',
+      ),
+      backwards: this.db.prepare<[string, number, number], Row>(
+        'SELECT * FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?',
+      ),
+      head: this.db.prepare<[], { position: number | null }>('SELECT MAX(position) AS position FROM events'),
+      after: this.db.prepare<[number, number], Row>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+    };
+    this.appendTx = this.db.transaction((streamName: string, events: NewEvent[], expected: ExpectedRevision) =>
+      this.appendInTransaction(streamName, events, expected),
+    );
+  }
+
+  private readonly pollIntervalMs: number;
+
+  async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
+    const result = this.appendTx.immediate(streamName, events, expectedRevision);
+    this.appended.emit('append', result.position);
+    return result;
+  }
+
+  private appendInTransaction(streamName: string, events: NewEvent[], expected: ExpectedRevision): AppendResult {
+    const last = this.statements.lastRevision.get(streamName)?.revision ?? null;
+    // An event id already stored means this append is a retry of one that succeeded.
+    const first = events[0] && this.statements.byId.get(events[0].id);
+    if (first) {
+      const lastId = this.statements.byId.get(events[events.length - 1]!.id) ?? first;
+      return { nextRevision: last ?? -1, position: lastId.position };
+    }
+    const actual = last === null ? 'no_stream' : last;
+    const ok =
+      expected === 'any' ||
+      (expected === 'no_stream' && last === null) ||
+      (expected === 'stream_exists' && last !== null) ||
+      (typeof expected === 'number' && last === expected);
+    if (!ok) throw new ConcurrencyError(streamName, expected, actual);
+    const recordedAt = new Date().toISOString();
+    let revision = last ?? -1;
+    let position = -1;
+    for (const event of events) {
+      revision += 1;
+      const info = this.statements.insert.run(
+        event.id,
+        streamName,
+        revision,
+        event.type,
+        JSON.stringify(event.data),
+        JSON.stringify(event.metadata),
+        recordedAt,
+      );
+      position = Number(info.lastInsertRowid);
+    }
+    if (events.length === 0) position = Number(this.statements.head.get()?.position ?? -1);
+    return { nextRevision: revision, position };
+  }
+
+  async readStream(streamName: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
+    const max = options.maxCount ?? Number.MAX_SAFE_INTEGER;
+    const rows =
+      options.direction === 'backwards'
+        ? this.statements.backwards.all(streamName, options.fromRevision ?? Number.MAX_SAFE_INTEGER, max)
+        : this.statements.forwards.all(streamName, options.fromRevision ?? 0, max);
+    return rows.map(toEvent);
+  }
+
+  async headPosition(): Promise<number> {
+    return Number(this.statements.head.get()?.position ?? -1);
+  }
+
+  /** Catch-up then live: reads batches after the last position, waits for an append (or polls, for other processes). */
+  subscribeToAll(options: SubscribeOptions = {}): Subscription {
+    const batchSize = options.batchSize ?? 1000;
+    const filter = compileFilter(options.filter);
+    let position = options.fromPosition ?? -1;
+    let stopped = false;
+    let wake: (() => void) | undefined;
+    const onAppend = () => wake?.();
+    this.appended.on('append', onAppend);
+    const store = this;
+
+    async function* batches(): AsyncGenerator<SubscriptionBatch> {
+      try {
+        while (!stopped && !store.closed) {
+          const rows = store.statements.after.all(position, batchSize);
+          if (rows.length === 0) {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, store.pollIntervalMs);
+              wake = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
+            wake = undefined;
+            continue;
+          }
+          position = rows[rows.length - 1]!.position;
+          const events = rows.filter(filter).map(toEvent);
+          yield { events, position };
+        }
+      } finally {
+        store.appended.off('append', onAppend);
+      }
+    }
+    const iterator = batches();
+    return {
+      [Symbol.asyncIterator]: () => iterator,
+      stop: async () => {
+        stopped = true;
+        wake?.();
+        this.appended.off('append', onAppend);
+      },
+    };
+  }
+
+  async ping(): Promise<void> {
+    this.statements.head.get();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.appended.emit('append', -1);
+    this.db.close();
+  }
+}
+
+function compileFilter(filter?: EventFilter): (row: Row) => boolean {
+  if (!filter) return () => true;
+  const prefixes = filter.streamPrefixes;
+  const types = filter.eventTypes ? new Set(filter.eventTypes) : undefined;
+  return (row) => (!prefixes || prefixes.some((p) => row.stream.startsWith(p))) && (!types || types.has(row.type));
+}

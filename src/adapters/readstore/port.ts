@@ -1,0 +1,91 @@
+/**
+ * Read store port: document collections with MongoDB query and update semantics.
+ * Adapters: embedded (SQLite file + in-memory documents, queried with mingo) and MongoDB.
+ * Every adapter passes test/contract/readstore.contract.ts.
+ */
+
+export type Doc = { _id: string } & Record<string, unknown>;
+
+/** A MongoDB filter document (`{field: value}`, `$and`, `$or`, `$in`, `$regex`, ...). */
+export type Filter = Record<string, unknown>;
+/** A MongoDB update document (`$set`, `$inc`, `$push`, `$unset`, `$setOnInsert`, ...). */
+export type Update = Record<string, unknown>;
+/** `{field: 1 | -1}` in priority order. */
+export type Sort = Record<string, 1 | -1>;
+
+export interface FindOptions {
+  sort?: Sort;
+  /** Page size; default 100. */
+  limit?: number;
+  /** Opaque cursor from a previous page's `nextCursor`. */
+  cursor?: string;
+  /** Fields to return (`{field: 1}`); `_id` is always returned. */
+  projection?: Record<string, 1>;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Present when more documents follow. */
+  nextCursor?: string;
+}
+
+export interface IndexSpec {
+  name: string;
+  keys: Record<string, 1 | -1>;
+  unique?: boolean;
+}
+
+/**
+ * A write addressed to one document by id. Projections emit these; the runner
+ * applies them in order. `position` (set by the runner) lets an adapter without
+ * multi-document transactions skip an operation it already applied.
+ */
+export type WriteOp =
+  | { kind: 'update'; collection: string; id: string; update: Update; upsert?: boolean; position?: number }
+  | { kind: 'replace'; collection: string; id: string; doc: Omit<Doc, '_id'>; position?: number }
+  | { kind: 'delete'; collection: string; id: string; position?: number };
+
+export interface Collection<T extends { _id: string } = Doc> {
+  readonly name: string;
+  get(id: string): Promise<T | null>;
+  findOne(filter: Filter): Promise<T | null>;
+  /** Cursor paging: sorted by `sort` then `_id`; `nextCursor` resumes after the last item. */
+  find(filter: Filter, options?: FindOptions): Promise<Page<T>>;
+  /** Every matching document, in batches, for exports and rebuild checks. */
+  stream(filter: Filter, options?: { sort?: Sort; batchSize?: number }): AsyncIterable<T>;
+  count(filter?: Filter): Promise<number>;
+  /** Update one document by id; with `upsert` it is created when missing. Returns whether it exists now. */
+  updateOne(id: string, update: Update, options?: { upsert?: boolean }): Promise<boolean>;
+  replaceOne(id: string, doc: Omit<T, '_id'>): Promise<void>;
+  deleteOne(id: string): Promise<void>;
+  createIndex(index: IndexSpec): Promise<void>;
+}
+
+export interface ReadStore {
+  readonly kind: string;
+  collection<T extends { _id: string } = Doc>(name: string): Collection<T>;
+  /**
+   * Apply writes and move a named checkpoint to `checkpoint.position`.
+   * Embedded: one SQLite transaction. MongoDB: ordered writes, each guarded by
+   * its `position` so a replay after a crash does not apply anything twice,
+   * then the checkpoint.
+   */
+  applyBatch(ops: WriteOp[], checkpoint?: { name: string; position: number }): Promise<void>;
+  getCheckpoint(name: string): Promise<number | null>;
+  setCheckpoint(name: string, position: number | null): Promise<void>;
+  /** Remove a collection and its documents (rebuild). Indexes are recreated by createIndex. */
+  dropCollection(name: string): Promise<void>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A unique index rejected a write. */
+export class DuplicateKeyError extends Error {
+  override readonly name = 'DuplicateKeyError';
+  constructor(
+    readonly collection: string,
+    readonly index: string,
+  ) {
+    super(`duplicate key in ${collection} (index ${index})`);
+  }
+}

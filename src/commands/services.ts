@@ -1,0 +1,14 @@
+import type { EventStore } from '../adapters/eventstore/port.js';
+import type { ReadStore } from '../adapters/readstore/port.js';
+import type { Clock } from '../shared/clock.js';
+import type { Logger } from '../shared/logger.js';
+
+/** What command handlers and queries need; built once by the composition root. */
+export interface Services {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  clock: Clock;
+  logger: Logger;
+  /** Resolves once the read models include `position` (bounded wait; never rejects). */
+  readYourWrites(position: number): Promise<void>;
+}

@@ -1,0 +1,62 @@
+import { DomainError, type Decider } from './decider.js';
+
+/** An event (the occasion guests attend), as the spec's Event object describes it. */
+export interface EventDetails {
+  title: string;
+  startTime: string;
+  endTime: string;
+  active?: boolean;
+  timeZoneId?: string;
+  tags?: string;
+  customData?: string;
+}
+
+export type EventEvent =
+  | { type: 'EventCreated'; data: { eventId: string; clientId: string } & EventDetails }
+  | { type: 'EventUpdated'; data: { eventId: string; clientId: string } & EventDetails };
+
+export type EventCommand = {
+  type: 'SaveEvent';
+  eventId: string;
+  clientId: string;
+  details: EventDetails;
+};
+
+export type EventState =
+  | { status: 'none' }
+  | { status: 'exists'; clientId: string; details: EventDetails };
+
+export const eventStream = (eventId: string): string => `event-${eventId.toLowerCase()}`;
+
+const sameDetails = (a: EventDetails, b: EventDetails): boolean =>
+  JSON.stringify(a, Object.keys(a).sort()) === JSON.stringify(b, Object.keys(b).sort());
+
+export const eventDecider: Decider<EventState, EventCommand, EventEvent> = {
+  initialState: () => ({ status: 'none' }),
+
+  evolve(_state, event) {
+    return { status: 'exists', clientId: event.data.clientId, details: detailsOf(event.data) };
+  },
+
+  decide(command, state) {
+    const { details } = command;
+    if (Date.parse(details.endTime) <= Date.parse(details.startTime)) {
+      throw new DomainError('validation_error', 'endTime must be after startTime', {
+        errors: [{ path: 'endTime', message: 'must be after startTime' }],
+      });
+    }
+    const data = { eventId: command.eventId, clientId: command.clientId, ...details };
+    if (state.status === 'none') return [{ type: 'EventCreated', data }];
+    // Another client's event is reported as missing, never as forbidden.
+    if (state.clientId !== command.clientId) throw new DomainError('not_found', 'event not found');
+    if (sameDetails(state.details, details)) return [];
+    return [{ type: 'EventUpdated', data }];
+  },
+};
+
+function detailsOf(data: EventDetails): EventDetails {
+  const { title, startTime, endTime, active, timeZoneId, tags, customData } = data;
+  return Object.fromEntries(
+    Object.entries({ title, startTime, endTime, active, timeZoneId, tags, customData }).filter(([, v]) => v !== undefined),
+  ) as unknown as EventDetails;
+}

@@ -1,0 +1,63 @@
+import express, { type Express, type RequestHandler } from 'express';
+import { pinoHttp } from 'pino-http';
+import type { Services } from '../commands/services.js';
+import { newId } from '../shared/ids.js';
+import { errorHandler, unknownRoute } from './errors.js';
+import { openApiDocument } from './openapi.js';
+import { eventsRouter } from './routes/events.js';
+
+export interface Readiness {
+  ready: boolean;
+  checks: Record<string, { ok: boolean; error?: string; [key: string]: unknown }>;
+}
+
+export interface AppOptions {
+  services: Services;
+  readiness: () => Promise<Readiness>;
+  bodyLimit: string;
+  trustProxy: string | boolean | number;
+  /** Sets `res.locals.principal` on API routes. */
+  authenticate: RequestHandler;
+}
+
+const requestIds: RequestHandler = (req, res, next) => {
+  const incoming = req.get('x-request-id');
+  res.locals.requestId = incoming && incoming.length <= 200 ? incoming : newId();
+  const correlation = req.get('x-correlation-id');
+  if (correlation && correlation.length <= 200) res.locals.correlationId = correlation;
+  res.set('X-Request-Id', res.locals.requestId as string);
+  next();
+};
+
+export function createApp(options: AppOptions): Express {
+  const { services } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', options.trustProxy);
+  app.set('etag', false);
+  app.use(requestIds);
+  app.use(
+    pinoHttp({
+      logger: services.logger,
+      genReqId: (_req, res) => (res as unknown as { locals: { requestId: string } }).locals.requestId,
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
+      redact: ['req.headers.authorization', 'req.headers["ocp-apim-subscription-key"]'],
+    }),
+  );
+
+  app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  app.get('/readyz', async (_req, res) => {
+    const readiness = await options.readiness();
+    res.status(readiness.ready ? 200 : 503).json(readiness);
+  });
+  app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
+
+  app.use(express.json({ limit: options.bodyLimit, strict: false }));
+  // Every API area needs authentication; routers declare their full paths.
+  app.use(['/checkin/v1', '/comms/v1', '/users/v1'], options.authenticate);
+  app.use(eventsRouter(services));
+
+  app.use(unknownRoute);
+  app.use(errorHandler);
+  return app;
+}

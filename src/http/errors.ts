@@ -1,0 +1,82 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { ZodError } from 'zod';
+import { DomainError } from '../domain/decider.js';
+import { ConcurrencyError } from '../adapters/eventstore/port.js';
+import { DuplicateKeyError } from '../adapters/readstore/port.js';
+
+/** An error that is already an HTTP answer (DESIGN.md section 5 body shape). */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly errors?: { path: string; message: string }[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+export const notFound = (what = 'resource'): HttpError => new HttpError(404, 'not_found', `${what} not found`);
+
+const domainStatus: Record<DomainError['code'], number> = {
+  not_found: 404,
+  validation_error: 400,
+  conflict: 409,
+  forbidden: 403,
+};
+
+export function fromZodError(error: ZodError): HttpError {
+  return new HttpError(
+    400,
+    'validation_error',
+    'the request is not valid: see errors',
+    error.issues.map((issue) => ({ path: issue.path.join('.') || '(body)', message: issue.message })),
+  );
+}
+
+/** The one place that turns errors into HTTP responses. */
+export function toHttpError(error: unknown): HttpError {
+  if (error instanceof HttpError) return error;
+  if (error instanceof ZodError) return fromZodError(error);
+  if (error instanceof DomainError) {
+    const status = domainStatus[error.code];
+    const errors = error.details?.errors as HttpError['errors'];
+    const code = (error.details?.code as string | undefined) ?? error.code;
+    return new HttpError(status, code, error.message, errors);
+  }
+  if (error instanceof ConcurrencyError) {
+    return new HttpError(409, 'conflict', 'the resource was changed by another request; retry');
+  }
+  if (error instanceof DuplicateKeyError) {
+    return new HttpError(409, 'conflict', 'a resource with the same unique key already exists');
+  }
+  const bodyError = error as { type?: string; status?: number };
+  if (bodyError?.type === 'entity.parse.failed') {
+    return new HttpError(400, 'validation_error', 'the request body is not valid JSON', [
+      { path: '(body)', message: 'invalid JSON' },
+    ]);
+  }
+  if (bodyError?.type === 'entity.too.large') {
+    return new HttpError(413, 'payload_too_large', 'the request body is larger than the service accepts');
+  }
+  if (bodyError?.status && bodyError.status >= 400 && bodyError.status < 500) {
+    return new HttpError(bodyError.status, 'bad_request', (error as Error).message);
+  }
+  return new HttpError(500, 'internal_error', 'an unexpected error happened; retry, and report the request id if it persists');
+}
+
+export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
+  const http = toHttpError(error);
+  if (http.status >= 500) req.log?.error({ err: error }, 'request failed');
+  if (http.headers) res.set(http.headers);
+  res.status(http.status).json({
+    code: http.code,
+    message: http.message,
+    ...(http.errors ? { errors: http.errors } : {}),
+  });
+};
+
+export const unknownRoute: RequestHandler = (req, _res, next) => {
+  next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`));
+};

@@ -1,0 +1,100 @@
+import type { Request, Response, Router } from 'express';
+import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
+import { z, type ZodType } from 'zod';
+import { ErrorBody, registry } from './openapi.js';
+import { fromZodError } from './errors.js';
+
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface RouteSpec<B extends ZodType, Q extends ZodType, P extends ZodType> {
+  method: Method;
+  /** Express path, e.g. `/checkin/v1/api/event/:id`. */
+  path: string;
+  summary: string;
+  tags: string[];
+  body?: B;
+  query?: Q;
+  params?: P;
+  /** Response schema for the success status. */
+  response?: ZodType;
+  /** Success status; 204 sends no body. Default 200. */
+  status?: 200 | 201 | 202 | 204;
+  /** Whether the route needs the two authentication headers (default true). */
+  secured?: boolean;
+  /** Error statuses this route can answer, for the document. */
+  errors?: number[];
+}
+
+export interface RouteInput<B, Q, P> {
+  body: B;
+  query: Q;
+  params: P;
+  req: Request;
+  res: Response;
+}
+
+/** A thin route: parse with zod, call the handler, send its value with the spec's status. */
+export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = ZodType, P extends ZodType = ZodType>(
+  router: Router,
+  spec: RouteSpec<B, Q, P>,
+  handler: (input: RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>) => Promise<unknown>,
+): void {
+  register(spec);
+  router[spec.method](spec.path, async (req, res) => {
+    const parse = <S extends ZodType | undefined>(schema: S, value: unknown) => {
+      if (!schema) return value;
+      const result = schema.safeParse(value);
+      if (!result.success) throw fromZodError(result.error);
+      return result.data;
+    };
+    const params = parse(spec.params, req.params);
+    const query = parse(spec.query, req.query);
+    const body = parse(spec.body, spec.body ? (req.body ?? {}) : undefined);
+    const value = await handler({ body, query, params, req, res } as RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>);
+    if (res.headersSent) return;
+    const status = spec.status ?? 200;
+    if (status === 204) res.status(204).end();
+    else res.status(status).json(value);
+  });
+}
+
+const errorText: Record<number, string> = {
+  400: 'Validation error',
+  401: 'Missing, invalid or expired bearer token, or a wrong subscription key',
+  403: 'Not allowed for this account or role',
+  404: 'Not found, or owned by another client',
+  409: 'Conflict',
+  413: 'Body too large',
+  422: 'Unprocessable',
+  429: 'Rate limit',
+};
+
+function register(spec: RouteSpec<ZodType, ZodType, ZodType>): void {
+  const path = spec.path.replace(/:(\w+)/g, '{$1}');
+  const errors = [400, ...(spec.secured === false ? [] : [401]), ...(spec.errors ?? [])];
+  const config: RouteConfig = {
+    method: spec.method,
+    path,
+    summary: spec.summary,
+    tags: spec.tags,
+    ...(spec.secured === false ? {} : { security: [{ bearer: [], subscriptionKey: [] }] }),
+    request: {
+      ...(spec.params ? { params: spec.params as never } : {}),
+      ...(spec.query ? { query: spec.query as never } : {}),
+      ...(spec.body ? { body: { content: { 'application/json': { schema: spec.body } } } } : {}),
+    },
+    responses: {
+      [spec.status ?? 200]: {
+        description: 'Success',
+        ...(spec.response && spec.status !== 204 ? { content: { 'application/json': { schema: spec.response } } } : {}),
+      },
+      ...Object.fromEntries(
+        [...new Set(errors)].map((status) => [
+          status,
+          { description: errorText[status] ?? 'Error', content: { 'application/json': { schema: ErrorBody } } },
+        ]),
+      ),
+    },
+  };
+  registry.registerPath(config);
+}

@@ -1,0 +1,37 @@
+import { Router } from 'express';
+import { getEvent, saveEvent } from '../../commands/events.js';
+import type { Services } from '../../commands/services.js';
+import { commandContext, principalOf } from '../context.js';
+import { defineRoute } from '../route.js';
+import { EventBody, EventResponse, IdParams } from '../schemas/event.js';
+
+export function eventsRouter(services: Services): Router {
+  const router = Router();
+  defineRoute(
+    router,
+    {
+      method: 'post',
+      path: '/checkin/v1/api/event',
+      summary: 'Create an event, or update it when the body names an existing id',
+      tags: ['Events'],
+      body: EventBody,
+      response: EventResponse,
+      errors: [404],
+    },
+    ({ body, res }) => saveEvent(services, commandContext(res, services.clock), body),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: '/checkin/v1/api/event/:id',
+      summary: 'Read one event',
+      tags: ['Events'],
+      params: IdParams,
+      response: EventResponse,
+      errors: [404],
+    },
+    ({ params, res }) => getEvent(services, principalOf(res).tenantId, params.id),
+  );
+  return router;
+}

@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import '../openapi.js';
+
+/** Any RFC 4122 textual UUID, case-insensitive; stored lowercase. */
+export const Guid = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a GUID')
+  .transform((v) => v.toLowerCase())
+  .openapi({ type: 'string', format: 'uuid', example: '3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f' });
+
+/** ISO 8601 date-time with an offset; normalised to UTC with milliseconds. */
+export const DateTime = z
+  .string()
+  .refine((v) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(v) && !Number.isNaN(Date.parse(v)), {
+    message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-11-21T10:00:00Z',
+  })
+  .transform((v) => new Date(v).toISOString())
+  .openapi({ type: 'string', format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
+
+export const PageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(100).openapi({ description: 'Page size (1-1000, default 100)' }),
+  cursor: z.string().max(2000).optional().openapi({ description: 'The `nextCursor` of the previous page' }),
+});
+
+export const pageOf = <T extends z.ZodType>(item: T) =>
+  z.object({ items: z.array(item), nextCursor: z.string().optional() });

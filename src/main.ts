@@ -1,0 +1,237 @@
+/**
+ * Composition root: the only place that reads configuration and knows which adapter runs.
+ * `npm start` runs every role in one process; `node dist/src/main.js <role>` runs one.
+ */
+import path from 'node:path';
+import type { Server } from 'node:http';
+import { pathToFileURL } from 'node:url';
+import type { Bus } from './adapters/bus/port.js';
+import type { EventStore } from './adapters/eventstore/port.js';
+import type { ReadStore } from './adapters/readstore/port.js';
+import { SqliteEventStore } from './adapters/eventstore/sqlite.js';
+import { EsdbEventStore } from './adapters/eventstore/esdb.js';
+import { EmbeddedReadStore } from './adapters/readstore/embedded.js';
+import { MongoReadStore } from './adapters/readstore/mongo.js';
+import { EmbeddedBus } from './adapters/bus/embedded.js';
+import { KafkaBus } from './adapters/bus/kafka.js';
+import type { Services } from './commands/services.js';
+import { loadConfig, roles, type Config, type Role } from './config.js';
+import { createApp, type Readiness } from './http/app.js';
+import type { Principal } from './http/context.js';
+import { eventsProjection } from './projections/events.js';
+import { ProjectionRunner } from './projections/runner.js';
+import type { Projection } from './projections/projection.js';
+import { systemClock, type Clock } from './shared/clock.js';
+import { createLogger, type Logger } from './shared/logger.js';
+import { Relay } from './workers/relay.js';
+import { relayRoutes } from './workers/topics.js';
+
+export const projections: Projection[] = [eventsProjection];
+
+export interface Platform {
+  config: Config;
+  logger: Logger;
+  eventStore: EventStore;
+  readStore: ReadStore;
+  bus: Bus;
+  close(): Promise<void>;
+}
+
+/** Picks each port's adapter: a configured URL means the real server, else the embedded default. */
+export function createPlatform(config: Config, logger: Logger = createLogger(config.logLevel)): Platform {
+  const file = (name: string) => path.join(config.dataDir, name);
+  const eventStore = config.eventStoreUrl
+    ? new EsdbEventStore(config.eventStoreUrl)
+    : new SqliteEventStore(file('events.sqlite'), { synchronous: config.sqliteSynchronous });
+  const readStore = config.mongoUrl
+    ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
+    : new EmbeddedReadStore(file('read-models.sqlite'));
+  const bus = config.kafkaBrokers
+    ? new KafkaBus({ brokers: config.kafkaBrokers, clientId: 'checkin-service' })
+    : new EmbeddedBus(file('bus.sqlite'));
+  logger.info(
+    { eventStore: eventStore.kind, readStore: readStore.kind, bus: bus.kind, dataDir: config.dataDir },
+    'adapters chosen',
+  );
+  return {
+    config,
+    logger,
+    eventStore,
+    readStore,
+    bus,
+    close: async () => {
+      await Promise.allSettled([bus.close(), readStore.close(), eventStore.close()]);
+    },
+  };
+}
+
+export interface RunningService {
+  platform: Platform;
+  runner?: ProjectionRunner;
+  relay?: Relay;
+  server?: Server;
+  services: Services;
+  /** Base URL of the HTTP server when the api role runs. */
+  url?: string;
+  stop(): Promise<void>;
+}
+
+/** Until the identity issue lands every API caller acts as one anonymous client. */
+const anonymous: Principal = { tenantId: 'anonymous', actor: { type: 'anonymous', id: 'anonymous' }, role: 'anonymous' };
+
+export async function startService(
+  config: Config,
+  role: Role = 'all',
+  options: { clock?: Clock; logger?: Logger } = {},
+): Promise<RunningService> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const platform = createPlatform(config, logger);
+  const runs = (r: Role) => role === 'all' || role === r;
+
+  const runner = runs('projections')
+    ? new ProjectionRunner(platform.eventStore, platform.readStore, projections, logger.child({ role: 'projections' }))
+    : undefined;
+  const relay = runs('relay')
+    ? new Relay(platform.eventStore, platform.bus, platform.readStore, relayRoutes, logger.child({ role: 'relay' }))
+    : undefined;
+
+  const services: Services = {
+    eventStore: platform.eventStore,
+    readStore: platform.readStore,
+    clock: options.clock ?? systemClock,
+    logger,
+    readYourWrites: async (position) => {
+      if (position < 0) return;
+      if (runner) await runner.waitFor(position, config.readYourWritesTimeoutMs);
+      else await pollCheckpoints(platform.readStore, position, config.readYourWritesTimeoutMs);
+    },
+  };
+
+  // A real server that is down at start must not stop the process: retry in the background.
+  if (runner) void retryForever('projections', () => runner.start(), logger);
+  if (relay) void retryForever('relay', () => relay.start(), logger);
+
+  let server: Server | undefined;
+  let url: string | undefined;
+  if (runs('api')) {
+    const app = createApp({
+      services,
+      readiness: () => readiness(platform, runner),
+      bodyLimit: config.bodyLimit,
+      trustProxy: config.trustProxy,
+      authenticate: (_req, res, next) => {
+        res.locals.principal = anonymous;
+        next();
+      },
+    });
+    server = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(config.port, config.host, () => resolve(s));
+      s.once('error', reject);
+    });
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    url = `http://${config.host}:${port}`;
+    logger.info({ url, role }, 'listening');
+  }
+
+  return {
+    platform,
+    runner,
+    relay,
+    server,
+    services,
+    url,
+    stop: async () => {
+      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+      server?.closeAllConnections();
+      await relay?.stop();
+      await runner?.stop();
+      await platform.close();
+    },
+  };
+}
+
+async function retryForever(what: string, start: () => Promise<void>, logger: Logger): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      if (attempt > 1) logger.info({ what, attempt }, 'started after retries');
+      return;
+    } catch (error) {
+      const delay = Math.min(30_000, 500 * 2 ** Math.min(attempt, 6));
+      logger.error({ err: error, what, attempt, retryInMs: delay }, 'could not start; is its server up? retrying');
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
+/** Read-your-writes when the projections run in another process: poll their checkpoints. */
+async function pollCheckpoints(readStore: ReadStore, position: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const positions = await Promise.all(projections.map((p) => readStore.getCheckpoint(`projection:${p.name}`)));
+    if (positions.every((p) => (p ?? -1) >= position)) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function readiness(platform: Platform, runner?: ProjectionRunner): Promise<Readiness> {
+  const check = async (probe: () => Promise<void>) => {
+    try {
+      await withTimeout(probe(), 2000);
+      return { ok: true };
+    } catch (error) {
+      return { ok: false, error: error instanceof Error ? error.message : String(error) };
+    }
+  };
+  const [eventStore, readStore, bus] = await Promise.all([
+    check(() => platform.eventStore.ping()),
+    check(() => platform.readStore.ping()),
+    check(() => platform.bus.ping()),
+  ]);
+  const checks: Readiness['checks'] = { eventStore, readStore, bus };
+  if (runner && eventStore.ok) {
+    const head = await platform.eventStore.headPosition();
+    checks.projections = { ok: true, position: runner.position(), head, lag: Math.max(0, head - runner.position()) };
+  }
+  return { ready: Object.values(checks).every((c) => c.ok), checks };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref()),
+  ]);
+}
+
+async function main(): Promise<void> {
+  const role = (process.argv[2] ?? process.env.ROLE ?? 'all') as Role;
+  if (!roles.includes(role)) {
+    console.error(`unknown role "${role}"; use one of: ${roles.join(', ')}`);
+    process.exit(2);
+  }
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exit(2);
+  }
+  const logger = createLogger(config.logLevel);
+  let service: RunningService;
+  try {
+    service = await startService(config, role, { logger });
+  } catch (error) {
+    logger.fatal({ err: error }, (error as Error).message);
+    process.exit(1);
+  }
+  const shutdown = async (signal: string) => {
+    logger.info({ signal }, 'stopping');
+    await service.stop();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) void main();

@@ -1,0 +1,155 @@
+import { EventEmitter } from 'node:events';
+import { matchesFilter, type EventStore, type Subscription } from '../adapters/eventstore/port.js';
+import type { ReadStore, WriteOp } from '../adapters/readstore/port.js';
+import type { Logger } from '../shared/logger.js';
+import type { Projection } from './projection.js';
+
+export interface RebuildProgress {
+  projection: string;
+  position: number;
+  head: number;
+  events: number;
+}
+
+/**
+ * Runs projections from one subscription to all events: each projection keeps its own
+ * checkpoint (stored with its documents), so one can be rebuilt while the others stay.
+ */
+export class ProjectionRunner {
+  private readonly checkpoints = new Map<string, number>();
+  private readonly progress = new EventEmitter();
+  private subscription?: Subscription;
+  private loop?: Promise<void>;
+  private running = false;
+
+  constructor(
+    private readonly eventStore: EventStore,
+    private readonly readStore: ReadStore,
+    readonly projections: Projection[],
+    private readonly logger: Logger,
+    private readonly options: { batchSize?: number; retryDelayMs?: number } = {},
+  ) {
+    this.progress.setMaxListeners(0);
+  }
+
+  async start(): Promise<void> {
+    for (const projection of this.projections) {
+      for (const collection of projection.collections) {
+        for (const index of collection.indexes) await this.readStore.collection(collection.name).createIndex(index);
+      }
+      this.checkpoints.set(projection.name, (await this.readStore.getCheckpoint(checkpointName(projection))) ?? -1);
+    }
+    this.running = true;
+    this.loop = this.runForever();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.subscription?.stop();
+    await this.loop;
+    this.loop = undefined;
+  }
+
+  /** The position every projection has processed through. */
+  position(): number {
+    return Math.min(...this.projections.map((p) => this.checkpoints.get(p.name) ?? -1));
+  }
+
+  /** Resolves true once every projection has processed `position`, false after `timeoutMs`. */
+  async waitFor(position: number, timeoutMs = 2000): Promise<boolean> {
+    if (position < 0 || this.position() >= position) return true;
+    return new Promise((resolve) => {
+      const onProgress = () => {
+        if (this.position() < position) return;
+        done(true);
+      };
+      const timer = setTimeout(() => done(false), timeoutMs);
+      const done = (value: boolean) => {
+        clearTimeout(timer);
+        this.progress.off('progress', onProgress);
+        resolve(value);
+      };
+      this.progress.on('progress', onProgress);
+    });
+  }
+
+  /**
+   * Empties the named projections' collections and replays every event into them.
+   * The live loop is paused meanwhile and resumes afterwards.
+   */
+  async rebuild(names: string[], onProgress?: (progress: RebuildProgress) => void): Promise<void> {
+    const targets = this.projections.filter((p) => names.length === 0 || names.includes(p.name));
+    const unknown = names.filter((n) => !this.projections.some((p) => p.name === n));
+    if (unknown.length > 0) {
+      throw new Error(`unknown projection ${unknown.join(', ')}; known: ${this.projections.map((p) => p.name).join(', ')}`);
+    }
+    const wasRunning = this.running;
+    if (wasRunning) await this.stop();
+    for (const projection of targets) {
+      for (const collection of projection.collections) {
+        await this.readStore.dropCollection(collection.name);
+        for (const index of collection.indexes) await this.readStore.collection(collection.name).createIndex(index);
+      }
+      await this.readStore.setCheckpoint(checkpointName(projection), null);
+      this.checkpoints.set(projection.name, -1);
+    }
+    const head = await this.eventStore.headPosition();
+    let events = 0;
+    if (head >= 0) {
+      const subscription = this.eventStore.subscribeToAll({ fromPosition: -1, batchSize: this.options.batchSize ?? 2000 });
+      for await (const batch of subscription) {
+        events += batch.events.length;
+        await this.applyBatch(batch.events, batch.position, targets);
+        for (const projection of targets) onProgress?.({ projection: projection.name, position: batch.position, head, events });
+        if (batch.position >= head) break;
+      }
+      await subscription.stop();
+    }
+    if (wasRunning) {
+      this.running = true;
+      this.loop = this.runForever();
+    }
+  }
+
+  private async runForever(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      try {
+        this.subscription = this.eventStore.subscribeToAll({
+          fromPosition: this.position(),
+          filter: { streamPrefixes: this.projections.flatMap((p) => p.filter.streamPrefixes ?? ['']) },
+          batchSize: this.options.batchSize ?? 1000,
+        });
+        for await (const batch of this.subscription) {
+          if (!this.running) break;
+          await this.applyBatch(batch.events, batch.position, this.projections);
+          failures = 0;
+        }
+      } catch (error) {
+        if (!this.running) break;
+        failures += 1;
+        const delay = Math.min(30_000, (this.options.retryDelayMs ?? 200) * 2 ** Math.min(failures, 8));
+        this.logger.error({ err: error, retryInMs: delay }, 'projection batch failed; retrying from the checkpoint');
+        await this.subscription?.stop().catch(() => {});
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
+  private async applyBatch(events: Parameters<Projection['apply']>[0][], position: number, projections: Projection[]) {
+    for (const projection of projections) {
+      const checkpoint = this.checkpoints.get(projection.name) ?? -1;
+      if (position <= checkpoint) continue;
+      const ops: WriteOp[] = [];
+      for (const event of events) {
+        if (event.position <= checkpoint || !matchesFilter(event, projection.filter)) continue;
+        for (const op of projection.apply(event)) ops.push({ ...op, position: event.position });
+      }
+      await this.readStore.applyBatch(ops, { name: checkpointName(projection), position });
+      this.checkpoints.set(projection.name, position);
+    }
+    this.progress.emit('progress');
+  }
+}
+
+const checkpointName = (projection: Projection): string => `projection:${projection.name}`;
