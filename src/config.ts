@@ -15,6 +15,14 @@ export interface Config {
   readYourWritesTimeoutMs: number;
   bodyLimit: string;
   trustProxy: string | boolean | number;
+  /** External OpenID issuer; unset means the built-in dev provider at /core. */
+  oidcIssuer?: string;
+  oidcAudience?: string;
+  /** Base URL clients use to reach this service (the dev issuer is `<publicUrl>/core`). */
+  publicUrl?: string;
+  /** Enables /admin/v1. */
+  adminApiKey?: string;
+  tokenTtlSeconds: number;
 }
 
 export type Role = 'api' | 'projections' | 'relay' | 'workers' | 'all';
@@ -44,7 +52,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readYourWritesTimeoutMs: int('READ_YOUR_WRITES_TIMEOUT_MS', 2000),
     bodyLimit: env.BODY_LIMIT || '5mb',
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    oidcIssuer: env.OIDC_ISSUER || undefined,
+    oidcAudience: env.OIDC_AUDIENCE || undefined,
+    publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : undefined,
+    adminApiKey: env.ADMIN_API_KEY || undefined,
+    tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 3600),
   };
+  if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
+    problems.push('ADMIN_API_KEY must be at least 16 characters');
+  }
   if (problems.length > 0) throw new Error(`invalid configuration: ${problems.join('; ')}`);
   return config;
 }

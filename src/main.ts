@@ -17,7 +17,11 @@ import { KafkaBus } from './adapters/bus/kafka.js';
 import type { Services } from './commands/services.js';
 import { loadConfig, roles, type Config, type Role } from './config.js';
 import { createApp, type Readiness } from './http/app.js';
-import type { Principal } from './http/context.js';
+import { authenticate } from './http/auth.js';
+import { accountCredentials } from './commands/credentials.js';
+import { createDevIdentityProvider } from './identity/dev-provider.js';
+import { createTokenVerifier } from './identity/token-verifier.js';
+import { accountsProjection, teamMembersProjection } from './projections/accounts.js';
 import { eventsProjection } from './projections/events.js';
 import { ProjectionRunner } from './projections/runner.js';
 import type { Projection } from './projections/projection.js';
@@ -26,7 +30,7 @@ import { createLogger, type Logger } from './shared/logger.js';
 import { Relay } from './workers/relay.js';
 import { relayRoutes } from './workers/topics.js';
 
-export const projections: Projection[] = [eventsProjection];
+export const projections: Projection[] = [eventsProjection, accountsProjection, teamMembersProjection];
 
 export interface Platform {
   config: Config;
@@ -76,9 +80,6 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-/** Until the identity issue lands every API caller acts as one anonymous client. */
-const anonymous: Principal = { tenantId: 'anonymous', actor: { type: 'anonymous', id: 'anonymous' }, role: 'anonymous' };
-
 export async function startService(
   config: Config,
   role: Role = 'all',
@@ -114,15 +115,30 @@ export async function startService(
   let server: Server | undefined;
   let url: string | undefined;
   if (runs('api')) {
+    // The issuer URL of the dev provider depends on the port actually bound (0 = ephemeral).
+    let devIssuer = '';
+    const issuer = () => config.oidcIssuer ?? devIssuer;
+    const verifier = createTokenVerifier({
+      issuer,
+      ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
+      allowInsecureIssuer: !config.oidcIssuer,
+    });
     const app = createApp({
       services,
       readiness: () => readiness(platform, runner),
       bodyLimit: config.bodyLimit,
       trustProxy: config.trustProxy,
-      authenticate: (_req, res, next) => {
-        res.locals.principal = anonymous;
-        next();
-      },
+      authenticate: authenticate(verifier, services),
+      identityProvider: config.oidcIssuer
+        ? undefined
+        : createDevIdentityProvider({
+            issuer,
+            keyFile: path.join(config.dataDir, 'identity', 'signing-key.json'),
+            credentials: accountCredentials(services),
+            tokenTtlSeconds: config.tokenTtlSeconds,
+            ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
+          }),
+      adminApiKey: config.adminApiKey,
     });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
@@ -131,6 +147,7 @@ export async function startService(
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     url = `http://${config.host}:${port}`;
+    devIssuer = `${config.publicUrl ?? url}/core`;
     logger.info({ url, role }, 'listening');
   }
 

@@ -1,10 +1,15 @@
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express, type RequestHandler, type Router } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Services } from '../commands/services.js';
 import { newId } from '../shared/ids.js';
 import { errorHandler, unknownRoute } from './errors.js';
 import { openApiDocument } from './openapi.js';
+import { commsGates } from './auth.js';
+import { docsRouter } from './docs-page.js';
+import { adminAuth, adminRouter } from './routes/admin.js';
 import { eventsRouter } from './routes/events.js';
+import { teamMembersRouter } from './routes/team-members.js';
+import { usersRouter } from './routes/users.js';
 
 export interface Readiness {
   ready: boolean;
@@ -16,8 +21,12 @@ export interface AppOptions {
   readiness: () => Promise<Readiness>;
   bodyLimit: string;
   trustProxy: string | boolean | number;
-  /** Sets `res.locals.principal` on API routes. */
+  /** Sets `res.locals.principal` (and `res.locals.account`) on API routes. */
   authenticate: RequestHandler;
+  /** The dev identity provider, mounted at /core when no external issuer is configured. */
+  identityProvider?: Router;
+  /** Enables /admin/v1 when set. */
+  adminApiKey?: string;
 }
 
 const requestIds: RequestHandler = (req, res, next) => {
@@ -51,11 +60,20 @@ export function createApp(options: AppOptions): Express {
     res.status(readiness.ready ? 200 : 503).json(readiness);
   });
   app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
+  app.use(docsRouter('/openapi.json'));
+  if (options.identityProvider) app.use('/core', options.identityProvider);
 
   app.use(express.json({ limit: options.bodyLimit, strict: false }));
   // Every API area needs authentication; routers declare their full paths.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], options.authenticate);
+  app.use('/comms/v1', commsGates());
   app.use(eventsRouter(services));
+  app.use(teamMembersRouter(services));
+  app.use(usersRouter(services));
+  if (options.adminApiKey) {
+    app.use('/admin/v1', adminAuth(options.adminApiKey));
+    app.use(adminRouter(services));
+  }
 
   app.use(unknownRoute);
   app.use(errorHandler);

@@ -2,7 +2,8 @@ import type { Request, Response, Router } from 'express';
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z, type ZodType } from 'zod';
 import { ErrorBody, registry } from './openapi.js';
-import { fromZodError } from './errors.js';
+import { fromZodError, HttpError } from './errors.js';
+import { principalOf, type Principal } from './context.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -21,6 +22,8 @@ export interface RouteSpec<B extends ZodType, Q extends ZodType, P extends ZodTy
   status?: 200 | 201 | 202 | 204;
   /** Whether the route needs the two authentication headers (default true). */
   secured?: boolean;
+  /** Roles that may call it (default: clients only). README "Team members" lists the door routes. */
+  roles?: Principal['role'][];
   /** Error statuses this route can answer, for the document. */
   errors?: number[];
 }
@@ -40,7 +43,11 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
   handler: (input: RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>) => Promise<unknown>,
 ): void {
   register(spec);
+  const roles = spec.roles ?? ['client'];
   router[spec.method](spec.path, async (req, res) => {
+    if (spec.secured !== false && !roles.includes(principalOf(res).role)) {
+      throw new HttpError(403, 'forbidden', `a ${principalOf(res).role} may not call ${spec.method.toUpperCase()} ${spec.path}`);
+    }
     const parse = <S extends ZodType | undefined>(schema: S, value: unknown) => {
       if (!schema) return value;
       const result = schema.safeParse(value);

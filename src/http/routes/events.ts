@@ -27,6 +27,7 @@ export function eventsRouter(services: Services): Router {
       path: '/checkin/v1/api/event/:id',
       summary: 'Read one event',
       tags: ['Events'],
+      roles: ['client', 'team_member'],
       params: IdParams,
       response: EventResponse,
       errors: [404],

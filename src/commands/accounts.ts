@@ -1,0 +1,220 @@
+import { accountDecider, accountStream, type AccountProfile } from '../domain/account.js';
+import { DomainError } from '../domain/decider.js';
+import { checkPasswordPolicy } from '../domain/password-policy.js';
+import { usernameDecider, usernameStream } from '../domain/username.js';
+import type { AccountDoc } from '../projections/accounts.js';
+import { newId } from '../shared/ids.js';
+import { hashPassword, newSecret, sha256, verifyPassword } from '../shared/secrets.js';
+import { handleCommand, type CommandContext } from './handle-command.js';
+import type { Services } from './services.js';
+
+/** The spec's User object as responses show it: never a password or any hash. */
+export interface UserView extends AccountProfile {
+  id: string;
+  commsApiEnabled: boolean;
+  senderTrusted: boolean;
+}
+
+export const toUserView = (doc: AccountDoc): UserView => ({
+  id: doc._id,
+  email: doc.email,
+  userName: doc.userName,
+  ...(doc.firstName !== undefined ? { firstName: doc.firstName } : {}),
+  ...(doc.lastName !== undefined ? { lastName: doc.lastName } : {}),
+  ...(doc.companyName !== undefined ? { companyName: doc.companyName } : {}),
+  ...(doc.timeZoneId !== undefined ? { timeZoneId: doc.timeZoneId } : {}),
+  ...(doc.customData !== undefined ? { customData: doc.customData } : {}),
+  commsApiEnabled: doc.commsApiEnabled,
+  senderTrusted: doc.senderTrusted,
+});
+
+const accounts = (services: Services) => services.readStore.collection<AccountDoc>('accounts');
+
+export interface RegisterAccountInput extends Partial<AccountProfile> {
+  email: string;
+  password: string;
+  commsApiEnabled?: boolean;
+  senderTrusted?: boolean;
+}
+
+export interface RegisteredAccount extends UserView {
+  /** Shown once: the client secret for the client_credentials grant. */
+  clientSecret: string;
+  /** Shown once: the first subscription key. */
+  subscriptionKey: string;
+  subscriptionKeyId: string;
+}
+
+/** Admin: open an account. The user name (default: the email) is reserved service-wide first. */
+export async function registerAccount(
+  services: Services,
+  context: CommandContext,
+  input: RegisterAccountInput,
+): Promise<RegisteredAccount> {
+  const clientId = newId();
+  const profile: AccountProfile = { ...input, userName: input.userName ?? input.email };
+  delete (profile as Partial<RegisterAccountInput>).password;
+  delete (profile as Partial<RegisterAccountInput>).commsApiEnabled;
+  delete (profile as Partial<RegisterAccountInput>).senderTrusted;
+  checkPasswordPolicy(input.password, profile);
+  await reserveUsername(services, context, profile.userName, 'account', clientId);
+  const clientSecret = newSecret('cs');
+  const subscriptionKey = newSecret('sk');
+  const subscriptionKeyId = newId();
+  const result = await handleCommand(
+    services.eventStore,
+    accountDecider,
+    accountStream(clientId),
+    {
+      type: 'RegisterAccount',
+      clientId,
+      profile,
+      passwordHash: await hashPassword(input.password),
+      clientSecretHash: sha256(clientSecret),
+      subscriptionKey: { keyId: subscriptionKeyId, keyHash: sha256(subscriptionKey) },
+      commsApiEnabled: input.commsApiEnabled ?? false,
+      senderTrusted: input.senderTrusted ?? false,
+    },
+    { ...context, tenantId: clientId },
+  );
+  await services.readYourWrites(result.position);
+  return {
+    id: clientId,
+    ...profile,
+    commsApiEnabled: input.commsApiEnabled ?? false,
+    senderTrusted: input.senderTrusted ?? false,
+    clientSecret,
+    subscriptionKey,
+    subscriptionKeyId,
+  };
+}
+
+export async function reserveUsername(
+  services: Services,
+  context: CommandContext,
+  userName: string,
+  ownerType: 'account' | 'team_member',
+  ownerId: string,
+): Promise<void> {
+  await handleCommand(services.eventStore, usernameDecider, usernameStream(userName), {
+    type: 'ReserveUsername',
+    userName,
+    ownerType,
+    ownerId,
+  }, context);
+}
+
+/** The caller's own user, when `email` is theirs; anything else is not found. */
+export async function getUserByEmail(services: Services, clientId: string, email: string): Promise<UserView> {
+  const doc = await accounts(services).get(clientId);
+  if (!doc || doc.emailLower !== email.trim().toLowerCase()) throw new DomainError('not_found', 'user not found');
+  return toUserView(doc);
+}
+
+export async function getAccount(services: Services, clientId: string): Promise<AccountDoc> {
+  const doc = await accounts(services).get(clientId);
+  if (!doc) throw new DomainError('not_found', 'account not found');
+  return doc;
+}
+
+/** PUT user: a client changes only itself. A new user name is reserved before the old one is released. */
+export async function updateUser(
+  services: Services,
+  context: CommandContext,
+  input: Partial<AccountProfile> & { id: string },
+): Promise<void> {
+  const { id, ...changes } = input;
+  if (id.toLowerCase() !== context.tenantId.toLowerCase()) throw new DomainError('not_found', 'user not found');
+  const current = await getAccount(services, context.tenantId);
+  const renamed = changes.userName !== undefined && changes.userName.toLowerCase() !== current.userNameLower;
+  if (renamed) await reserveUsername(services, context, changes.userName!, 'account', context.tenantId);
+  const result = await handleCommand(services.eventStore, accountDecider, accountStream(context.tenantId), {
+    type: 'UpdateProfile',
+    clientId: context.tenantId,
+    changes,
+  }, context);
+  if (renamed) {
+    await handleCommand(services.eventStore, usernameDecider, usernameStream(current.userName), {
+      type: 'ReleaseUsername',
+      userName: current.userName,
+      ownerId: context.tenantId,
+    }, context);
+  }
+  await services.readYourWrites(result.position);
+}
+
+export async function changePassword(
+  services: Services,
+  context: CommandContext,
+  input: { id: string; oldPassword: string; newPassword: string; signOutAllSessions?: boolean },
+): Promise<void> {
+  if (input.id.toLowerCase() !== context.tenantId.toLowerCase()) throw new DomainError('not_found', 'user not found');
+  const current = await getAccount(services, context.tenantId);
+  const oldPasswordMatches = await verifyPassword(input.oldPassword, current.passwordHash);
+  if (oldPasswordMatches) {
+    checkPasswordPolicy(input.newPassword, current, 'newPassword');
+    if (input.newPassword === input.oldPassword) {
+      throw new DomainError('validation_error', 'the new password must differ from the old one', {
+        code: 'weak_password',
+        errors: [{ path: 'newPassword', message: 'must differ from oldPassword' }],
+      });
+    }
+  }
+  const result = await handleCommand(services.eventStore, accountDecider, accountStream(context.tenantId), {
+    type: 'ChangePassword',
+    clientId: context.tenantId,
+    oldPasswordMatches,
+    newPasswordHash: oldPasswordMatches ? await hashPassword(input.newPassword) : '',
+    signOutAllSessions: input.signOutAllSessions ?? false,
+    at: context.now.toISOString(),
+  }, context);
+  await services.readYourWrites(result.position);
+}
+
+/** Admin: switch comms API access and sender trust. */
+export async function setAccountAccess(
+  services: Services,
+  context: CommandContext,
+  clientId: string,
+  access: { commsApiEnabled?: boolean; senderTrusted?: boolean },
+): Promise<UserView> {
+  const result = await handleCommand(services.eventStore, accountDecider, accountStream(clientId), {
+    type: 'SetAccess',
+    clientId,
+    ...access,
+  }, { ...context, tenantId: clientId });
+  await services.readYourWrites(result.position);
+  return toUserView(await getAccount(services, clientId));
+}
+
+/** Admin: a new subscription key, shown once. */
+export async function issueSubscriptionKey(
+  services: Services,
+  context: CommandContext,
+  clientId: string,
+): Promise<{ subscriptionKeyId: string; subscriptionKey: string }> {
+  const subscriptionKey = newSecret('sk');
+  const keyId = newId();
+  const result = await handleCommand(services.eventStore, accountDecider, accountStream(clientId), {
+    type: 'IssueSubscriptionKey',
+    clientId,
+    keyId,
+    keyHash: sha256(subscriptionKey),
+  }, { ...context, tenantId: clientId });
+  await services.readYourWrites(result.position);
+  return { subscriptionKeyId: keyId, subscriptionKey };
+}
+
+export async function revokeSubscriptionKey(
+  services: Services,
+  context: CommandContext,
+  clientId: string,
+  keyId: string,
+): Promise<void> {
+  const result = await handleCommand(services.eventStore, accountDecider, accountStream(clientId), {
+    type: 'RevokeSubscriptionKey',
+    clientId,
+    keyId,
+  }, { ...context, tenantId: clientId });
+  await services.readYourWrites(result.position);
+}

@@ -1,0 +1,61 @@
+import { DomainError } from '../domain/decider.js';
+import { checkPasswordPolicy } from '../domain/password-policy.js';
+import { teamMemberDecider, teamMemberStream, type TeamMemberProfile } from '../domain/team-member.js';
+import type { AccountDoc, TeamMemberDoc } from '../projections/accounts.js';
+import { newId } from '../shared/ids.js';
+import { hashPassword } from '../shared/secrets.js';
+import { reserveUsername } from './accounts.js';
+import { handleCommand, type CommandContext } from './handle-command.js';
+import type { Services } from './services.js';
+
+/** A team member as responses show it: the spec's fields without the password. */
+export interface TeamMemberView extends TeamMemberProfile {
+  id: string;
+}
+
+export const toTeamMemberView = (doc: TeamMemberDoc): TeamMemberView => ({
+  id: doc._id,
+  userName: doc.userName,
+  email: doc.email,
+  ...(doc.firstName !== undefined ? { firstName: doc.firstName } : {}),
+  ...(doc.lastName !== undefined ? { lastName: doc.lastName } : {}),
+});
+
+export async function registerTeamMember(
+  services: Services,
+  context: CommandContext,
+  input: TeamMemberProfile & { id?: string; password: string },
+): Promise<TeamMemberView> {
+  const { id, password, ...profile } = input;
+  const teamMemberId = id ?? newId();
+  checkPasswordPolicy(password, profile);
+  await reserveUsername(services, context, profile.userName, 'team_member', teamMemberId);
+  const result = await handleCommand(services.eventStore, teamMemberDecider, teamMemberStream(teamMemberId), {
+    type: 'RegisterTeamMember',
+    teamMemberId,
+    clientId: context.tenantId,
+    profile,
+    passwordHash: await hashPassword(password),
+  }, context);
+  await services.readYourWrites(result.position);
+  return { id: teamMemberId, ...profile };
+}
+
+/**
+ * GET teammembers/user/{username}/events: the team members of the client whose user name
+ * (or email) is `username` — which must be the caller — or, when `username` is one of the
+ * caller's team members, that team member. Anything else is not found.
+ */
+export async function listTeamMembers(services: Services, clientId: string, username: string): Promise<TeamMemberView[]> {
+  const key = username.trim().toLowerCase();
+  const members = services.readStore.collection<TeamMemberDoc>('team_members');
+  const account = await services.readStore.collection<AccountDoc>('accounts').get(clientId);
+  if (account && (account.userNameLower === key || account.emailLower === key)) {
+    const views: TeamMemberView[] = [];
+    for await (const doc of members.stream({ clientId }, { sort: { userNameLower: 1 } })) views.push(toTeamMemberView(doc));
+    return views;
+  }
+  const member = await members.findOne({ clientId, userNameLower: key });
+  if (!member) throw new DomainError('not_found', 'user not found');
+  return [toTeamMemberView(member)];
+}

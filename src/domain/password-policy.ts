@@ -1,0 +1,22 @@
+import { DomainError } from './decider.js';
+
+/**
+ * Password policy (README "Passwords"): 10 to 200 characters, not only one repeated
+ * character, and not the user's name or email.
+ */
+export function checkPasswordPolicy(password: string, user: { userName?: string; email?: string }, path = 'password'): void {
+  const problems: string[] = [];
+  if (password.length < 10) problems.push('must be at least 10 characters');
+  if (password.length > 200) problems.push('must be at most 200 characters');
+  if (/^(.)\1*$/su.test(password)) problems.push('must not be one repeated character');
+  const lower = password.toLowerCase();
+  if ([user.userName, user.email].some((v) => v && v.toLowerCase() === lower)) {
+    problems.push('must not be the user name or email');
+  }
+  if (problems.length > 0) {
+    throw new DomainError('validation_error', `the password does not meet the policy: ${problems.join(', ')}`, {
+      code: 'weak_password',
+      errors: problems.map((message) => ({ path, message })),
+    });
+  }
+}

@@ -1,0 +1,78 @@
+import type { RequestHandler } from 'express';
+import type { Services } from '../commands/services.js';
+import type { AccountDoc } from '../projections/accounts.js';
+import { sameSecret } from '../shared/secrets.js';
+import type { Principal } from './context.js';
+import { HttpError } from './errors.js';
+
+/** What the authentication middleware needs from a token verifier. */
+export interface BearerVerifier {
+  verify(token: string): Promise<{ sub: string; tenant: string; role: string; iat: number; claims?: Record<string, unknown> }>;
+}
+
+const unauthorized = (message: string, error = 'invalid_token') =>
+  new HttpError(401, 'unauthorized', message, undefined, {
+    'WWW-Authenticate': `Bearer realm="checkin-service", error="${error}"`,
+  });
+
+/** Milliseconds when the token was issued: the dev provider adds `iat_ms`; others give whole seconds. */
+function issuedAtMs(token: { iat: number; claims?: Record<string, unknown> }): number {
+  const precise = token.claims?.iat_ms;
+  return typeof precise === 'number' ? precise : token.iat * 1000;
+}
+
+/**
+ * Spec, Authentication: a bearer token from the identity provider AND a live subscription key
+ * of the token's client. Tokens issued before a sign-out-all password change are refused.
+ */
+export function authenticate(verifier: BearerVerifier, services: Services): RequestHandler {
+  const accounts = services.readStore.collection<AccountDoc>('accounts');
+  return async (req, res, next) => {
+    const header = req.get('authorization') ?? '';
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) return next(unauthorized('a bearer token is required in the Authorization header', 'invalid_request'));
+    let token: Awaited<ReturnType<BearerVerifier['verify']>>;
+    try {
+      token = await verifier.verify(match[1]!);
+    } catch (error) {
+      return next(unauthorized(`the bearer token is not valid: ${(error as Error).message}`));
+    }
+    const key = req.get('ocp-apim-subscription-key');
+    if (!key) return next(unauthorized('the Ocp-Apim-Subscription-Key header is required', 'invalid_request'));
+    const account = await accounts.get(token.tenant);
+    if (!account) return next(unauthorized('the token names an unknown client'));
+    // Compare against every live key so the time taken does not tell which one nearly matched.
+    const keyMatches = Object.values(account.subscriptionKeys ?? {}).reduce((ok, hash) => sameSecret(key, hash) || ok, false);
+    if (!keyMatches) return next(unauthorized('the subscription key is not valid for this client'));
+    if (token.role === 'client' && account.sessionsValidAfter && issuedAtMs(token) < Date.parse(account.sessionsValidAfter)) {
+      return next(unauthorized('this session was signed out by a password change; get a new token'));
+    }
+    if (token.role !== 'client' && token.role !== 'team_member') return next(unauthorized('the token has no known role'));
+    const principal: Principal = {
+      tenantId: token.tenant,
+      actor: { type: token.role, id: token.sub },
+      role: token.role,
+    };
+    res.locals.principal = principal;
+    res.locals.account = account;
+    next();
+  };
+}
+
+/**
+ * Spec, Authentication rules 2 and 3: comms endpoints need comms API access, then sender trust.
+ * `except` lists paths that skip the gates (the provider's event intake).
+ */
+export function commsGates(except: string[] = []): RequestHandler {
+  return (req, res, next) => {
+    if (except.some((path) => req.originalUrl.startsWith(path))) return next();
+    const account = res.locals.account as AccountDoc | undefined;
+    if (!account?.commsApiEnabled) {
+      return next(new HttpError(403, 'comms_api_not_enabled', 'the comms API is not enabled for this account'));
+    }
+    if (!account.senderTrusted) {
+      return next(new HttpError(403, 'trust_required', 'sender verification has not been completed for this account'));
+    }
+    next();
+  };
+}

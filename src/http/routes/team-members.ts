@@ -1,0 +1,38 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import type { Services } from '../../commands/services.js';
+import { listTeamMembers, registerTeamMember } from '../../commands/team-members.js';
+import { commandContext, principalOf } from '../context.js';
+import { defineRoute } from '../route.js';
+import { TeamMemberBody, TeamMemberResponse, UsernameParams } from '../schemas/account.js';
+
+export function teamMembersRouter(services: Services): Router {
+  const router = Router();
+  defineRoute(
+    router,
+    {
+      method: 'post',
+      path: '/checkin/v1/api/teammember',
+      summary: 'Create a team member (door staff) of the calling client',
+      tags: ['Team members'],
+      body: TeamMemberBody,
+      response: TeamMemberResponse,
+      errors: [409],
+    },
+    ({ body, res }) => registerTeamMember(services, commandContext(res, services.clock), body),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: '/checkin/v1/api/teammembers/user/:username/events',
+      summary: 'Team members of the calling client (username = the client’s user name), or one team member by user name',
+      tags: ['Team members'],
+      params: UsernameParams,
+      response: z.array(TeamMemberResponse),
+      errors: [404],
+    },
+    ({ params, res }) => listTeamMembers(services, principalOf(res).tenantId, params.username),
+  );
+  return router;
+}

@@ -1,0 +1,190 @@
+import express, { type Request, type Response, type Router } from 'express';
+import { SignJWT } from 'jose';
+import { newId } from '../shared/ids.js';
+import type { CredentialVerifier, TokenSubject } from './credentials.js';
+import { loadOrCreateSigningKey, type SigningKey } from './signing-key.js';
+
+/** The one public client allowed to use the password grant (the check-in app). */
+export const checkinAppClientId = 'checkin-app';
+
+export interface DevIdentityProviderOptions {
+  /** The issuer URL including `/core`, e.g. `http://127.0.0.1:8080/core`; read per request (the port may be ephemeral). */
+  issuer: () => string;
+  /** Where the private signing JWK lives (created with mode 0600 on first start). */
+  keyFile: string;
+  credentials: CredentialVerifier;
+  /** Access token lifetime; default 3600. */
+  tokenTtlSeconds?: number;
+  /** When set, every token carries this `aud`. */
+  audience?: string;
+  now?: () => Date;
+}
+
+/**
+ * The built-in OpenID provider used when no `OIDC_ISSUER` is configured (DESIGN.md section 6).
+ * Mount the router at `/core`: discovery, JWKS and an RFC 6749 token endpoint for the
+ * client_credentials and password grants, issuing RS256 JWT access tokens.
+ */
+export function createDevIdentityProvider(options: DevIdentityProviderOptions): Router {
+  const ttl = options.tokenTtlSeconds ?? 3600;
+  if (!Number.isInteger(ttl) || ttl <= 0) throw new Error(`tokenTtlSeconds must be a positive integer, got ${ttl}`);
+  const key = loadOrCreateSigningKey(options.keyFile);
+  const issueAccessToken = accessTokenIssuer({ ...options, ttl, key });
+
+  const router = express.Router();
+  router.get('/.well-known/openid-configuration', (_req, res) => void res.json(discoveryDocument(options.issuer())));
+  router.get('/.well-known/jwks', (_req, res) => void res.json({ keys: [key.publicJwk] }));
+  router.post(
+    '/connect/token',
+    express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }),
+    async (req: Request, res: Response) => {
+      res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
+      try {
+        const { subject, clientId } = await authorize(req, options.credentials);
+        res.json({ access_token: await issueAccessToken(subject, clientId), token_type: 'Bearer', expires_in: ttl });
+      } catch (err) {
+        if (!(err instanceof TokenRequestError)) throw err;
+        sendTokenError(res, err, options.issuer());
+      }
+    },
+  );
+  return router;
+}
+
+function discoveryDocument(issuer: string) {
+  const base = issuer.replace(/\/+$/, '');
+  return {
+    issuer,
+    jwks_uri: `${base}/.well-known/jwks`,
+    token_endpoint: `${base}/connect/token`,
+    grant_types_supported: ['client_credentials', 'password'],
+    token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
+    id_token_signing_alg_values_supported: ['RS256'],
+    response_types_supported: ['token'],
+    subject_types_supported: ['public'],
+    claims_supported: ['iss', 'sub', 'aud', 'iat', 'nbf', 'exp', 'jti', 'client_id', 'tenant', 'role', 'iat_ms'],
+  };
+}
+
+function accessTokenIssuer(options: DevIdentityProviderOptions & { ttl: number; key: SigningKey }) {
+  const now = options.now ?? (() => new Date());
+  return (subject: TokenSubject, clientId: string): Promise<string> => {
+    const issuedAtMs = now().getTime();
+    const issuedAt = Math.floor(issuedAtMs / 1000);
+    // iat_ms: a sign-out-all password change must not refuse a token issued later in the same second.
+    const jwt = new SignJWT({ tenant: subject.tenant, role: subject.role, client_id: clientId, iat_ms: issuedAtMs })
+      .setProtectedHeader({ alg: options.key.alg, kid: options.key.kid, typ: 'at+jwt' })
+      .setIssuer(options.issuer())
+      .setSubject(subject.sub)
+      .setIssuedAt(issuedAt)
+      .setNotBefore(issuedAt)
+      .setExpirationTime(issuedAt + options.ttl)
+      .setJti(newId());
+    if (options.audience) jwt.setAudience(options.audience);
+    return jwt.sign(options.key.privateKey);
+  };
+}
+
+// ---- the token request (RFC 6749 sections 2.3.1, 4.3, 4.4, 5.2) ----
+
+type TokenErrorCode = 'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unsupported_grant_type';
+
+class TokenRequestError extends Error {
+  constructor(
+    readonly error: TokenErrorCode,
+    readonly description: string,
+  ) {
+    super(description);
+  }
+}
+
+function sendTokenError(res: Response, err: TokenRequestError, issuer: string): void {
+  if (err.error === 'invalid_client') res.set('WWW-Authenticate', `Basic realm="${issuer}"`);
+  res.status(err.error === 'invalid_client' ? 401 : 400).json({ error: err.error, error_description: err.description });
+}
+
+async function authorize(
+  req: Request,
+  credentials: CredentialVerifier,
+): Promise<{ subject: TokenSubject; clientId: string }> {
+  const params = readParams(req);
+  const grantType = params.grant_type;
+  if (grantType === undefined || grantType === '') throw new TokenRequestError('invalid_request', 'grant_type is required');
+  if (grantType !== 'client_credentials' && grantType !== 'password') {
+    throw new TokenRequestError('unsupported_grant_type', `grant_type ${grantType} is not supported`);
+  }
+  const client = readClient(req, params);
+  return grantType === 'client_credentials'
+    ? clientCredentialsGrant(client, credentials)
+    : passwordGrant(client, params, credentials);
+}
+
+async function clientCredentialsGrant(client: ClientAuthentication, credentials: CredentialVerifier) {
+  if (!client.clientId || client.clientSecret === undefined) {
+    throw new TokenRequestError('invalid_client', 'client_id and client_secret are required');
+  }
+  const subject = await credentials.verifyClient(client.clientId, client.clientSecret);
+  if (!subject) throw new TokenRequestError('invalid_client', 'client authentication failed');
+  return { subject, clientId: client.clientId };
+}
+
+async function passwordGrant(client: ClientAuthentication, params: Params, credentials: CredentialVerifier) {
+  // checkin-app is a public client: it identifies itself and has no secret to check.
+  if (client.clientId !== checkinAppClientId) {
+    throw new TokenRequestError('invalid_client', `the password grant is only for client_id ${checkinAppClientId}`);
+  }
+  const { username, password } = params;
+  if (username === undefined || password === undefined) {
+    throw new TokenRequestError('invalid_request', 'username and password are required');
+  }
+  const subject = await credentials.verifyPassword(username, password);
+  if (!subject) throw new TokenRequestError('invalid_grant', 'invalid username or password');
+  return { subject, clientId: checkinAppClientId };
+}
+
+type Params = Partial<Record<string, string>>;
+
+function readParams(req: Request): Params {
+  if (!req.is('application/x-www-form-urlencoded')) {
+    throw new TokenRequestError('invalid_request', 'the body must be application/x-www-form-urlencoded');
+  }
+  const params: Params = {};
+  for (const [name, value] of Object.entries((req.body ?? {}) as Record<string, unknown>)) {
+    if (typeof value !== 'string') throw new TokenRequestError('invalid_request', `parameter ${name} is repeated`);
+    params[name] = value;
+  }
+  return params;
+}
+
+interface ClientAuthentication {
+  clientId?: string;
+  clientSecret?: string;
+}
+
+/** Client credentials from HTTP Basic (form-encoded id and secret, RFC 6749 2.3.1) or from the body, never both. */
+function readClient(req: Request, params: Params): ClientAuthentication {
+  const header = req.get('authorization');
+  if (header === undefined) return { clientId: params.client_id, clientSecret: params.client_secret };
+  const basic = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header);
+  if (!basic) throw new TokenRequestError('invalid_client', 'unsupported Authorization scheme; use Basic');
+  if (params.client_secret !== undefined) {
+    throw new TokenRequestError('invalid_request', 'use only one client authentication method');
+  }
+  const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) throw new TokenRequestError('invalid_client', 'malformed Basic credentials');
+  const clientId = formDecode(decoded.slice(0, colon));
+  const clientSecret = formDecode(decoded.slice(colon + 1));
+  if (params.client_id !== undefined && params.client_id !== clientId) {
+    throw new TokenRequestError('invalid_request', 'client_id in the body differs from the Basic credentials');
+  }
+  return { clientId, clientSecret };
+}
+
+function formDecode(value: string): string {
+  try {
+    return decodeURIComponent(value.replace(/\+/g, ' '));
+  } catch {
+    throw new TokenRequestError('invalid_client', 'malformed Basic credentials');
+  }
+}

@@ -1,0 +1,152 @@
+import type { StoredEvent } from '../adapters/eventstore/port.js';
+import type { WriteOp } from '../adapters/readstore/port.js';
+import type { AccountEvent } from '../domain/account.js';
+import type { TeamMemberEvent } from '../domain/team-member.js';
+import type { Projection } from './projection.js';
+
+/**
+ * `accounts`: one document per client account, read by authentication (hashes of the
+ * password, client secret and subscription keys; when sessions were last revoked) and by
+ * the users endpoints. Hashes stay inside the service: no response maps them.
+ */
+export interface AccountDoc {
+  _id: string;
+  email: string;
+  emailLower: string;
+  userName: string;
+  userNameLower: string;
+  firstName?: string;
+  lastName?: string;
+  companyName?: string;
+  timeZoneId?: string;
+  customData?: string;
+  passwordHash: string;
+  clientSecretHash: string;
+  commsApiEnabled: boolean;
+  senderTrusted: boolean;
+  /** keyId -> SHA-256 of the subscription key. */
+  subscriptionKeys: Record<string, string>;
+  /** Tokens issued before this instant are refused (PasswordChanged with signOutAllSessions). */
+  sessionsValidAfter?: string;
+  created: string;
+  updated: string;
+}
+
+export interface TeamMemberDoc {
+  _id: string;
+  clientId: string;
+  userName: string;
+  userNameLower: string;
+  email: string;
+  firstName?: string;
+  lastName?: string;
+  passwordHash: string;
+  created: string;
+}
+
+const set = (id: string, fields: Record<string, unknown>, extra: Record<string, unknown> = {}): WriteOp => ({
+  kind: 'update',
+  collection: 'accounts',
+  id,
+  update: { $set: fields, ...extra },
+});
+
+export const accountsProjection: Projection = {
+  name: 'accounts',
+  filter: { streamPrefixes: ['account-'] },
+  collections: [
+    {
+      name: 'accounts',
+      indexes: [
+        { name: 'emailLower', keys: { emailLower: 1 } },
+        { name: 'userNameLower', keys: { userNameLower: 1 } },
+      ],
+    },
+  ],
+  apply(stored: StoredEvent): WriteOp[] {
+    const event = stored as unknown as StoredEvent & AccountEvent;
+    const at = stored.metadata.occurredAt;
+    const id = event.data.clientId;
+    switch (event.type) {
+      case 'AccountRegistered': {
+        const { clientId: _c, ...fields } = event.data;
+        return [
+          {
+            kind: 'update',
+            collection: 'accounts',
+            id,
+            upsert: true,
+            update: {
+              $set: {
+                ...fields,
+                emailLower: fields.email.toLowerCase(),
+                userNameLower: fields.userName.toLowerCase(),
+                created: at,
+                updated: at,
+              },
+            },
+          },
+        ];
+      }
+      case 'AccountProfileUpdated': {
+        const { clientId: _c, ...changes } = event.data;
+        return [
+          set(id, {
+            ...changes,
+            ...(changes.email ? { emailLower: changes.email.toLowerCase() } : {}),
+            ...(changes.userName ? { userNameLower: changes.userName.toLowerCase() } : {}),
+            updated: at,
+          }),
+        ];
+      }
+      case 'PasswordChanged':
+        return [
+          set(id, {
+            passwordHash: event.data.passwordHash,
+            updated: at,
+            ...(event.data.signOutAllSessions ? { sessionsValidAfter: event.data.changedAt } : {}),
+          }),
+        ];
+      case 'CommsApiEnabled':
+      case 'CommsApiDisabled':
+        return [set(id, { commsApiEnabled: event.type === 'CommsApiEnabled', updated: at })];
+      case 'SenderTrustVerified':
+      case 'SenderTrustRevoked':
+        return [set(id, { senderTrusted: event.type === 'SenderTrustVerified', updated: at })];
+      case 'SubscriptionKeyIssued':
+        return [set(id, { [`subscriptionKeys.${event.data.keyId}`]: event.data.keyHash, updated: at })];
+      case 'SubscriptionKeyRevoked':
+        return [set(id, { updated: at }, { $unset: { [`subscriptionKeys.${event.data.keyId}`]: '' } })];
+      default:
+        return [];
+    }
+  },
+};
+
+/** `team_members`: door staff per client, for the password grant and the team member lists. */
+export const teamMembersProjection: Projection = {
+  name: 'team_members',
+  filter: { streamPrefixes: ['teammember-'] },
+  collections: [
+    {
+      name: 'team_members',
+      indexes: [
+        { name: 'clientId_userNameLower', keys: { clientId: 1, userNameLower: 1 } },
+        { name: 'userNameLower', keys: { userNameLower: 1 } },
+      ],
+    },
+  ],
+  apply(stored: StoredEvent): WriteOp[] {
+    const event = stored as unknown as StoredEvent & TeamMemberEvent;
+    if (event.type !== 'TeamMemberRegistered') return [];
+    const { teamMemberId, ...fields } = event.data;
+    return [
+      {
+        kind: 'replace',
+        collection: 'team_members',
+        id: teamMemberId,
+        doc: { ...fields, userNameLower: fields.userName.toLowerCase(), created: stored.metadata.occurredAt },
+      },
+    ];
+  },
+};

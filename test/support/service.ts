@@ -1,0 +1,135 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { startService, type RunningService } from '../../src/main.js';
+import type { Role } from '../../src/config.js';
+import type { Clock } from '../../src/shared/clock.js';
+
+export const adminKey = 'test-admin-key-0123456789';
+
+export interface TestService extends RunningService {
+  url: string;
+  dataDir: string;
+  /** Stops the service and removes its data folder. */
+  close(): Promise<void>;
+}
+
+/** The real service in this process: embedded adapters in a temp folder, HTTP on an ephemeral port. */
+export async function startTestService(
+  env: Record<string, string> = {},
+  options: { role?: Role; clock?: Clock; dataDir?: string } = {},
+): Promise<TestService> {
+  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'checkin-test-'));
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+    ADMIN_API_KEY: adminKey,
+    SQLITE_SYNCHRONOUS: 'NORMAL',
+    RATE_LIMIT_PER_MINUTE: '0',
+    SEND_RATE_LIMIT_PER_MINUTE: '0',
+    ...env,
+  });
+  const service = await startService(config, options.role ?? 'all', { clock: options.clock });
+  return {
+    ...service,
+    url: service.url!,
+    dataDir,
+    close: async () => {
+      await service.stop();
+      if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Client {
+  id: string;
+  email: string;
+  password: string;
+  clientSecret: string;
+  subscriptionKey: string;
+  token: string;
+  /** fetch with this client's two authentication headers and JSON. */
+  call(method: string, pathname: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
+}
+
+export interface Reply {
+  status: number;
+  body: any;
+  headers: Headers;
+}
+
+export async function request(
+  baseUrl: string,
+  method: string,
+  pathname: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
+  const response = await fetch(`${baseUrl}${pathname}`, {
+    method,
+    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, body: parsed, headers: response.headers };
+}
+
+let counter = 0;
+
+/** Opens an account through the admin API and logs in with client_credentials. */
+export async function createClient(
+  service: { url: string },
+  access: { commsApiEnabled?: boolean; senderTrusted?: boolean } = {},
+): Promise<Client> {
+  counter += 1;
+  const email = `client${counter}-${Date.now()}@example.com`;
+  const password = 'correct horse battery staple';
+  const created = await request(service.url, 'POST', '/admin/v1/accounts', { email, password, ...access }, {
+    authorization: `Bearer ${adminKey}`,
+  });
+  if (created.status !== 201) throw new Error(`account create failed: ${created.status} ${JSON.stringify(created.body)}`);
+  const token = await clientToken(service.url, created.body.id, created.body.clientSecret);
+  const client: Client = {
+    id: created.body.id,
+    email,
+    password,
+    clientSecret: created.body.clientSecret,
+    subscriptionKey: created.body.subscriptionKey,
+    token,
+    call: (method, pathname, body, headers = {}) =>
+      request(service.url, method, pathname, body, {
+        authorization: `Bearer ${client.token}`,
+        'ocp-apim-subscription-key': client.subscriptionKey,
+        ...headers,
+      }),
+  };
+  return client;
+}
+
+export async function clientToken(baseUrl: string, clientId: string, clientSecret: string): Promise<string> {
+  return tokenFor(baseUrl, { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
+}
+
+export async function passwordToken(baseUrl: string, username: string, password: string): Promise<string> {
+  return tokenFor(baseUrl, { grant_type: 'password', client_id: 'checkin-app', username, password });
+}
+
+async function tokenFor(baseUrl: string, form: Record<string, string>): Promise<string> {
+  const response = await fetch(`${baseUrl}/core/connect/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(form),
+  });
+  const body = (await response.json()) as { access_token?: string };
+  if (!response.ok || !body.access_token) throw new Error(`token request failed: ${response.status} ${JSON.stringify(body)}`);
+  return body.access_token;
+}
