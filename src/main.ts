@@ -29,6 +29,7 @@ import { systemClock, type Clock } from './shared/clock.js';
 import { createLogger, type Logger } from './shared/logger.js';
 import { Relay } from './workers/relay.js';
 import { relayRoutes } from './workers/topics.js';
+import type { Worker } from './workers/worker.js';
 
 export const projections: Projection[] = [eventsProjection, accountsProjection, teamMembersProjection];
 
@@ -73,6 +74,7 @@ export interface RunningService {
   platform: Platform;
   runner?: ProjectionRunner;
   relay?: Relay;
+  workers: Worker[];
   server?: Server;
   services: Services;
   /** Base URL of the HTTP server when the api role runs. */
@@ -108,9 +110,12 @@ export async function startService(
     },
   };
 
+  const workers: Worker[] = runs('workers') ? createWorkers(platform, services, config) : [];
+
   // A real server that is down at start must not stop the process: retry in the background.
   if (runner) void retryForever('projections', () => runner.start(), logger);
   if (relay) void retryForever('relay', () => relay.start(), logger);
+  for (const worker of workers) void retryForever(worker.name, () => worker.start(), logger);
 
   let server: Server | undefined;
   let url: string | undefined;
@@ -155,17 +160,25 @@ export async function startService(
     platform,
     runner,
     relay,
+    workers,
     server,
     services,
     url,
     stop: async () => {
-      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+      const closed = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
       server?.closeAllConnections();
+      await closed;
+      await Promise.allSettled(workers.map((w) => w.stop()));
       await relay?.stop();
       await runner?.stop();
       await platform.close();
     },
   };
+}
+
+/** The `workers` role: bus consumers and schedulers. */
+function createWorkers(_platform: Platform, _services: Services, _config: Config): Worker[] {
+  return [];
 }
 
 async function retryForever(what: string, start: () => Promise<void>, logger: Logger): Promise<void> {
