@@ -5,6 +5,7 @@ import {
   type EventMetadata,
   type EventStore,
   type NewEvent,
+  type StoredEvent,
 } from '../adapters/eventstore/port.js';
 import { newId } from '../shared/ids.js';
 
@@ -24,15 +25,76 @@ export interface CommandResult<State, Event> {
   /** Global position of the last event written, or -1 when the decider decided nothing. */
   position: number;
   revision: number;
+  /** The stream as it was before this command (for callers that need the history, e.g. nonce replays). */
+  history: StoredEvent[];
 }
 
 export interface HandleOptions {
   maxAttempts?: number;
-  /** Derive event ids (e.g. from a bus message) so a redelivered command appends nothing new. */
+  /** Derive event ids (e.g. from a bus message or a scanner nonce) so a repeated command appends nothing new. */
   eventIds?: (index: number) => string;
 }
 
 type AnyEvent = { type: string; data: unknown };
+
+interface Decided<State, Event> {
+  streamName: string;
+  history: StoredEvent[];
+  state: State;
+  revision: number;
+  events: Event[];
+  toAppend: NewEvent[];
+}
+
+function metadataOf(context: CommandContext): EventMetadata {
+  return {
+    tenantId: context.tenantId,
+    actor: context.actor,
+    correlationId: context.correlationId,
+    occurredAt: context.now.toISOString(),
+    ...(context.causationId ? { causationId: context.causationId } : {}),
+    ...(context.requestId ? { requestId: context.requestId } : {}),
+  };
+}
+
+async function load<State, Command, Event extends AnyEvent>(
+  store: EventStore,
+  decider: Decider<State, Command, Event>,
+  streamName: string,
+  command: Command,
+  context: CommandContext,
+  eventIds?: (index: number) => string,
+): Promise<Decided<State, Event>> {
+  const history = await store.readStream(streamName);
+  let state = decider.initialState();
+  for (const stored of history) state = decider.evolve(state, stored as unknown as Event);
+  const revision = history.length > 0 ? history[history.length - 1]!.revision : -1;
+  const events = decider.decide(command, state);
+  const metadata = metadataOf(context);
+  const toAppend = events.map((event, index) => ({
+    id: eventIds?.(index) ?? newId(),
+    type: event.type,
+    data: event.data as Record<string, unknown>,
+    metadata,
+  }));
+  return { streamName, history, state, revision, events, toAppend };
+}
+
+function resultOf<State, Command, Event extends AnyEvent>(
+  decider: Decider<State, Command, Event>,
+  decided: Decided<State, Event>,
+  written?: { position: number; nextRevision: number },
+): CommandResult<State, Event> {
+  let state = decided.state;
+  for (const event of decided.events) state = decider.evolve(state, event);
+  return {
+    state,
+    events: decided.events,
+    position: written?.position ?? -1,
+    revision: written?.nextRevision ?? decided.revision,
+    history: decided.history,
+  };
+}
 
 /**
  * The one command loop: read the stream, fold it, decide, append with the revision read;
@@ -48,32 +110,46 @@ export async function handleCommand<State, Command, Event extends AnyEvent>(
 ): Promise<CommandResult<State, Event>> {
   const maxAttempts = options.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
-    const history = await store.readStream(streamName);
-    let state = decider.initialState();
-    for (const stored of history) state = decider.evolve(state, stored as unknown as Event);
-    const revision = history.length > 0 ? history[history.length - 1]!.revision : -1;
-
-    const events = decider.decide(command, state);
-    if (events.length === 0) return { state, events, position: -1, revision };
-
-    const metadata: EventMetadata = {
-      tenantId: context.tenantId,
-      actor: context.actor,
-      correlationId: context.correlationId,
-      occurredAt: context.now.toISOString(),
-      ...(context.causationId ? { causationId: context.causationId } : {}),
-      ...(context.requestId ? { requestId: context.requestId } : {}),
-    };
-    const toAppend: NewEvent[] = events.map((event, index) => ({
-      id: options.eventIds?.(index) ?? newId(),
-      type: event.type,
-      data: event.data as Record<string, unknown>,
-      metadata,
-    }));
+    const decided = await load(store, decider, streamName, command, context, options.eventIds);
+    if (decided.events.length === 0) return resultOf(decider, decided);
     try {
-      const result = await store.append(streamName, toAppend, revision < 0 ? 'no_stream' : revision);
-      for (const event of events) state = decider.evolve(state, event);
-      return { state, events, position: result.position, revision: result.nextRevision };
+      const written = await store.append(streamName, decided.toAppend, decided.revision < 0 ? 'no_stream' : decided.revision);
+      return resultOf(decider, decided, written);
+    } catch (error) {
+      if (error instanceof ConcurrencyError && attempt < maxAttempts) continue;
+      throw error;
+    }
+  }
+}
+
+/**
+ * The same loop over many streams at once (batch upserts, bulk block): every command is
+ * decided before anything is appended, so one refusal applies nothing; the appends go in
+ * one `appendMany` (all or nothing on the embedded store).
+ */
+export async function handleCommands<State, Command, Event extends AnyEvent>(
+  store: EventStore,
+  decider: Decider<State, Command, Event>,
+  items: { streamName: string; command: Command }[],
+  context: CommandContext,
+  options: { maxAttempts?: number } = {},
+): Promise<CommandResult<State, Event>[]> {
+  const maxAttempts = options.maxAttempts ?? 5;
+  for (let attempt = 1; ; attempt++) {
+    const decided = await Promise.all(
+      items.map((item) => load(store, decider, item.streamName, item.command, context)),
+    );
+    const changed = decided.filter((d) => d.events.length > 0);
+    try {
+      const written = await store.appendMany(
+        changed.map((d) => ({
+          streamName: d.streamName,
+          events: d.toAppend,
+          expectedRevision: d.revision < 0 ? ('no_stream' as const) : d.revision,
+        })),
+      );
+      const byStream = new Map(changed.map((d, i) => [d, written[i]!]));
+      return decided.map((d) => resultOf(decider, d, byStream.get(d)));
     } catch (error) {
       if (error instanceof ConcurrencyError && attempt < maxAttempts) continue;
       throw error;

@@ -100,6 +100,25 @@ export function eventStoreContract(name: string, makeStore: () => Promise<EventS
       expect(await store.readStream(s)).toHaveLength(2);
     });
 
+    it('appends to several streams at once, and a conflict on one writes none (embedded) or is typed (all)', async () => {
+      const store = await makeStore();
+      const [a, b, c] = [stream(), stream(), stream()];
+      await store.append(b, [newEvent('B0')], 'no_stream');
+      const results = await store.appendMany([
+        { streamName: a, events: [newEvent('A0')], expectedRevision: 'no_stream' },
+        { streamName: b, events: [newEvent('B1')], expectedRevision: 0 },
+      ]);
+      expect(results.map((r) => r.nextRevision)).toEqual([0, 1]);
+      expect(results[0]!.position).toBeLessThan(results[1]!.position);
+      const conflicting = store.appendMany([
+        { streamName: c, events: [newEvent('C0')], expectedRevision: 'no_stream' },
+        { streamName: b, events: [newEvent('B2')], expectedRevision: 0 },
+      ]);
+      await expect(conflicting).rejects.toBeInstanceOf(ConcurrencyError);
+      expect(await store.readStream(b)).toHaveLength(2);
+      if (store.kind === 'sqlite') expect(await store.readStream(c)).toEqual([]);
+    });
+
     it('treats a re-append of an already stored event id as a no-op', async () => {
       const store = await makeStore();
       const s = stream();

@@ -27,6 +27,7 @@ import {
   type NewEvent,
   type ReadStreamOptions,
   type StoredEvent,
+  type StreamAppend,
   type SubscribeOptions,
   type Subscription,
   type SubscriptionBatch,
@@ -75,6 +76,12 @@ export class EsdbEventStore implements EventStore {
       }
       throw error;
     }
+  }
+
+  async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
+    const results: AppendResult[] = [];
+    for (const a of appends) results.push(await this.append(a.streamName, a.events, a.expectedRevision));
+    return results;
   }
 
   async readStream(streamName: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {

@@ -41,6 +41,12 @@ export interface StoredEvent<Type extends string = string, Data = Record<string,
 /** `no_stream`: the stream must not exist; a number: its last revision must be exactly that. */
 export type ExpectedRevision = 'no_stream' | 'stream_exists' | 'any' | number;
 
+export interface StreamAppend {
+  streamName: string;
+  events: NewEvent[];
+  expectedRevision: ExpectedRevision;
+}
+
 export interface AppendResult {
   /** Revision of the last event now in the stream. */
   nextRevision: number;
@@ -84,6 +90,13 @@ export interface Subscription extends AsyncIterable<SubscriptionBatch> {
 export interface EventStore {
   readonly kind: string;
   append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult>;
+  /**
+   * Appends to several streams. Embedded: one transaction, all or nothing (a conflict on
+   * any stream writes nothing). EventStoreDB has no multi-stream transaction: appends run
+   * in order and a failure leaves the earlier ones written; a retry is safe because a
+   * re-append of stored event ids is a no-op.
+   */
+  appendMany(appends: StreamAppend[]): Promise<AppendResult[]>;
   /** Events of one stream; an empty array when the stream does not exist. */
   readStream(streamName: string, options?: ReadStreamOptions): Promise<StoredEvent[]>;
   /** Position of the last event in the store, -1 when empty. */

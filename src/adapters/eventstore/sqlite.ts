@@ -10,6 +10,7 @@ import {
   type NewEvent,
   type ReadStreamOptions,
   type StoredEvent,
+  type StreamAppend,
   type SubscribeOptions,
   type Subscription,
   type SubscriptionBatch,
@@ -44,6 +45,7 @@ export class SqliteEventStore implements EventStore {
   private readonly appended = new EventEmitter();
   private readonly statements;
   private readonly appendTx;
+  private readonly appendManyTx;
   private closed = false;
 
   constructor(
@@ -88,6 +90,9 @@ export class SqliteEventStore implements EventStore {
     this.appendTx = this.db.transaction((streamName: string, events: NewEvent[], expected: ExpectedRevision) =>
       this.appendInTransaction(streamName, events, expected),
     );
+    this.appendManyTx = this.db.transaction((appends: StreamAppend[]) =>
+      appends.map((a) => this.appendInTransaction(a.streamName, a.events, a.expectedRevision)),
+    );
   }
 
   private readonly pollIntervalMs: number;
@@ -96,6 +101,13 @@ export class SqliteEventStore implements EventStore {
     const result = this.appendTx.immediate(streamName, events, expectedRevision);
     this.appended.emit('append', result.position);
     return result;
+  }
+
+  async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
+    if (appends.length === 0) return [];
+    const results = this.appendManyTx.immediate(appends);
+    this.appended.emit('append', Math.max(...results.map((r) => r.position)));
+    return results;
   }
 
   private appendInTransaction(streamName: string, events: NewEvent[], expected: ExpectedRevision): AppendResult {

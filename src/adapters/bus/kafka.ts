@@ -1,0 +1,384 @@
+/**
+ * Kafka bus (kafkajs). One shared producer, created and connected on first publish; topics
+ * are created on first use with `partitions` partitions. Each consume() is its own kafkajs
+ * consumer with manual commits: `offset + 1` is committed after the handler resolved (or after
+ * the message went to `<topic>.dlq`), so delivery is at least once and per partition in order.
+ */
+import {
+  Kafka,
+  Partitioners,
+  logLevel as KafkaLogLevel,
+  type Admin,
+  type Consumer as KafkaConsumer,
+  type EachMessagePayload,
+  type IHeaders,
+  type KafkaMessage,
+  type LogEntry,
+  type Producer,
+} from 'kafkajs';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import {
+  deadLetterTopic,
+  defaultRetryDelayMs,
+  type Bus,
+  type BusMessage,
+  type Consumer,
+  type ConsumerOptions,
+  type MessageHandler,
+  type OutgoingMessage,
+} from './port.js';
+
+export type KafkaBusLogLevel = 'nothing' | 'error' | 'warn' | 'info' | 'debug';
+
+export interface KafkaBusOptions {
+  brokers: string[];
+  clientId: string;
+  /** Partitions of the topics this bus creates (default 8). */
+  partitions?: number;
+  /** kafkajs log level (default 'warn': kafkajs is chatty at info). */
+  logLevel?: KafkaBusLogLevel;
+  logger?: Logger;
+  /** How long a consumer waits to join its group (default 30 s). */
+  joinTimeoutMs?: number;
+  /** Upper bound on a consumer's close() and the bus's close() per client (default 10 s). */
+  closeTimeoutMs?: number;
+  /** Upper bound on ping() (default 5 s). */
+  pingTimeoutMs?: number;
+}
+
+const kafkaLogLevels: Record<KafkaBusLogLevel, KafkaLogLevel> = {
+  nothing: KafkaLogLevel.NOTHING,
+  error: KafkaLogLevel.ERROR,
+  warn: KafkaLogLevel.WARN,
+  info: KafkaLogLevel.INFO,
+  debug: KafkaLogLevel.DEBUG,
+};
+
+/**
+ * Routes kafkajs' own log lines to our logger, one structured line each. kafkajs reports every
+ * protocol error response at ERROR, even those it handles itself (a rebalance, a coordinator
+ * still loading): those become info, so a normal rebalance does not look like a failure.
+ */
+function kafkajsLogCreator(logger: Logger) {
+  return () =>
+    ({ namespace, level, log }: LogEntry): void => {
+      const { message, timestamp: _timestamp, logger: _name, ...fields } = log;
+      const entry = { kafkajs: namespace, ...fields };
+      const handledByKafkajs = namespace === 'Connection' && message.startsWith('Response ');
+      if (handledByKafkajs) logger.info(entry, message);
+      else if (level === KafkaLogLevel.ERROR) logger.error(entry, message);
+      else if (level === KafkaLogLevel.WARN) logger.warn(entry, message);
+      else if (level === KafkaLogLevel.INFO) logger.info(entry, message);
+      else logger.debug(entry, message);
+    };
+}
+
+/** Resolves or rejects like `promise`, or rejects with `message` after `ms`. */
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export class KafkaBus implements Bus {
+  readonly kind = 'kafka';
+  readonly kafka: Kafka;
+  readonly logger: Logger;
+  readonly partitions: number;
+  readonly joinTimeoutMs: number;
+  readonly closeTimeoutMs: number;
+  private readonly pingTimeoutMs: number;
+  /** Topics known to exist (or being created), so createTopics runs once per topic. */
+  private readonly topics = new Map<string, Promise<void>>();
+  private readonly consumers = new Set<KafkaBusConsumer>();
+  private producer?: Promise<Producer>;
+  private admin?: Promise<Admin>;
+
+  constructor(options: KafkaBusOptions) {
+    this.logger = options.logger ?? createLogger('warn');
+    this.partitions = options.partitions ?? 8;
+    this.joinTimeoutMs = options.joinTimeoutMs ?? 30_000;
+    this.closeTimeoutMs = options.closeTimeoutMs ?? 10_000;
+    this.pingTimeoutMs = options.pingTimeoutMs ?? 5_000;
+    this.kafka = new Kafka({
+      clientId: options.clientId,
+      brokers: options.brokers,
+      connectionTimeout: 3_000,
+      retry: { initialRetryTime: 100, retries: 8 },
+      logLevel: kafkaLogLevels[options.logLevel ?? 'warn'],
+      logCreator: kafkajsLogCreator(this.logger),
+    });
+  }
+
+  async publish(topic: string, messages: OutgoingMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.ensureTopics([topic]);
+    const producer = await this.connectedProducer();
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: messages.map(({ key, value, headers }) => ({ key, value, headers: headers ?? {} })),
+    });
+  }
+
+  async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {
+    if (options.topics.length === 0) throw new Error('kafka bus: consume() needs at least one topic');
+    await this.ensureTopics(options.topics);
+    const consumer = new KafkaBusConsumer(this, options, handler, () => this.consumers.delete(consumer));
+    this.consumers.add(consumer);
+    try {
+      await consumer.start();
+    } catch (error) {
+      await consumer.close();
+      throw error;
+    }
+    return consumer;
+  }
+
+  async ping(): Promise<void> {
+    const check = async () => {
+      const admin = await this.connectedAdmin();
+      await admin.describeCluster();
+    };
+    await withTimeout(check(), this.pingTimeoutMs, `kafka did not answer within ${this.pingTimeoutMs} ms`);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.consumers].map((consumer) => consumer.close()));
+    const clients = [this.producer, this.admin];
+    this.producer = undefined;
+    this.admin = undefined;
+    await Promise.all(
+      clients.map(async (client) => {
+        if (!client) return;
+        const disconnect = client.then((connected) => connected.disconnect());
+        await withTimeout(disconnect, this.closeTimeoutMs, 'kafka client disconnect timed out').catch(
+          (error: unknown) => this.logger.warn({ err: error }, 'kafka bus: disconnect failed'),
+        );
+      }),
+    );
+  }
+
+  /** Creates missing topics (an existing one is fine) and remembers them. */
+  async ensureTopics(topics: string[]): Promise<void> {
+    await Promise.all(
+      [...new Set(topics)].map((topic) => {
+        let ready = this.topics.get(topic);
+        if (!ready) {
+          ready = this.createTopic(topic).catch((error: unknown) => {
+            this.topics.delete(topic);
+            throw error;
+          });
+          this.topics.set(topic, ready);
+        }
+        return ready;
+      }),
+    );
+  }
+
+  private async createTopic(topic: string): Promise<void> {
+    const admin = await this.connectedAdmin();
+    await admin.createTopics({ topics: [{ topic, numPartitions: this.partitions }], waitForLeaders: true });
+  }
+
+  private connectedProducer(): Promise<Producer> {
+    this.producer ??= this.connect(
+      this.kafka.producer({
+        createPartitioner: Partitioners.DefaultPartitioner,
+        allowAutoTopicCreation: false,
+        // One request in flight per broker: a retried batch cannot overtake a later one.
+        maxInFlightRequests: 1,
+      }),
+      () => (this.producer = undefined),
+    );
+    return this.producer;
+  }
+
+  private connectedAdmin(): Promise<Admin> {
+    this.admin ??= this.connect(this.kafka.admin(), () => (this.admin = undefined));
+    return this.admin;
+  }
+
+  /** Connects a client; a failed connect is forgotten so the next call tries again. */
+  private async connect<T extends { connect(): Promise<void> }>(client: T, forget: () => void): Promise<T> {
+    try {
+      await client.connect();
+      return client;
+    } catch (error) {
+      forget();
+      throw error;
+    }
+  }
+}
+
+type Delivery = { outcome: 'handled'; deadLetter?: OutgoingMessage } | { outcome: 'abandoned' };
+
+class KafkaBusConsumer implements Consumer {
+  private readonly consumer: KafkaConsumer;
+  private readonly topics: string[];
+  private readonly maxAttempts: number;
+  private readonly retryDelayMs: (attempt: number) => number;
+  /** Fired by close(): in-flight handler waits and retry delays end, nothing more is committed. */
+  private readonly abort = new AbortController();
+  private closing?: Promise<void>;
+
+  constructor(
+    private readonly bus: KafkaBus,
+    private readonly options: ConsumerOptions,
+    private readonly handler: MessageHandler,
+    private readonly onClosed: () => void,
+  ) {
+    this.topics = [...new Set(options.topics)];
+    this.maxAttempts = Math.max(1, options.maxAttempts ?? 5);
+    this.retryDelayMs = options.retryDelayMs ?? defaultRetryDelayMs;
+    this.consumer = bus.kafka.consumer({
+      groupId: options.groupId,
+      allowAutoTopicCreation: false,
+      // Short enough that a crashed member's partitions move on in seconds, long enough for slow handlers' retries.
+      sessionTimeout: 10_000,
+      heartbeatInterval: 500,
+      // Fetches wait at most this long for data, which bounds how long a rebalance or stop waits for them.
+      maxWaitTimeInMs: 250,
+    });
+  }
+
+  /** Connects, subscribes and resolves once the consumer has joined its group. */
+  async start(): Promise<void> {
+    const { consumer } = this;
+    const removers: Array<() => void> = [];
+    const joined = new Promise<void>((resolve, reject) => {
+      removers.push(consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
+      removers.push(
+        consumer.on(consumer.events.CRASH, ({ payload }) => {
+          if (!payload.restart) reject(payload.error);
+        }),
+      );
+    });
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics: this.topics, fromBeginning: this.options.fromBeginning ?? true });
+      await consumer.run({
+        autoCommit: false,
+        partitionsConsumedConcurrently: this.bus.partitions,
+        eachMessage: (payload) => this.onMessage(payload),
+      });
+      await withTimeout(
+        joined,
+        this.bus.joinTimeoutMs,
+        `kafka consumer of group ${this.options.groupId} did not join within ${this.bus.joinTimeoutMs} ms`,
+      );
+    } finally {
+      for (const remove of removers) remove();
+    }
+  }
+
+  private async onMessage({ topic, partition, message, heartbeat }: EachMessagePayload): Promise<void> {
+    // Returning without a commit leaves the offset to the next member of the group.
+    if (this.abort.signal.aborted) return;
+    const delivery = await this.deliver(toBusMessage(topic, partition, message), heartbeat);
+    if (delivery.outcome === 'abandoned' || this.abort.signal.aborted) return;
+    if (delivery.deadLetter) await this.bus.publish(deadLetterTopic(topic), [delivery.deadLetter]);
+    await this.consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+  }
+
+  /** Runs the handler with in-process retries; a message that exhausts them is dead-lettered. */
+  private async deliver(message: BusMessage, heartbeat: () => Promise<void>): Promise<Delivery> {
+    const { signal } = this.abort;
+    for (let attempt = 1; ; attempt++) {
+      const result = await untilAborted(
+        Promise.resolve().then(() => this.handler({ ...message, attempt })),
+        signal,
+      );
+      if (result === 'aborted') return { outcome: 'abandoned' };
+      if (result.ok) return { outcome: 'handled' };
+      if (attempt >= this.maxAttempts) {
+        return { outcome: 'handled', deadLetter: deadLetterMessage(message, result.error, attempt) };
+      }
+      this.bus.logger.warn(
+        { err: result.error, topic: message.topic, partition: message.partition, offset: message.offset, attempt },
+        'kafka bus: handler failed, retrying',
+      );
+      const delay = this.retryDelayMs(attempt);
+      if ((await untilAborted(new Promise((resolve) => setTimeout(resolve, delay)), signal)) === 'aborted') {
+        return { outcome: 'abandoned' };
+      }
+      // Keep the group membership alive through long retry schedules; a rebalance is handled after.
+      await heartbeat().catch(() => undefined);
+    }
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.abort.abort();
+      // kafkajs' disconnect waits for the running eachMessage calls; the abort above ends them,
+      // except for a commit already under way for a handler that finished before close().
+      const disconnect = this.consumer.disconnect();
+      await withTimeout(disconnect, this.bus.closeTimeoutMs, 'kafka consumer disconnect timed out').catch(
+        (error: unknown) => this.bus.logger.warn({ err: error, groupId: this.options.groupId }, 'kafka bus: consumer close'),
+      );
+      this.onClosed();
+    })();
+    return this.closing;
+  }
+}
+
+/** Resolves with the promise's outcome, or 'aborted' as soon as the signal fires. */
+function untilAborted<T>(
+  promise: Promise<T>,
+  signal: AbortSignal,
+): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | 'aborted'> {
+  if (signal.aborted) return Promise.resolve('aborted');
+  return new Promise((resolve) => {
+    const onAbort = () => resolve('aborted');
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve({ ok: true, value });
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve({ ok: false, error });
+      },
+    );
+  });
+}
+
+function toBusMessage(topic: string, partition: number, message: KafkaMessage): BusMessage {
+  return {
+    topic,
+    partition,
+    offset: message.offset,
+    key: message.key?.toString('utf8') ?? '',
+    value: message.value?.toString('utf8') ?? '',
+    headers: headersToStrings(message.headers),
+    attempt: 1,
+  };
+}
+
+/** kafkajs hands headers over as Buffers (an array when a name repeats: the last one wins). */
+function headersToStrings(headers: IHeaders | undefined): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(headers ?? {})) {
+    const value = Array.isArray(raw) ? raw[raw.length - 1] : raw;
+    if (value !== undefined) result[name] = Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
+  }
+  return result;
+}
+
+function deadLetterMessage(message: BusMessage, error: unknown, attempts: number): OutgoingMessage {
+  return {
+    key: message.key,
+    value: message.value,
+    headers: {
+      ...message.headers,
+      'x-dlq-error': error instanceof Error ? error.message || error.name : String(error),
+      'x-dlq-attempts': String(attempts),
+      'x-dlq-source-topic': message.topic,
+      'x-dlq-source-partition': String(message.partition),
+      'x-dlq-source-offset': message.offset,
+    },
+  };
+}

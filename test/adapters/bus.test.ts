@@ -1,0 +1,176 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { EmbeddedBus } from '../../src/adapters/bus/embedded.js';
+import { KafkaBus } from '../../src/adapters/bus/kafka.js';
+import type { Bus, BusMessage } from '../../src/adapters/bus/port.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { realServer } from '../support/real-servers.js';
+import { busContract } from '../contract/bus.contract.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bus-contract-'));
+const opened: Bus[] = [];
+afterAll(async () => {
+  await Promise.allSettled(opened.map((bus) => bus.close()));
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** Retry warnings and kafkajs lines stay out of the test output unless LOG_LEVEL asks for them. */
+const logger = createLogger(process.env.LOG_LEVEL ?? 'silent');
+
+const openEmbedded = (file = path.join(dir, 'bus.sqlite')): EmbeddedBus => {
+  const bus = new EmbeddedBus(file, { logger });
+  opened.push(bus);
+  return bus;
+};
+
+busContract('embedded', async () => openEmbedded());
+
+async function eventually(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const embeddedModule = pathToFileURL(fileURLToPath(new URL('../../src/adapters/bus/embedded.ts', import.meta.url)));
+
+/** Runs `body` (with EmbeddedBus imported) in another Node process: a second process on the same file. */
+function startChild(name: string, body: string) {
+  const script = path.join(dir, `${name}.mts`);
+  fs.writeFileSync(script, `import { EmbeddedBus } from ${JSON.stringify(embeddedModule.href)};\n${body}\n`);
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code) => resolve(code));
+  });
+  return { process: child, exited, output: () => stdout };
+}
+
+describe('embedded bus file', () => {
+  it('refuses a corrupt file with an error naming its path', () => {
+    const corrupt = path.join(dir, 'corrupt.sqlite');
+    fs.writeFileSync(corrupt, 'this is not a database'.repeat(100));
+    expect(() => new EmbeddedBus(corrupt)).toThrow(corrupt);
+  });
+
+  it('keeps messages and committed offsets across a reopen of the file', async () => {
+    const file = path.join(dir, 'reopen.sqlite');
+    const first = new EmbeddedBus(file, { logger });
+    const seen: string[] = [];
+    const consumer = await first.consume({ groupId: 'relay', topics: ['events'] }, async (m) => void seen.push(m.value));
+    await first.publish('events', [
+      { key: 'a', value: '1' },
+      { key: 'a', value: '2' },
+    ]);
+    await eventually(() => seen.length === 2, 'two messages');
+    await consumer.close();
+    await first.publish('events', [{ key: 'a', value: '3' }]);
+    await first.close();
+
+    const second = openEmbedded(file);
+    const resumed: string[] = [];
+    await second.consume({ groupId: 'relay', topics: ['events'] }, async (m) => void resumed.push(m.value));
+    await eventually(() => resumed.length >= 1, 'the message published before the restart');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(resumed).toEqual(['3']);
+  });
+
+  it('sees messages another process appends to the same file', async () => {
+    const file = path.join(dir, 'shared.sqlite');
+    const bus = openEmbedded(file);
+    const seen: BusMessage[] = [];
+    await bus.consume({ groupId: 'reader', topics: ['shared'] }, async (m) => void seen.push(m));
+
+    const child = startChild(
+      'publisher',
+      `const bus = new EmbeddedBus(${JSON.stringify(file)});
+await bus.publish('shared', [{ key: 'k', value: 'from-child', headers: { pid: String(process.pid) } }]);
+await bus.close();`,
+    );
+    expect(await child.exited).toBe(0);
+
+    await eventually(() => seen.length >= 1, 'the message from the other process');
+    expect(seen[0].value).toBe('from-child');
+    expect(seen[0].headers.pid).toMatch(/^\d+$/);
+    expect(seen[0].headers.pid).not.toBe(String(process.pid));
+  }, 30_000);
+
+  it('moves the partitions of a crashed process to the rest of its group after the session timeout', async () => {
+    const file = path.join(dir, 'crash.sqlite');
+    const bus = new EmbeddedBus(file, { logger, sessionTimeoutMs: 1_000 });
+    opened.push(bus);
+    const published = Array.from({ length: 8 }, (_, n) => ({ key: `guest-${n}`, value: `m${n}` }));
+    await bus.publish('checkins', published);
+
+    // The other process takes every partition and hangs in its handler, then is killed.
+    const child = startChild(
+      'stuck-consumer',
+      `const bus = new EmbeddedBus(${JSON.stringify(file)}, { sessionTimeoutMs: 1000 });
+await bus.consume({ groupId: 'workers', topics: ['checkins'] }, async (m) => {
+  console.log('started ' + m.value);
+  await new Promise(() => {});
+});`,
+    );
+    await eventually(() => child.output().includes('started'), 'the other process to start a handler');
+    child.process.kill('SIGKILL');
+    await child.exited;
+    const startedThere = [...child.output().matchAll(/started (\S+)/g)].map((match) => match[1]);
+
+    const seen: string[] = [];
+    await bus.consume({ groupId: 'workers', topics: ['checkins'] }, async (m) => void seen.push(m.value));
+    await eventually(() => seen.length >= published.length, 'every message in the surviving member');
+    expect(startedThere.length).toBeGreaterThan(0);
+    expect(seen.sort()).toEqual(published.map((m) => m.value).sort());
+  }, 30_000);
+
+  it('publishes at least 20,000 messages per second in batches', async () => {
+    const bus = openEmbedded(path.join(dir, 'throughput.sqlite'));
+    const total = 40_000;
+    const batch = 1_000;
+    const started = performance.now();
+    for (let n = 0; n < total; n += batch) {
+      await bus.publish(
+        'throughput',
+        Array.from({ length: batch }, (_, i) => ({
+          key: `guest-${(n + i) % 500}`,
+          value: JSON.stringify({ type: 'GuestAdmitted', n: n + i, at: '2026-11-21T10:00:00.000Z' }),
+          headers: { 'content-type': 'application/json' },
+        })),
+      );
+    }
+    const perSecond = total / ((performance.now() - started) / 1000);
+    expect(perSecond).toBeGreaterThan(20_000);
+  }, 30_000);
+});
+
+describe('kafka bus without a broker', () => {
+  it('ping rejects within its timeout when nothing answers', async () => {
+    const bus = new KafkaBus({ brokers: ['127.0.0.1:9'], clientId: 'bus-ping', logger, pingTimeoutMs: 1_000 });
+    const started = Date.now();
+    await expect(bus.ping()).rejects.toThrow();
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await bus.close();
+  }, 20_000);
+});
+
+const kafka = await realServer('kafka');
+afterAll(() => kafka.stop());
+if (kafka.url) {
+  const brokers = kafka.url.split(',').map((broker) => broker.trim());
+  busContract('kafka', async () => {
+    const bus = new KafkaBus({ brokers, clientId: 'bus-contract', logLevel: 'warn', logger });
+    opened.push(bus);
+    return bus;
+  });
+} else {
+  describe.skip(`bus contract: kafka (skipped: ${kafka.skipReason})`, () => {
+    it('needs KAFKA_BROKERS or a container runtime', () => {});
+  });
+}

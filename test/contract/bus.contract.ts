@@ -1,0 +1,327 @@
+/**
+ * Contract every bus adapter passes (design §2): keyed partitions with per-key order,
+ * consumer groups with committed offsets, at-least-once delivery, a dead-letter topic.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { deadLetterTopic, type Bus, type BusMessage, type Consumer, type ConsumerOptions } from '../../src/adapters/bus/port.js';
+
+/** Per test: generous enough for a few Kafka group joins (1–3 s each). */
+const TEST_TIMEOUT_MS = 30_000;
+/** How long a test waits for an expected delivery. */
+const WAIT_MS = 20_000;
+/** How long a test keeps listening after the expected deliveries, to see unexpected ones. */
+const SETTLE_MS = 500;
+
+const unique = (name: string): string => `${name}-${randomUUID().slice(0, 8)}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function eventually(condition: () => boolean, what: string, timeoutMs = WAIT_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+export function busContract(name: string, makeBus: () => Promise<Bus>): void {
+  describe(`bus contract: ${name}`, () => {
+    let bus: Bus;
+    const consumers: Consumer[] = [];
+    /** Handlers left pending on purpose, released after each test. */
+    const pending: Array<() => void> = [];
+
+    beforeAll(async () => {
+      bus = await makeBus();
+    }, TEST_TIMEOUT_MS);
+
+    afterEach(async () => {
+      for (const release of pending.splice(0)) release();
+      await Promise.all(consumers.splice(0).map((consumer) => consumer.close()));
+    }, TEST_TIMEOUT_MS);
+
+    afterAll(async () => {
+      await bus?.close();
+    }, TEST_TIMEOUT_MS);
+
+    /** Starts a consumer that records every delivery (after `handle` succeeds) in the returned array. */
+    async function collect(
+      options: ConsumerOptions,
+      handle: (message: BusMessage) => Promise<void> = async () => {},
+    ): Promise<{ received: BusMessage[]; consumer: Consumer }> {
+      const received: BusMessage[] = [];
+      const consumer = await bus.consume(options, async (message) => {
+        await handle(message);
+        received.push(message);
+      });
+      consumers.push(consumer);
+      return { received, consumer };
+    }
+
+    const values = (messages: Array<{ value: string }>) => messages.map((message) => message.value);
+
+    it('answers ping', async () => {
+      await expect(bus.ping()).resolves.toBeUndefined();
+    });
+
+    it(
+      'round-trips keyed messages with their headers',
+      async () => {
+        const topic = unique('roundtrip');
+        const { received } = await collect({ groupId: unique('g'), topics: [topic] });
+        await bus.publish(topic, [
+          { key: 'guest-1', value: '{"n":1}', headers: { 'content-type': 'application/json', 'x-trace': 'abc-1' } },
+          { key: 'guest-2', value: 'second ✓', headers: { 'x-trace': 'abc-2' } },
+          { key: 'guest-1', value: 'third' },
+        ]);
+        await eventually(() => received.length >= 3, '3 messages');
+        await sleep(SETTLE_MS);
+
+        expect(received).toHaveLength(3);
+        const byValue = new Map(received.map((message) => [message.value, message]));
+        expect(byValue.get('{"n":1}')).toMatchObject({
+          topic,
+          key: 'guest-1',
+          headers: { 'content-type': 'application/json', 'x-trace': 'abc-1' },
+          attempt: 1,
+        });
+        expect(byValue.get('second ✓')).toMatchObject({ topic, key: 'guest-2', headers: { 'x-trace': 'abc-2' } });
+        expect(byValue.get('third')).toMatchObject({ topic, key: 'guest-1', headers: {} });
+        for (const message of received) {
+          expect(message.offset).toMatch(/^\d+$/);
+          expect(Number.isInteger(message.partition) && message.partition >= 0).toBe(true);
+        }
+        const first = byValue.get('{"n":1}')!;
+        const third = byValue.get('third')!;
+        expect(third.partition).toBe(first.partition);
+        expect(BigInt(third.offset)).toBeGreaterThan(BigInt(first.offset));
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'delivers the messages of each key in publish order, across many keys and batches',
+      async () => {
+        const topic = unique('order');
+        const keys = ['guest-a', 'guest-b', 'guest-c', 'guest-d', 'guest-e', 'guest-f'];
+        const perKey = 150;
+        const { received } = await collect({ groupId: unique('g'), topics: [topic] });
+        for (let batch = 0; batch < 3; batch++) {
+          const messages = [];
+          for (let n = batch * 50; n < (batch + 1) * 50; n++) {
+            for (const key of keys) messages.push({ key, value: `${key}:${n}` });
+          }
+          await bus.publish(topic, messages);
+        }
+        await eventually(() => received.length >= keys.length * perKey, `${keys.length * perKey} messages`);
+        await sleep(SETTLE_MS);
+
+        expect(received).toHaveLength(keys.length * perKey);
+        for (const key of keys) {
+          const sequence = received.filter((message) => message.key === key).map((message) => message.value);
+          expect(sequence).toEqual(Array.from({ length: perKey }, (_, n) => `${key}:${n}`));
+        }
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'gives every message to each consumer group',
+      async () => {
+        const topic = unique('groups');
+        const one = await collect({ groupId: unique('g1'), topics: [topic] });
+        const two = await collect({ groupId: unique('g2'), topics: [topic] });
+        const published = Array.from({ length: 40 }, (_, n) => ({ key: `guest-${n % 7}`, value: `m${n}` }));
+        await bus.publish(topic, published);
+        await eventually(() => one.received.length >= 40 && two.received.length >= 40, '40 messages in each group');
+        await sleep(SETTLE_MS);
+
+        const expected = published.map((message) => message.value).sort();
+        expect(values(one.received).sort()).toEqual(expected);
+        expect(values(two.received).sort()).toEqual(expected);
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'splits the partitions among the consumers of one group: each message is handled by one of them',
+      async () => {
+        const topic = unique('shared');
+        const groupId = unique('g');
+        const first = await collect({ groupId, topics: [topic] });
+        const second = await collect({ groupId, topics: [topic] });
+        const published = Array.from({ length: 60 }, (_, n) => ({ key: `guest-${n % 20}`, value: `m${n}` }));
+        await bus.publish(topic, published);
+        const total = () => first.received.length + second.received.length;
+        await eventually(() => total() >= 60, '60 messages across the group');
+        await sleep(SETTLE_MS);
+
+        expect(total()).toBe(60);
+        expect([...values(first.received), ...values(second.received)].sort()).toEqual(
+          published.map((message) => message.value).sort(),
+        );
+        expect(first.received.length).toBeGreaterThan(0);
+        expect(second.received.length).toBeGreaterThan(0);
+        const partitionsOf = (messages: BusMessage[]) => new Set(messages.map((message) => message.partition));
+        const overlap = [...partitionsOf(first.received)].filter((p) => partitionsOf(second.received).has(p));
+        expect(overlap).toEqual([]);
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'starts a new group at the end of the topic when fromBeginning is false',
+      async () => {
+        const topic = unique('latest');
+        await bus.publish(topic, [{ key: 'guest-1', value: 'old' }]);
+        const { received } = await collect({ groupId: unique('g'), topics: [topic], fromBeginning: false });
+        // Kafka looks the end offset up on the first fetch after the join: let that happen first.
+        await sleep(1_000);
+        await bus.publish(topic, [{ key: 'guest-1', value: 'new' }]);
+        await eventually(() => received.length >= 1, 'the message published after the join');
+        await sleep(SETTLE_MS);
+
+        expect(values(received)).toEqual(['new']);
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'resumes a group after the last committed message: nothing committed is delivered twice',
+      async () => {
+        const topic = unique('resume');
+        const groupId = unique('g');
+        const before = Array.from({ length: 6 }, (_, n) => ({ key: `guest-${n % 3}`, value: `before-${n}` }));
+        const after = Array.from({ length: 6 }, (_, n) => ({ key: `guest-${n % 3}`, value: `after-${n}` }));
+
+        const first = await collect({ groupId, topics: [topic] });
+        await bus.publish(topic, before);
+        await eventually(() => first.received.length >= before.length, 'the first consumer to handle 6 messages');
+        await first.consumer.close();
+
+        await bus.publish(topic, after);
+        const second = await collect({ groupId, topics: [topic] });
+        await eventually(() => second.received.length >= after.length, 'the second consumer to handle 6 messages');
+        await sleep(SETTLE_MS);
+
+        expect(values(first.received).sort()).toEqual(values(before).sort());
+        expect(values(second.received).sort()).toEqual(values(after).sort());
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'redelivers a message whose handler was still running at close() to the next consumer of the group',
+      async () => {
+        const topic = unique('crash');
+        const groupId = unique('g');
+        await bus.publish(topic, [
+          { key: 'guest-1', value: 'in-flight' },
+          { key: 'guest-1', value: 'next' },
+        ]);
+
+        const started: string[] = [];
+        let release!: () => void;
+        const first = await collect({ groupId, topics: [topic] }, async (message) => {
+          started.push(message.value);
+          if (message.value === 'in-flight') {
+            await new Promise<void>((resolve) => {
+              release = resolve;
+              pending.push(resolve);
+            });
+          }
+        });
+        await eventually(() => started.includes('in-flight'), 'the handler to start');
+        // close() abandons the pending handler instead of waiting for it.
+        const closeStarted = Date.now();
+        await first.consumer.close();
+        expect(Date.now() - closeStarted).toBeLessThan(5_000);
+        // The abandoned handler finishing late must not commit for the closed consumer.
+        release();
+        await sleep(100);
+
+        const second = await collect({ groupId, topics: [topic] });
+        await eventually(() => second.received.length >= 2, 'the redelivery and the next message');
+        await sleep(SETTLE_MS);
+
+        expect(started).toEqual(['in-flight']);
+        expect(values(second.received)).toEqual(['in-flight', 'next']);
+        expect(second.received[0].attempt).toBe(1);
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'dead-letters a message whose handler keeps failing, with the error headers, and moves on',
+      async () => {
+        const topic = unique('poison');
+        const attempts: number[] = [];
+        const { received } = await collect(
+          { groupId: unique('g'), topics: [topic], maxAttempts: 3, retryDelayMs: () => 10 },
+          async (message) => {
+            if (message.value === 'poison') {
+              attempts.push(message.attempt);
+              throw new Error('cannot handle poison');
+            }
+          },
+        );
+        await bus.publish(topic, [
+          { key: 'guest-1', value: 'poison', headers: { 'x-trace': 'p-1' } },
+          { key: 'guest-1', value: 'after-poison' },
+        ]);
+        await eventually(() => received.length >= 1, 'the message after the poison one');
+
+        expect(attempts).toEqual([1, 2, 3]);
+        expect(values(received)).toEqual(['after-poison']);
+
+        const dlq = await collect({ groupId: unique('dlq'), topics: [deadLetterTopic(topic)] });
+        await eventually(() => dlq.received.length >= 1, 'the dead letter');
+        await sleep(SETTLE_MS);
+
+        expect(dlq.received).toHaveLength(1);
+        const [letter] = dlq.received;
+        expect(letter.topic).toBe(`${topic}.dlq`);
+        expect(letter.key).toBe('guest-1');
+        expect(letter.value).toBe('poison');
+        expect(letter.headers).toMatchObject({
+          'x-trace': 'p-1',
+          'x-dlq-attempts': '3',
+          'x-dlq-source-topic': topic,
+          'x-dlq-source-partition': String(received[0].partition),
+        });
+        expect(letter.headers['x-dlq-error']).toContain('cannot handle poison');
+        // The poison message sits right before the next message of its key.
+        expect(BigInt(letter.headers['x-dlq-source-offset'])).toBe(BigInt(received[0].offset) - 1n);
+      },
+      TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'retries a handler that fails once, and does not dead-letter the message',
+      async () => {
+        const topic = unique('flaky');
+        const attempts: number[] = [];
+        const { received } = await collect(
+          { groupId: unique('g'), topics: [topic], maxAttempts: 3, retryDelayMs: () => 10 },
+          async (message) => {
+            attempts.push(message.attempt);
+            if (message.attempt === 1) throw new Error('transient failure');
+          },
+        );
+        await bus.publish(topic, [{ key: 'guest-1', value: 'flaky' }]);
+        await eventually(() => received.length >= 1, 'the retried message');
+
+        expect(attempts).toEqual([1, 2]);
+        expect(received.map((message) => [message.value, message.attempt])).toEqual([['flaky', 2]]);
+
+        // A dead letter for guest-1 would sit before this marker in the same partition.
+        await bus.publish(deadLetterTopic(topic), [{ key: 'guest-1', value: 'marker' }]);
+        const dlq = await collect({ groupId: unique('dlq'), topics: [deadLetterTopic(topic)] });
+        await eventually(() => dlq.received.length >= 1, 'the marker on the dead-letter topic');
+        await sleep(SETTLE_MS);
+        expect(values(dlq.received)).toEqual(['marker']);
+      },
+      TEST_TIMEOUT_MS,
+    );
+  });
+}
