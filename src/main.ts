@@ -23,6 +23,7 @@ import { createDevIdentityProvider } from './identity/dev-provider.js';
 import { createTokenVerifier } from './identity/token-verifier.js';
 import { accountsProjection, teamMembersProjection } from './projections/accounts.js';
 import { eventsProjection } from './projections/events.js';
+import { guestsProjection } from './projections/guests.js';
 import { ProjectionRunner } from './projections/runner.js';
 import type { Projection } from './projections/projection.js';
 import { systemClock, type Clock } from './shared/clock.js';
@@ -31,7 +32,7 @@ import { Relay } from './workers/relay.js';
 import { relayRoutes } from './workers/topics.js';
 import type { Worker } from './workers/worker.js';
 
-export const projections: Projection[] = [eventsProjection, accountsProjection, teamMembersProjection];
+export const projections: Projection[] = [eventsProjection, accountsProjection, teamMembersProjection, guestsProjection];
 
 export interface Platform {
   config: Config;

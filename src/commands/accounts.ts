@@ -1,7 +1,7 @@
 import { accountDecider, accountStream, type AccountProfile } from '../domain/account.js';
 import { DomainError } from '../domain/decider.js';
 import { checkPasswordPolicy } from '../domain/password-policy.js';
-import { usernameDecider, usernameStream } from '../domain/username.js';
+import { reservationDecider, usernameStream } from '../domain/reservation.js';
 import type { AccountDoc } from '../projections/accounts.js';
 import { newId } from '../shared/ids.js';
 import { hashPassword, newSecret, sha256, verifyPassword } from '../shared/secrets.js';
@@ -96,12 +96,19 @@ export async function reserveUsername(
   ownerType: 'account' | 'team_member',
   ownerId: string,
 ): Promise<void> {
-  await handleCommand(services.eventStore, usernameDecider, usernameStream(userName), {
-    type: 'ReserveUsername',
-    userName,
-    ownerType,
-    ownerId,
-  }, context);
+  try {
+    await handleCommand(services.eventStore, reservationDecider, usernameStream(userName), {
+      type: 'Reserve',
+      key: userName,
+      ownerType,
+      ownerId,
+    }, context);
+  } catch (error) {
+    if (error instanceof DomainError && error.code === 'conflict') {
+      throw new DomainError('conflict', `the user name ${userName} is taken`, { code: 'username_taken' });
+    }
+    throw error;
+  }
 }
 
 /** The caller's own user, when `email` is theirs; anything else is not found. */
@@ -134,9 +141,9 @@ export async function updateUser(
     changes,
   }, context);
   if (renamed) {
-    await handleCommand(services.eventStore, usernameDecider, usernameStream(current.userName), {
-      type: 'ReleaseUsername',
-      userName: current.userName,
+    await handleCommand(services.eventStore, reservationDecider, usernameStream(current.userName), {
+      type: 'Release',
+      key: current.userName,
       ownerId: context.tenantId,
     }, context);
   }

@@ -41,3 +41,12 @@ export async function getEvent(services: Services, clientId: string, eventId: st
   if (!doc || doc.clientId !== clientId) throw new DomainError('not_found', 'event not found');
   return toEventView(doc);
 }
+
+/** The client's events, by start time. */
+export async function listEvents(services: Services, clientId: string, page: { limit: number; cursor?: string }) {
+  const result = await services.readStore.collection<EventDoc>('events').find(
+    { clientId },
+    { sort: { startTime: 1 }, limit: page.limit, ...(page.cursor ? { cursor: page.cursor } : {}) },
+  );
+  return { items: result.items.map(toEventView), ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}) };
+}

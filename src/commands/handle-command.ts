@@ -122,22 +122,30 @@ export async function handleCommand<State, Command, Event extends AnyEvent>(
   }
 }
 
+/** One command of a batch: each may target another stream and decider. */
+export interface BatchItem<State = unknown, Command = unknown, Event extends AnyEvent = AnyEvent> {
+  streamName: string;
+  decider: Decider<State, Command, Event>;
+  command: Command;
+  eventIds?: (index: number) => string;
+}
+
 /**
  * The same loop over many streams at once (batch upserts, bulk block): every command is
  * decided before anything is appended, so one refusal applies nothing; the appends go in
  * one `appendMany` (all or nothing on the embedded store).
  */
-export async function handleCommands<State, Command, Event extends AnyEvent>(
+export async function handleCommands(
   store: EventStore,
-  decider: Decider<State, Command, Event>,
-  items: { streamName: string; command: Command }[],
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  items: BatchItem<any, any, any>[],
   context: CommandContext,
   options: { maxAttempts?: number } = {},
-): Promise<CommandResult<State, Event>[]> {
+): Promise<CommandResult<unknown, AnyEvent>[]> {
   const maxAttempts = options.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
     const decided = await Promise.all(
-      items.map((item) => load(store, decider, item.streamName, item.command, context)),
+      items.map((item) => load(store, item.decider, item.streamName, item.command, context, item.eventIds)),
     );
     const changed = decided.filter((d) => d.events.length > 0);
     try {
@@ -149,10 +157,13 @@ export async function handleCommands<State, Command, Event extends AnyEvent>(
         })),
       );
       const byStream = new Map(changed.map((d, i) => [d, written[i]!]));
-      return decided.map((d) => resultOf(decider, d, byStream.get(d)));
+      return decided.map((d, i) => resultOf(items[i]!.decider, d, byStream.get(d)));
     } catch (error) {
       if (error instanceof ConcurrencyError && attempt < maxAttempts) continue;
       throw error;
     }
   }
 }
+
+/** The highest position a batch wrote, for read-your-writes. */
+export const lastPosition = (results: { position: number }[]): number => Math.max(-1, ...results.map((r) => r.position));

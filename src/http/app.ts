@@ -8,6 +8,7 @@ import { commsGates } from './auth.js';
 import { docsRouter } from './docs-page.js';
 import { adminAuth, adminRouter } from './routes/admin.js';
 import { eventsRouter } from './routes/events.js';
+import { guestsRouter } from './routes/guests.js';
 import { teamMembersRouter } from './routes/team-members.js';
 import { usersRouter } from './routes/users.js';
 
@@ -68,6 +69,7 @@ export function createApp(options: AppOptions): Express {
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], options.authenticate);
   app.use('/comms/v1', commsGates());
   app.use(eventsRouter(services));
+  app.use(guestsRouter(services));
   app.use(teamMembersRouter(services));
   app.use(usersRouter(services));
   if (options.adminApiKey) {

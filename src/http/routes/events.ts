@@ -1,5 +1,6 @@
 import { Router } from 'express';
-import { getEvent, saveEvent } from '../../commands/events.js';
+import { getEvent, listEvents, saveEvent } from '../../commands/events.js';
+import { PageQuery, pageOf } from '../schemas/common.js';
 import type { Services } from '../../commands/services.js';
 import { commandContext, principalOf } from '../context.js';
 import { defineRoute } from '../route.js';
@@ -33,6 +34,19 @@ export function eventsRouter(services: Services): Router {
       errors: [404],
     },
     ({ params, res }) => getEvent(services, principalOf(res).tenantId, params.id),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: '/checkin/v1/api/events',
+      summary: 'The client’s events, by start time (cursor paged)',
+      tags: ['Events'],
+      query: PageQuery,
+      response: pageOf(EventResponse),
+      roles: ['client', 'team_member'],
+    },
+    ({ query, res }) => listEvents(services, principalOf(res).tenantId, query),
   );
   return router;
 }

@@ -1,0 +1,248 @@
+import { createHash } from 'node:crypto';
+import { DomainError } from '../domain/decider.js';
+import {
+  doorStream,
+  guestDecider,
+  guestStream,
+  type DoorEvent,
+  type GuestEvent,
+  type GuestState,
+  type RejectionReason,
+  type ScanInfo,
+  type ScanOutcome,
+} from '../domain/guest.js';
+import type { AccountDoc, TeamMemberDoc } from '../projections/accounts.js';
+import type { GuestDoc } from '../projections/guests.js';
+import { newId } from '../shared/ids.js';
+import { getEvent } from './events.js';
+import { guests, toGuestView, type GuestView } from './guests.js';
+import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
+import type { Services } from './services.js';
+
+/** How long after a check-in it can be undone (README "Door operations"). */
+export const undoWindowMs = 5 * 60_000;
+/** An offline scan time may run ahead of the server clock by at most this much. */
+const maxClockSkewMs = 5 * 60_000;
+
+/** Which guest a scan names: exactly one of these. */
+export interface GuestLookup {
+  guestId?: string;
+  barcode?: string;
+  customId?: string;
+}
+
+export interface ScanRequest extends GuestLookup {
+  plusOnes?: number;
+  force?: boolean;
+  nonce?: string;
+  at?: string;
+  gate?: string;
+  device?: string;
+}
+
+/** What the scanner shows. */
+export interface ScanResponse {
+  result: 'admitted' | 'rejected' | 'discharged';
+  reason?: RejectionReason;
+  blockedReason?: string;
+  scanId: string;
+  at: string;
+  guest?: GuestView;
+  plusOnesAdmitted: number;
+  plusOnesLeft: number;
+  /** True when this answer repeats an earlier scan with the same nonce. */
+  replayed: boolean;
+}
+
+/** A nonce becomes the scan id (and event id), so a repeated offline scan is one scan. */
+function scanIdFor(context: CommandContext, eventId: string, nonce?: string): string {
+  if (!nonce) return newId();
+  const hex = createHash('sha256').update(`scan\u0000${context.tenantId}\u0000${eventId}\u0000${nonce}`).digest('hex');
+  // RFC 9562 version 8 (custom) UUID from the hash.
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+async function scannedBy(services: Services, context: CommandContext): Promise<ScanInfo['scannedBy']> {
+  const id = context.actor.id;
+  if (context.actor.type === 'team_member') {
+    const member = await services.readStore.collection<TeamMemberDoc>('team_members').get(id);
+    return { id, username: member?.userName ?? id };
+  }
+  const account = await services.readStore.collection<AccountDoc>('accounts').get(id);
+  return { id, username: account?.userName ?? id };
+}
+
+async function scanInfo(services: Services, context: CommandContext, eventId: string, request: ScanRequest): Promise<ScanInfo> {
+  if (request.at && Date.parse(request.at) > context.now.getTime() + maxClockSkewMs) {
+    throw new DomainError('validation_error', 'the scan time `at` is in the future', {
+      errors: [{ path: 'at', message: 'must not be more than 5 minutes ahead of the server clock' }],
+    });
+  }
+  return {
+    scanId: scanIdFor(context, eventId, request.nonce),
+    at: request.at ?? context.now.toISOString(),
+    scannedBy: await scannedBy(services, context),
+    ...(request.gate !== undefined ? { gate: request.gate } : {}),
+    ...(request.device !== undefined ? { device: request.device } : {}),
+    ...(request.nonce !== undefined ? { nonce: request.nonce } : {}),
+  };
+}
+
+/** The guests of this event that a lookup names (0, 1, or several for a shared barcode). */
+async function findGuests(services: Services, eventId: string, lookup: GuestLookup): Promise<GuestDoc[]> {
+  if (lookup.guestId) {
+    const doc = await guests(services).get(lookup.guestId);
+    return doc && doc.eventId === eventId ? [doc] : [];
+  }
+  const filter = lookup.barcode !== undefined ? { barcode: lookup.barcode, eventId } : { customIdLower: lookup.customId!.toLowerCase(), eventId };
+  return (await guests(services).find(filter, { limit: 10 })).items;
+}
+
+function plusOnesLeft(state: GuestState): number {
+  const allowed = state.details.plusOnes ?? 0;
+  return state.inside ? Math.max(0, allowed - state.admittedPlusOnes) : allowed;
+}
+
+/** Record a scan that matched no single guest, once per scan id (a repeated nonce appends nothing). */
+async function rejectUnmatched(
+  services: Services,
+  context: CommandContext,
+  eventId: string,
+  scan: ScanInfo,
+  reason: 'not_found' | 'ambiguous',
+  lookup: GuestLookup,
+  candidates: string[],
+): Promise<ScanResponse> {
+  const event: DoorEvent = {
+    type: 'UnmatchedScanRejected',
+    data: { ...scan, eventId, reason, lookup, ...(candidates.length > 0 ? { candidates } : {}) },
+  };
+  const result = await services.eventStore.append(
+    doorStream(eventId),
+    [{ id: scan.scanId, type: event.type, data: event.data as unknown as Record<string, unknown>, metadata: {
+      tenantId: context.tenantId,
+      actor: context.actor,
+      correlationId: context.correlationId,
+      occurredAt: context.now.toISOString(),
+      ...(context.requestId ? { requestId: context.requestId } : {}),
+    } }],
+    'any',
+  );
+  await services.readYourWrites(result.position);
+  return { result: 'rejected', reason, scanId: scan.scanId, at: scan.at, plusOnesAdmitted: 0, plusOnesLeft: 0, replayed: false };
+}
+
+async function respond(services: Services, guestId: string, state: GuestState, outcome: ScanOutcome, replayed: boolean, event?: GuestEvent): Promise<ScanResponse> {
+  const doc = await guests(services).get(guestId);
+  return {
+    result: outcome.result,
+    ...(outcome.reason ? { reason: outcome.reason } : {}),
+    ...(outcome.reason === 'blocked' && state.blockedReason ? { blockedReason: state.blockedReason } : {}),
+    scanId: outcome.scanId,
+    at: outcome.at,
+    ...(doc ? { guest: toGuestView(doc) } : {}),
+    plusOnesAdmitted: outcome.plusOnesAdmitted,
+    plusOnesLeft: plusOnesLeft(state),
+    replayed,
+  };
+  void event;
+}
+
+/** A door scan: check a guest (and plus ones) in, or check them out. */
+export async function scan(
+  services: Services,
+  context: CommandContext,
+  eventId: string,
+  request: ScanRequest,
+  direction: 'in' | 'out',
+): Promise<ScanResponse> {
+  await getEvent(services, context.tenantId, eventId);
+  const info = await scanInfo(services, context, eventId, request);
+  const found = await findGuests(services, eventId, request);
+  if (found.length !== 1) {
+    return rejectUnmatched(services, context, eventId, info, found.length === 0 ? 'not_found' : 'ambiguous', lookupOf(request), found.map((g) => g._id));
+  }
+  const guestId = found[0]!._id;
+  const command =
+    direction === 'in'
+      ? { type: 'CheckIn' as const, scan: info, force: request.force ?? false, recordedAt: context.now.toISOString(), ...(request.plusOnes !== undefined ? { plusOnes: request.plusOnes } : {}) }
+      : { type: 'CheckOut' as const, scan: info };
+  const result = await handleCommand(services.eventStore, guestDecider, guestStream(guestId), command, context, {
+    eventIds: () => info.scanId,
+  });
+  await services.readYourWrites(result.position);
+  const outcome = request.nonce ? result.state.nonces[request.nonce] : undefined;
+  if (result.events.length === 0 && outcome) return respond(services, guestId, result.state, outcome, true);
+  const event = result.events[0]!;
+  const data = event.data as { scanId: string; at: string; plusOnesAdmitted?: number; reason?: RejectionReason };
+  const fresh: ScanOutcome = {
+    scanId: data.scanId,
+    at: data.at,
+    result: event.type === 'GuestAdmitted' ? 'admitted' : event.type === 'GuestDischarged' ? 'discharged' : 'rejected',
+    ...(data.reason ? { reason: data.reason } : {}),
+    plusOnesAdmitted: data.plusOnesAdmitted ?? 0,
+  };
+  return respond(services, guestId, result.state, fresh, false, event);
+}
+
+const lookupOf = (request: GuestLookup): GuestLookup =>
+  request.guestId ? { guestId: request.guestId } : request.barcode !== undefined ? { barcode: request.barcode } : { customId: request.customId! };
+
+/** Undo a check-in (by scan id or nonce) within the undo window; the annulment is itself an event. */
+export async function undoCheckIn(
+  services: Services,
+  context: CommandContext,
+  eventId: string,
+  request: { scanId?: string; nonce?: string },
+): Promise<{ annulled: string; guest: GuestView }> {
+  await getEvent(services, context.tenantId, eventId);
+  const scanId = request.scanId ?? scanIdFor(context, eventId, request.nonce);
+  const scanDoc = await services.readStore.collection<{ _id: string; guestId?: string; eventId: string; clientId: string }>('scans').get(scanId);
+  if (!scanDoc?.guestId || scanDoc.eventId !== eventId || scanDoc.clientId !== context.tenantId) {
+    throw new DomainError('not_found', 'no check-in with this scan id or nonce', { code: 'check_in_not_found' });
+  }
+  const result = await handleCommand(services.eventStore, guestDecider, guestStream(scanDoc.guestId), {
+    type: 'AnnulCheckIn',
+    scanId,
+    now: context.now.toISOString(),
+    undoWindowMs,
+    annulledBy: context.actor.id,
+  }, context);
+  await services.readYourWrites(result.position);
+  const doc = await guests(services).get(scanDoc.guestId);
+  return { annulled: scanId, guest: toGuestView(doc!) };
+}
+
+/** Block or unblock guests named by id or barcode; all are checked before any is changed. */
+export async function setBlocked(
+  services: Services,
+  context: CommandContext,
+  eventId: string,
+  request: { ids?: string[]; barcodes?: string[]; reason?: string },
+  blocked: boolean,
+): Promise<GuestView[]> {
+  await getEvent(services, context.tenantId, eventId);
+  const errors: { path: string; message: string }[] = [];
+  const targets = new Set<string>();
+  for (const [i, id] of (request.ids ?? []).entries()) {
+    const doc = await guests(services).get(id);
+    if (!doc || doc.eventId !== eventId || doc.clientId !== context.tenantId) errors.push({ path: `ids.${i}`, message: 'no such guest in this event' });
+    else targets.add(doc._id);
+  }
+  for (const [i, barcode] of (request.barcodes ?? []).entries()) {
+    const docs = await findGuests(services, eventId, { barcode });
+    if (docs.length === 0) errors.push({ path: `barcodes.${i}`, message: 'no guest of this event has this barcode' });
+    for (const doc of docs) targets.add(doc._id);
+  }
+  if (errors.length > 0) throw new DomainError('validation_error', 'some guests were not found; nothing was changed', { errors });
+  const at = context.now.toISOString();
+  const items: BatchItem[] = [...targets].map((guestId) => ({
+    streamName: guestStream(guestId),
+    decider: guestDecider,
+    command: blocked ? { type: 'Block', reason: request.reason ?? '', at } : { type: 'Unblock', at },
+  }));
+  const results = await handleCommands(services.eventStore, items, context);
+  await services.readYourWrites(lastPosition(results));
+  const docs = await Promise.all([...targets].map((id) => guests(services).get(id)));
+  return docs.filter((d): d is GuestDoc => d !== null).map(toGuestView);
+}

@@ -1,0 +1,201 @@
+import type { Filter } from '../adapters/readstore/port.js';
+import { DomainError } from '../domain/decider.js';
+import { guestDecider, guestStream, type GuestEvent } from '../domain/guest.js';
+import { getEvent } from './events.js';
+import { guests, toGuestView, type GuestView } from './guests.js';
+import type { Services } from './services.js';
+import type { ScanDoc } from '../projections/guests.js';
+
+/** A literal text as a case-insensitive regex: the caller's text is never a pattern. */
+const literal = (text: string) => ({ $regex: text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), $options: 'i' });
+
+export interface GuestListQuery {
+  limit: number;
+  cursor?: string;
+  tag?: string;
+  state?: 'admitted' | 'not_admitted' | 'inside' | 'blocked' | 'not_blocked' | 'discharged';
+  q?: string;
+  changedSince?: string;
+}
+
+const stateFilters: Record<NonNullable<GuestListQuery['state']>, Filter> = {
+  admitted: { admitted: { $exists: true } },
+  not_admitted: { admitted: { $exists: false } },
+  inside: { inside: true },
+  blocked: { blockedDate: { $exists: true } },
+  not_blocked: { blockedDate: { $exists: false } },
+  discharged: { discharged: { $exists: true } },
+};
+
+/** Guests of an event, filtered; sorted by name, or by change time for offline sync. */
+export async function listGuests(services: Services, clientId: string, eventId: string, query: GuestListQuery) {
+  await getEvent(services, clientId, eventId);
+  const clauses: Filter[] = [{ eventId }];
+  if (query.tag) clauses.push({ tagList: query.tag.trim().toLowerCase() });
+  if (query.state) clauses.push(stateFilters[query.state]);
+  if (query.q) {
+    const text = literal(query.q.trim());
+    clauses.push({ $or: ['firstName', 'lastName', 'otherNames', 'email', 'barcode', 'customId'].map((f) => ({ [f]: text })) });
+  }
+  if (query.changedSince) clauses.push({ updated: { $gt: query.changedSince } });
+  const page = await guests(services).find(clauses.length === 1 ? clauses[0]! : { $and: clauses }, {
+    sort: query.changedSince ? { updated: 1 } : { lastNameLower: 1, firstNameLower: 1 },
+    limit: query.limit,
+    ...(query.cursor ? { cursor: query.cursor } : {}),
+  });
+  return { items: page.items.map(toGuestView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+}
+
+/** Spec: guests whose additionalInfo contains the text (case-insensitive), by last then first name. */
+export async function guestsByInfo(
+  services: Services,
+  clientId: string,
+  eventId: string,
+  query: { additionalInfo: string; limit: number; cursor?: string },
+): Promise<{ items: GuestView[]; nextCursor?: string }> {
+  await getEvent(services, clientId, eventId);
+  const page = await guests(services).find(
+    { eventId, additionalInfo: literal(query.additionalInfo) },
+    { sort: { lastNameLower: 1, firstNameLower: 1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
+  );
+  return { items: page.items.map(toGuestView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+}
+
+export async function listScans(
+  services: Services,
+  clientId: string,
+  eventId: string,
+  query: { result?: 'admitted' | 'rejected' | 'discharged'; limit: number; cursor?: string },
+) {
+  await getEvent(services, clientId, eventId);
+  const page = await services.readStore.collection<ScanDoc>('scans').find(
+    { eventId, ...(query.result ? { result: query.result } : {}) },
+    { sort: { at: -1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
+  );
+  const items = page.items.map(({ _id, clientId: _c, ...scan }) => ({ scanId: _id, ...scan }));
+  return { items, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+}
+
+interface TeamStatsDoc {
+  _id: string;
+  eventId: string;
+  clientId: string;
+  teamMemberId: string;
+  username: string;
+  checkedIn: number;
+  checkedOut: number;
+  activity?: Record<string, number>;
+}
+
+/** Spec: Team member event statistics, with activity grouped into buckets of `bucketMinutes`. */
+export async function teamStats(services: Services, clientId: string, eventId: string, bucketMinutes: number) {
+  await getEvent(services, clientId, eventId);
+  const stats: unknown[] = [];
+  for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ eventId }, { sort: { username: 1 } })) {
+    const buckets = new Map<number, number>();
+    for (const [minute, count] of Object.entries(doc.activity ?? {})) {
+      const start = Math.floor(Number(minute) / bucketMinutes) * bucketMinutes;
+      buckets.set(start, (buckets.get(start) ?? 0) + count);
+    }
+    stats.push({
+      id: doc._id,
+      eventId: doc.eventId,
+      teamMemberId: doc.teamMemberId,
+      username: doc.username,
+      checkedIn: doc.checkedIn,
+      checkedOut: doc.checkedOut,
+      checkedInActivity: [...buckets.entries()]
+        .filter(([, count]) => count !== 0)
+        .sort(([a], [b]) => a - b)
+        .map(([start, count]) => ({ admitted: new Date(start * 60_000).toISOString(), admittedCount: count })),
+    });
+  }
+  return stats;
+}
+
+interface EventStatsDoc {
+  _id: string;
+  rejected?: Record<string, number>;
+  gates?: Record<string, { admissions: number; people: number }>;
+  devices?: Record<string, { admissions: number; people: number }>;
+  annulled?: number;
+}
+
+const decodeKeys = <T>(map: Record<string, T> | undefined) =>
+  Object.fromEntries(Object.entries(map ?? {}).map(([k, v]) => [decodeURIComponent(k), v]));
+
+/** The organizer's overview of one event. */
+export async function eventStats(services: Services, clientId: string, eventId: string) {
+  await getEvent(services, clientId, eventId);
+  const collection = guests(services);
+  let invited = 0;
+  let admitted = 0;
+  let insideGuests = 0;
+  let insidePeople = 0;
+  let plusOnesInvited = 0;
+  let plusOnesAdmitted = 0;
+  let blocked = 0;
+  for await (const guest of collection.stream({ eventId })) {
+    invited += 1;
+    plusOnesInvited += guest.plusOnes ?? 0;
+    if (guest.admitted) admitted += 1;
+    if (guest.inside) {
+      insideGuests += 1;
+      insidePeople += 1 + (guest.admittedPlusOnes ?? 0);
+      plusOnesAdmitted += guest.admittedPlusOnes ?? 0;
+    }
+    if (guest.blockedDate) blocked += 1;
+  }
+  const counters = await services.readStore.collection<EventStatsDoc>('event_stats').get(eventId);
+  return {
+    eventId,
+    invited,
+    admitted,
+    insideNow: { guests: insideGuests, people: insidePeople },
+    plusOnes: { invited: plusOnesInvited, insideNow: plusOnesAdmitted },
+    blocked,
+    rejectedScans: counters?.rejected ?? {},
+    annulledCheckIns: counters?.annulled ?? 0,
+    admissionsByGate: decodeKeys(counters?.gates),
+    admissionsByDevice: decodeKeys(counters?.devices),
+  };
+}
+
+/** Audit: every event of a guest; with `asOf`, the guest as it was at that moment. */
+export async function guestHistory(services: Services, clientId: string, guestId: string, asOf?: string) {
+  const events = await services.eventStore.readStream(guestStream(guestId.toLowerCase()));
+  if (events.length === 0 || events[0]!.metadata.tenantId !== clientId) throw new DomainError('not_found', 'guest not found');
+  const upTo = asOf ? events.filter((e) => e.metadata.occurredAt <= asOf) : events;
+  const history = upTo.map((e) => ({
+    type: e.type,
+    at: e.metadata.occurredAt,
+    recordedAt: e.recordedAt,
+    revision: e.revision,
+    actor: e.metadata.actor,
+    correlationId: e.metadata.correlationId,
+    ...(e.metadata.requestId ? { requestId: e.metadata.requestId } : {}),
+    data: e.data,
+  }));
+  if (!asOf) return { guestId, events: history };
+  let state = guestDecider.initialState();
+  for (const e of upTo) state = guestDecider.evolve(state, e as unknown as GuestEvent);
+  return {
+    guestId,
+    asOf,
+    events: history,
+    state: state.exists
+      ? {
+          id: guestId,
+          eventId: state.eventId,
+          ...state.details,
+          ...(state.tags.length > 0 ? { tags: state.tags.join(',') } : {}),
+          admittedPlusOnes: state.admittedPlusOnes,
+          ...(state.admitted ? { admitted: state.admitted } : {}),
+          ...(state.discharged ? { discharged: state.discharged } : {}),
+          ...(state.blockedDate ? { blockedDate: state.blockedDate, blockedReason: state.blockedReason } : {}),
+          inside: state.inside,
+        }
+      : null,
+  };
+}
+

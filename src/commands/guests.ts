@@ -1,0 +1,178 @@
+import { DomainError } from '../domain/decider.js';
+import {
+  detailFields,
+  guestDecider,
+  guestStream,
+  parseTags,
+  type GuestCommand,
+  type GuestDetails,
+} from '../domain/guest.js';
+import { customIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
+import type { GuestDoc } from '../projections/guests.js';
+import { newId } from '../shared/ids.js';
+import { getEvent } from './events.js';
+import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
+import type { Services } from './services.js';
+
+/** A guest record as a request gives it (spec: Guest); every field optional. */
+export type GuestInput = GuestDetails & {
+  id?: string;
+  eventId?: string;
+  tags?: string;
+  /** Ignored on create and upsert (spec rule 3): door operations change these. */
+  admitted?: unknown;
+  admittedPlusOnes?: unknown;
+  blockedDate?: unknown;
+  blockedReason?: unknown;
+  discharged?: unknown;
+};
+
+/** The spec's Guest object. */
+export interface GuestView extends GuestDetails {
+  id: string;
+  eventId: string;
+  admittedPlusOnes: number;
+  tags?: string;
+  admitted?: string;
+  blockedDate?: string;
+  blockedReason?: string;
+  discharged?: string;
+}
+
+export function toGuestView(doc: GuestDoc): GuestView {
+  const view: Record<string, unknown> = { id: doc._id, eventId: doc.eventId };
+  for (const field of detailFields) if (doc[field] !== undefined) view[field] = doc[field];
+  view.admittedPlusOnes = doc.admittedPlusOnes ?? 0;
+  for (const field of ['tags', 'admitted', 'blockedDate', 'blockedReason', 'discharged'] as const) {
+    if (doc[field] !== undefined) view[field] = doc[field];
+  }
+  return view as unknown as GuestView;
+}
+
+export const guests = (services: Services) => services.readStore.collection<GuestDoc>('guests');
+
+const detailsOf = (input: GuestInput): GuestDetails =>
+  Object.fromEntries(detailFields.filter((f) => input[f] !== undefined).map((f) => [f, input[f]])) as GuestDetails;
+
+interface Planned {
+  guestId: string;
+  existing: GuestDoc | null;
+  input: GuestInput;
+}
+
+/**
+ * Create (mode `create`) or upsert (mode `upsert`) a batch of guests of one event.
+ * Records match by `id`, then by `customId` within the event. Everything is checked, and
+ * every command decided, before anything is appended; the appends go in one batch.
+ */
+export async function saveGuests(
+  services: Services,
+  context: CommandContext,
+  eventId: string,
+  records: GuestInput[],
+  options: { mode: 'create' | 'upsert'; removeObsoleteTags?: boolean },
+): Promise<GuestView[]> {
+  await getEvent(services, context.tenantId, eventId);
+  const plans = await planGuests(services, context, eventId, records, options.mode);
+  const items: BatchItem[] = [];
+  for (const plan of plans) {
+    const details = detailsOf(plan.input);
+    if (details.createdBy === undefined && !plan.existing) details.createdBy = context.actor.id;
+    const tags = plan.input.tags !== undefined ? parseTags(plan.input.tags) : undefined;
+    const command: GuestCommand =
+      options.mode === 'create'
+        ? { type: 'RegisterGuest', guestId: plan.guestId, clientId: context.tenantId, eventId, details, tags: tags ?? [] }
+        : {
+            type: 'MergeGuest',
+            guestId: plan.guestId,
+            clientId: context.tenantId,
+            eventId,
+            details,
+            ...(tags ? { tags } : {}),
+            replaceTags: options.removeObsoleteTags ?? false,
+          };
+    items.push({ streamName: guestStream(plan.guestId), decider: guestDecider, command });
+    items.push(...customIdReservations(eventId, plan));
+  }
+  const results = await handleCommands(services.eventStore, items, context);
+  await services.readYourWrites(lastPosition(results));
+  const docs = await Promise.all(plans.map((p) => guests(services).get(p.guestId)));
+  return docs.filter((d): d is GuestDoc => d !== null).map(toGuestView);
+}
+
+/** Reserve a new customId (and release the old one) in the same batch as the guest's change. */
+function customIdReservations(eventId: string, plan: Planned): BatchItem[] {
+  const wanted = plan.input.customId;
+  const current = plan.existing?.customId;
+  if (wanted === undefined || (current !== undefined && reservationKey(current) === reservationKey(wanted))) return [];
+  const reserve: BatchItem = {
+    streamName: customIdStream(eventId, wanted),
+    decider: reservationDecider,
+    command: { type: 'Reserve', key: wanted, ownerType: 'guest', ownerId: plan.guestId } satisfies ReservationCommand,
+  };
+  if (current === undefined) return [reserve];
+  return [
+    reserve,
+    {
+      streamName: customIdStream(eventId, current),
+      decider: reservationDecider,
+      command: { type: 'Release', key: current, ownerId: plan.guestId } satisfies ReservationCommand,
+    },
+  ];
+}
+
+async function planGuests(
+  services: Services,
+  context: CommandContext,
+  eventId: string,
+  records: GuestInput[],
+  mode: 'create' | 'upsert',
+): Promise<Planned[]> {
+  const errors: { path: string; message: string }[] = [];
+  const plans: Planned[] = [];
+  const seenIds = new Map<string, number>();
+  const seenCustomIds = new Map<string, number>();
+  for (const [index, input] of records.entries()) {
+    const at = (field: string) => (records.length > 1 || mode === 'upsert' ? `${index}.${field}` : field);
+    let existing: GuestDoc | null = null;
+    if (input.id) {
+      existing = await guests(services).get(input.id);
+      if (existing && (existing.clientId !== context.tenantId || existing.eventId !== eventId)) {
+        // Another client's guest, or a guest of another event: never reveal which.
+        throw new DomainError('not_found', `guest ${input.id} not found in this event`);
+      }
+      if (existing && mode === 'create') {
+        throw new DomainError('conflict', `a guest with id ${input.id} already exists`, { code: 'guest_exists' });
+      }
+    } else if (input.customId && mode === 'upsert') {
+      existing = await guests(services).findOne({ eventId, customIdLower: reservationKey(input.customId) });
+    }
+    const guestId = existing?._id ?? input.id ?? newId();
+    if (seenIds.has(guestId)) errors.push({ path: at(input.id ? 'id' : 'customId'), message: `the same guest as record ${seenIds.get(guestId)}` });
+    seenIds.set(guestId, index);
+    if (input.customId) {
+      const key = reservationKey(input.customId);
+      if (seenCustomIds.has(key)) errors.push({ path: at('customId'), message: `repeats record ${seenCustomIds.get(key)}'s customId` });
+      seenCustomIds.set(key, index);
+      const holder = await guests(services).findOne({ eventId, customIdLower: key });
+      if (holder && holder._id !== guestId) errors.push({ path: at('customId'), message: 'already used by another guest of this event' });
+    }
+    plans.push({ guestId, existing, input });
+  }
+  if (errors.length > 0) {
+    const duplicate = errors.some((e) => e.message.startsWith('already used'));
+    throw new DomainError(
+      duplicate ? 'conflict' : 'validation_error',
+      duplicate ? 'customId must be unique within the event' : 'the batch is not valid: see errors',
+      { errors, ...(duplicate ? { code: 'custom_id_taken' } : {}) },
+    );
+  }
+  return plans;
+}
+
+/** One guest of this client; another client's guest is not found. */
+export async function getGuest(services: Services, clientId: string, guestId: string): Promise<GuestView> {
+  const doc = await guests(services).get(guestId.toLowerCase());
+  if (!doc || doc.clientId !== clientId) throw new DomainError('not_found', 'guest not found');
+  return toGuestView(doc);
+}

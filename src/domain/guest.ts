@@ -1,0 +1,387 @@
+import { DomainError, type Decider } from './decider.js';
+
+/**
+ * A guest of one event (spec: Guest). This file answers "when is a guest admitted or
+ * rejected at the door?": see `decideCheckIn`.
+ */
+export interface GuestDetails {
+  firstName?: string;
+  otherNames?: string;
+  lastName?: string;
+  email?: string;
+  plusOnes?: number;
+  additionalInfo?: string;
+  barcode?: string;
+  createdBy?: string;
+  validFrom?: string;
+  validTo?: string;
+  isGroup?: boolean;
+  image?: string;
+  customId?: string;
+  commsTemplateId?: string;
+  correlationId?: string;
+}
+
+export const detailFields = [
+  'firstName',
+  'otherNames',
+  'lastName',
+  'email',
+  'plusOnes',
+  'additionalInfo',
+  'barcode',
+  'createdBy',
+  'validFrom',
+  'validTo',
+  'isGroup',
+  'image',
+  'customId',
+  'commsTemplateId',
+  'correlationId',
+] as const satisfies readonly (keyof GuestDetails)[];
+
+/** Where a scan happened and who made it; kept with the scan. */
+export interface ScanInfo {
+  scanId: string;
+  at: string;
+  gate?: string;
+  device?: string;
+  nonce?: string;
+  /** Team member (or client) who scanned, for team statistics. */
+  scannedBy: { id: string; username: string };
+}
+
+export type RejectionReason = 'not_found' | 'blocked' | 'not_yet_valid' | 'expired' | 'already_admitted' | 'ambiguous';
+
+export type GuestEvent =
+  | { type: 'GuestRegistered'; data: GuestDetails & { guestId: string; clientId: string; eventId: string; tags: string[] } }
+  | { type: 'GuestDetailsChanged'; data: { guestId: string; eventId: string; changes: GuestDetails } }
+  | { type: 'GuestTagsChanged'; data: { guestId: string; eventId: string; tags: string[] } }
+  | {
+      type: 'GuestAdmitted';
+      data: ScanInfo & {
+        guestId: string;
+        eventId: string;
+        /** Whether the guest came in with this scan (false: only plus ones arriving later). */
+        guestEntered: boolean;
+        plusOnesAdmitted: number;
+        admittedPlusOnes: number;
+        /** People through the door with this scan. */
+        people: number;
+        forced: boolean;
+      };
+    }
+  | {
+      type: 'GuestAdmissionAnnulled';
+      data: {
+        guestId: string;
+        eventId: string;
+        scanId: string;
+        at: string;
+        people: number;
+        scannedBy: ScanInfo['scannedBy'];
+        annulledBy: string;
+        admittedAt: string;
+        /** The admission state the guest returns to. */
+        restored: { admitted?: string; inside: boolean; admittedPlusOnes: number };
+      };
+    }
+  | { type: 'GuestDischarged'; data: ScanInfo & { guestId: string; eventId: string; people: number } }
+  | { type: 'GuestScanRejected'; data: ScanInfo & { guestId: string; eventId: string; reason: RejectionReason; blockedReason?: string } }
+  | { type: 'GuestBlocked'; data: { guestId: string; eventId: string; reason: string; at: string } }
+  | { type: 'GuestUnblocked'; data: { guestId: string; eventId: string; at: string } };
+
+export interface LastAdmission {
+  scanId: string;
+  nonce?: string;
+  /** Server time the admission was recorded (the undo window runs from it). */
+  recordedAt: string;
+  at: string;
+  guestEntered: boolean;
+  plusOnesAdmitted: number;
+  previousAdmitted?: string;
+  people: number;
+  scannedBy: ScanInfo['scannedBy'];
+}
+
+/** What a scan decided, kept per nonce so an offline scanner's repeat gets the first answer. */
+export interface ScanOutcome {
+  scanId: string;
+  result: 'admitted' | 'rejected' | 'discharged';
+  reason?: RejectionReason;
+  plusOnesAdmitted: number;
+  at: string;
+}
+
+export interface GuestState {
+  exists: boolean;
+  /** nonce -> outcome of the scan that carried it. */
+  nonces: Record<string, ScanOutcome>;
+  guestId?: string;
+  clientId?: string;
+  eventId?: string;
+  details: GuestDetails;
+  tags: string[];
+  admitted?: string;
+  admittedPlusOnes: number;
+  inside: boolean;
+  discharged?: string;
+  blockedDate?: string;
+  blockedReason?: string;
+  lastAdmission?: LastAdmission;
+}
+
+export type GuestCommand =
+  | {
+      type: 'RegisterGuest';
+      guestId: string;
+      clientId: string;
+      eventId: string;
+      details: GuestDetails;
+      tags: string[];
+    }
+  | {
+      /** Batch upsert and single update: merge the given fields; admission and block are never touched (spec rule 3). */
+      type: 'MergeGuest';
+      guestId: string;
+      clientId: string;
+      eventId: string;
+      details: GuestDetails;
+      tags?: string[];
+      replaceTags: boolean;
+    }
+  | { type: 'CheckIn'; scan: ScanInfo; plusOnes?: number; force: boolean; recordedAt: string }
+  | { type: 'CheckOut'; scan: ScanInfo }
+  | { type: 'AnnulCheckIn'; scanId?: string; nonce?: string; now: string; undoWindowMs: number; annulledBy: string }
+  | { type: 'Block'; reason: string; at: string }
+  | { type: 'Unblock'; at: string };
+
+export const guestStream = (guestId: string): string => `guest-${guestId}`;
+
+/**
+ * Scans that match no single guest (unknown barcode, or one shared by several guests) are
+ * still recorded, on the event's door stream, so the organizer sees them.
+ */
+export const doorStream = (eventId: string): string => `door-${eventId}`;
+
+export type DoorEvent = {
+  type: 'UnmatchedScanRejected';
+  data: ScanInfo & {
+    eventId: string;
+    reason: 'not_found' | 'ambiguous';
+    lookup: { guestId?: string; barcode?: string; customId?: string };
+    candidates?: string[];
+  };
+};
+
+/** Tags are a comma-separated set: trimmed, empty ones dropped, first spelling kept. */
+export function parseTags(tags: string | undefined): string[] {
+  if (!tags) return [];
+  const seen = new Map<string, string>();
+  for (const raw of tags.split(',')) {
+    const tag = raw.trim();
+    if (tag && !seen.has(tag.toLowerCase())) seen.set(tag.toLowerCase(), tag);
+  }
+  return [...seen.values()];
+}
+
+const initialState = (): GuestState => ({
+  exists: false,
+  nonces: {},
+  details: {},
+  tags: [],
+  admittedPlusOnes: 0,
+  inside: false,
+});
+
+function remember(state: GuestState, nonce: string | undefined, outcome: ScanOutcome): GuestState {
+  return nonce ? { ...state, nonces: { ...state.nonces, [nonce]: outcome } } : state;
+}
+
+function evolve(state: GuestState, event: GuestEvent): GuestState {
+  switch (event.type) {
+    case 'GuestRegistered': {
+      const { guestId, clientId, eventId, tags, ...details } = event.data;
+      return { ...initialState(), exists: true, guestId, clientId, eventId, details, tags };
+    }
+    case 'GuestDetailsChanged':
+      return { ...state, details: withoutNulls({ ...state.details, ...event.data.changes }) };
+    case 'GuestTagsChanged':
+      return { ...state, tags: event.data.tags };
+    case 'GuestAdmitted': {
+      const d = event.data;
+      const outcome: ScanOutcome = { scanId: d.scanId, result: 'admitted', plusOnesAdmitted: d.plusOnesAdmitted, at: d.at };
+      return remember({
+        ...state,
+        admitted: d.guestEntered ? d.at : state.admitted,
+        inside: true,
+        admittedPlusOnes: d.admittedPlusOnes,
+        lastAdmission: {
+          scanId: d.scanId,
+          nonce: d.nonce,
+          recordedAt: (event as { metadata?: { occurredAt: string } }).metadata?.occurredAt ?? d.at,
+          at: d.at,
+          guestEntered: d.guestEntered,
+          plusOnesAdmitted: d.plusOnesAdmitted,
+          previousAdmitted: state.admitted,
+          people: d.people,
+          scannedBy: d.scannedBy,
+        },
+      }, d.nonce, outcome);
+    }
+    case 'GuestAdmissionAnnulled':
+      return {
+        ...state,
+        admitted: event.data.restored.admitted,
+        inside: event.data.restored.inside,
+        admittedPlusOnes: event.data.restored.admittedPlusOnes,
+        lastAdmission: undefined,
+      };
+    case 'GuestDischarged': {
+      const d = event.data;
+      const outcome: ScanOutcome = { scanId: d.scanId, result: 'discharged', plusOnesAdmitted: 0, at: d.at };
+      return remember({ ...state, inside: false, discharged: d.at, lastAdmission: undefined }, d.nonce, outcome);
+    }
+    case 'GuestBlocked':
+      return { ...state, blockedDate: event.data.at, blockedReason: event.data.reason };
+    case 'GuestUnblocked':
+      return { ...state, blockedDate: undefined, blockedReason: undefined };
+    case 'GuestScanRejected': {
+      const d = event.data;
+      return remember(state, d.nonce, { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
+    }
+  }
+}
+
+function withoutNulls(details: GuestDetails): GuestDetails {
+  return Object.fromEntries(Object.entries(details).filter(([, v]) => v !== null && v !== undefined)) as GuestDetails;
+}
+
+/** Spec: plus ones never exceed `plusOnes`; a group comes in whole. */
+function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, state: GuestState): GuestEvent[] {
+  const { scan } = command;
+  const base = { ...scan, guestId: state.guestId!, eventId: state.eventId! };
+  const reject = (reason: RejectionReason): GuestEvent[] => [
+    { type: 'GuestScanRejected', data: { ...base, reason, ...(reason === 'blocked' ? { blockedReason: state.blockedReason } : {}) } },
+  ];
+  const at = Date.parse(scan.at);
+  if (!command.force) {
+    if (state.blockedDate) return reject('blocked');
+    if (state.details.validFrom && at < Date.parse(state.details.validFrom)) return reject('not_yet_valid');
+    if (state.details.validTo && at > Date.parse(state.details.validTo)) return reject('expired');
+  }
+  const allowed = state.details.plusOnes ?? 0;
+  const left = state.inside ? allowed - state.admittedPlusOnes : allowed;
+  // Without a count: a group brings everyone; otherwise the guest alone, or one late plus one.
+  const wanted = command.plusOnes ?? (state.details.isGroup ? left : state.inside ? Math.min(1, left) : 0);
+  const plusOnesAdmitted = Math.max(0, Math.min(wanted, left));
+  if (state.inside && plusOnesAdmitted === 0) return reject('already_admitted');
+  const guestEntered = !state.inside;
+  return [
+    {
+      type: 'GuestAdmitted',
+      data: {
+        ...base,
+        guestEntered,
+        plusOnesAdmitted,
+        admittedPlusOnes: (guestEntered ? 0 : state.admittedPlusOnes) + plusOnesAdmitted,
+        people: (guestEntered ? 1 : 0) + plusOnesAdmitted,
+        forced: command.force,
+      },
+    },
+  ];
+}
+
+function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, state: GuestState): GuestEvent[] {
+  const ids = { guestId: command.guestId, eventId: command.eventId };
+  if (!state.exists) {
+    return [
+      {
+        type: 'GuestRegistered',
+        data: { ...ids, clientId: command.clientId, ...withoutNulls(command.details), tags: command.tags ?? [] },
+      },
+    ];
+  }
+  if (state.clientId !== command.clientId || state.eventId !== command.eventId) {
+    throw new DomainError('not_found', 'guest not found');
+  }
+  const changes = Object.fromEntries(
+    Object.entries(command.details).filter(
+      ([key, value]) => value !== undefined && state.details[key as keyof GuestDetails] !== value,
+    ),
+  ) as GuestDetails;
+  const events: GuestEvent[] = [];
+  if (Object.keys(changes).length > 0) events.push({ type: 'GuestDetailsChanged', data: { ...ids, changes } });
+  if (command.tags) {
+    const tags = command.replaceTags ? command.tags : parseTags([...state.tags, ...command.tags].join(','));
+    if (tags.join('\u0000') !== state.tags.join('\u0000')) events.push({ type: 'GuestTagsChanged', data: { ...ids, tags } });
+  }
+  return events;
+}
+
+export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
+  initialState,
+  evolve,
+  decide(command, state) {
+    if (command.type === 'RegisterGuest') {
+      if (state.exists) throw new DomainError('conflict', 'a guest with this id already exists', { code: 'guest_exists' });
+      const { type: _t, details, ...rest } = command;
+      return [{ type: 'GuestRegistered', data: { ...rest, ...withoutNulls(details) } }];
+    }
+    if (command.type === 'MergeGuest') return decideMerge(command, state);
+    if (!state.exists) throw new DomainError('not_found', 'guest not found');
+    const ids = { guestId: state.guestId!, eventId: state.eventId! };
+    // A scan whose nonce was seen already changes nothing; the caller answers with the first outcome.
+    if ((command.type === 'CheckIn' || command.type === 'CheckOut') && command.scan.nonce && state.nonces[command.scan.nonce]) {
+      return [];
+    }
+    switch (command.type) {
+      case 'CheckIn':
+        return decideCheckIn(command, state);
+      case 'CheckOut':
+        if (!state.inside) {
+          throw new DomainError('conflict', 'the guest is not checked in', { code: 'not_checked_in' });
+        }
+        return [{ type: 'GuestDischarged', data: { ...command.scan, ...ids, people: 1 + state.admittedPlusOnes } }];
+      case 'AnnulCheckIn': {
+        const last = state.lastAdmission;
+        const matches =
+          last && ((command.scanId && last.scanId === command.scanId) || (command.nonce && last.nonce === command.nonce));
+        if (!last || !matches) {
+          throw new DomainError('not_found', 'no check-in with this scan id or nonce that can still be undone', {
+            code: 'check_in_not_found',
+          });
+        }
+        if (Date.parse(command.now) - Date.parse(last.recordedAt) > command.undoWindowMs) {
+          throw new DomainError('conflict', `a check-in can be undone only within ${command.undoWindowMs / 1000} s`, {
+            code: 'undo_window_passed',
+          });
+        }
+        return [
+          {
+            type: 'GuestAdmissionAnnulled',
+            data: {
+              ...ids,
+              scanId: last.scanId,
+              at: command.now,
+              people: last.people,
+              scannedBy: last.scannedBy,
+              annulledBy: command.annulledBy,
+              admittedAt: last.at,
+              restored: {
+                ...(last.guestEntered ? (last.previousAdmitted ? { admitted: last.previousAdmitted } : {}) : { admitted: state.admitted }),
+                inside: !last.guestEntered,
+                admittedPlusOnes: last.guestEntered ? 0 : state.admittedPlusOnes - last.plusOnesAdmitted,
+              },
+            },
+          },
+        ];
+      }
+      case 'Block':
+        if (state.blockedDate && state.blockedReason === command.reason) return [];
+        return [{ type: 'GuestBlocked', data: { ...ids, reason: command.reason, at: command.at } }];
+      case 'Unblock':
+        return state.blockedDate ? [{ type: 'GuestUnblocked', data: { ...ids, at: command.at } }] : [];
+    }
+  },
+};

@@ -1,0 +1,230 @@
+/**
+ * DESIGN.md section 5: an `Idempotency-Key` header on a POST makes a retry safe. The same
+ * key with the same request within 24 h gets the first response again, without the
+ * handler running twice; the same key with another request is 422; a repeat while the
+ * first is still running is 409. Keys belong to one client (tenant).
+ *
+ * Records live in the read store's `idempotency_keys` collection, `_id = <tenantId>:<key>`.
+ * A key is reserved without transactions: an upsert that only sets fields on insert, then a
+ * read; whoever's random `owner` token is on the record runs the request.
+ */
+import { createHash } from 'node:crypto';
+import type { Request, RequestHandler, Response } from 'express';
+import type { Collection, ReadStore } from '../../adapters/readstore/port.js';
+import { DuplicateKeyError } from '../../adapters/readstore/port.js';
+import { newId } from '../../shared/ids.js';
+import type { Principal } from '../context.js';
+import { HttpError } from '../errors.js';
+
+export const IDEMPOTENCY_COLLECTION = 'idempotency_keys';
+
+export interface IdempotencyOptions {
+  /** How long a finished request's response is replayed; 24 h. */
+  ttlMs?: number;
+  /**
+   * How long a request may stay in progress before its key counts as abandoned (the process
+   * died mid-request) and a retry may run it again; 10 minutes.
+   */
+  inProgressTimeoutMs?: number;
+  now?: () => Date;
+}
+
+interface IdempotencyRecord {
+  _id: string;
+  owner: string;
+  /** sha256 of method, path and canonical JSON body. */
+  fingerprint: string;
+  state: 'pending' | 'done';
+  createdAt: string;
+  /** After this the record counts as absent (ISO 8601 UTC; compared as strings). */
+  expiresAt: string;
+  /** While pending: after this the request counts as abandoned. */
+  lockedUntil: string;
+  status?: number;
+  body?: string;
+  bodyEncoding?: 'utf8' | 'base64';
+  contentType?: string;
+  location?: string;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** Printable ASCII, 1 to 255 characters. */
+const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
+/** Larger responses are not kept (MongoDB documents stop at 16 MB); the key is released instead. */
+const MAX_STORED_BODY_BYTES = 8 * 1024 * 1024;
+
+export function idempotency(readStore: ReadStore, options: IdempotencyOptions = {}): RequestHandler {
+  const keys = readStore.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION);
+  const ttlMs = options.ttlMs ?? DAY_MS;
+  const inProgressTimeoutMs = Math.min(options.inProgressTimeoutMs ?? 10 * 60 * 1000, ttlMs);
+  const now = options.now ?? (() => new Date());
+
+  return async (req, res, next) => {
+    const key = req.get('idempotency-key');
+    const principal = res.locals.principal as Principal | undefined;
+    // Routes outside the authenticated API (identity provider, admin) have no client to scope keys by.
+    if (req.method !== 'POST' || key === undefined || !principal) return next();
+    if (!KEY_PATTERN.test(key)) {
+      return next(
+        new HttpError(400, 'validation_error', 'the request is not valid: see errors', [
+          { path: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters' },
+        ]),
+      );
+    }
+    const id = `${principal.tenantId}:${key}`;
+    const fingerprint = fingerprintOf(req);
+    const owner = newId();
+    const record = await reserve(keys, id, owner, fingerprint, now(), ttlMs, inProgressTimeoutMs);
+    if (record.owner === owner) {
+      recordResponse(req, res, keys, id);
+      return next();
+    }
+    if (record.fingerprint !== fingerprint) {
+      return next(
+        new HttpError(422, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request'),
+      );
+    }
+    if (record.state === 'pending') {
+      return next(
+        new HttpError(409, 'idempotency_key_in_progress', 'a request with this Idempotency-Key is still in progress; retry', undefined, {
+          'Retry-After': '1',
+        }),
+      );
+    }
+    replay(res, record);
+  };
+}
+
+/**
+ * The record that decides the request: ours when we reserved the key, else the earlier one.
+ * An expired or abandoned record is deleted and the reservation tried again. Two retries
+ * racing over the same expired record can both win; without a conditional update in the
+ * read-store port that window cannot be closed, and it needs a retry exactly at expiry.
+ */
+async function reserve(
+  keys: Collection<IdempotencyRecord>,
+  id: string,
+  owner: string,
+  fingerprint: string,
+  at: Date,
+  ttlMs: number,
+  inProgressTimeoutMs: number,
+): Promise<IdempotencyRecord> {
+  const fields = {
+    owner,
+    fingerprint,
+    state: 'pending',
+    createdAt: at.toISOString(),
+    expiresAt: new Date(at.getTime() + ttlMs).toISOString(),
+    lockedUntil: new Date(at.getTime() + inProgressTimeoutMs).toISOString(),
+  };
+  // A second attempt follows only a stale record we deleted; whatever it finds decides.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await keys.updateOne(id, { $setOnInsert: fields }, { upsert: true });
+    } catch (error) {
+      // MongoDB may refuse one of two concurrent upserts of one _id; the other one won.
+      if (!(error instanceof DuplicateKeyError)) throw error;
+    }
+    const record = await keys.get(id);
+    if (record && (record.owner === owner || attempt > 1 || !isStale(record, fields.createdAt))) return record;
+    if (attempt > 2) throw new Error(`could not reserve idempotency key ${id}: it keeps disappearing`);
+    if (record) await keys.deleteOne(id);
+  }
+}
+
+function isStale(record: IdempotencyRecord, nowIso: string): boolean {
+  return record.expiresAt <= nowIso || (record.state === 'pending' && record.lockedUntil <= nowIso);
+}
+
+/** Same method, path (with query) and JSON body, whatever the order of object keys. */
+function fingerprintOf(req: Request): string {
+  return createHash('sha256')
+    .update(`${req.method}\n${req.originalUrl}\n${canonicalJson(req.body)}`)
+    .digest('hex');
+}
+
+function canonicalJson(value: unknown): string {
+  const sorted = JSON.stringify(value, (_key, field: unknown) =>
+    field !== null && typeof field === 'object' && !Array.isArray(field)
+      ? Object.fromEntries(Object.entries(field).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : field,
+  ) as string | undefined;
+  return sorted ?? '';
+}
+
+/**
+ * Keeps what the handler sends and stores it before the response leaves, so a client that
+ * has its answer and retries gets the replay, never "in progress". A 5xx releases the key:
+ * the retry the error asks for runs the request again.
+ */
+function recordResponse(req: Request, res: Response, keys: Collection<IdempotencyRecord>, id: string): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const keep = (chunk: unknown, encoding: unknown): void => {
+    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
+    const buffer = Buffer.isBuffer(chunk)
+      ? chunk
+      : typeof chunk === 'string'
+        ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
+        : Buffer.from(chunk as Uint8Array);
+    size += buffer.length;
+    if (size <= MAX_STORED_BODY_BYTES) chunks.push(buffer);
+  };
+
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => Response;
+  res.write = ((...args: unknown[]) => {
+    keep(args[0], args[1]);
+    return write(...args);
+  }) as Response['write'];
+  let ended = false;
+  res.end = ((...args: unknown[]) => {
+    if (ended) return end(...args);
+    ended = true;
+    keep(args[0], args[1]);
+    const body = size <= MAX_STORED_BODY_BYTES ? Buffer.concat(chunks) : undefined;
+    settle(res, keys, id, body)
+      .catch((error: unknown) => req.log?.error({ err: error, idempotencyKey: id }, 'could not store the idempotent response'))
+      .finally(() => end(...args));
+    return res;
+  }) as Response['end'];
+}
+
+async function settle(res: Response, keys: Collection<IdempotencyRecord>, id: string, body: Buffer | undefined): Promise<void> {
+  if (res.statusCode >= 500 || body === undefined) return keys.deleteOne(id);
+  const contentType = res.get('Content-Type');
+  const location = res.get('Location');
+  const encoding = contentType === undefined || /json|^text\//i.test(contentType) ? 'utf8' : 'base64';
+  await keys.updateOne(id, {
+    $set: {
+      state: 'done',
+      status: res.statusCode,
+      body: body.toString(encoding),
+      bodyEncoding: encoding,
+      ...(contentType !== undefined ? { contentType } : {}),
+      ...(location !== undefined ? { location } : {}),
+    },
+  });
+}
+
+function replay(res: Response, record: IdempotencyRecord): void {
+  res.status(record.status ?? 200);
+  if (record.contentType) res.set('Content-Type', record.contentType);
+  if (record.location) res.set('Location', record.location);
+  res.set('Idempotent-Replayed', 'true');
+  const body = Buffer.from(record.body ?? '', record.bodyEncoding ?? 'utf8');
+  if (body.length === 0) res.end();
+  else res.send(body);
+}
+
+/** Deletes expired records; the read-store port has no TTL index, so call this now and then. */
+export async function purgeExpiredIdempotencyKeys(readStore: ReadStore, at: Date = new Date()): Promise<number> {
+  const keys = readStore.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION);
+  let purged = 0;
+  for await (const record of keys.stream({ expiresAt: { $lte: at.toISOString() } })) {
+    await keys.deleteOne(record._id);
+    purged++;
+  }
+  return purged;
+}

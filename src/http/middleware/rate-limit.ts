@@ -1,0 +1,159 @@
+/**
+ * Spec, Limits: every request to the API counts against a per-source-IP budget
+ * (1000 a minute, then a 60-second block); `POST /comms/v1/api/comms/send` also counts
+ * against its own budget (300 a minute). A request must pass both.
+ *
+ * Counters live in a store that every service instance shares (SQLite file in embedded
+ * mode, MongoDB otherwise), so N instances still allow 1000 a minute, not N × 1000.
+ * If the store fails, an in-process memory limiter takes over (rate-limiter-flexible's
+ * insurance limiter): the limit then holds per instance instead of taking the API down.
+ */
+import type Database from 'better-sqlite3';
+import type { Request, RequestHandler, Response } from 'express';
+import type { MongoClient } from 'mongodb';
+import {
+  RateLimiterMemory,
+  RateLimiterMongo,
+  RateLimiterRes,
+  RateLimiterSQLite,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
+import type { Logger } from '../../shared/logger.js';
+import { HttpError } from '../errors.js';
+
+export type RateLimitStore =
+  | { kind: 'sqlite'; db: Database.Database }
+  | { kind: 'mongo'; client: MongoClient; dbName: string }
+  | { kind: 'memory' };
+
+export interface RateLimitOptions {
+  /** Requests per window per source IP on the whole API; 0 switches the limit off. */
+  perMinute: number;
+  /** Extra budget for `POST /comms/v1/api/comms/send`; 0 switches it off. */
+  sendPerMinute: number;
+  store: RateLimitStore;
+  logger?: Logger;
+  /** Window length; 60 (the spec's minute) unless a test shortens it. */
+  windowSeconds?: number;
+  /** Block after the whole-API budget is exceeded; 60 (spec) unless a test shortens it. */
+  blockSeconds?: number;
+}
+
+export interface RateLimits {
+  /** Mount before authentication and body parsing, on everything the API host serves. */
+  all: RequestHandler;
+  /** Mount next to `all`: it picks out `POST /comms/v1/api/comms/send` itself. */
+  send: RequestHandler;
+}
+
+export const SEND_PATH = '/comms/v1/api/comms/send';
+
+/** One table (SQLite) or collection (MongoDB) for both limiters; keys carry the limiter's prefix. */
+const TABLE = 'rate_limits';
+
+export function createRateLimits(options: RateLimitOptions): RateLimits {
+  const windowSeconds = options.windowSeconds ?? 60;
+  const blockSeconds = options.blockSeconds ?? 60;
+  const all = limiter(options, { keyPrefix: 'api', points: options.perMinute, duration: windowSeconds, blockDuration: blockSeconds });
+  // The spec gives the send limit no mitigation window: a refusal lasts until its window ends.
+  const send = limiter(options, { keyPrefix: 'send', points: options.sendPerMinute, duration: windowSeconds, blockDuration: 0 });
+  return {
+    all: all ? limitBy(all, options.logger) : passThrough,
+    send: send ? limitBy(send, options.logger, isSend) : passThrough,
+  };
+}
+
+const passThrough: RequestHandler = (_req, _res, next) => next();
+
+interface LimiterShape {
+  keyPrefix: string;
+  points: number;
+  duration: number;
+  blockDuration: number;
+}
+
+function limiter(options: RateLimitOptions, shape: LimiterShape): RateLimiterAbstract | undefined {
+  if (!(shape.points > 0)) return undefined;
+  const { store, logger } = options;
+  if (store.kind === 'memory') return new RateLimiterMemory(shape);
+  const insuranceLimiter = new RateLimiterMemory(shape);
+  if (store.kind === 'sqlite') {
+    return new RateLimiterSQLite(
+      { ...shape, storeClient: store.db, storeType: 'better-sqlite3', tableName: TABLE, clearExpiredByTimeout: true, insuranceLimiter },
+      // Until the table exists (or if creating it fails) every request goes to the insurance limiter.
+      (error) => {
+        if (error) logger?.error({ err: error }, 'rate limit table could not be created; limiting per instance only');
+      },
+    );
+  }
+  const mongo = new RateLimiterMongo({ ...shape, storeClient: store.client, dbName: store.dbName, tableName: TABLE, insuranceLimiter });
+  // rate-limiter-flexible 8.1 reads the driver version from `client.options.metadata`, which the
+  // mongodb 6.9+ driver makes a Promise; it then falls back to 0.0.0 and asks for the document
+  // *before* the update, so every count is off by one and the first request of a window throws
+  // (upstream issue #251, PR #300). Any major version >= 4 selects `returnDocument: 'after'`.
+  (mongo as unknown as { _driverVersion: { major: number; feature: number; patch: number } })._driverVersion = {
+    major: 7,
+    feature: 0,
+    patch: 0,
+  };
+  return mongo;
+}
+
+function isSend(req: Request): boolean {
+  if (req.method !== 'POST') return false;
+  // Express routes case-insensitively and ignores a trailing slash; so must the match.
+  const path = (req.baseUrl + req.path).toLowerCase().replace(/\/+$/, '');
+  return path === SEND_PATH;
+}
+
+/**
+ * Source IP = `req.ip`, so express's `trust proxy` setting decides whether X-Forwarded-For
+ * counts: behind a load balancer set it to the proxy hops, or every client shares one budget;
+ * without a proxy leave it off, or a client picks a new IP per request by forging the header.
+ */
+function sourceIp(req: Request): string {
+  return req.ip ?? req.socket.remoteAddress ?? 'unknown';
+}
+
+function limitBy(limiter: RateLimiterAbstract, logger: Logger | undefined, appliesTo?: (req: Request) => boolean): RequestHandler {
+  return async (req, res, next) => {
+    if (appliesTo && !appliesTo(req)) return next();
+    let outcome: RateLimiterRes;
+    try {
+      outcome = await limiter.consume(sourceIp(req));
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) {
+        // Both the store and the insurance limiter failed: let the request through rather than fail it.
+        (req.log ?? logger)?.warn({ err: rejection }, 'rate limiter failed; request not limited');
+        return next();
+      }
+      const seconds = secondsUntil(rejection);
+      describeBudget(res, limiter.points, rejection);
+      return next(
+        new HttpError(429, 'rate_limit', `too many requests from this source IP; retry in ${seconds} s`, undefined, {
+          'Retry-After': String(seconds),
+        }),
+      );
+    }
+    describeBudget(res, limiter.points, outcome);
+    next();
+  };
+}
+
+function secondsUntil(outcome: RateLimiterRes): number {
+  return Math.max(1, Math.ceil(outcome.msBeforeNext / 1000));
+}
+
+/**
+ * `RateLimit-Limit/Remaining/Reset` (IETF draft "RateLimit header fields", draft 6 style).
+ * When both limits apply, the headers describe the one with fewer requests left.
+ */
+function describeBudget(res: Response, limit: number, outcome: RateLimiterRes): void {
+  const shown = res.get('RateLimit-Remaining');
+  if (shown !== undefined && Number(shown) <= outcome.remainingPoints) return;
+  res.set({
+    'RateLimit-Limit': String(limit),
+    'RateLimit-Remaining': String(outcome.remainingPoints),
+    'RateLimit-Reset': String(secondsUntil(outcome)),
+  });
+}

@@ -1,0 +1,235 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { scan, setBlocked, undoCheckIn } from '../../commands/door.js';
+import { eventStats, guestHistory, guestsByInfo, listGuests, listScans, teamStats } from '../../commands/guest-queries.js';
+import { getGuest, saveGuests } from '../../commands/guests.js';
+import type { Services } from '../../commands/services.js';
+import { commandContext, principalOf } from '../context.js';
+import { HttpError } from '../errors.js';
+import { defineRoute } from '../route.js';
+import { pageOf } from '../schemas/common.js';
+import { IdParams } from '../schemas/event.js';
+import {
+  BlockBody,
+  ByInfoQuery,
+  EventIdParams,
+  GuestBatch,
+  GuestBody,
+  GuestIdParams,
+  GuestListQuery,
+  GuestResponse,
+  HistoryQuery,
+  ScanBody,
+  ScanListQuery,
+  ScanResponse,
+  TeamStatsQuery,
+  UndoBody,
+  UpsertQuery,
+} from '../schemas/guest.js';
+
+const door = ['client', 'team_member'] as const;
+
+export function guestsRouter(services: Services): Router {
+  const router = Router();
+  const tags = ['Guests'];
+  const ctx = (res: Parameters<typeof commandContext>[0]) => commandContext(res, services.clock);
+
+  defineRoute(
+    router,
+    { method: 'post', path: '/checkin/v1/api/guest', summary: 'Create a guest', tags, body: GuestBody, response: GuestResponse, errors: [404, 409] },
+    async ({ body, res }) => {
+      if (!body.eventId) {
+        throw new HttpError(400, 'validation_error', 'eventId is required', [{ path: 'eventId', message: 'required' }]);
+      }
+      const [guest] = await saveGuests(services, ctx(res), body.eventId, [body], { mode: 'create' });
+      return guest;
+    },
+  );
+  defineRoute(
+    router,
+    { method: 'get', path: '/checkin/v1/api/guest/:id', summary: 'Read a guest', tags, params: GuestIdParams, response: GuestResponse, roles: [...door], errors: [404] },
+    ({ params, res }) => getGuest(services, principalOf(res).tenantId, params.id),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: '/checkin/v1/api/guest/:id/history',
+      summary: 'Audit: every event of a guest; with asOf, the guest as it was then',
+      tags,
+      params: GuestIdParams,
+      query: HistoryQuery,
+      errors: [404],
+    },
+    ({ params, query, res }) => guestHistory(services, principalOf(res).tenantId, params.id, query.asOf),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'put',
+      path: '/checkin/v1/api/guests/:eventId/upsert',
+      summary: 'Upsert up to 200 guests (match by id, then customId); admission and block are never changed',
+      tags,
+      params: EventIdParams,
+      query: UpsertQuery,
+      body: GuestBatch,
+      status: 204,
+      errors: [404, 409],
+    },
+    async ({ params, query, body, res }) => {
+      await saveGuests(services, ctx(res), params.eventId, body, { mode: 'upsert', removeObsoleteTags: query.removeObsoleteTags });
+    },
+  );
+  defineRoute(
+    router,
+    {
+      method: 'post',
+      path: '/checkin/v1/api/guests/:eventId',
+      summary: 'Create or upsert up to 200 guests; returns the resulting guests',
+      tags,
+      params: EventIdParams,
+      query: UpsertQuery,
+      body: GuestBatch,
+      response: z.array(GuestResponse),
+      errors: [404, 409],
+    },
+    ({ params, query, body, res }) =>
+      saveGuests(services, ctx(res), params.eventId, body, { mode: 'upsert', removeObsoleteTags: query.removeObsoleteTags }),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: '/checkin/v1/api/guests/:eventId',
+      summary: 'Guests of an event: by tag, state or text; `changedSince` for offline scanners',
+      tags,
+      params: EventIdParams,
+      query: GuestListQuery,
+      response: pageOf(GuestResponse),
+      roles: [...door],
+      errors: [404],
+    },
+    ({ params, query, res }) => listGuests(services, principalOf(res).tenantId, params.eventId, query),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: '/checkin/v1/api/guests/:eventId/byinfo',
+      summary: 'Guests whose additionalInfo contains the text (case-insensitive), by last then first name. Next page: X-Next-Cursor',
+      tags,
+      params: EventIdParams,
+      query: ByInfoQuery,
+      response: z.array(GuestResponse),
+      roles: [...door],
+      errors: [404],
+    },
+    async ({ params, query, res }) => {
+      const page = await guestsByInfo(services, principalOf(res).tenantId, params.eventId, query);
+      if (page.nextCursor) res.set('X-Next-Cursor', page.nextCursor);
+      return page.items;
+    },
+  );
+
+  const doorTags = ['Door'];
+  defineRoute(
+    router,
+    {
+      method: 'post',
+      path: '/checkin/v1/api/guests/:eventId/checkin',
+      summary: 'Check a guest in (by id, barcode or customId); rejections are answered and recorded',
+      tags: doorTags,
+      params: EventIdParams,
+      body: ScanBody,
+      response: ScanResponse,
+      roles: [...door],
+      errors: [404],
+    },
+    ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'in'),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'post',
+      path: '/checkin/v1/api/guests/:eventId/checkout',
+      summary: 'Check a guest (and party) out; they may come in again',
+      tags: doorTags,
+      params: EventIdParams,
+      body: ScanBody,
+      response: ScanResponse,
+      roles: [...door],
+      errors: [404, 409],
+    },
+    ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'out'),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'post',
+      path: '/checkin/v1/api/guests/:eventId/checkin/undo',
+      summary: 'Annul a check-in by scan id or nonce, within 5 minutes',
+      tags: doorTags,
+      params: EventIdParams,
+      body: UndoBody,
+      roles: [...door],
+      errors: [404, 409],
+    },
+    ({ params, body, res }) => undoCheckIn(services, ctx(res), params.eventId, body),
+  );
+  for (const blocked of [true, false]) {
+    defineRoute(
+      router,
+      {
+        method: 'post',
+        path: `/checkin/v1/api/guests/:eventId/${blocked ? 'block' : 'unblock'}`,
+        summary: `${blocked ? 'Block' : 'Unblock'} up to 200 guests by id or barcode; all or nothing`,
+        tags: doorTags,
+        params: EventIdParams,
+        body: BlockBody,
+        response: z.array(GuestResponse),
+        errors: [404],
+      },
+      ({ params, body, res }) => setBlocked(services, ctx(res), params.eventId, body, blocked),
+    );
+  }
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: '/checkin/v1/api/event/:id/scans',
+      summary: 'Scans at the door (`result=rejected` for rejected ones, unknown barcodes included), newest first',
+      tags: doorTags,
+      params: IdParams,
+      query: ScanListQuery,
+      errors: [404],
+    },
+    ({ params, query, res }) => listScans(services, principalOf(res).tenantId, params.id, query),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: '/checkin/v1/api/event/:id/stats',
+      summary: 'Invited, admitted, inside now, plus ones, blocked, rejections by reason, admissions by gate and device',
+      tags: doorTags,
+      params: IdParams,
+      errors: [404],
+    },
+    ({ params, res }) => eventStats(services, principalOf(res).tenantId, params.id),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: '/checkin/v1/api/team/event/:id',
+      summary: 'Per team member: people checked in and out, and check-in activity in time buckets',
+      tags: ['Team members'],
+      params: IdParams,
+      query: TeamStatsQuery,
+      roles: [...door],
+      errors: [404],
+    },
+    ({ params, query, res }) => teamStats(services, principalOf(res).tenantId, params.id, query.bucket),
+  );
+  return router;
+}

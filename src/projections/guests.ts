@@ -1,0 +1,261 @@
+import type { StoredEvent } from '../adapters/eventstore/port.js';
+import type { WriteOp } from '../adapters/readstore/port.js';
+import type { DoorEvent, GuestDetails, GuestEvent } from '../domain/guest.js';
+import type { Projection } from './projection.js';
+
+/** `guests`: one document per guest; every guest query reads it (docs/read-models.md). */
+export interface GuestDoc extends GuestDetails {
+  _id: string;
+  clientId: string;
+  eventId: string;
+  tags?: string;
+  /** Lower-case tags, for the tag filter. */
+  tagList: string[];
+  admittedPlusOnes: number;
+  admitted?: string;
+  discharged?: string;
+  blockedDate?: string;
+  blockedReason?: string;
+  /** Checked in and not checked out since. */
+  inside: boolean;
+  lastNameLower?: string;
+  firstNameLower?: string;
+  emailLower?: string;
+  customIdLower?: string;
+  created: string;
+  updated: string;
+}
+
+/** `scans`: every scan at the door, admitted, discharged or rejected. */
+export interface ScanDoc {
+  _id: string;
+  clientId: string;
+  eventId: string;
+  guestId?: string;
+  result: 'admitted' | 'discharged' | 'rejected';
+  reason?: string;
+  blockedReason?: string;
+  at: string;
+  recordedAt: string;
+  gate?: string;
+  device?: string;
+  nonce?: string;
+  scannedBy: { id: string; username: string };
+  people: number;
+  plusOnesAdmitted?: number;
+  annulled?: boolean;
+  lookup?: { guestId?: string; barcode?: string; customId?: string };
+}
+
+const lowerFields = (details: GuestDetails) => ({
+  ...(details.lastName !== undefined ? { lastNameLower: details.lastName.toLowerCase() } : {}),
+  ...(details.firstName !== undefined ? { firstNameLower: details.firstName.toLowerCase() } : {}),
+  ...(details.email !== undefined ? { emailLower: details.email.toLowerCase() } : {}),
+  ...(details.customId !== undefined ? { customIdLower: details.customId.toLowerCase() } : {}),
+});
+
+const guestUpdate = (id: string, at: string, set: Record<string, unknown>, extra: Record<string, unknown> = {}): WriteOp => ({
+  kind: 'update',
+  collection: 'guests',
+  id,
+  update: { $set: { ...set, updated: at }, ...extra },
+});
+
+function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
+  const at = event.metadata.occurredAt;
+  const clientId = event.metadata.tenantId;
+  const id = event.data.guestId;
+  switch (event.type) {
+    case 'GuestRegistered': {
+      const { guestId: _g, tags, ...fields } = event.data;
+      return [
+        {
+          kind: 'replace',
+          collection: 'guests',
+          id,
+          doc: {
+            ...fields,
+            ...lowerFields(fields),
+            ...(tags.length > 0 ? { tags: tags.join(',') } : {}),
+            tagList: tags.map((t) => t.toLowerCase()),
+            admittedPlusOnes: 0,
+            inside: false,
+            created: at,
+            updated: at,
+          },
+        },
+      ];
+    }
+    case 'GuestDetailsChanged':
+      return [guestUpdate(id, at, { ...event.data.changes, ...lowerFields(event.data.changes) })];
+    case 'GuestTagsChanged': {
+      const tags = event.data.tags;
+      return [
+        guestUpdate(
+          id,
+          at,
+          { tagList: tags.map((t) => t.toLowerCase()), ...(tags.length > 0 ? { tags: tags.join(',') } : {}) },
+          tags.length > 0 ? {} : { $unset: { tags: '' } },
+        ),
+      ];
+    }
+    case 'GuestAdmitted': {
+      const d = event.data;
+      return [
+        guestUpdate(id, at, {
+          inside: true,
+          admittedPlusOnes: d.admittedPlusOnes,
+          ...(d.guestEntered ? { admitted: d.at } : {}),
+        }),
+        scanOp(event, { guestId: id, result: 'admitted', people: d.people, plusOnesAdmitted: d.plusOnesAdmitted }),
+        ...teamStatsOps(event, d.scannedBy, { checkedIn: d.people }, d.at, d.people),
+        eventStatsOp(event, {
+          [`gates.${fieldKey(d.gate ?? '(none)')}.admissions`]: 1,
+          [`gates.${fieldKey(d.gate ?? '(none)')}.people`]: d.people,
+          [`devices.${fieldKey(d.device ?? '(none)')}.admissions`]: 1,
+          [`devices.${fieldKey(d.device ?? '(none)')}.people`]: d.people,
+        }),
+      ];
+    }
+    case 'GuestAdmissionAnnulled': {
+      const d = event.data;
+      const { restored } = d;
+      return [
+        guestUpdate(
+          id,
+          at,
+          { inside: restored.inside, admittedPlusOnes: restored.admittedPlusOnes, ...(restored.admitted ? { admitted: restored.admitted } : {}) },
+          restored.admitted ? {} : { $unset: { admitted: '' } },
+        ),
+        { kind: 'update', collection: 'scans', id: d.scanId, update: { $set: { annulled: true, annulledAt: d.at } } },
+        ...teamStatsOps(event, d.scannedBy, { checkedIn: -d.people }, d.admittedAt, -d.people),
+        eventStatsOp(event, { annulled: 1 }),
+      ];
+    }
+    case 'GuestDischarged': {
+      const d = event.data;
+      return [
+        guestUpdate(id, at, { inside: false, discharged: d.at }),
+        scanOp(event, { guestId: id, result: 'discharged', people: d.people }),
+        ...teamStatsOps(event, d.scannedBy, { checkedOut: d.people }),
+      ];
+    }
+    case 'GuestScanRejected': {
+      const d = event.data;
+      return [
+        scanOp(event, {
+          guestId: id,
+          result: 'rejected',
+          reason: d.reason,
+          people: 0,
+          ...(d.blockedReason ? { blockedReason: d.blockedReason } : {}),
+        }),
+        eventStatsOp(event, { [`rejected.${d.reason}`]: 1 }),
+      ];
+    }
+    case 'GuestBlocked':
+      return [guestUpdate(id, at, { blockedDate: event.data.at, blockedReason: event.data.reason })];
+    case 'GuestUnblocked':
+      return [guestUpdate(id, at, {}, { $unset: { blockedDate: '', blockedReason: '' } })];
+  }
+  void clientId;
+}
+
+type ScanEvent = StoredEvent & { data: { scanId: string; eventId: string; at: string; gate?: string; device?: string; nonce?: string; scannedBy: ScanDoc['scannedBy'] } };
+
+function scanOp(event: ScanEvent, fields: Partial<ScanDoc>): WriteOp {
+  const d = event.data;
+  return {
+    kind: 'replace',
+    collection: 'scans',
+    id: d.scanId,
+    doc: {
+      clientId: event.metadata.tenantId,
+      eventId: d.eventId,
+      at: d.at,
+      recordedAt: event.metadata.occurredAt,
+      scannedBy: d.scannedBy,
+      ...(d.gate !== undefined ? { gate: d.gate } : {}),
+      ...(d.device !== undefined ? { device: d.device } : {}),
+      ...(d.nonce !== undefined ? { nonce: d.nonce } : {}),
+      result: 'rejected',
+      people: 0,
+      ...fields,
+    },
+  };
+}
+
+/** Gate and device names become field names: keep them free of `.` and `$`. */
+export const fieldKey = (name: string): string => encodeURIComponent(name).replace(/\./g, '%2E');
+
+/** Per-minute activity: `activity.<epoch minute>`; the API groups minutes into buckets. */
+function teamStatsOps(
+  event: ScanEvent,
+  scannedBy: ScanDoc['scannedBy'],
+  inc: { checkedIn?: number; checkedOut?: number },
+  activityAt?: string,
+  activityPeople?: number,
+): WriteOp[] {
+  const minute = activityAt ? Math.floor(Date.parse(activityAt) / 60_000) : undefined;
+  return [
+    {
+      kind: 'update',
+      collection: 'team_stats',
+      id: `${event.data.eventId}:${scannedBy.id}`,
+      upsert: true,
+      update: {
+        $set: { eventId: event.data.eventId, clientId: event.metadata.tenantId, teamMemberId: scannedBy.id, username: scannedBy.username },
+        $inc: {
+          checkedIn: inc.checkedIn ?? 0,
+          checkedOut: inc.checkedOut ?? 0,
+          ...(minute !== undefined ? { [`activity.${minute}`]: activityPeople ?? 0 } : {}),
+        },
+      },
+    },
+  ];
+}
+
+function eventStatsOp(event: StoredEvent & { data: { eventId: string } }, inc: Record<string, number>): WriteOp {
+  return {
+    kind: 'update',
+    collection: 'event_stats',
+    id: event.data.eventId,
+    upsert: true,
+    update: { $set: { clientId: event.metadata.tenantId }, $inc: inc },
+  };
+}
+
+function applyDoor(event: StoredEvent & DoorEvent): WriteOp[] {
+  const d = event.data;
+  return [
+    scanOp(event, { result: 'rejected', reason: d.reason, people: 0, lookup: d.lookup }),
+    eventStatsOp(event, { [`rejected.${d.reason}`]: 1 }),
+  ];
+}
+
+export const guestsProjection: Projection = {
+  name: 'guests',
+  filter: { streamPrefixes: ['guest-', 'door-'] },
+  collections: [
+    {
+      name: 'guests',
+      indexes: [
+        { name: 'eventId_name', keys: { eventId: 1, lastNameLower: 1, firstNameLower: 1 } },
+        // The selective field first: the embedded store narrows by an index's first key.
+        { name: 'barcode_eventId', keys: { barcode: 1, eventId: 1 } },
+        { name: 'customId_eventId', keys: { customIdLower: 1, eventId: 1 } },
+        { name: 'eventId_updated', keys: { eventId: 1, updated: 1 } },
+      ],
+    },
+    {
+      name: 'scans',
+      indexes: [{ name: 'eventId_result_at', keys: { eventId: 1, result: 1, at: 1 } }],
+    },
+    { name: 'team_stats', indexes: [{ name: 'eventId', keys: { eventId: 1 } }] },
+    { name: 'event_stats', indexes: [] },
+  ],
+  apply(stored) {
+    if (stored.streamName.startsWith('door-')) return applyDoor(stored as StoredEvent & DoorEvent);
+    return applyGuest(stored as StoredEvent & GuestEvent) ?? [];
+  },
+};

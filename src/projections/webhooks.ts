@@ -1,0 +1,176 @@
+import type { StoredEvent } from '../adapters/eventstore/port.js';
+import type { WriteOp } from '../adapters/readstore/port.js';
+import {
+  commsEventOf,
+  commsSourceEventTypes,
+  commsSourceStreamPrefixes,
+  type CommsEventData,
+  type DeliveryEvent,
+  type DeliveryStatus,
+  type WebhookEvent,
+} from '../domain/webhook.js';
+import type { Projection } from './projection.js';
+
+/**
+ * `webhooks`: the account's webhook, one document per client. It holds the secret only as
+ * ciphertext (for the dispatcher, which decrypts it at each attempt); no response maps it.
+ */
+export interface WebhookDoc {
+  _id: string;
+  url: string;
+  encryptedSecret: string;
+  keyId: string;
+  createdAt: string;
+  updatedAt: string;
+  secretRotatedAt?: string;
+}
+
+export interface DeliveryAttemptDoc {
+  attempt: number;
+  attemptedAt: string;
+  url: string;
+  durationMs: number;
+  statusCode?: number;
+  error?: string;
+}
+
+/** `webhook_deliveries`: the delivery log, one document per comms event sent to a webhook. */
+export interface DeliveryDoc {
+  _id: string;
+  clientId: string;
+  type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  attemptLog: DeliveryAttemptDoc[];
+  sourceEventId: string;
+  createdAt: string;
+  updatedAt: string;
+  nextAttemptAt?: string;
+  lastAttemptAt?: string;
+  lastStatusCode?: number;
+  lastError?: string;
+  deliveredAt?: string;
+  failureReason?: string;
+  deadLetteredAt?: string;
+  redeliveries?: number;
+}
+
+/** `comms_events`: every comms event of every account, for reconciliation (spec: delivery rule 2). */
+export interface CommsEventDoc {
+  _id: string;
+  clientId: string;
+  type: string;
+  createdAt: string;
+  data: CommsEventData;
+  position: number;
+}
+
+export const webhooksProjection: Projection = {
+  name: 'webhooks',
+  filter: { streamPrefixes: ['webhook-'] },
+  collections: [{ name: 'webhooks', indexes: [] }],
+  apply(stored: StoredEvent): WriteOp[] {
+    const event = stored as unknown as StoredEvent & WebhookEvent;
+    const at = stored.metadata.occurredAt;
+    const id = event.data.clientId;
+    const update = (fields: Record<string, unknown>): WriteOp[] => [
+      { kind: 'update', collection: 'webhooks', id, update: { $set: { ...fields, updatedAt: at } } },
+    ];
+    switch (event.type) {
+      case 'WebhookConfigured': {
+        const { url, encryptedSecret, keyId } = event.data;
+        return [{ kind: 'replace', collection: 'webhooks', id, doc: { url, encryptedSecret, keyId, createdAt: at, updatedAt: at } }];
+      }
+      case 'WebhookUrlChanged':
+        return update({ url: event.data.url });
+      case 'WebhookSecretRotated':
+        return update({ encryptedSecret: event.data.encryptedSecret, keyId: event.data.keyId, secretRotatedAt: at });
+      case 'WebhookDeleted':
+        return [{ kind: 'delete', collection: 'webhooks', id }];
+      default:
+        return [];
+    }
+  },
+};
+
+export const webhookDeliveriesProjection: Projection = {
+  name: 'webhook_deliveries',
+  filter: { streamPrefixes: ['webhookdelivery-'] },
+  collections: [
+    {
+      name: 'webhook_deliveries',
+      indexes: [
+        { name: 'clientId_createdAt', keys: { clientId: 1, createdAt: -1 } },
+        { name: 'status', keys: { status: 1 } },
+      ],
+    },
+  ],
+  apply(stored: StoredEvent): WriteOp[] {
+    const event = stored as unknown as StoredEvent & DeliveryEvent;
+    const at = stored.metadata.occurredAt;
+    const id = event.data.deliveryId;
+    const op = (update: Record<string, unknown>): WriteOp[] => [
+      {
+        kind: 'update',
+        collection: 'webhook_deliveries',
+        id,
+        update: { ...update, $set: { ...(update.$set as object), updatedAt: at } },
+      },
+    ];
+    switch (event.type) {
+      case 'WebhookDeliveryScheduled': {
+        const { clientId, eventType, sourceEventId } = event.data;
+        return [
+          {
+            kind: 'replace',
+            collection: 'webhook_deliveries',
+            id,
+            doc: { clientId, type: eventType, status: 'pending', attempts: 0, attemptLog: [], sourceEventId, createdAt: at, updatedAt: at },
+          },
+        ];
+      }
+      case 'WebhookDeliveryAttempted': {
+        const { deliveryId: _d, ...attempt } = event.data;
+        return op({
+          $set: {
+            attempts: attempt.attempt,
+            lastAttemptAt: attempt.attemptedAt,
+            ...(attempt.statusCode !== undefined ? { lastStatusCode: attempt.statusCode } : { lastError: attempt.error }),
+          },
+          $unset: attempt.statusCode !== undefined ? { lastError: '' } : { lastStatusCode: '' },
+          $push: { attemptLog: attempt },
+        });
+      }
+      case 'WebhookDelivered':
+        return op({ $set: { status: 'delivered', deliveredAt: event.data.deliveredAt }, $unset: { nextAttemptAt: '' } });
+      case 'WebhookDeliveryRetryScheduled':
+        return op({ $set: { status: 'retrying', nextAttemptAt: event.data.nextAttemptAt } });
+      case 'WebhookDeliveryFailed':
+        return op({ $set: { status: 'failed', failureReason: event.data.reason }, $unset: { nextAttemptAt: '' } });
+      case 'WebhookDeliveryExhausted':
+        return op({ $set: { status: 'dead', failureReason: event.data.reason }, $unset: { nextAttemptAt: '' } });
+      case 'WebhookDeliveryDeadLettered':
+        return op({ $set: { deadLetteredAt: at } });
+      case 'WebhookRedeliveryRequested':
+        return op({
+          $set: { status: 'pending' },
+          $unset: { nextAttemptAt: '', failureReason: '', deadLetteredAt: '' },
+          $inc: { redeliveries: 1 },
+        });
+      default:
+        return [];
+    }
+  },
+};
+
+export const commsEventsProjection: Projection = {
+  name: 'comms_events',
+  filter: { streamPrefixes: commsSourceStreamPrefixes, eventTypes: [...commsSourceEventTypes] },
+  collections: [{ name: 'comms_events', indexes: [{ name: 'clientId_position', keys: { clientId: 1, position: 1 } }] }],
+  apply(stored: StoredEvent): WriteOp[] {
+    const event = commsEventOf(stored);
+    if (!event) return [];
+    const { id, ...doc } = event;
+    return [{ kind: 'replace', collection: 'comms_events', id, doc: { ...doc, position: stored.position } }];
+  },
+};
