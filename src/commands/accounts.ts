@@ -191,7 +191,9 @@ export async function setAccountAccess(
     ...access,
   }, { ...context, tenantId: clientId });
   await services.readYourWrites(result.position);
-  return toUserView(await getAccount(services, clientId));
+  if (result.state.status !== 'registered') throw new DomainError('not_found', 'account not found');
+  const { profile, commsApiEnabled, senderTrusted } = result.state;
+  return { id: clientId, ...profile, commsApiEnabled, senderTrusted };
 }
 
 /** Admin: a new subscription key, shown once. */

@@ -1,0 +1,100 @@
+/**
+ * Operator command line (the same commands as /admin/v1):
+ *   npm run admin -- create-account --email a@b.c --password '...' [--user-name x] [--first-name x]
+ *                    [--last-name x] [--company-name x] [--time-zone-id x] [--comms-api-enabled] [--sender-trusted]
+ *   npm run admin -- set-access <accountId> [--comms-api-enabled true|false] [--sender-trusted true|false]
+ *   npm run admin -- issue-key <accountId>
+ *   npm run admin -- revoke-key <accountId> <keyId>
+ * Prints JSON. Secrets are shown once.
+ */
+import { parseArgs } from 'node:util';
+import { issueSubscriptionKey, registerAccount, revokeSubscriptionKey, setAccountAccess } from '../commands/accounts.js';
+import type { CommandContext } from '../commands/handle-command.js';
+import type { Services } from '../commands/services.js';
+import { loadConfig } from '../config.js';
+import { createPlatform } from '../main.js';
+import { systemClock } from '../shared/clock.js';
+import { newId } from '../shared/ids.js';
+import { createLogger } from '../shared/logger.js';
+
+const flag = (value: string | boolean | undefined): boolean | undefined =>
+  value === undefined ? undefined : value === true || value === 'true';
+
+async function main(): Promise<void> {
+  const { positionals, values } = parseArgs({
+    allowPositionals: true,
+    options: {
+      email: { type: 'string' },
+      password: { type: 'string' },
+      'user-name': { type: 'string' },
+      'first-name': { type: 'string' },
+      'last-name': { type: 'string' },
+      'company-name': { type: 'string' },
+      'time-zone-id': { type: 'string' },
+      'comms-api-enabled': { type: 'string' },
+      'sender-trusted': { type: 'string' },
+    },
+  });
+  const [command, accountId, keyId] = positionals;
+  // Only events are written here; the service's projections pick them up (they poll the store).
+  const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
+  const platform = createPlatform(loadConfig(), logger);
+  const services: Services = {
+    eventStore: platform.eventStore,
+    readStore: platform.readStore,
+    clock: systemClock,
+    logger,
+    readYourWrites: async () => {},
+  };
+  const context: CommandContext = {
+    tenantId: 'admin',
+    actor: { type: 'system', id: 'admin-cli' },
+    correlationId: newId(),
+    now: new Date(),
+  };
+  try {
+    let result: unknown;
+    switch (command) {
+      case 'create-account':
+        if (!values.email || !values.password) throw new Error('create-account needs --email and --password');
+        result = await registerAccount(services, context, {
+          email: values.email,
+          password: values.password,
+          ...(values['user-name'] ? { userName: values['user-name'] } : {}),
+          ...(values['first-name'] ? { firstName: values['first-name'] } : {}),
+          ...(values['last-name'] ? { lastName: values['last-name'] } : {}),
+          ...(values['company-name'] ? { companyName: values['company-name'] } : {}),
+          ...(values['time-zone-id'] ? { timeZoneId: values['time-zone-id'] } : {}),
+          commsApiEnabled: flag(values['comms-api-enabled']) ?? false,
+          senderTrusted: flag(values['sender-trusted']) ?? false,
+        });
+        break;
+      case 'set-access':
+        if (!accountId) throw new Error('set-access needs the account id');
+        result = await setAccountAccess(services, context, accountId, {
+          ...(values['comms-api-enabled'] !== undefined ? { commsApiEnabled: flag(values['comms-api-enabled']) } : {}),
+          ...(values['sender-trusted'] !== undefined ? { senderTrusted: flag(values['sender-trusted']) } : {}),
+        });
+        break;
+      case 'issue-key':
+        if (!accountId) throw new Error('issue-key needs the account id');
+        result = await issueSubscriptionKey(services, context, accountId);
+        break;
+      case 'revoke-key':
+        if (!accountId || !keyId) throw new Error('revoke-key needs the account id and the key id');
+        await revokeSubscriptionKey(services, context, accountId, keyId);
+        result = { revoked: keyId };
+        break;
+      default:
+        throw new Error(`unknown command "${command ?? ''}"; use create-account, set-access, issue-key or revoke-key`);
+    }
+    console.log(JSON.stringify(result, null, 2));
+  } finally {
+    await platform.close();
+  }
+}
+
+main().catch((error: Error) => {
+  console.error(`admin: ${error.message}`);
+  process.exit(1);
+});

@@ -1,0 +1,36 @@
+/**
+ * npm run relay -- status
+ * npm run relay -- reset <position>   re-publish every relayed event after <position> (-1: all history)
+ *
+ * Consumers dedupe on the event id, so re-publishing is safe. Stop the relay role first.
+ */
+import { loadConfig } from '../config.js';
+import { createPlatform } from '../main.js';
+import { createLogger } from '../shared/logger.js';
+import { relayCheckpoint } from '../workers/relay.js';
+
+async function main(): Promise<void> {
+  const [command = 'status', value] = process.argv.slice(2);
+  const platform = createPlatform(loadConfig(), createLogger(process.env.LOG_LEVEL ?? 'warn'));
+  try {
+    const current = await platform.readStore.getCheckpoint(relayCheckpoint);
+    if (command === 'status') {
+      console.log(`relay checkpoint ${current ?? 'none'}; event store head ${await platform.eventStore.headPosition()}`);
+      return;
+    }
+    if (command !== 'reset') throw new Error(`unknown command "${command}"; use status or reset <position>`);
+    const position = Number(value);
+    if (value === undefined || !Number.isInteger(position) || position < -1) {
+      throw new Error('reset needs a position: an integer >= -1 (-1 re-publishes all history)');
+    }
+    await platform.readStore.setCheckpoint(relayCheckpoint, position < 0 ? null : position);
+    console.log(`relay checkpoint moved from ${current ?? 'none'} to ${position < 0 ? 'the beginning' : position}`);
+  } finally {
+    await platform.close();
+  }
+}
+
+main().catch((error: Error) => {
+  console.error(`relay: ${error.message}`);
+  process.exit(1);
+});
