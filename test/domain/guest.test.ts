@@ -1,0 +1,118 @@
+import { describe, it } from 'vitest';
+import { guestDecider, type GuestEvent, type ScanInfo } from '../../src/domain/guest.js';
+import { deciderSpec } from '../support/decider-spec.js';
+
+const given = deciderSpec(guestDecider);
+const ids = { guestId: 'g1', eventId: 'e1' };
+const registered = (fields: Record<string, unknown> = {}): GuestEvent => ({
+  type: 'GuestRegistered',
+  data: { ...ids, clientId: 'c1', tags: [], firstName: 'Ada', ...fields },
+});
+const scan = (fields: Partial<ScanInfo> = {}): ScanInfo => ({
+  scanId: 's1',
+  at: '2026-11-21T10:00:00.000Z',
+  scannedBy: { id: 'tm1', username: 'door1' },
+  ...fields,
+});
+const checkIn = (fields: Record<string, unknown> = {}) => ({
+  type: 'CheckIn' as const,
+  scan: scan(fields.scan as Partial<ScanInfo>),
+  force: false,
+  recordedAt: '2026-11-21T10:00:00.000Z',
+  ...fields,
+});
+const admitted = (fields: Record<string, unknown> = {}): GuestEvent => ({
+  type: 'GuestAdmitted',
+  data: { ...ids, ...scan(), guestEntered: true, plusOnesAdmitted: 0, admittedPlusOnes: 0, people: 1, forced: false, ...fields },
+});
+
+describe('guest decider: check-in', () => {
+  it('admits a registered guest', () =>
+    given([registered()]).when(checkIn()).then([{ type: 'GuestAdmitted', data: { guestEntered: true, people: 1 } }]));
+
+  it('admits every plus one of a group with the guest', () =>
+    given([registered({ plusOnes: 3, isGroup: true })]).when(checkIn()).then([
+      { type: 'GuestAdmitted', data: { plusOnesAdmitted: 3, admittedPlusOnes: 3, people: 4 } },
+    ]));
+
+  it('never admits more plus ones than plusOnes', () =>
+    given([registered({ plusOnes: 2 })]).when(checkIn({ plusOnes: 9 })).then([
+      { type: 'GuestAdmitted', data: { plusOnesAdmitted: 2, admittedPlusOnes: 2 } },
+    ]));
+
+  it('admits a late plus one on a second scan', () =>
+    given([registered({ plusOnes: 2 }), admitted()]).when(checkIn()).then([
+      { type: 'GuestAdmitted', data: { guestEntered: false, plusOnesAdmitted: 1, admittedPlusOnes: 1, people: 1 } },
+    ]));
+
+  it('rejects a guest inside with no plus ones left: already_admitted', () =>
+    given([registered(), admitted()]).when(checkIn()).then([{ type: 'GuestScanRejected', data: { reason: 'already_admitted' } }]));
+
+  it('rejects a blocked guest with the reason, unless forced', () => {
+    const blocked: GuestEvent = { type: 'GuestBlocked', data: { ...ids, reason: 'unpaid', at: '2026-11-20T00:00:00.000Z' } };
+    given([registered(), blocked]).when(checkIn()).then([
+      { type: 'GuestScanRejected', data: { reason: 'blocked', blockedReason: 'unpaid' } },
+    ]);
+    given([registered(), blocked]).when(checkIn({ force: true })).then([{ type: 'GuestAdmitted', data: { forced: true } }]);
+  });
+
+  it('rejects before validFrom and after validTo, judged by the scan time', () => {
+    given([registered({ validFrom: '2026-11-21T12:00:00.000Z' })]).when(checkIn()).then([
+      { type: 'GuestScanRejected', data: { reason: 'not_yet_valid' } },
+    ]);
+    given([registered({ validTo: '2026-11-21T09:00:00.000Z' })]).when(checkIn()).then([
+      { type: 'GuestScanRejected', data: { reason: 'expired' } },
+    ]);
+    given([registered({ validTo: '2026-11-21T09:00:00.000Z' })])
+      .when(checkIn({ scan: { at: '2026-11-21T08:59:00.000Z' } }))
+      .then([{ type: 'GuestAdmitted' }]);
+  });
+
+  it('lets a discharged guest in again', () =>
+    given([
+      registered(),
+      admitted(),
+      { type: 'GuestDischarged', data: { ...ids, ...scan({ scanId: 's2' }), people: 1 } },
+    ]).when(checkIn({ scan: { scanId: 's3' } })).then([{ type: 'GuestAdmitted', data: { guestEntered: true } }]));
+
+  it('changes nothing for a nonce it has seen', () =>
+    given([registered({ plusOnes: 1 }), admitted({ nonce: 'n1' })]).when(checkIn({ scan: { nonce: 'n1' } })).then([]));
+});
+
+describe('guest decider: undo, check-out, upsert', () => {
+  it('annuls the last check-in inside the window, restoring the state before it', () =>
+    given([registered(), admitted()])
+      .when({ type: 'AnnulCheckIn', scanId: 's1', now: '2026-11-21T10:04:00.000Z', undoWindowMs: 300_000, annulledBy: 'tm1' })
+      .then([{ type: 'GuestAdmissionAnnulled', data: { scanId: 's1', people: 1, restored: { inside: false, admittedPlusOnes: 0 } } }]));
+
+  it('refuses an undo after the window', () =>
+    given([registered(), admitted()])
+      .when({ type: 'AnnulCheckIn', scanId: 's1', now: '2026-11-21T10:06:00.000Z', undoWindowMs: 300_000, annulledBy: 'tm1' })
+      .thenFails('undo_window_passed'));
+
+  it('refuses to check out a guest who is not inside', () =>
+    given([registered()]).when({ type: 'CheckOut', scan: scan() }).thenFails('not_checked_in'));
+
+  it('merges details and tags without touching admission (spec rule 3)', () =>
+    given([registered({ tags: ['a'] }), admitted()])
+      .when({ type: 'MergeGuest', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: { lastName: 'L' }, tags: ['b'], replaceTags: false })
+      .then([
+        { type: 'GuestDetailsChanged', data: { changes: { lastName: 'L' } } },
+        { type: 'GuestTagsChanged', data: { tags: ['a', 'b'] } },
+      ]));
+
+  it('replaces tags when asked', () =>
+    given([registered({ tags: ['a'] })])
+      .when({ type: 'MergeGuest', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: {}, tags: ['b'], replaceTags: true })
+      .then([{ type: 'GuestTagsChanged', data: { tags: ['b'] } }]));
+
+  it('reports another client’s guest as not found on upsert', () =>
+    given([registered()])
+      .when({ type: 'MergeGuest', guestId: 'g1', clientId: 'c2', eventId: 'e1', details: {}, replaceTags: false })
+      .thenFails('not_found'));
+
+  it('decides nothing for an upsert that changes nothing', () =>
+    given([registered()])
+      .when({ type: 'MergeGuest', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: { firstName: 'Ada' }, replaceTags: false })
+      .then([]));
+});
