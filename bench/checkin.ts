@@ -1,0 +1,97 @@
+/**
+ * npm run bench -- checkin, on the embedded default, in one run:
+ *  1. import 100,000 guests through PUT /guests/{eventId}/upsert in batches of 200 (target < 30 s)
+ *  2. check-in scans by barcode from 50 connections (target ≥ 1,500 scans/s, p99 < 50 ms)
+ *  3. byinfo on that event (target p99 < 30 ms)
+ * and a bare express route's requests/s as the ceiling.
+ */
+import type { Server } from 'node:http';
+import express from 'express';
+import { createClient, startTestService } from '../test/support/service.js';
+import { fmt, load, record, table } from './support.js';
+
+const GUESTS = Number(process.env.BENCH_GUESTS ?? 100_000);
+const infos = ['Needs wheelchair access', 'Vegan menu', 'Table 12', 'Press', 'Speaker — stage B', 'Allergic to nuts'];
+
+export async function checkinBench(): Promise<void> {
+  const service = await startTestService({ LOG_LEVEL: 'silent' });
+  const client = await createClient(service);
+  const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' });
+  const eventId = event.body.id as string;
+  const headers = {
+    authorization: `Bearer ${client.token}`,
+    'ocp-apim-subscription-key': client.subscriptionKey,
+    'content-type': 'application/json',
+  };
+
+  // 1. Import, one batch after another, as a CRM sync would.
+  const importStart = process.hrtime.bigint();
+  let lastProgress = 0;
+  for (let start = 0; start < GUESTS; start += 200) {
+    const batch = Array.from({ length: Math.min(200, GUESTS - start) }, (_, k) => {
+      const i = start + k;
+      return {
+        firstName: `First${i % 997}`,
+        lastName: `Last${i % 1009}`,
+        email: `guest${i}@example.com`,
+        barcode: `BC-${i}`,
+        customId: `crm-${i}`,
+        plusOnes: i % 3,
+        tags: i % 2 ? 'vip' : 'standard',
+        additionalInfo: infos[i % infos.length],
+      };
+    });
+    const reply = await fetch(`${service.url}/checkin/v1/api/guests/${eventId}/upsert`, { method: 'PUT', headers, body: JSON.stringify(batch) });
+    if (reply.status !== 204) throw new Error(`upsert failed: ${reply.status} ${await reply.text()}`);
+    if (start - lastProgress >= 10_000) {
+      lastProgress = start;
+      process.stdout.write(`  imported ${fmt(start)} guests\r`);
+    }
+  }
+  const importSeconds = Number(process.hrtime.bigint() - importStart) / 1e9;
+  console.log(`  imported ${fmt(GUESTS)} guests in ${fmt(importSeconds, 1)} s`);
+
+  const bare = express();
+  bare.get('/ping', (_req, res) => void res.json({ ok: true }));
+  const ceiling = await new Promise<{ server: Server; url: string }>((resolve) => {
+    const server = bare.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
+  });
+  const bareResult = await load({ url: `${ceiling.url}/ping`, connections: 50, durationSec: 5 });
+
+  // 2. Scans: every request a different guest's barcode.
+  const bodies = Array.from({ length: GUESTS }, (_, i) => JSON.stringify({ barcode: `BC-${i}`, gate: `G${i % 4}`, device: `d${i % 10}` }));
+  const scans = await load({
+    url: `${service.url}/checkin/v1/api/guests/${eventId}/checkin`,
+    method: 'POST',
+    headers,
+    connections: 50,
+    durationSec: 10,
+    bodies,
+  });
+
+  // 3. byinfo on the same event.
+  const byinfo = await load({
+    url: `${service.url}/checkin/v1/api/guests/${eventId}/byinfo?additionalInfo=wheelchair&limit=50`,
+    headers,
+    connections: 4,
+    durationSec: 10,
+  });
+  for (const r of [scans, byinfo]) {
+    if (r.non2xx > 0 || r.errors > 0) throw new Error(`bench run had failures: ${JSON.stringify(r)}`);
+  }
+  const stats = await client.call('GET', `/checkin/v1/api/event/${eventId}/stats`);
+  const output = table(
+    ['measure', 'figure', 'target'],
+    [
+      [`import ${fmt(GUESTS)} guests (upsert, batches of 200, one at a time)`, `${fmt(importSeconds, 1)} s (${fmt(GUESTS / importSeconds)} guests/s)`, '< 30 s'],
+      ['check-in scans by barcode, 50 connections', `${fmt(scans.requestsPerSec)} scans/s, p50 ${scans.p50} ms, p99 ${scans.p99} ms`, '≥ 1,500/s, p99 < 50 ms'],
+      ['byinfo (10% of 100,000 match), 4 connections', `${fmt(byinfo.requestsPerSec)} req/s, p50 ${byinfo.p50} ms, p99 ${byinfo.p99} ms`, 'p99 < 30 ms'],
+      ['bare express route (ceiling), 50 connections', `${fmt(bareResult.requestsPerSec)} req/s`, ''],
+    ],
+  );
+  const note = `Scans admitted during the run: ${fmt(stats.body.admitted)}.`;
+  console.log(`${output}\n\n${note}`);
+  record('Check-in', `${output}\n\n${note}`);
+  ceiling.server.close();
+  await service.close();
+}

@@ -1,0 +1,23 @@
+/** npm run bench -- <suite ...>: store, auth, checkin, export, webhooks (default: store auth checkin). */
+import { storeBench } from './store.js';
+
+const suites: Record<string, () => Promise<void>> = {
+  store: storeBench,
+  auth: async () => (await import('./auth.js')).authBench(),
+  checkin: async () => (await import('./checkin.js')).checkinBench(),
+  webhooks: async () => {
+    await import('./webhooks.js');
+  },
+};
+
+const chosen = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['store', 'auth', 'checkin'];
+for (const name of chosen) {
+  const suite = suites[name];
+  if (!suite) {
+    console.error(`unknown suite "${name}"; use: ${Object.keys(suites).join(', ')}`);
+    process.exit(2);
+  }
+  console.log(`\n== ${name} ==`);
+  await suite();
+}
+process.exit(0);

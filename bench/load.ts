@@ -1,0 +1,50 @@
+/**
+ * The load generator, run as its own process so it does not share the service's event loop.
+ * argv[2]: a JSON file { url, method?, headers?, connections, durationSec?, amount?, bodies? }
+ * `bodies` rotate over requests (e.g. one barcode per scan). Prints autocannon's result as JSON.
+ */
+import fs from 'node:fs';
+import autocannon from 'autocannon';
+
+interface LoadSpec {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  connections: number;
+  durationSec?: number;
+  amount?: number;
+  bodies?: string[];
+}
+
+const spec = JSON.parse(fs.readFileSync(process.argv[2]!, 'utf8')) as LoadSpec;
+let next = 0;
+const result = await autocannon({
+  url: spec.url,
+  method: (spec.method ?? 'GET') as 'GET',
+  headers: spec.headers ?? {},
+  connections: spec.connections,
+  ...(spec.amount ? { amount: spec.amount } : { duration: spec.durationSec ?? 10 }),
+  ...(spec.bodies
+    ? {
+        requests: [
+          {
+            setupRequest: (request: Record<string, unknown>) => {
+              request.body = spec.bodies![next++ % spec.bodies!.length];
+              return request;
+            },
+          },
+        ],
+      }
+    : {}),
+});
+process.stdout.write(
+  JSON.stringify({
+    requestsPerSec: result.requests.average,
+    total: result.requests.total,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    non2xx: result.non2xx,
+  }),
+);

@@ -1,0 +1,73 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export interface LoadResult {
+  requestsPerSec: number;
+  total: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+}
+
+/** Runs autocannon in a child process (see bench/load.ts). */
+export async function load(spec: {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  connections: number;
+  durationSec?: number;
+  amount?: number;
+  bodies?: string[];
+}): Promise<LoadResult> {
+  const tsx = path.join(here, '..', 'node_modules', 'tsx', 'dist', 'cli.mjs');
+  const specFile = path.join(tempDir('bench-load-'), 'spec.json');
+  fs.writeFileSync(specFile, JSON.stringify(spec));
+  try {
+    const { stdout } = await run(process.execPath, [tsx, path.join(here, 'load.ts'), specFile], { maxBuffer: 64 * 1024 * 1024 });
+    return JSON.parse(stdout) as LoadResult;
+  } finally {
+    fs.rmSync(path.dirname(specFile), { recursive: true, force: true });
+  }
+}
+
+export const fmt = (n: number, digits = 0): string =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export const machine = (): string =>
+  `${os.cpus().length} × ${os.cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+
+/** A markdown table, printed and returned for docs/benchmarks.md. */
+export function table(headers: string[], rows: (string | number)[][]): string {
+  const lines = [`| ${headers.join(' | ')} |`, `| ${headers.map(() => '---').join(' | ')} |`];
+  for (const row of rows) lines.push(`| ${row.join(' | ')} |`);
+  return lines.join('\n');
+}
+
+/** Replaces (or appends) the `## <title>` section of docs/benchmarks.md with this run's figures. */
+export function record(title: string, body: string): void {
+  const file = path.join(here, '..', 'docs', 'benchmarks.md');
+  const header = '# Benchmarks\n\nFigures from `npm run bench -- <suite>`; each section is replaced by its latest run.\n';
+  const current = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : header;
+  const section = `## ${title}\n\n${new Date().toISOString().slice(0, 10)}, ${machine()}\n\n${body.trim()}\n`;
+  const pattern = new RegExp(`## ${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\n[\\s\\S]*?(?=\\n## |$)`);
+  const next = pattern.test(current) ? current.replace(pattern, section) : `${current.trimEnd()}\n\n${section}`;
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, next.endsWith('\n') ? next : `${next}\n`);
+}
+
+export const tempDir = (prefix: string): string => fs.mkdtempSync(path.join(os.tmpdir(), prefix));
