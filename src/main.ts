@@ -24,6 +24,9 @@ import { createTokenVerifier } from './identity/token-verifier.js';
 import { accountsProjection, teamMembersProjection } from './projections/accounts.js';
 import { eventsProjection } from './projections/events.js';
 import { guestsProjection } from './projections/guests.js';
+import { commsEventsProjection, webhookDeliveriesProjection, webhooksProjection } from './projections/webhooks.js';
+import { webhookSettings } from './commands/webhooks.js';
+import { createWebhookDispatcher } from './workers/webhook-dispatcher.js';
 import { ProjectionRunner } from './projections/runner.js';
 import type { Projection } from './projections/projection.js';
 import { systemClock, type Clock } from './shared/clock.js';
@@ -32,7 +35,15 @@ import { Relay } from './workers/relay.js';
 import { relayRoutes } from './workers/topics.js';
 import type { Worker } from './workers/worker.js';
 
-export const projections: Projection[] = [eventsProjection, accountsProjection, teamMembersProjection, guestsProjection];
+export const projections: Projection[] = [
+  eventsProjection,
+  accountsProjection,
+  teamMembersProjection,
+  guestsProjection,
+  webhooksProjection,
+  webhookDeliveriesProjection,
+  commsEventsProjection,
+];
 
 export interface Platform {
   config: Config;
@@ -53,8 +64,8 @@ export function createPlatform(config: Config, logger: Logger = createLogger(con
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
     : new EmbeddedReadStore(file('read-models.sqlite'));
   const bus = config.kafkaBrokers
-    ? new KafkaBus({ brokers: config.kafkaBrokers, clientId: 'checkin-service' })
-    : new EmbeddedBus(file('bus.sqlite'));
+    ? new KafkaBus({ brokers: config.kafkaBrokers, clientId: 'checkin-service', logger: logger.child({ adapter: 'kafka' }) })
+    : new EmbeddedBus(file('bus.sqlite'), { logger: logger.child({ adapter: 'embedded-bus' }) });
   logger.info(
     { eventStore: eventStore.kind, readStore: readStore.kind, bus: bus.kind, dataDir: config.dataDir },
     'adapters chosen',
@@ -145,6 +156,7 @@ export async function startService(
             ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
           }),
       adminApiKey: config.adminApiKey,
+      webhooks: webhookSettings(config),
     });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
@@ -178,8 +190,8 @@ export async function startService(
 }
 
 /** The `workers` role: bus consumers and schedulers. */
-function createWorkers(_platform: Platform, _services: Services, _config: Config): Worker[] {
-  return [];
+function createWorkers(platform: Platform, services: Services, config: Config): Worker[] {
+  return [createWebhookDispatcher(platform.bus, services, webhookSettings(config))];
 }
 
 async function retryForever(what: string, start: () => Promise<void>, logger: Logger): Promise<void> {
