@@ -20,7 +20,7 @@ const spec = JSON.parse(fs.readFileSync(process.argv[2]!, 'utf8')) as LoadSpec;
 let next = 0;
 const result = await autocannon({
   url: spec.url,
-  method: (spec.method ?? 'GET') as 'GET',
+  method: (spec.method ?? 'GET') as autocannon.Request['method'],
   headers: spec.headers ?? {},
   connections: spec.connections,
   ...(spec.amount ? { amount: spec.amount } : { duration: spec.durationSec ?? 10 }),
@@ -28,10 +28,7 @@ const result = await autocannon({
     ? {
         requests: [
           {
-            setupRequest: (request: Record<string, unknown>) => {
-              request.body = spec.bodies![next++ % spec.bodies!.length];
-              return request;
-            },
+            setupRequest: (request) => ({ ...request, body: spec.bodies![next++ % spec.bodies!.length] }),
           },
         ],
       }

@@ -7,7 +7,7 @@ export function deciderSpec<S, C, E extends { type: string; data: unknown }>(dec
     when: (command: C) => {
       const run = () => decider.decide(command, given.reduce(decider.evolve, decider.initialState()));
       return {
-        then: (expected: Partial<E>[]) => expect(run()).toMatchObject(expected),
+        then: (expected: { type: E['type']; data?: Record<string, unknown> }[]) => expect(run()).toMatchObject(expected),
         thenFails: (code: string) => {
           let error: unknown;
           try {
