@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { parseKey } from './shared/encryption.js';
 
 /** The one config reader (DESIGN.md section 6). Only the composition root and the CLIs call it. */
 export interface Config {
@@ -23,6 +24,23 @@ export interface Config {
   /** Enables /admin/v1. */
   adminApiKey?: string;
   tokenTtlSeconds: number;
+  /** Per source IP per minute on the whole API (60 s block on excess); 0 switches it off. */
+  rateLimitPerMinute: number;
+  /** Per source IP per minute on POST /comms/v1/api/comms/send, on top; 0 switches it off. */
+  sendRateLimitPerMinute: number;
+  /** WEBHOOK_ALLOW_INSECURE=true (development and tests only): webhooks may use http:// and loopback/private hosts. */
+  webhookAllowInsecure: boolean;
+  /** WEBHOOK_RETRY_DELAYS_MS: the backoff schedule in ms (attempts = delays + 1); unset = about 10 attempts over 8 h. */
+  webhookRetryDelaysMs?: number[];
+  /** WEBHOOK_TIMEOUT_MS: how long one delivery attempt may take (default 10 s). */
+  webhookTimeoutMs: number;
+  /**
+   * WEBHOOK_ENCRYPTION_KEYS: `id:key,...` (32-byte keys, base64/base64url/hex) that encrypt webhook secrets;
+   * WEBHOOK_ENCRYPTION_KEY_ID names the one new secrets use (default the first). Unset: a key file
+   * generated under DATA_DIR/webhooks/ on first start (development).
+   */
+  webhookEncryptionKeys?: { id: string; key: Buffer }[];
+  webhookEncryptionKeyId?: string;
 }
 
 export type Role = 'api' | 'projections' | 'relay' | 'workers' | 'all';
@@ -57,12 +75,49 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : undefined,
     adminApiKey: env.ADMIN_API_KEY || undefined,
     tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 3600),
+    rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 1000),
+    sendRateLimitPerMinute: int('SEND_RATE_LIMIT_PER_MINUTE', 300),
+    ...webhookConfig(env, problems),
   };
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
     problems.push('ADMIN_API_KEY must be at least 16 characters');
   }
   if (problems.length > 0) throw new Error(`invalid configuration: ${problems.join('; ')}`);
   return config;
+}
+
+function webhookConfig(env: NodeJS.ProcessEnv, problems: string[]): Pick<
+  Config,
+  'webhookAllowInsecure' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookEncryptionKeys' | 'webhookEncryptionKeyId'
+> {
+  const insecure = (env.WEBHOOK_ALLOW_INSECURE ?? 'false').toLowerCase();
+  if (insecure !== 'true' && insecure !== 'false') problems.push('WEBHOOK_ALLOW_INSECURE must be true or false');
+  let delays: number[] | undefined;
+  if (env.WEBHOOK_RETRY_DELAYS_MS) {
+    delays = env.WEBHOOK_RETRY_DELAYS_MS.split(',').map((d) => Number(d.trim()));
+    if (delays.some((d) => !Number.isInteger(d) || d < 0)) problems.push('WEBHOOK_RETRY_DELAYS_MS must be comma-separated non-negative integers');
+  }
+  const timeout = Number(env.WEBHOOK_TIMEOUT_MS || 10_000);
+  if (!Number.isInteger(timeout) || timeout < 1) problems.push('WEBHOOK_TIMEOUT_MS must be a positive integer');
+  let keys: { id: string; key: Buffer }[] | undefined;
+  if (env.WEBHOOK_ENCRYPTION_KEYS) {
+    keys = env.WEBHOOK_ENCRYPTION_KEYS.split(',').map((entry) => {
+      const cut = entry.indexOf(':');
+      const id = entry.slice(0, cut).trim();
+      const key = parseKey(entry.slice(cut + 1));
+      if (cut <= 0 || !key) problems.push(`WEBHOOK_ENCRYPTION_KEYS: each entry must be <id>:<32-byte key in base64 or hex>`);
+      return { id, key: key ?? Buffer.alloc(0) };
+    });
+  }
+  const keyId = env.WEBHOOK_ENCRYPTION_KEY_ID || undefined;
+  if (keyId && !keys?.some((k) => k.id === keyId)) problems.push('WEBHOOK_ENCRYPTION_KEY_ID must name a key in WEBHOOK_ENCRYPTION_KEYS');
+  return {
+    webhookAllowInsecure: insecure === 'true',
+    webhookRetryDelaysMs: delays,
+    webhookTimeoutMs: timeout,
+    webhookEncryptionKeys: keys,
+    webhookEncryptionKeyId: keyId,
+  };
 }
 
 /** Express `trust proxy`: "true"/"false", a hop count, or a comma-separated list of addresses/subnets. */

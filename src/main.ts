@@ -18,6 +18,10 @@ import type { Services } from './commands/services.js';
 import { loadConfig, roles, type Config, type Role } from './config.js';
 import { createApp, type Readiness } from './http/app.js';
 import { authenticate } from './http/auth.js';
+import { createRateLimits, type RateLimitStore } from './http/middleware/rate-limit.js';
+import { purgeExpiredIdempotencyKeys } from './http/middleware/idempotency.js';
+import { openSqliteFile } from './adapters/sqlite-file.js';
+import { MongoClient } from 'mongodb';
 import { accountCredentials } from './commands/credentials.js';
 import { createDevIdentityProvider } from './identity/dev-provider.js';
 import { createTokenVerifier } from './identity/token-verifier.js';
@@ -131,6 +135,7 @@ export async function startService(
 
   let server: Server | undefined;
   let url: string | undefined;
+  const closers: (() => Promise<void>)[] = [];
   if (runs('api')) {
     // The issuer URL of the dev provider depends on the port actually bound (0 = ephemeral).
     let devIssuer = '';
@@ -157,7 +162,17 @@ export async function startService(
           }),
       adminApiKey: config.adminApiKey,
       webhooks: webhookSettings(config),
+      rateLimits: createRateLimits({
+        perMinute: config.rateLimitPerMinute,
+        sendPerMinute: config.sendRateLimitPerMinute,
+        store: rateLimitStore(config, closers),
+        logger,
+      }),
     });
+    // The read-store port has no TTL index: expired Idempotency-Key records are purged hourly.
+    const purge = setInterval(() => void purgeExpiredIdempotencyKeys(platform.readStore).catch(() => {}), 3_600_000);
+    purge.unref();
+    closers.push(async () => clearInterval(purge));
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
       s.once('error', reject);
@@ -184,6 +199,7 @@ export async function startService(
       await Promise.allSettled(workers.map((w) => w.stop()));
       await relay?.stop();
       await runner?.stop();
+      await Promise.allSettled(closers.map((close) => close()));
       await platform.close();
     },
   };
@@ -192,6 +208,24 @@ export async function startService(
 /** The `workers` role: bus consumers and schedulers. */
 function createWorkers(platform: Platform, services: Services, config: Config): Worker[] {
   return [createWebhookDispatcher(platform.bus, services, webhookSettings(config))];
+}
+
+/**
+ * Rate-limit counters shared by every instance: MongoDB when configured, else a SQLite file
+ * of their own (a short busy timeout: better-sqlite3 waits synchronously, and on timeout the
+ * limiter's in-memory insurance takes over).
+ */
+function rateLimitStore(config: Config, closers: (() => Promise<void>)[]): RateLimitStore {
+  if (config.rateLimitPerMinute === 0 && config.sendRateLimitPerMinute === 0) return { kind: 'memory' };
+  if (config.mongoUrl) {
+    const client = new MongoClient(config.mongoUrl);
+    closers.push(() => client.close());
+    return { kind: 'mongo', client, dbName: config.mongoDb };
+  }
+  const db = openSqliteFile(path.join(config.dataDir, 'rate-limits.sqlite'), 'rate limit store', 'NORMAL');
+  db.pragma('busy_timeout = 100');
+  closers.push(async () => void db.close());
+  return { kind: 'sqlite', db };
 }
 
 async function retryForever(what: string, start: () => Promise<void>, logger: Logger): Promise<void> {

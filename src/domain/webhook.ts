@@ -286,7 +286,7 @@ export function verdictOf(outcome: AttemptOutcome): 'delivered' | 'retry' | 'fin
   return 'final';
 }
 
-const describe = (outcome: AttemptOutcome): string =>
+const reasonOf = (outcome: AttemptOutcome): string =>
   outcome.kind === 'error' ? outcome.error : `the receiver answered ${outcome.statusCode}`;
 
 export const isActive = (state: DeliveryState): state is Exclude<DeliveryState, { status: 'none' }> =>
@@ -363,11 +363,11 @@ function recordAttempt(
   };
   const verdict = verdictOf(outcome);
   if (verdict === 'delivered') return [attempted, { type: 'WebhookDelivered', data: { deliveryId, deliveredAt: command.at } }];
-  if (verdict === 'final') return [attempted, { type: 'WebhookDeliveryFailed', data: { deliveryId, reason: describe(outcome) } }];
+  if (verdict === 'final') return [attempted, { type: 'WebhookDeliveryFailed', data: { deliveryId, reason: reasonOf(outcome) } }];
   const used = command.attempt - state.budgetStart;
   const delay = command.retryDelaysMs[used - 1];
   if (delay === undefined) {
-    return [attempted, { type: 'WebhookDeliveryExhausted', data: { deliveryId, attempts: used, reason: describe(outcome) } }];
+    return [attempted, { type: 'WebhookDeliveryExhausted', data: { deliveryId, attempts: used, reason: reasonOf(outcome) } }];
   }
   const nextAttemptAt = new Date(Date.parse(command.at) + Math.round(delay * (1 + 0.2 * command.jitter))).toISOString();
   return [attempted, { type: 'WebhookDeliveryRetryScheduled', data: { deliveryId, nextAttemptAt } }];

@@ -5,12 +5,16 @@ import { newId } from '../shared/ids.js';
 import { errorHandler, unknownRoute } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import { commsGates } from './auth.js';
+import { idempotency } from './middleware/idempotency.js';
+import type { RateLimits } from './middleware/rate-limit.js';
 import { docsRouter } from './docs-page.js';
 import { adminAuth, adminRouter } from './routes/admin.js';
 import { eventsRouter } from './routes/events.js';
 import { guestsRouter } from './routes/guests.js';
 import { teamMembersRouter } from './routes/team-members.js';
 import { usersRouter } from './routes/users.js';
+import { webhooksRouter } from './routes/webhooks.js';
+import type { WebhookSettings } from '../commands/webhooks.js';
 
 export interface Readiness {
   ready: boolean;
@@ -28,6 +32,10 @@ export interface AppOptions {
   identityProvider?: Router;
   /** Enables /admin/v1 when set. */
   adminApiKey?: string;
+  /** Spec Limits: per source IP on the whole API, and on comms send. */
+  rateLimits?: RateLimits;
+  /** Mounts the webhook routes (/comms/v1/api/comms/webhook..., /events) when set. */
+  webhooks?: WebhookSettings;
 }
 
 const requestIds: RequestHandler = (req, res, next) => {
@@ -62,16 +70,21 @@ export function createApp(options: AppOptions): Express {
   });
   app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
   app.use(docsRouter('/openapi.json'));
+  // Spec Limits: every request to the API host counts, the token endpoint included (password guessing).
+  if (options.rateLimits) app.use(options.rateLimits.all, options.rateLimits.send);
   if (options.identityProvider) app.use('/core', options.identityProvider);
 
   app.use(express.json({ limit: options.bodyLimit, strict: false }));
   // Every API area needs authentication; routers declare their full paths.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], options.authenticate);
   app.use('/comms/v1', commsGates());
+  // After the gates, so a refusal is not stored and replayed once the account is enabled.
+  app.use(['/checkin/v1', '/comms/v1', '/users/v1'], idempotency(services.readStore, { now: () => services.clock.now() }));
   app.use(eventsRouter(services));
   app.use(guestsRouter(services));
   app.use(teamMembersRouter(services));
   app.use(usersRouter(services));
+  if (options.webhooks) app.use(webhooksRouter(services, options.webhooks));
   if (options.adminApiKey) {
     app.use('/admin/v1', adminAuth(options.adminApiKey));
     app.use(adminRouter(services));

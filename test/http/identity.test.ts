@@ -297,3 +297,39 @@ describe('admin API', () => {
     }
   });
 });
+
+describe('rate limits (spec: Limits) through the real service', () => {
+  it('answers 429 rate_limit with Retry-After once an IP passes the per-minute limit, on the token endpoint too', async () => {
+    const limited = await startTestService({ RATE_LIMIT_PER_MINUTE: '5' });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 7; i++) statuses.push((await request(limited.url, 'GET', '/checkin/v1/api/events')).status);
+      expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
+      const refused = await request(limited.url, 'POST', '/core/connect/token', 'grant_type=client_credentials', {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
+      expect(refused.status).toBe(429);
+      expect(refused.body.code).toBe('rate_limit');
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(50);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('Idempotency-Key through the real service', () => {
+  it('creates one event for two identical POSTs and refuses the key with another body', async () => {
+    const key = `idem-${Date.now()}`;
+    const body = { title: 'Once', startTime: '2026-12-01T10:00:00Z', endTime: '2026-12-01T12:00:00Z' };
+    const first = await alice.call('POST', '/checkin/v1/api/event', body, { 'idempotency-key': key });
+    const second = await alice.call('POST', '/checkin/v1/api/event', body, { 'idempotency-key': key });
+    expect(second.status).toBe(200);
+    expect(second.body.id).toBe(first.body.id);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    const other = await alice.call('POST', '/checkin/v1/api/event', { ...body, title: 'Twice' }, { 'idempotency-key': key });
+    expect(other.status).toBe(422);
+    expect(other.body.code).toBe('idempotency_key_reused');
+    const fromBob = await bob.call('POST', '/checkin/v1/api/event', body, { 'idempotency-key': key });
+    expect(fromBob.body.id).not.toBe(first.body.id);
+  });
+});

@@ -78,7 +78,7 @@ function limiter(options: RateLimitOptions, shape: LimiterShape): RateLimiterAbs
   if (store.kind === 'memory') return new RateLimiterMemory(shape);
   const insuranceLimiter = new RateLimiterMemory(shape);
   if (store.kind === 'sqlite') {
-    return new RateLimiterSQLite(
+    return new PreparedSQLiteLimiter(
       { ...shape, storeClient: store.db, storeType: 'better-sqlite3', tableName: TABLE, clearExpiredByTimeout: true, insuranceLimiter },
       // Until the table exists (or if creating it fails) every request goes to the insurance limiter.
       (error) => {
@@ -97,6 +97,46 @@ function limiter(options: RateLimitOptions, shape: LimiterShape): RateLimiterAbs
     patch: 0,
   };
   return mongo;
+}
+
+type Counter = { points: number; expire: number | null };
+
+/**
+ * RateLimiterSQLite with its two upserts prepared once. The library prepares the statement and
+ * opens a transaction on every call: about 25 µs of CPU (60 µs of latency) per request, against 7.
+ * Same SQL as rate-limiter-flexible 8.1 (a single statement is atomic without a transaction);
+ * `_upsert` is the hook every store limiter of the library implements. Until the library has
+ * created the table, preparing fails and the insurance limiter answers, as in the library.
+ */
+class PreparedSQLiteLimiter extends RateLimiterSQLite {
+  private readonly db: Database.Database;
+  private readonly table: string;
+  private statements?: { add: Database.Statement<unknown[], Counter>; reset: Database.Statement<unknown[], Counter> };
+
+  constructor(
+    options: ConstructorParameters<typeof RateLimiterSQLite>[0] & { storeClient: Database.Database; tableName: string },
+    ready?: (error?: Error) => void,
+  ) {
+    super(options, ready);
+    this.db = options.storeClient;
+    this.table = options.tableName;
+  }
+
+  async _upsert(key: string, points: number, msDuration: number, forceExpire = false): Promise<Counter | undefined> {
+    this.statements ??= {
+      add: this.db.prepare(
+        `INSERT INTO ${this.table} (key, points, expire) VALUES (?, ?, ?)
+         ON CONFLICT(key) DO UPDATE SET
+           points = CASE WHEN expire IS NULL OR expire > ? THEN points + excluded.points ELSE excluded.points END,
+           expire = CASE WHEN expire IS NULL OR expire > ? THEN expire ELSE excluded.expire END
+         RETURNING points, expire`,
+      ),
+      reset: this.db.prepare(`INSERT OR REPLACE INTO ${this.table} (key, points, expire) VALUES (?, ?, ?) RETURNING points, expire`),
+    };
+    const now = Date.now();
+    const expire = msDuration > 0 ? now + msDuration : null;
+    return forceExpire ? this.statements.reset.get(key, points, expire) : this.statements.add.get(key, points, expire, now, now);
+  }
 }
 
 function isSend(req: Request): boolean {

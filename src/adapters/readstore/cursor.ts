@@ -1,0 +1,215 @@
+/**
+ * Sorting, cursor paging and projection shared by the read-store adapters, so that
+ * both order documents and resume pages the same way.
+ *
+ * Order follows MongoDB's for JSON values: null and missing < numbers < strings
+ * < objects < arrays < booleans < dates. Sort keys are expected to hold scalars of
+ * one type (plus null/missing): the MongoDB adapter turns a cursor into range
+ * filters, and MongoDB range operators only compare values of the same type.
+ */
+import type { Doc, Filter, Sort } from './port.js';
+
+export const DEFAULT_LIMIT = 100;
+export const MAX_LIMIT = 1000;
+
+/** A sort field and its direction; the last key is always `_id`, which breaks ties. */
+export type SortKey = readonly [path: string, direction: 1 | -1];
+
+/** A cursor did not come from a page of the same query (or was tampered with). */
+export class InvalidCursorError extends Error {
+  override readonly name = 'InvalidCursorError';
+  constructor() {
+    super('invalid cursor');
+  }
+}
+
+export function clampLimit(limit: number | undefined): number {
+  if (limit === undefined || !Number.isFinite(limit) || limit < 1) return DEFAULT_LIMIT;
+  return Math.min(Math.floor(limit), MAX_LIMIT);
+}
+
+/** The sort as keys in priority order, with `_id` ascending appended unless the sort names it. */
+export function sortKeys(sort: Sort | undefined): SortKey[] {
+  const keys: SortKey[] = [];
+  for (const [path, direction] of Object.entries(sort ?? {})) {
+    keys.push([path, direction === -1 ? -1 : 1]);
+    if (path === '_id') return keys;
+  }
+  keys.push(['_id', 1]);
+  return keys;
+}
+
+/** The value at a dotted path through nested objects, or undefined. */
+export function valueAt(doc: unknown, path: string): unknown {
+  let value: unknown = doc;
+  for (const segment of path.split('.')) {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+    value = (value as Record<string, unknown>)[segment];
+  }
+  return value;
+}
+
+/**
+ * The value a document sorts by: missing becomes null; an array sorts by its
+ * smallest element ascending and its largest descending (as in MongoDB).
+ */
+function sortValue(doc: unknown, [path, direction]: SortKey): unknown {
+  const value = valueAt(doc, path);
+  if (value === undefined) return null;
+  if (!Array.isArray(value)) return value;
+  if (value.length === 0) return null;
+  return value.reduce((best, v) => (compareValues(v, best) * direction < 0 ? v : best));
+}
+
+export function sortValues(doc: unknown, keys: SortKey[]): unknown[] {
+  return keys.map((key) => sortValue(doc, key));
+}
+
+function typeRank(value: unknown): number {
+  if (value === null || value === undefined) return 1;
+  if (typeof value === 'number' || typeof value === 'bigint') return 2;
+  if (typeof value === 'string') return 3;
+  if (Array.isArray(value)) return 5;
+  if (typeof value === 'boolean') return 6;
+  if (value instanceof Date) return 7;
+  return 4;
+}
+
+/** Compares two values in MongoDB's order for JSON values: negative, zero or positive. */
+export function compareValues(a: unknown, b: unknown): number {
+  const ra = typeRank(a);
+  const rb = typeRank(b);
+  if (ra !== rb) return ra - rb;
+  switch (ra) {
+    case 1:
+      return 0;
+    case 2:
+    case 3:
+      return (a as number | string) < (b as number | string) ? -1 : (a as number | string) > (b as number | string) ? 1 : 0;
+    case 5:
+      return compareLists(a as unknown[], b as unknown[]);
+    case 6:
+      return Number(a) - Number(b);
+    case 7:
+      return (a as Date).getTime() - (b as Date).getTime();
+    default:
+      return compareLists(
+        Object.entries(a as object).flat(),
+        Object.entries(b as object).flat(),
+      );
+  }
+}
+
+function compareLists(a: unknown[], b: unknown[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const c = compareValues(a[i], b[i]);
+    if (c !== 0) return c;
+  }
+  return a.length - b.length;
+}
+
+/** Compares two documents' sort values key by key, honouring each key's direction. */
+export function compareSortValues(a: unknown[], b: unknown[], keys: SortKey[]): number {
+  for (let i = 0; i < keys.length; i++) {
+    const c = compareValues(a[i], b[i]);
+    if (c !== 0) return c * keys[i][1];
+  }
+  return 0;
+}
+
+function signature(keys: SortKey[]): string {
+  return keys.map(([path, direction]) => `${path}:${direction}`).join(',');
+}
+
+/** An opaque cursor holding the last item's sort values (ending with its `_id`). */
+export function encodeCursor(values: unknown[], keys: SortKey[]): string {
+  return Buffer.from(JSON.stringify([signature(keys), ...values]), 'utf8').toString('base64url');
+}
+
+/** The sort values a cursor holds; InvalidCursorError unless it was made for the same sort. */
+export function decodeCursor(cursor: string, keys: SortKey[]): unknown[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw new InvalidCursorError();
+  }
+  if (!Array.isArray(parsed) || parsed.length !== keys.length + 1 || parsed[0] !== signature(keys)) {
+    throw new InvalidCursorError();
+  }
+  return parsed.slice(1);
+}
+
+/**
+ * A MongoDB filter matching the documents that sort strictly after `values`:
+ * an `$or` over the keys, each branch equal on the keys before it and past the
+ * cursor on its own key. Null sorts first, so ascending past null is `$ne: null`,
+ * and descending past a value also reaches the null/missing ones.
+ * Returns null when nothing can follow.
+ */
+export function afterCursorFilter(values: unknown[], keys: SortKey[]): Filter | null {
+  const branches: Filter[] = [];
+  const equalSoFar: Filter = {};
+  keys.forEach(([path, direction], i) => {
+    const value = values[i] ?? null;
+    if (direction === 1) {
+      branches.push({ ...equalSoFar, [path]: value === null ? { $ne: null } : { $gt: value } });
+    } else if (value !== null) {
+      branches.push({ ...equalSoFar, [path]: { $lt: value } }, { ...equalSoFar, [path]: null });
+    }
+    equalSoFar[path] = value;
+  });
+  if (branches.length === 0) return null;
+  return branches.length === 1 ? branches[0] : { $or: branches };
+}
+
+/**
+ * An inclusion projection (`{field: 1}`, dotted paths allowed) applied to a document;
+ * `_id` is always kept. Through arrays of objects a dotted path keeps that field of
+ * each object element, as MongoDB does.
+ */
+export function project<T extends Doc>(doc: T, projection: Record<string, 1> | undefined): T {
+  if (!projection) return doc;
+  const out: Record<string, unknown> = { _id: doc._id };
+  for (const path of Object.keys(projection)) copyPath(doc, out, path.split('.'));
+  return out as T;
+}
+
+function copyPath(source: Record<string, unknown>, target: Record<string, unknown>, segments: string[]): void {
+  const [head, ...rest] = segments;
+  if (!(head in source)) return;
+  const value = source[head];
+  if (rest.length === 0) {
+    target[head] = value;
+    return;
+  }
+  if (Array.isArray(value)) {
+    const objects = value.filter(isPlainObject);
+    const existing = target[head];
+    const into = Array.isArray(existing) ? (existing as Record<string, unknown>[]) : objects.map(() => ({}));
+    objects.forEach((element, i) => copyPath(element, into[i], rest));
+    target[head] = into;
+  } else if (isPlainObject(value)) {
+    const existing = target[head];
+    const into = isPlainObject(existing) ? existing : {};
+    copyPath(value, into, rest);
+    target[head] = into;
+  }
+}
+
+/** An object literal (or JSON object): not an array, date, regular expression or class instance. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  return prototype === Object.prototype || prototype === null;
+}
+
+/**
+ * Paths to ask a server for so that both the requested fields and the sort keys
+ * come back, without a path that is inside another (MongoDB rejects those).
+ */
+export function fetchPaths(projection: Record<string, 1>, keys: SortKey[]): Record<string, 1> {
+  const paths = [...new Set([...Object.keys(projection), ...keys.map(([path]) => path)])];
+  const kept = paths.filter((p) => !paths.some((q) => q !== p && p.startsWith(`${q}.`)));
+  return Object.fromEntries(kept.map((p) => [p, 1 as const]));
+}

@@ -1,0 +1,339 @@
+/**
+ * MongoDB read store. Uses only what MongoDB and FerretDB 1.x both serve: no
+ * transactions, no change streams, no $text.
+ *
+ * Without transactions, applyBatch makes replays harmless instead of atomic: each
+ * document remembers the position of the last op applied to it (hidden fields `_pos`
+ * and `_seq`), every positioned op is guarded by it, and the checkpoint is written
+ * last. A crash between the writes and the checkpoint makes the runner hand the same
+ * ops again, and the guards skip what was already applied.
+ */
+import {
+  MongoBulkWriteError,
+  MongoClient,
+  MongoServerError,
+  type AnyBulkWriteOperation,
+  type Collection as MongoCollection,
+  type Db,
+  type Document,
+  type WriteError,
+} from 'mongodb';
+import {
+  afterCursorFilter,
+  clampLimit,
+  decodeCursor,
+  encodeCursor,
+  fetchPaths,
+  project,
+  sortKeys,
+  sortValues,
+  type SortKey,
+} from './cursor.js';
+import {
+  DuplicateKeyError,
+  type Collection,
+  type Doc,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type Page,
+  type ReadStore,
+  type Sort,
+  type Update,
+  type WriteOp,
+} from './port.js';
+
+/** Fields the adapter keeps on documents for replay guards; never returned. */
+const HIDDEN_FIELDS = { _pos: 0, _seq: 0 } as const;
+const CHECKPOINTS = '_checkpoints';
+const DUPLICATE_KEY = 11000;
+const NAMESPACE_NOT_FOUND = 26;
+/**
+ * FerretDB 1.24 (SQLite) keeps a pool connection open for every statement of one `update`
+ * command that matched a document, until the command ends; at 100 (its pool size) the
+ * server deadlocks. Small commands stay far below that, also with a few writers at once.
+ */
+const OPS_PER_COMMAND = 32;
+
+export interface MongoReadStoreOptions {
+  url: string;
+  dbName: string;
+}
+
+export class MongoReadStore implements ReadStore {
+  readonly kind = 'mongo';
+  private readonly client: MongoClient;
+  private readonly db: Db;
+
+  constructor({ url, dbName }: MongoReadStoreOptions) {
+    // ignoreUndefined: an undefined field is left out, as JSON (and the embedded store) does.
+    this.client = new MongoClient(url, { ignoreUndefined: true });
+    this.db = this.client.db(dbName);
+  }
+
+  collection<T extends Doc = Doc>(name: string): Collection<T> {
+    return new MongoDocuments<T>(this.db.collection(name), name);
+  }
+
+  /**
+   * Ops on different collections touch different documents, so only their order within a
+   * collection matters: one ordered bulkWrite per collection, not one per run of ops, saves
+   * round trips when a projection alternates between collections.
+   */
+  async applyBatch(ops: WriteOp[], checkpoint?: { name: string; position: number }): Promise<void> {
+    const byCollection = new Map<string, GuardedOp[]>();
+    for (const guarded of withSequence(ops)) {
+      const group = byCollection.get(guarded.op.collection);
+      if (group) group.push(guarded);
+      else byCollection.set(guarded.op.collection, [guarded]);
+    }
+    for (const [name, group] of byCollection) await this.writeInOrder(name, group);
+    if (checkpoint) {
+      // $max: replaying an older batch never moves the checkpoint back.
+      await this.db
+        .collection<{ _id: string; position: number }>(CHECKPOINTS)
+        .updateOne({ _id: checkpoint.name }, { $max: { position: checkpoint.position } }, { upsert: true });
+    }
+  }
+
+  /**
+   * The collection's ops in order, as ordered bulkWrites of at most OPS_PER_COMMAND ops.
+   * An ordered bulk stops at its first error; a duplicate key from a guarded upsert whose
+   * document already carries this position means "applied before", so writing resumes
+   * after that op.
+   */
+  private async writeInOrder(name: string, ops: GuardedOp[]): Promise<void> {
+    const collection = this.db.collection(name);
+    for (let start = 0; start < ops.length; ) {
+      const chunk = ops.slice(start, start + OPS_PER_COMMAND);
+      try {
+        await collection.bulkWrite(chunk.map(toWriteModel), { ordered: true });
+        start += chunk.length;
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+        const failure = firstWriteError(error);
+        // FerretDB reports an update's unique-index violation without saying which op failed.
+        if (!failure) throw await duplicateKeyError(collection, error.message);
+        if (failure.code !== DUPLICATE_KEY) throw error;
+        if (!(await alreadyApplied(collection, chunk[failure.index]))) {
+          throw await duplicateKeyError(collection, failure.errmsg);
+        }
+        start += failure.index + 1;
+      }
+    }
+  }
+
+  async getCheckpoint(name: string): Promise<number | null> {
+    const doc = await this.db.collection<{ _id: string; position: number }>(CHECKPOINTS).findOne({ _id: name });
+    return doc ? Number(doc.position) : null;
+  }
+
+  async setCheckpoint(name: string, position: number | null): Promise<void> {
+    const checkpoints = this.db.collection<{ _id: string; position: number }>(CHECKPOINTS);
+    if (position === null) await checkpoints.deleteOne({ _id: name });
+    else await checkpoints.updateOne({ _id: name }, { $set: { position } }, { upsert: true });
+  }
+
+  async dropCollection(name: string): Promise<void> {
+    try {
+      await this.db.collection(name).drop();
+    } catch (error) {
+      if (!(error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND)) throw error;
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.db.command({ ping: 1 });
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}
+
+class MongoDocuments<T extends Doc> implements Collection<T> {
+  constructor(
+    private readonly collection: MongoCollection<Document>,
+    readonly name: string,
+  ) {}
+
+  async get(id: string): Promise<T | null> {
+    return (await this.collection.findOne({ _id: id as never }, { projection: HIDDEN_FIELDS })) as T | null;
+  }
+
+  async findOne(filter: Filter): Promise<T | null> {
+    return (await this.collection.findOne(filter, { projection: HIDDEN_FIELDS })) as T | null;
+  }
+
+  async find(filter: Filter, options: FindOptions = {}): Promise<Page<T>> {
+    const keys = sortKeys(options.sort);
+    const limit = clampLimit(options.limit);
+    let query = filter;
+    if (options.cursor !== undefined) {
+      const after = afterCursorFilter(decodeCursor(options.cursor, keys), keys);
+      if (!after) return { items: [] };
+      query = Object.keys(filter).length === 0 ? after : { $and: [filter, after] };
+    }
+    // The sort keys are fetched even when not projected: the next cursor is made of them.
+    const projection = options.projection ? fetchPaths(options.projection, keys) : HIDDEN_FIELDS;
+    const docs = (await this.collection
+      .find(query, { sort: sortSpec(keys), limit: limit + 1, projection })
+      .toArray()) as unknown as T[];
+    const page = docs.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: page.map((doc) => project(doc, options.projection)),
+      ...(docs.length > limit && last ? { nextCursor: encodeCursor(sortValues(last, keys), keys) } : {}),
+    };
+  }
+
+  async *stream(filter: Filter, options: { sort?: Sort; batchSize?: number } = {}): AsyncIterable<T> {
+    const cursor = this.collection.find(filter, {
+      sort: sortSpec(sortKeys(options.sort)),
+      projection: HIDDEN_FIELDS,
+      batchSize: options.batchSize ?? 500,
+    });
+    try {
+      for await (const doc of cursor) yield doc as unknown as T;
+    } finally {
+      await cursor.close();
+    }
+  }
+
+  async count(filter: Filter = {}): Promise<number> {
+    return this.collection.countDocuments(filter);
+  }
+
+  async updateOne(id: string, update: Update, options: { upsert?: boolean } = {}): Promise<boolean> {
+    try {
+      const result = await this.collection.updateOne({ _id: id as never }, update, { upsert: options.upsert === true });
+      return result.matchedCount > 0 || result.upsertedCount > 0;
+    } catch (error) {
+      throw await asDuplicateKeyError(error, this.collection);
+    }
+  }
+
+  async replaceOne(id: string, doc: Omit<T, '_id'>): Promise<void> {
+    try {
+      await this.collection.replaceOne({ _id: id as never }, withoutId(doc), { upsert: true });
+    } catch (error) {
+      throw await asDuplicateKeyError(error, this.collection);
+    }
+  }
+
+  async deleteOne(id: string): Promise<void> {
+    await this.collection.deleteOne({ _id: id as never });
+  }
+
+  async createIndex(index: IndexSpec): Promise<void> {
+    try {
+      await this.collection.createIndex(index.keys, { name: index.name, ...(index.unique ? { unique: true } : {}) });
+    } catch (error) {
+      throw isDuplicateKey(error) ? new DuplicateKeyError(this.name, index.name) : error;
+    }
+  }
+}
+
+function sortSpec(keys: SortKey[]): Record<string, 1 | -1> {
+  return Object.fromEntries(keys);
+}
+
+function withoutId(doc: object): Document {
+  const { _id: _ignored, ...rest } = doc as Document;
+  return rest;
+}
+
+// ---------------------------------------------------------------------------------------
+// Replay guards
+
+/**
+ * An op with its place among the batch's ops that share its document and position
+ * (one event can write one document more than once). The runner never splits an
+ * event's ops across batches, so a replay gives every op the same (position, seq).
+ */
+interface GuardedOp {
+  op: WriteOp;
+  seq: number;
+}
+
+function withSequence(ops: WriteOp[]): GuardedOp[] {
+  const seen = new Map<string, number>();
+  return ops.map((op) => {
+    if (op.position === undefined) return { op, seq: 0 };
+    const key = JSON.stringify([op.collection, op.id, op.position]);
+    const seq = seen.get(key) ?? 0;
+    seen.set(key, seq + 1);
+    return { op, seq };
+  });
+}
+
+/** Matches the document only while it has not seen (position, seq) yet. */
+function notYetApplied(position: number, seq: number): Document {
+  const before: Document[] = [{ _pos: { $exists: false } }, { _pos: { $lt: position } }];
+  if (seq > 0) before.push({ _pos: position, _seq: { $lt: seq } });
+  return { $or: before };
+}
+
+function toWriteModel({ op, seq }: GuardedOp): AnyBulkWriteOperation<Document> {
+  const positioned = op.position !== undefined;
+  const filter: Document = positioned ? { _id: op.id, ...notYetApplied(op.position as number, seq) } : { _id: op.id };
+  const mark = positioned ? { _pos: op.position, _seq: seq } : undefined;
+  switch (op.kind) {
+    case 'update': {
+      const update = mark ? { ...op.update, $set: { ...(op.update.$set as Document | undefined), ...mark } } : op.update;
+      return { updateOne: { filter, update, upsert: op.upsert === true } };
+    }
+    case 'replace':
+      return { replaceOne: { filter, replacement: { ...withoutId(op.doc), ...mark }, upsert: true } };
+    case 'delete':
+      return { deleteOne: { filter } };
+  }
+}
+
+/** Whether the document already carries this op's (position, seq) or a later one. */
+async function alreadyApplied(collection: MongoCollection<Document>, { op, seq }: GuardedOp): Promise<boolean> {
+  if (op.position === undefined) return false;
+  const seen = await collection.findOne(
+    { _id: op.id as never, $or: [{ _pos: { $gt: op.position } }, { _pos: op.position, _seq: { $gte: seq } }] },
+    { projection: { _id: 1 } },
+  );
+  return seen !== null;
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+function firstWriteError(error: unknown): WriteError | undefined {
+  if (!(error instanceof MongoBulkWriteError)) return undefined;
+  const errors = Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors];
+  return errors.reduce<WriteError | undefined>((first, e) => (e && (!first || e.index < first.index) ? e : first), undefined);
+}
+
+/**
+ * MongoDB reports code 11000. FerretDB 1.x (SQLite) does too when an insert collides, but an
+ * update or a createIndex that breaks a unique index comes back as an InternalError (code 1)
+ * whose message holds SQLite's "UNIQUE constraint failed", with no per-op write error.
+ */
+function isDuplicateKey(error: unknown): error is MongoServerError {
+  if (!(error instanceof MongoServerError)) return false;
+  return error.code === DUPLICATE_KEY || (error.code === 1 && error.message.includes('UNIQUE constraint failed'));
+}
+
+async function asDuplicateKeyError(error: unknown, collection: MongoCollection<Document>): Promise<unknown> {
+  return isDuplicateKey(error) ? duplicateKeyError(collection, error.message) : error;
+}
+
+/**
+ * The DuplicateKeyError naming the index. MongoDB's message names it ("... index: <name> dup key: ...");
+ * FerretDB's names a table-prefixed index ("index '<table>_<name>'") or none, so the collection's
+ * unique indexes are matched against the message, and a lone unique index is the answer.
+ */
+async function duplicateKeyError(collection: MongoCollection<Document>, message = ''): Promise<DuplicateKeyError> {
+  const named = /index: (\S+) dup key/.exec(message)?.[1];
+  if (named) return new DuplicateKeyError(collection.collectionName, named);
+  const unique = (await collection.listIndexes().toArray().catch(() => []))
+    .filter((index) => index.unique === true && index.name !== '_id_')
+    .map((index) => String(index.name));
+  const index = unique.find((name) => message.includes(`_${name}'`)) ?? (unique.length === 1 ? unique[0] : 'unknown');
+  return new DuplicateKeyError(collection.collectionName, index);
+}

@@ -1,0 +1,303 @@
+import path from 'node:path';
+import { InvalidCursorError } from '../adapters/readstore/cursor.js';
+import type { Filter, FindOptions, Page } from '../adapters/readstore/port.js';
+import type { Config } from '../config.js';
+import { DomainError } from '../domain/decider.js';
+import {
+  deliveryDecider,
+  deliveryStream,
+  webhookDecider,
+  webhookIdFor,
+  webhookStream,
+  type StoredSecret,
+} from '../domain/webhook.js';
+import type { CommsEventDoc, DeliveryDoc, WebhookDoc } from '../projections/webhooks.js';
+import { encrypt, keyringOf, loadOrCreateKeyFile, type Keyring } from '../shared/encryption.js';
+import { newId } from '../shared/ids.js';
+import { newSecret } from '../shared/secrets.js';
+import { resolveUrl, systemResolver, UrlRefusedError, type Resolver, type UrlPolicy } from '../shared/url-guard.js';
+import { handleCommand, type CommandContext } from './handle-command.js';
+import type { Services } from './services.js';
+
+/** What the webhook API and dispatcher need beyond Services; built once from config. */
+export interface WebhookSettings {
+  keyring: Keyring;
+  urlPolicy: UrlPolicy;
+  resolver: Resolver;
+  /** Delay before retry n is `retryDelaysMs[n-1]` (plus up to 20 % jitter); attempts = length + 1. */
+  retryDelaysMs: number[];
+  timeoutMs: number;
+  /** Attempts in flight at once, in all and per account (a slow receiver holds only its own). */
+  concurrency: number;
+  perAccountConcurrency: number;
+}
+
+/** About 10 attempts over about 8 hours: 5 s, 30 s, 2 min, 5 min, 15 min, 30 min, 1 h, 2 h, 4 h. */
+export const defaultRetryDelaysMs = [5_000, 30_000, 120_000, 300_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000];
+
+const settingsByConfig = new WeakMap<Config, WebhookSettings>();
+
+/**
+ * Settings from config, once per config. Without WEBHOOK_ENCRYPTION_KEYS the keyring is the
+ * development key file `DATA_DIR/webhooks/encryption-keys.json`, created on first start.
+ */
+export function webhookSettings(config: Config): WebhookSettings {
+  let settings = settingsByConfig.get(config);
+  if (!settings) {
+    const keyring = config.webhookEncryptionKeys
+      ? keyringOf(config.webhookEncryptionKeys, config.webhookEncryptionKeyId)
+      : loadOrCreateKeyFile(path.join(config.dataDir, 'webhooks', 'encryption-keys.json'));
+    settings = {
+      keyring,
+      urlPolicy: { allowInsecure: config.webhookAllowInsecure },
+      resolver: systemResolver,
+      retryDelaysMs: config.webhookRetryDelaysMs ?? defaultRetryDelaysMs,
+      timeoutMs: config.webhookTimeoutMs,
+      concurrency: 128,
+      perAccountConcurrency: 4,
+    };
+    settingsByConfig.set(config, settings);
+  }
+  return settings;
+}
+
+/** The additional data that binds a stored secret to its client (see shared/encryption). */
+export const secretContext = (clientId: string): string => `webhook-secret:${clientId}`;
+
+const webhooks = (services: Services) => services.readStore.collection<WebhookDoc>('webhooks');
+const deliveries = (services: Services) => services.readStore.collection<DeliveryDoc>('webhook_deliveries');
+const commsEvents = (services: Services) => services.readStore.collection<CommsEventDoc>('comms_events');
+
+/** A new plaintext secret (returned once) and its stored, encrypted form. */
+function freshSecret(settings: WebhookSettings, clientId: string): { plaintext: string; stored: StoredSecret } {
+  const plaintext = newSecret('whsec');
+  const { ciphertext, keyId } = encrypt(settings.keyring, plaintext, secretContext(clientId));
+  return { plaintext, stored: { encryptedSecret: ciphertext, keyId } };
+}
+
+/** The URL rules (DESIGN.md section 6) as a 400 on `url`. */
+async function checkedUrl(settings: WebhookSettings, url: string): Promise<string> {
+  try {
+    return (await resolveUrl(url, settings.urlPolicy, settings.resolver)).url.href;
+  } catch (error) {
+    const message = error instanceof UrlRefusedError ? error.message : `the url host does not resolve (${(error as Error).message})`;
+    throw new DomainError('validation_error', message, { errors: [{ path: 'url', message }] });
+  }
+}
+
+export interface WebhookSecretView {
+  url: string;
+  /** Only on first configuration and on rotation. */
+  secret?: string;
+}
+
+/** Spec, Comms rules 2 and 4: the first call creates the secret; a later one changes the URL only. */
+export async function configureWebhook(
+  services: Services,
+  settings: WebhookSettings,
+  context: CommandContext,
+  input: { url: string },
+): Promise<WebhookSecretView> {
+  const url = await checkedUrl(settings, input.url);
+  const secret = freshSecret(settings, context.tenantId);
+  const result = await handleCommand(services.eventStore, webhookDecider, webhookStream(context.tenantId), {
+    type: 'ConfigureWebhook',
+    clientId: context.tenantId,
+    url,
+    secret: secret.stored,
+  }, context);
+  await services.readYourWrites(result.position);
+  const created = result.events.some((e) => e.type === 'WebhookConfigured');
+  return created ? { url, secret: secret.plaintext } : { url };
+}
+
+/** Spec, Comms rule 3: a new secret; the old one stops signing at once. */
+export async function rotateWebhookSecret(
+  services: Services,
+  settings: WebhookSettings,
+  context: CommandContext,
+): Promise<Required<WebhookSecretView>> {
+  const secret = freshSecret(settings, context.tenantId);
+  const result = await handleCommand(services.eventStore, webhookDecider, webhookStream(context.tenantId), {
+    type: 'RotateWebhookSecret',
+    clientId: context.tenantId,
+    secret: secret.stored,
+  }, context);
+  await services.readYourWrites(result.position);
+  if (result.state.status !== 'configured') throw new DomainError('not_found', 'no webhook is configured');
+  return { url: result.state.url, secret: secret.plaintext };
+}
+
+export interface WebhookView {
+  url: string;
+  createdAt: string;
+  updatedAt: string;
+  secretRotatedAt?: string;
+}
+
+/** The configured webhook, never its secret. */
+export async function getWebhook(services: Services, clientId: string): Promise<WebhookView> {
+  const doc = await webhooks(services).get(clientId);
+  if (!doc) throw new DomainError('not_found', 'no webhook is configured');
+  return {
+    url: doc.url,
+    createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt,
+    ...(doc.secretRotatedAt ? { secretRotatedAt: doc.secretRotatedAt } : {}),
+  };
+}
+
+export async function deleteWebhook(services: Services, context: CommandContext): Promise<{ url: string; deleted: true }> {
+  const result = await handleCommand(services.eventStore, webhookDecider, webhookStream(context.tenantId), {
+    type: 'DeleteWebhook',
+    clientId: context.tenantId,
+  }, context);
+  await services.readYourWrites(result.position);
+  const deleted = result.events.find((e) => e.type === 'WebhookDeleted');
+  return { url: deleted?.type === 'WebhookDeleted' ? deleted.data.url : '', deleted: true };
+}
+
+/** A synthetic comms.test through the whole signing and delivery path; its webhook id is returned. */
+export async function requestWebhookTest(
+  services: Services,
+  context: CommandContext,
+  input: { correlationId?: string },
+): Promise<{ webhookId: string; type: 'comms.test' }> {
+  const eventId = newId();
+  const result = await handleCommand(
+    services.eventStore,
+    webhookDecider,
+    webhookStream(context.tenantId),
+    { type: 'RequestWebhookTest', clientId: context.tenantId, ...input },
+    context,
+    { eventIds: () => eventId },
+  );
+  await services.readYourWrites(result.position);
+  return { webhookId: webhookIdFor(eventId), type: 'comms.test' };
+}
+
+export interface DeliveryView {
+  /** The webhook id (X-Service-Webhook-Id): the same across retries and redeliveries. */
+  id: string;
+  type: string;
+  status: DeliveryDoc['status'];
+  attempts: number;
+  createdAt: string;
+  updatedAt: string;
+  nextAttemptAt?: string;
+  lastAttemptAt?: string;
+  lastStatusCode?: number;
+  lastError?: string;
+  deliveredAt?: string;
+  failureReason?: string;
+  deadLetteredAt?: string;
+  attemptLog: DeliveryDoc['attemptLog'];
+}
+
+export function toDeliveryView(doc: DeliveryDoc): DeliveryView {
+  const { _id, clientId: _c, sourceEventId: _s, redeliveries: _r, ...rest } = doc;
+  return { id: _id, ...rest };
+}
+
+async function page<T extends { _id: string }>(find: Promise<Page<T>>): Promise<Page<T>> {
+  try {
+    return await find;
+  } catch (error) {
+    if (!(error instanceof InvalidCursorError)) throw error;
+    throw new DomainError('validation_error', 'the cursor does not belong to this query', {
+      errors: [{ path: 'cursor', message: 'invalid cursor' }],
+    });
+  }
+}
+
+const range = (from?: string, to?: string): Filter | undefined =>
+  from || to ? { ...(from ? { $gte: from } : {}), ...(to ? { $lt: to } : {}) } : undefined;
+
+export interface DeliveryQuery {
+  status?: DeliveryDoc['status'];
+  type?: string;
+  from?: string;
+  to?: string;
+  limit: number;
+  cursor?: string;
+}
+
+/** The delivery log, newest first. */
+export async function listDeliveries(
+  services: Services,
+  clientId: string,
+  query: DeliveryQuery,
+): Promise<{ items: DeliveryView[]; nextCursor?: string }> {
+  const created = range(query.from, query.to);
+  const filter: Filter = {
+    clientId,
+    ...(query.status ? { status: query.status } : {}),
+    ...(query.type ? { type: query.type } : {}),
+    ...(created ? { createdAt: created } : {}),
+  };
+  const options: FindOptions = { sort: { createdAt: -1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) };
+  const result = await page(deliveries(services).find(filter, options));
+  return { items: result.items.map(toDeliveryView), ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}) };
+}
+
+export async function getDelivery(services: Services, clientId: string, id: string): Promise<DeliveryView> {
+  const doc = await deliveries(services).get(id.toLowerCase());
+  if (!doc || doc.clientId !== clientId) throw new DomainError('not_found', 'delivery not found');
+  return toDeliveryView(doc);
+}
+
+/** Sends a delivery again: same webhook id and body, fresh timestamp and signature, a fresh attempt budget. */
+export async function redeliver(services: Services, context: CommandContext, id: string): Promise<DeliveryView> {
+  const deliveryId = id.toLowerCase();
+  const result = await handleCommand(services.eventStore, deliveryDecider, deliveryStream(deliveryId), {
+    type: 'RequestRedelivery',
+    deliveryId,
+    clientId: context.tenantId,
+  }, context);
+  await services.readYourWrites(result.position);
+  return getDelivery(services, context.tenantId, deliveryId);
+}
+
+export interface CommsEventView {
+  id: string;
+  type: string;
+  createdAt: string;
+  data: CommsEventDoc['data'];
+  /** Where its webhook delivery stands; absent when none was made (no webhook configured then). */
+  deliveryStatus?: DeliveryDoc['status'];
+}
+
+/**
+ * The account's comms events in the order they happened, from `since`: what a receiver that was
+ * down for hours fetches to reconcile (spec: delivery rule 2). Same shape as the webhook body.
+ */
+export async function listCommsEvents(
+  services: Services,
+  clientId: string,
+  query: { since?: string; type?: string; limit: number; cursor?: string },
+): Promise<{ items: CommsEventView[]; nextCursor?: string }> {
+  const filter: Filter = {
+    clientId,
+    ...(query.since ? { createdAt: { $gte: query.since } } : {}),
+    ...(query.type ? { type: query.type } : {}),
+  };
+  const result = await page(
+    commsEvents(services).find(filter, { sort: { position: 1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) }),
+  );
+  const ids = result.items.map((e) => e._id);
+  const statuses = new Map<string, DeliveryDoc['status']>();
+  if (ids.length > 0) {
+    const found = await deliveries(services).find({ _id: { $in: ids }, clientId }, { limit: ids.length, projection: { status: 1 } });
+    for (const d of found.items) statuses.set(d._id, d.status);
+  }
+  return {
+    items: result.items.map((e) => ({
+      id: e._id,
+      type: e.type,
+      createdAt: e.createdAt,
+      data: e.data,
+      ...(statuses.has(e._id) ? { deliveryStatus: statuses.get(e._id)! } : {}),
+    })),
+    ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}),
+  };
+}

@@ -1,0 +1,106 @@
+import type { Bus, BusMessage, Consumer } from '../adapters/bus/port.js';
+import { handleCommand } from '../commands/handle-command.js';
+import type { Services } from '../commands/services.js';
+import type { WebhookSettings } from '../commands/webhooks.js';
+import { commsEventOf, deliveryDecider, deliveryStream, derivedId, webhookBody } from '../domain/webhook.js';
+import type { WebhookDoc } from '../projections/webhooks.js';
+import { fromMessage } from './relay.js';
+import { topics } from './topics.js';
+import { DeliveryExecutor } from './webhook-executor.js';
+import { WebhookSender } from './webhook-sender.js';
+import type { Worker } from './worker.js';
+
+export const dispatcherGroup = 'webhook-dispatcher';
+
+/**
+ * The webhook dispatcher (spec: Events, Delivery behaviour): a consumer group on
+ * `comms.events.v1` and `comms.webhook-redeliveries.v1`.
+ *
+ * For a comms event of an account with a webhook it records a delivery
+ * (`webhookdelivery-<webhookId>`, ids derived from the source event, so a redelivered bus
+ * message records nothing new) and hands it to the executor, which sends it off the
+ * consumer's path. Accounts without a webhook are skipped; their events stay readable
+ * through GET /comms/v1/api/comms/events.
+ */
+export class WebhookDispatcher implements Worker {
+  readonly name = 'webhook-dispatcher';
+  private consumer?: Consumer;
+  private executor?: DeliveryExecutor;
+  private sender?: WebhookSender;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly services: Services,
+    private readonly settings: WebhookSettings,
+  ) {}
+
+  async start(): Promise<void> {
+    const logger = this.services.logger.child({ worker: this.name });
+    if (!this.executor) {
+      this.sender = new WebhookSender({ policy: this.settings.urlPolicy, resolver: this.settings.resolver, timeoutMs: this.settings.timeoutMs });
+      this.executor = new DeliveryExecutor(this.services, this.bus, this.settings, this.sender, logger);
+      await this.executor.resume();
+    }
+    this.consumer ??= await this.bus.consume(
+      { groupId: dispatcherGroup, topics: [topics.commsEvents, topics.webhookRedeliveries] },
+      (message) => this.handle(message),
+    );
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.close();
+    await this.executor?.stop();
+    this.sender?.close();
+  }
+
+  /** Deliveries queued or in flight in this process. */
+  get backlog(): number {
+    return this.executor?.backlog ?? 0;
+  }
+
+  private async handle(message: BusMessage): Promise<void> {
+    const executor = this.executor!;
+    const stored = fromMessage(message.value);
+    if (message.topic === topics.webhookRedeliveries) {
+      if (stored.type !== 'WebhookRedeliveryRequested') return;
+      const { deliveryId, clientId } = stored.data as { deliveryId: string; clientId: string };
+      executor.enqueue(deliveryId, clientId, Date.now());
+      return;
+    }
+    const event = commsEventOf(stored);
+    if (!event) return;
+    // The webhook as of this event: the read models have caught up with it.
+    await this.services.readYourWrites(stored.position);
+    const webhook = await this.services.readStore.collection<WebhookDoc>('webhooks').get(event.clientId);
+    if (!webhook) return;
+    const result = await handleCommand(
+      this.services.eventStore,
+      deliveryDecider,
+      deliveryStream(event.id),
+      {
+        type: 'ScheduleDelivery',
+        deliveryId: event.id,
+        source: {
+          clientId: event.clientId,
+          eventType: event.type,
+          body: webhookBody(event),
+          sourceEventId: stored.id,
+          sourceStream: stored.streamName,
+          sourceRevision: stored.revision,
+        },
+      },
+      {
+        tenantId: event.clientId,
+        actor: { type: 'system', id: this.name },
+        correlationId: stored.metadata.correlationId,
+        causationId: stored.id,
+        now: this.services.clock.now(),
+      },
+      { eventIds: (index) => derivedId('webhookdelivery', event.id, 'scheduled', String(index)) },
+    );
+    if (result.events.length > 0) executor.enqueue(event.id, event.clientId, Date.now());
+  }
+}
+
+export const createWebhookDispatcher = (bus: Bus, services: Services, settings: WebhookSettings): WebhookDispatcher =>
+  new WebhookDispatcher(bus, services, settings);

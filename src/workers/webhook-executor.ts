@@ -1,0 +1,311 @@
+import { setMaxListeners } from 'node:events';
+import { deadLetterTopic, type Bus } from '../adapters/bus/port.js';
+import { handleCommand, type CommandContext } from '../commands/handle-command.js';
+import type { Services } from '../commands/services.js';
+import { secretContext, type WebhookSettings } from '../commands/webhooks.js';
+import {
+  deliveryDecider,
+  deliveryStream,
+  derivedId,
+  isActive,
+  type AttemptOutcome,
+  type DeliveryCommand,
+  type DeliveryState,
+} from '../domain/webhook.js';
+import { webhookDeliveriesProjection, type DeliveryDoc, type WebhookDoc } from '../projections/webhooks.js';
+import { decrypt } from '../shared/encryption.js';
+import type { Logger } from '../shared/logger.js';
+import { toMessage } from './relay.js';
+import { topics } from './topics.js';
+import type { WebhookSender } from './webhook-sender.js';
+
+interface Queued {
+  deliveryId: string;
+  clientId: string;
+  /** Epoch ms when the attempt is due. */
+  dueAt: number;
+}
+
+interface Account {
+  clientId: string;
+  /** Waiting deliveries, earliest due first. */
+  queue: Queued[];
+  running: number;
+}
+
+/**
+ * Makes delivery attempts, off the bus consumer's path: the consumer only records that a
+ * delivery exists and hands it here, so a slow or dead receiver never holds a partition.
+ *
+ * - Attempts run concurrently, at most `concurrency` in all and `perAccountConcurrency` per
+ *   account; accounts take turns (round robin), so one account's backlog or hanging receiver
+ *   delays only that account.
+ * - Every attempt is recorded in the delivery's stream; the decider says retry (with its
+ *   backoff), stop, or done. The queue is memory only: after a restart `resume()` rebuilds it
+ *   from the `webhook_deliveries` read model (pending and retrying deliveries).
+ * - A delivery whose attempts ran out is published to `comms.events.v1.dlq` (the source comms
+ *   event, as the relay published it, plus `x-dlq-*` and `x-webhook-id` headers), then marked
+ *   dead-lettered; one that died but was not yet published is published on resume.
+ */
+export class DeliveryExecutor {
+  private readonly accounts = new Map<string, Account>();
+  private readonly queued = new Map<string, Queued>();
+  /** In-flight deliveries, with the due time of a request for another attempt that came meanwhile. */
+  private readonly running = new Map<string, { rerunAt?: number }>();
+  private readonly tasks = new Set<Promise<void>>();
+  private readonly abort = new AbortController();
+  private inFlight = 0;
+  private timer?: NodeJS.Timeout;
+  private timerAt = Infinity;
+  private stopped = false;
+
+  constructor(
+    private readonly services: Services,
+    private readonly bus: Bus,
+    private readonly settings: WebhookSettings,
+    private readonly sender: WebhookSender,
+    private readonly logger: Logger,
+  ) {
+    // Every attempt in flight listens on this one signal.
+    setMaxListeners(0, this.abort.signal);
+  }
+
+  /** Re-queues what a previous run left: pending and retrying deliveries, and unpublished dead letters. */
+  async resume(): Promise<void> {
+    const { eventStore, readStore } = this.services;
+    await this.deliveryLogReaches(await eventStore.headPosition());
+    const deliveries = readStore.collection<DeliveryDoc>('webhook_deliveries');
+    let resumed = 0;
+    for await (const doc of deliveries.stream({ status: { $in: ['pending', 'retrying'] } })) {
+      this.enqueue(doc._id, doc.clientId, doc.nextAttemptAt ? Date.parse(doc.nextAttemptAt) : Date.now());
+      resumed += 1;
+    }
+    for await (const doc of deliveries.stream({ status: 'dead', deadLetteredAt: { $exists: false } })) {
+      await this.deadLetter(doc._id, doc.clientId, doc.failureReason ?? 'attempts exhausted');
+    }
+    if (resumed > 0) this.logger.info({ resumed }, 'webhook deliveries resumed');
+  }
+
+  /** Waits (up to 10 s) until the delivery log has projected `position`, so resume sees every delivery. */
+  private async deliveryLogReaches(position: number): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && !this.stopped) {
+      const checkpoint = await this.services.readStore.getCheckpoint(`projection:${webhookDeliveriesProjection.name}`);
+      if ((checkpoint ?? -1) >= position) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    this.logger.warn({ position }, 'the delivery log is behind the event store; resuming from what it has');
+  }
+
+  /** Attempt this delivery at `dueAt` (epoch ms), unless an earlier attempt is already queued. */
+  enqueue(deliveryId: string, clientId: string, dueAt: number): void {
+    if (this.stopped) return;
+    const running = this.running.get(deliveryId);
+    if (running) {
+      running.rerunAt = Math.min(running.rerunAt ?? Infinity, dueAt);
+      return;
+    }
+    const existing = this.queued.get(deliveryId);
+    const account = this.accountOf(clientId);
+    if (existing) {
+      if (existing.dueAt <= dueAt) return;
+      account.queue.splice(account.queue.indexOf(existing), 1);
+    }
+    const entry: Queued = { deliveryId, clientId, dueAt };
+    this.queued.set(deliveryId, entry);
+    account.queue.splice(insertionIndex(account.queue, dueAt), 0, entry);
+    this.pump();
+  }
+
+  /** Stops at once: attempts in flight are abandoned unrecorded and resumed by the next run. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    clearTimeout(this.timer);
+    await Promise.allSettled([...this.tasks]);
+  }
+
+  /** Deliveries queued or in flight (for tests and the benchmark). */
+  get backlog(): number {
+    return this.queued.size + this.running.size;
+  }
+
+  private accountOf(clientId: string): Account {
+    let account = this.accounts.get(clientId);
+    if (!account) {
+      account = { clientId, queue: [], running: 0 };
+      this.accounts.set(clientId, account);
+    }
+    return account;
+  }
+
+  /** Starts every due attempt the limits allow, one account at a time in turn, then sets the timer. */
+  private pump(): void {
+    if (this.stopped) return;
+    const now = Date.now();
+    let started = true;
+    while (started && this.inFlight < this.settings.concurrency) {
+      started = false;
+      for (const account of [...this.accounts.values()]) {
+        if (this.inFlight >= this.settings.concurrency) break;
+        const head = account.queue[0];
+        if (!head || head.dueAt > now || account.running >= this.settings.perAccountConcurrency) continue;
+        account.queue.shift();
+        this.queued.delete(head.deliveryId);
+        this.start(account, head.deliveryId);
+        // Served accounts go to the back of the line.
+        this.accounts.delete(account.clientId);
+        this.accounts.set(account.clientId, account);
+        started = true;
+      }
+    }
+    let next = Infinity;
+    for (const account of this.accounts.values()) {
+      const head = account.queue[0];
+      if (head && account.running < this.settings.perAccountConcurrency && head.dueAt > now) next = Math.min(next, head.dueAt);
+    }
+    if (next < this.timerAt || this.timerAt <= now) {
+      clearTimeout(this.timer);
+      this.timerAt = next;
+      if (next !== Infinity) {
+        this.timer = setTimeout(() => {
+          this.timerAt = Infinity;
+          this.pump();
+        }, Math.min(next - now, 2 ** 31 - 1));
+      }
+    }
+  }
+
+  private start(account: Account, deliveryId: string): void {
+    account.running += 1;
+    this.inFlight += 1;
+    this.running.set(deliveryId, {});
+    const task: Promise<void> = this.attempt(deliveryId)
+      .catch((error: unknown) => {
+        if (this.stopped) return;
+        this.logger.error({ err: error, deliveryId }, 'webhook attempt could not be recorded; trying again in 5 s');
+        this.running.get(deliveryId)!.rerunAt = Date.now() + 5_000;
+      })
+      .finally(() => {
+        account.running -= 1;
+        this.inFlight -= 1;
+        const rerunAt = this.running.get(deliveryId)?.rerunAt;
+        this.running.delete(deliveryId);
+        this.tasks.delete(task);
+        if (account.running === 0 && account.queue.length === 0) this.accounts.delete(account.clientId);
+        if (rerunAt !== undefined) this.enqueue(deliveryId, account.clientId, rerunAt);
+        else this.pump();
+      });
+    this.tasks.add(task);
+  }
+
+  /** One attempt: the current URL and secret, one signed POST, the verdict recorded. */
+  private async attempt(deliveryId: string): Promise<void> {
+    const { eventStore, readStore, clock } = this.services;
+    const stream = deliveryStream(deliveryId);
+    let state: DeliveryState = deliveryDecider.initialState();
+    for (const event of await eventStore.readStream(stream)) state = deliveryDecider.evolve(state, event as never);
+    if (!isActive(state)) return;
+
+    // Read at each attempt: a rotation or URL change applies to the very next attempt.
+    const webhook = await readStore.collection<WebhookDoc>('webhooks').get(state.clientId);
+    const at = clock.now();
+    const started = performance.now();
+    let outcome: AttemptOutcome;
+    if (!webhook) {
+      outcome = { kind: 'error', error: 'the webhook was deleted', retryable: false };
+    } else {
+      let secret: string | undefined;
+      try {
+        secret = decrypt(this.settings.keyring, { ciphertext: webhook.encryptedSecret, keyId: webhook.keyId }, secretContext(state.clientId));
+      } catch (error) {
+        // A missing or wrong key is an operator's fix away: keep retrying.
+        outcome = { kind: 'error', error: `cannot decrypt the webhook secret: ${(error as Error).message}`, retryable: true };
+      }
+      if (secret !== undefined) {
+        outcome = await this.sender.send(
+          {
+            url: webhook.url,
+            body: state.body,
+            secret,
+            webhookId: deliveryId,
+            eventType: state.eventType,
+            unixTime: Math.floor(at.getTime() / 1000),
+          },
+          this.abort.signal,
+        );
+      }
+    }
+    if (this.stopped) return;
+
+    const attempt = state.attempts + 1;
+    const result = await this.decide(state.clientId, deliveryId, {
+      type: 'RecordAttempt',
+      deliveryId,
+      attempt,
+      at: at.toISOString(),
+      url: webhook?.url ?? '',
+      durationMs: Math.round(performance.now() - started),
+      outcome: outcome!,
+      retryDelaysMs: this.settings.retryDelaysMs,
+      jitter: Math.random(),
+    }, `attempt-${attempt}`);
+    const next = result.state;
+    if (next.status === 'retrying' && next.nextAttemptAt) {
+      this.enqueue(deliveryId, next.clientId, Date.parse(next.nextAttemptAt));
+    } else if (next.status === 'dead') {
+      const exhausted = result.events.find((e) => e.type === 'WebhookDeliveryExhausted');
+      await this.deadLetter(deliveryId, next.clientId, exhausted?.type === 'WebhookDeliveryExhausted' ? exhausted.data.reason : 'attempts exhausted');
+    }
+  }
+
+  /** Publishes a dead delivery's source comms event to the dead-letter topic, then records that it did. */
+  private async deadLetter(deliveryId: string, clientId: string, reason: string): Promise<void> {
+    const { eventStore } = this.services;
+    let state: DeliveryState = deliveryDecider.initialState();
+    for (const event of await eventStore.readStream(deliveryStream(deliveryId))) state = deliveryDecider.evolve(state, event as never);
+    if (state.status !== 'dead' || state.deadLettered) return;
+    const topic = deadLetterTopic(topics.commsEvents);
+    const [source] = await eventStore.readStream(state.sourceStream, { fromRevision: state.sourceRevision, maxCount: 1 });
+    const message = source ? toMessage(source) : { key: state.sourceStream, value: state.body, headers: {} };
+    await this.bus.publish(topic, [
+      {
+        ...message,
+        headers: {
+          ...message.headers,
+          'x-dlq-error': reason,
+          'x-dlq-attempts': String(state.attempts - state.budgetStart),
+          'x-dlq-source-topic': topics.commsEvents,
+          'x-webhook-id': deliveryId,
+        },
+      },
+    ]);
+    await this.decide(clientId, deliveryId, { type: 'MarkDeadLettered', deliveryId, topic }, `dead-lettered-${state.attempts}`);
+    this.logger.warn({ deliveryId, clientId, reason }, 'webhook delivery dead-lettered');
+  }
+
+  /** Runs a delivery command; its event ids come from the delivery and `step`, so a repeat appends nothing. */
+  private decide(clientId: string, deliveryId: string, command: DeliveryCommand, step: string) {
+    const context: CommandContext = {
+      tenantId: clientId,
+      actor: { type: 'system', id: 'webhook-dispatcher' },
+      correlationId: deliveryId,
+      now: this.services.clock.now(),
+    };
+    return handleCommand(this.services.eventStore, deliveryDecider, deliveryStream(deliveryId), command, context, {
+      eventIds: (index) => derivedId('webhookdelivery', deliveryId, step, String(index)),
+    });
+  }
+}
+
+/** Where an entry due at `dueAt` goes in a queue sorted by due time (after equal ones). */
+function insertionIndex(queue: Queued[], dueAt: number): number {
+  let low = 0;
+  let high = queue.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (queue[mid]!.dueAt <= dueAt) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}

@@ -1,0 +1,101 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { AttemptOutcome } from '../domain/webhook.js';
+import { hostOf, pinnedLookup, resolveUrl, UrlRefusedError, type Resolver, type UrlPolicy } from '../shared/url-guard.js';
+import { signatureHeader } from '../webhooks/verify.js';
+
+export interface WebhookRequest {
+  url: string;
+  /** The exact bytes to sign and send. */
+  body: string;
+  secret: string;
+  webhookId: string;
+  eventType: string;
+  /** Unix seconds for the `t=` of the signature: the moment of this attempt. */
+  unixTime: number;
+}
+
+export interface SenderOptions {
+  policy: UrlPolicy;
+  resolver: Resolver;
+  timeoutMs: number;
+}
+
+/**
+ * One delivery attempt: checks the URL again after DNS resolution, connects only to the
+ * addresses it checked, signs exactly the bytes it sends, and reports what came back.
+ * Never throws: every failure is an outcome (refused URLs are final; the rest retryable).
+ */
+export class WebhookSender {
+  // Keep-alive: a busy receiver's deliveries reuse connections. Sockets are keyed by host and
+  // port; each request still carries its own pinned lookup for any new connection.
+  private readonly agents: { 'http:': http.Agent; 'https:': https.Agent };
+
+  constructor(private readonly options: SenderOptions) {
+    // Idle sockets close after this; it must outlast one attempt's own timeout.
+    const idle = Math.max(30_000, options.timeoutMs + 5_000);
+    this.agents = {
+      'http:': new http.Agent({ keepAlive: true, timeout: idle }),
+      'https:': new https.Agent({ keepAlive: true, timeout: idle }),
+    };
+  }
+
+  async send(request: WebhookRequest, signal?: AbortSignal): Promise<AttemptOutcome> {
+    let target: Awaited<ReturnType<typeof resolveUrl>>;
+    try {
+      target = await resolveUrl(request.url, this.options.policy, this.options.resolver);
+    } catch (error) {
+      if (error instanceof UrlRefusedError) return { kind: 'error', error: error.message, retryable: false };
+      return { kind: 'error', error: `DNS lookup failed: ${(error as Error).message}`, retryable: true };
+    }
+    const body = Buffer.from(request.body, 'utf8');
+    const { url, addresses } = target;
+    const transport = url.protocol === 'https:' ? https : http;
+    return new Promise<AttemptOutcome>((resolve) => {
+      let settled = false;
+      const finish = (outcome: AttemptOutcome) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(outcome);
+      };
+      const req = transport.request({
+        protocol: url.protocol,
+        host: hostOf(url),
+        port: url.port || undefined,
+        path: `${url.pathname}${url.search}`,
+        method: 'POST',
+        agent: this.agents[url.protocol as 'http:' | 'https:'],
+        lookup: pinnedLookup(addresses),
+        headers: {
+          'Content-Type': 'application/json',
+          'Content-Length': String(body.length),
+          'User-Agent': 'checkin-service-webhooks/1',
+          'X-Service-Signature': signatureHeader(request.secret, request.unixTime, body),
+          'X-Service-Webhook-Id': request.webhookId,
+          'X-Service-Event': request.eventType,
+        },
+      });
+      const timer = setTimeout(() => {
+        req.destroy(new Error(`no response within ${this.options.timeoutMs} ms`));
+      }, this.options.timeoutMs);
+      const onAbort = () => req.destroy(new Error('aborted: the dispatcher is stopping'));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('response', (res) => {
+        finish({ kind: 'response', statusCode: res.statusCode ?? 0 });
+        // Drain (and ignore) the answer so the connection can be reused; a body that never ends is cut off.
+        const cutOff = setTimeout(() => res.destroy(), this.options.timeoutMs);
+        res.on('close', () => clearTimeout(cutOff));
+        res.resume();
+      });
+      req.on('error', (error) => finish({ kind: 'error', error: error.message || String(error), retryable: true }));
+      req.end(body);
+    });
+  }
+
+  close(): void {
+    this.agents['http:'].destroy();
+    this.agents['https:'].destroy();
+  }
+}

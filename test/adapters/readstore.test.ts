@@ -1,0 +1,193 @@
+/**
+ * Runs the read-store contract against the embedded store (always) and MongoDB
+ * (MONGO_URL, else testcontainers, else skipped with the reason), plus what only
+ * the embedded store promises: surviving a restart, naming a bad file, and speed.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { update as mingoUpdate } from 'mingo';
+import { MongoClient } from 'mongodb';
+import { afterAll, describe, expect, it } from 'vitest';
+import { EmbeddedReadStore } from '../../src/adapters/readstore/embedded.js';
+import { MongoReadStore } from '../../src/adapters/readstore/mongo.js';
+import { DuplicateKeyError, type WriteOp } from '../../src/adapters/readstore/port.js';
+import { realServer } from '../support/real-servers.js';
+import { readStoreContract } from '../contract/readstore.contract.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'readstore-test-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dbFile = () => join(dir, `${randomUUID()}.sqlite`);
+
+readStoreContract('embedded (temp file)', async () => new EmbeddedReadStore(dbFile()), { atomicBatches: true });
+readStoreContract('embedded (:memory:)', async () => new EmbeddedReadStore(':memory:'), { atomicBatches: true });
+
+describe('embedded read store', () => {
+  it('after a restart, reopening the file gives the same documents, indexes and checkpoint', async () => {
+    const file = dbFile();
+    const first = new EmbeddedReadStore(file);
+    const guests = first.collection('guests');
+    await guests.createIndex({ name: 'email_unique', keys: { email: 1 }, unique: true });
+    await first.applyBatch(
+      [
+        { kind: 'replace', collection: 'guests', id: 'g1', doc: { email: 'a@example.com', eventId: 'e1' } },
+        { kind: 'update', collection: 'guests', id: 'g2', update: { $set: { email: 'b@example.com', eventId: 'e1' }, $inc: { n: 1 } }, upsert: true },
+        { kind: 'update', collection: 'events', id: 'e1', update: { $inc: { guests: 2 } }, upsert: true },
+      ],
+      { name: 'projection:guests', position: 41 },
+    );
+    await guests.deleteOne('nope');
+    await first.close();
+
+    const second = new EmbeddedReadStore(file);
+    const reopened = second.collection('guests');
+    expect((await reopened.find({ eventId: 'e1' }, { sort: { email: 1 } })).items).toEqual([
+      { _id: 'g1', email: 'a@example.com', eventId: 'e1' },
+      { _id: 'g2', email: 'b@example.com', eventId: 'e1', n: 1 },
+    ]);
+    expect(await second.collection('events').get('e1')).toEqual({ _id: 'e1', guests: 2 });
+    expect(await second.getCheckpoint('projection:guests')).toBe(41);
+    await expect(reopened.replaceOne('g3', { email: 'a@example.com' })).rejects.toThrow(DuplicateKeyError);
+    await second.close();
+  });
+
+  it('updates give the same documents and errors as mingo, MongoDB semantics included', async () => {
+    const store = new EmbeddedReadStore(':memory:');
+    const collection = store.collection('updates');
+    const base = { a: 1, n: { m: 2, arr: [1, 2] }, tags: ['a', 'b'], s: 'str', o: { k: [{ v: 1 }] }, nil: null };
+    const updates: Record<string, unknown>[] = [
+      { $set: { 'n.m': 5, 'p.q.r': 1, o: { replaced: true } }, $inc: { a: 2, 'n.z': 1 } },
+      { $unset: { 'n.m': '', 'missing.x': '', nil: '' } },
+      { $push: { tags: { $each: ['c', 'd'] } }, $addToSet: { 'n.arr': { $each: [2, 3, 3] } } },
+      { $addToSet: { tags: { x: 1 } }, $push: { newList: 'first' } },
+      { $pull: { tags: 'a', absent: 1 }, $max: { a: 0, b: 5, s: 5 }, $min: { s: 'a', nil: 3 } },
+      { $min: { a: null }, $max: { nil: 'x' } },
+      { $inc: { 'n.m': 1.5 }, $set: { 'deep.new.path': [1, { x: 2 }] } },
+      // Not simple: these go through mingo.
+      { $push: { tags: { $each: ['z'], $slice: -2 } } },
+      { $pull: { 'n.arr': { $gte: 2 } } },
+      { $rename: { s: 't' } },
+      { $set: { 'tags.0': 'first' } },
+      { $inc: { 'o.k.0.v': 1 } },
+      { $mul: { a: 3 } },
+      // Errors.
+      { $set: { a: 1 }, $inc: { a: 1 } },
+      { $set: { n: 1 }, $unset: { 'n.m': '' } },
+      { $inc: { s: 1 } },
+      { $inc: { a: 'one' } },
+      { $push: { a: 1 } },
+      { $set: { 's.inner': 1 } },
+      { $set: { _id: 'other' } },
+      { $bogus: { a: 1 } },
+    ];
+    for (const update of updates) {
+      await collection.replaceOne('x', base);
+      const expected: unknown = (() => {
+        const doc = structuredClone({ _id: 'x', ...base });
+        try {
+          mingoUpdate(doc, update as never);
+          return doc;
+        } catch {
+          return 'error';
+        }
+      })();
+      const actual = await collection.updateOne('x', update).then(
+        () => collection.get('x'),
+        () => 'error',
+      );
+      expect({ update, result: actual }).toEqual({ update, result: expected });
+      if (expected === 'error') expect(await collection.get('x')).toEqual({ _id: 'x', ...base });
+    }
+    await store.close();
+  });
+
+  it('a file that is not a database fails with an error naming its path', () => {
+    const file = join(dir, 'corrupt.sqlite');
+    writeFileSync(file, 'this is not a SQLite database, just some text long enough to be read as a header'.repeat(100));
+    expect(() => new EmbeddedReadStore(file)).toThrow(`cannot open read store at ${file}: `);
+  });
+
+  it('answers a search among 100,000 guests through an index on eventId in under 20 ms', { timeout: 120_000 }, async () => {
+    const store = new EmbeddedReadStore(':memory:');
+    const guests = store.collection('guests');
+    await guests.createIndex({ name: 'event_lastName', keys: { eventId: 1, lastName: 1 } });
+    const words = ['vegan', 'wheelchair', 'late arrival', 'VIP table', 'press', 'speaker', 'no nuts', 'parking'];
+    for (let start = 0; start < 100_000; start += 500) {
+      const ops: WriteOp[] = [];
+      for (let i = start; i < start + 500; i++) {
+        ops.push({
+          kind: 'update',
+          collection: 'guests',
+          id: `guest-${i}`,
+          update: {
+            $set: {
+              eventId: `event-${i % 40}`,
+              firstName: `First${(i * 7919) % 1000}`,
+              lastName: `Last${(i * 104729) % 5000}`,
+              email: `guest${i}@example.com`,
+              additionalInfo: `${words[i % words.length]} ${words[(i >> 3) % words.length]}`,
+            },
+          },
+          upsert: true,
+          position: i,
+        });
+      }
+      await store.applyBatch(ops, { name: 'projection:guests', position: start + 499 });
+    }
+    const query = () =>
+      guests.find(
+        { eventId: 'event-7', additionalInfo: { $regex: 'Vegan', $options: 'i' } },
+        { sort: { lastName: 1, firstName: 1 }, limit: 50 },
+      );
+    const first = await query();
+    expect(first.items).toHaveLength(50);
+    expect(first.nextCursor).toBeDefined();
+    const timings: number[] = [];
+    for (let run = 0; run < 9; run++) {
+      const t0 = performance.now();
+      await query();
+      timings.push(performance.now() - t0);
+    }
+    timings.sort((a, b) => a - b);
+    expect(timings[4]).toBeLessThan(20);
+    await store.close();
+  });
+});
+
+// Under CI=true a missing MongoDB throws: report it as this suite's failure, not the whole file's.
+const mongo = await realServer('mongo').catch((error: unknown) => ({ error, url: undefined, skipReason: undefined, stop: async () => {} }));
+afterAll(() => mongo.stop());
+
+if (mongo.url) {
+  const url = mongo.url;
+  const dbName = `readstore_test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  afterAll(async () => {
+    const client = new MongoClient(url);
+    try {
+      await client.db(dbName).dropDatabase();
+    } finally {
+      await client.close();
+    }
+  });
+  const client = new MongoClient(url);
+  const ferretDb = await client
+    .db('admin')
+    .command({ buildInfo: 1 })
+    .then((info) => typeof info.ferretdbVersion === 'string')
+    .finally(() => client.close());
+  readStoreContract(`${ferretDb ? 'FerretDB' : 'MongoDB'} (${dbName})`, async () => new MongoReadStore({ url, dbName }), {
+    atomicBatches: false,
+    uniqueIndexesTreatMissingAsNull: !ferretDb,
+  });
+} else if ('error' in mongo) {
+  describe('read store contract: mongo', () => {
+    it('has a real MongoDB to run against', () => {
+      throw mongo.error;
+    });
+  });
+} else {
+  describe.skip(`read store contract: mongo (skipped: ${mongo.skipReason})`, () => {
+    it('runs against a real MongoDB', () => {});
+  });
+}

@@ -1,0 +1,457 @@
+/**
+ * The read-store contract: every ReadStore adapter passes these tests.
+ * Each test writes to collections of its own (random names), so stores may share a database.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { InvalidCursorError } from '../../src/adapters/readstore/cursor.js';
+import { DuplicateKeyError, type Doc, type Filter, type ReadStore, type Sort, type WriteOp } from '../../src/adapters/readstore/port.js';
+
+export interface ReadStoreContractOptions {
+  /** applyBatch runs in one transaction: a failing op leaves nothing of the batch applied. */
+  atomicBatches: boolean;
+  /**
+   * A unique index counts a missing field as null, so two documents without it collide
+   * (MongoDB, embedded; the default). FerretDB 1.x leaves such documents out of the index.
+   */
+  uniqueIndexesTreatMissingAsNull?: boolean;
+}
+
+type Guest = Doc & {
+  eventId?: string;
+  firstName?: string;
+  lastName?: string;
+  email?: string;
+  tags?: string[];
+  additionalInfo?: string;
+  address?: { city: string; zip?: string };
+  registeredAt?: string;
+  plusOnes?: number;
+  admitted?: boolean;
+};
+
+const guests: Guest[] = [
+  { _id: 'g1', eventId: 'e1', firstName: 'Ada', lastName: 'Lovelace', email: 'ada@example.com', tags: ['vip', 'speaker'], additionalInfo: 'Needs a Vegan meal', address: { city: 'London', zip: 'N1' }, registeredAt: '2026-01-05T10:00:00.000Z', plusOnes: 1, admitted: true },
+  { _id: 'g2', eventId: 'e1', firstName: 'Alan', lastName: 'Turing', email: 'alan@example.com', tags: ['speaker'], additionalInfo: 'vegetarian', address: { city: 'Manchester' }, registeredAt: '2026-01-06T10:00:00.000Z', plusOnes: 0, admitted: false },
+  { _id: 'g3', eventId: 'e1', firstName: 'Grace', lastName: 'Hopper', email: 'grace@example.com', tags: [], additionalInfo: 'VEGAN, no nuts', address: { city: 'New York' }, registeredAt: '2026-01-07T09:30:00.000Z', plusOnes: 2, admitted: false },
+  { _id: 'g4', eventId: 'e2', firstName: 'Edsger', lastName: 'Dijkstra', email: 'edsger@example.com', tags: ['vip'], address: { city: 'Amsterdam' }, registeredAt: '2026-02-01T00:00:00.000Z', plusOnes: 0, admitted: true },
+  { _id: 'g5', eventId: 'e2', firstName: 'Barbara', lastName: 'Liskov', email: 'barbara@example.com', tags: ['speaker', 'vip'], additionalInfo: 'arrives late', address: { city: 'Boston' }, registeredAt: '2026-02-02T00:00:00.000Z', plusOnes: 3, admitted: false },
+];
+
+const ids = (docs: Doc[]) => docs.map((d) => d._id);
+
+export function readStoreContract(
+  name: string,
+  makeStore: () => Promise<ReadStore>,
+  options: ReadStoreContractOptions = { atomicBatches: false },
+): void {
+  describe(`read store contract: ${name}`, () => {
+    let store: ReadStore;
+    const fresh = (label: string) => `${label}_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
+
+    beforeEach(async () => {
+      store = await makeStore();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    async function seeded(label = 'guests') {
+      const collection = store.collection<Guest>(fresh(label));
+      await store.applyBatch(guests.map(({ _id, ...doc }) => ({ kind: 'replace', collection: collection.name, id: _id, doc })));
+      return collection;
+    }
+
+    async function allPages(collection: ReturnType<ReadStore['collection']>, filter: Filter, sort: Sort, limit: number) {
+      const pages: string[][] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await collection.find(filter, { sort, limit, cursor });
+        pages.push(ids(page.items));
+        cursor = page.nextCursor;
+        expect(pages.length).toBeLessThan(100);
+      } while (cursor);
+      return pages;
+    }
+
+    describe('queries', () => {
+      it('get returns the document by id, and null for an unknown id', async () => {
+        const collection = await seeded();
+        expect(await collection.get('g2')).toEqual(guests[1]);
+        expect(await collection.get('nope')).toBeNull();
+      });
+
+      it('findOne returns a match or null', async () => {
+        const collection = await seeded();
+        expect((await collection.findOne({ email: 'grace@example.com' }))?._id).toBe('g3');
+        expect(await collection.findOne({ email: 'nobody@example.com' })).toBeNull();
+      });
+
+      it('find understands $in, case-insensitive $regex, $or, nested fields and ranges on ISO strings', async () => {
+        const collection = await seeded();
+        const find = async (filter: Filter) => ids((await collection.find(filter)).items).sort();
+        expect(await find({ eventId: 'e1' })).toEqual(['g1', 'g2', 'g3']);
+        expect(await find({ _id: { $in: ['g1', 'g4', 'nope'] } })).toEqual(['g1', 'g4']);
+        expect(await find({ tags: 'vip' })).toEqual(['g1', 'g4', 'g5']);
+        expect(await find({ tags: { $in: ['speaker'] }, eventId: 'e2' })).toEqual(['g5']);
+        expect(await find({ eventId: 'e1', additionalInfo: { $regex: 'vegan', $options: 'i' } })).toEqual(['g1', 'g3']);
+        expect(await find({ $or: [{ firstName: 'Ada' }, { 'address.city': 'Boston' }] })).toEqual(['g1', 'g5']);
+        expect(await find({ 'address.city': { $in: ['London', 'Amsterdam'] } })).toEqual(['g1', 'g4']);
+        expect(await find({ registeredAt: { $gte: '2026-01-06T00:00:00.000Z', $lt: '2026-02-01T00:00:00.000Z' } })).toEqual(['g2', 'g3']);
+        expect(await find({ plusOnes: { $gt: 0 }, admitted: false })).toEqual(['g3', 'g5']);
+        expect(await find({ additionalInfo: { $exists: false } })).toEqual(['g4']);
+        expect(await find({ $and: [{ eventId: 'e2' }, { admitted: true }] })).toEqual(['g4']);
+      });
+
+      it('find sorts by several keys, each ascending or descending', async () => {
+        const collection = await seeded();
+        expect(ids((await collection.find({}, { sort: { eventId: -1, lastName: 1 } })).items)).toEqual(['g4', 'g5', 'g3', 'g1', 'g2']);
+        expect(ids((await collection.find({}, { sort: { plusOnes: -1 } })).items)).toEqual(['g5', 'g3', 'g1', 'g2', 'g4']);
+      });
+
+      it('find returns only the projected fields and _id', async () => {
+        const collection = await seeded();
+        const page = await collection.find({ eventId: 'e1' }, { sort: { lastName: 1 }, projection: { firstName: 1, 'address.city': 1 } });
+        expect(page.items).toEqual([
+          { _id: 'g3', firstName: 'Grace', address: { city: 'New York' } },
+          { _id: 'g1', firstName: 'Ada', address: { city: 'London' } },
+          { _id: 'g2', firstName: 'Alan', address: { city: 'Manchester' } },
+        ]);
+      });
+
+      it('count counts all documents or the matches of a filter', async () => {
+        const collection = await seeded();
+        expect(await collection.count()).toBe(5);
+        expect(await collection.count({ tags: 'vip', admitted: true })).toBe(2);
+        expect(await store.collection(fresh('empty')).count({})).toBe(0);
+      });
+
+      it('stream yields every match in sort order', async () => {
+        const collection = await seeded();
+        const seen: string[] = [];
+        for await (const doc of collection.stream({ plusOnes: { $gte: 0 } }, { sort: { lastName: -1 }, batchSize: 2 })) seen.push(doc._id);
+        expect(seen).toEqual(['g2', 'g1', 'g5', 'g3', 'g4']);
+      });
+    });
+
+    describe('cursor paging', () => {
+      // 23 documents: last names with ties, some missing or null, scores with ties.
+      const names = ['Brown', 'adams', 'Clark', 'Brown', undefined, 'Adams', null, 'Brown', 'Clark'];
+      const docs = Array.from({ length: 23 }, (_, i) => {
+        const doc: Record<string, unknown> = { score: i % 4 === 0 ? undefined : i % 5, n: i };
+        const lastName = names[i % names.length];
+        if (lastName !== undefined) doc.lastName = lastName;
+        if (doc.score === undefined) delete doc.score;
+        return { id: `d${String((i * 7) % 23).padStart(2, '0')}`, doc };
+      });
+
+      async function pagingCollection() {
+        const collection = store.collection(fresh('paging'));
+        await store.applyBatch(docs.map(({ id, doc }) => ({ kind: 'replace', collection: collection.name, id, doc })));
+        return collection;
+      }
+
+      /** The order MongoDB gives: null and missing first ascending (last descending), ties by _id ascending. */
+      function expected(key: 'lastName' | 'score', direction: 1 | -1, filter: (doc: Record<string, unknown>) => boolean = () => true) {
+        const rank = (v: unknown) => (v === undefined || v === null ? 0 : 1);
+        return docs
+          .filter(({ doc }) => filter(doc))
+          .sort((a, b) => {
+            const x = a.doc[key];
+            const y = b.doc[key];
+            const byValue = rank(x) - rank(y) || (rank(x) === 0 ? 0 : x! < y! ? -1 : x! > y! ? 1 : 0);
+            return byValue * direction || (a.id < b.id ? -1 : 1);
+          })
+          .map(({ id }) => id);
+      }
+
+      it('pages ascending over ties and missing values lose and repeat nothing', async () => {
+        const collection = await pagingCollection();
+        const pages = await allPages(collection, {}, { lastName: 1 }, 5);
+        expect(pages.map((p) => p.length)).toEqual([5, 5, 5, 5, 3]);
+        expect(pages.flat()).toEqual(expected('lastName', 1));
+      });
+
+      it('pages descending put missing and null values last, and still lose nothing', async () => {
+        const collection = await pagingCollection();
+        const pages = await allPages(collection, {}, { score: -1 }, 4);
+        expect(pages.length).toBeGreaterThanOrEqual(3);
+        expect(pages.flat()).toEqual(expected('score', -1));
+      });
+
+      it('pages over two sort keys with a filter', async () => {
+        const collection = await pagingCollection();
+        const pages = await allPages(collection, { n: { $gte: 3 } }, { lastName: -1, score: 1 }, 6);
+        const want = docs
+          .filter(({ doc }) => (doc.n as number) >= 3)
+          .map(({ id, doc }) => ({ id, l: (doc.lastName ?? null) as string | null, s: (doc.score ?? null) as number | null }))
+          .sort((a, b) => {
+            const l = a.l === b.l ? 0 : a.l === null ? 1 : b.l === null ? -1 : a.l < b.l ? 1 : -1;
+            const s = a.s === b.s ? 0 : a.s === null ? -1 : b.s === null ? 1 : a.s - b.s;
+            return l || s || (a.id < b.id ? -1 : 1);
+          })
+          .map(({ id }) => id);
+        expect(pages.length).toBeGreaterThanOrEqual(3);
+        expect(pages.flat()).toEqual(want);
+      });
+
+      it('the last page has no next cursor', async () => {
+        const collection = await pagingCollection();
+        const page = await collection.find({}, { limit: 23 });
+        expect(page.items).toHaveLength(23);
+        expect(page.nextCursor).toBeUndefined();
+      });
+
+      it('a cursor made for another sort is rejected', async () => {
+        const collection = await pagingCollection();
+        const { nextCursor } = await collection.find({}, { sort: { lastName: 1 }, limit: 2 });
+        await expect(collection.find({}, { sort: { score: 1 }, cursor: nextCursor })).rejects.toThrow(InvalidCursorError);
+        await expect(collection.find({}, { cursor: 'garbage' })).rejects.toThrow(InvalidCursorError);
+      });
+
+      it('limit defaults to 100 and is capped at 1000', async () => {
+        const collection = store.collection(fresh('many'));
+        const ops: WriteOp[] = Array.from({ length: 1005 }, (_, i) => ({ kind: 'replace', collection: collection.name, id: `m${i}`, doc: { i } }));
+        await store.applyBatch(ops);
+        expect((await collection.find({})).items).toHaveLength(100);
+        const capped = await collection.find({}, { limit: 5000 });
+        expect(capped.items).toHaveLength(1000);
+        expect(capped.nextCursor).toBeDefined();
+        expect((await collection.find({}, { limit: 5000, cursor: capped.nextCursor })).items).toHaveLength(5);
+      });
+    });
+
+    describe('writes', () => {
+      it('updateOne applies $set, $unset, $inc, $push, $addToSet, $pull, $max and $min', async () => {
+        const collection = await seeded();
+        await collection.updateOne('g1', { $set: { 'address.city': 'Paris', firstName: 'Augusta' }, $unset: { email: '' }, $inc: { plusOnes: 2 } });
+        await collection.updateOne('g1', { $push: { tags: 'guest' }, $max: { plusOnes: 10 } });
+        await collection.updateOne('g1', { $addToSet: { tags: 'vip' }, $min: { registeredAt: '2025-12-31T00:00:00.000Z' } });
+        await collection.updateOne('g1', { $pull: { tags: 'speaker' }, $max: { score: 7 } });
+        await collection.updateOne('g1', { $addToSet: { tags: 'new' } });
+        await collection.updateOne('g1', { $min: { plusOnes: 4 }, $inc: { 'counts.checkins': 1 } });
+        const { _id, email, ...unchanged } = guests[0];
+        expect(email).toBeDefined();
+        expect(await collection.get('g1')).toEqual({
+          ...unchanged,
+          _id,
+          firstName: 'Augusta',
+          address: { city: 'Paris', zip: 'N1' },
+          plusOnes: 4,
+          tags: ['vip', 'guest', 'new'],
+          registeredAt: '2025-12-31T00:00:00.000Z',
+          score: 7,
+          counts: { checkins: 1 },
+        });
+      });
+
+      it('updateOne on a missing document creates nothing without upsert', async () => {
+        const collection = store.collection(fresh('upd'));
+        expect(await collection.updateOne('x', { $set: { a: 1 } })).toBe(false);
+        expect(await collection.get('x')).toBeNull();
+        expect(await collection.count()).toBe(0);
+      });
+
+      it('updateOne with upsert creates the document with $setOnInsert, which later updates leave alone', async () => {
+        const collection = store.collection(fresh('upsert'));
+        const update = { $setOnInsert: { createdAt: '2026-01-01T00:00:00.000Z', status: 'new' }, $set: { name: 'A' }, $inc: { visits: 1 } };
+        expect(await collection.updateOne('u1', update, { upsert: true })).toBe(true);
+        expect(await collection.get('u1')).toEqual({ _id: 'u1', createdAt: '2026-01-01T00:00:00.000Z', status: 'new', name: 'A', visits: 1 });
+        const later = { ...update, $setOnInsert: { createdAt: '2027-01-01T00:00:00.000Z', status: 'again' }, $set: { name: 'B' } };
+        expect(await collection.updateOne('u1', later, { upsert: true })).toBe(true);
+        expect(await collection.get('u1')).toEqual({ _id: 'u1', createdAt: '2026-01-01T00:00:00.000Z', status: 'new', name: 'B', visits: 2 });
+      });
+
+      it('replaceOne replaces the whole document, and creates it when missing', async () => {
+        const collection = await seeded();
+        await collection.replaceOne('g1', { firstName: 'Ada', note: 'replaced' } as never);
+        expect(await collection.get('g1')).toEqual({ _id: 'g1', firstName: 'Ada', note: 'replaced' });
+        await collection.replaceOne('g9', { firstName: 'New' } as never);
+        expect(await collection.get('g9')).toEqual({ _id: 'g9', firstName: 'New' });
+      });
+
+      it('deleteOne removes the document; deleting a missing one is harmless', async () => {
+        const collection = await seeded();
+        await collection.deleteOne('g2');
+        await collection.deleteOne('g2');
+        expect(await collection.get('g2')).toBeNull();
+        expect(await collection.count()).toBe(4);
+      });
+    });
+
+    describe('unique indexes', () => {
+      it('reject a duplicate with DuplicateKeyError and keep the existing documents', async () => {
+        const collection = await seeded();
+        await collection.createIndex({ name: 'email_unique', keys: { email: 1 }, unique: true });
+        const error = await collection.updateOne('g2', { $set: { email: 'ada@example.com', firstName: 'X' } }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(DuplicateKeyError);
+        expect(error).toMatchObject({ collection: collection.name, index: 'email_unique' });
+        await expect(collection.replaceOne('g9', { email: 'grace@example.com' } as never)).rejects.toThrow(DuplicateKeyError);
+        await expect(collection.updateOne('g9', { $set: { email: 'ada@example.com' } }, { upsert: true })).rejects.toThrow(DuplicateKeyError);
+        expect(await collection.get('g2')).toEqual(guests[1]);
+        expect(await collection.get('g9')).toBeNull();
+        await collection.updateOne('g2', { $set: { email: 'alan.turing@example.com' } });
+        expect((await collection.get('g2'))?.email).toBe('alan.turing@example.com');
+      });
+
+      it('compound unique keys reject only the same combination', async () => {
+        const collection = await seeded();
+        await collection.createIndex({ name: 'event_email', keys: { eventId: 1, email: 1 }, unique: true });
+        await collection.replaceOne('g6', { eventId: 'e2', email: 'ada@example.com' } as never);
+        await expect(collection.replaceOne('g7', { eventId: 'e1', email: 'ada@example.com' } as never)).rejects.toThrow(DuplicateKeyError);
+        expect(await collection.count({ email: 'ada@example.com' })).toBe(2);
+      });
+
+      const missingIsNull = options.uniqueIndexesTreatMissingAsNull ?? true;
+      it.runIf(missingIsNull)('treat a missing field as null: two documents without it collide', async () => {
+        const collection = store.collection(fresh('missing'));
+        await collection.createIndex({ name: 'code_unique', keys: { code: 1 }, unique: true });
+        await collection.replaceOne('a', { name: 'first' } as never);
+        await expect(collection.replaceOne('b', { name: 'second' } as never)).rejects.toThrow(DuplicateKeyError);
+        await expect(collection.replaceOne('c', { code: null } as never)).rejects.toThrow(DuplicateKeyError);
+      });
+
+      it.runIf(!missingIsNull)('leave out documents without the field, but still reject a second null', async () => {
+        const collection = store.collection(fresh('missing'));
+        await collection.createIndex({ name: 'code_unique', keys: { code: 1 }, unique: true });
+        await collection.replaceOne('a', { name: 'first' } as never);
+        await collection.replaceOne('b', { name: 'second' } as never);
+        await collection.replaceOne('c', { code: null } as never);
+        await expect(collection.replaceOne('d', { code: null } as never)).rejects.toThrow(DuplicateKeyError);
+      });
+
+      it('cannot be created over existing duplicates', async () => {
+        const collection = await seeded();
+        await expect(collection.createIndex({ name: 'event_unique', keys: { eventId: 1 }, unique: true })).rejects.toThrow(DuplicateKeyError);
+        await collection.replaceOne('g9', { eventId: 'e1' } as never);
+        expect(await collection.count({ eventId: 'e1' })).toBe(4);
+      });
+
+      it('creating the same index again is a no-op', async () => {
+        const collection = await seeded();
+        await collection.createIndex({ name: 'by_event', keys: { eventId: 1, lastName: 1 } });
+        await collection.createIndex({ name: 'by_event', keys: { eventId: 1, lastName: 1 } });
+        expect(ids((await collection.find({ eventId: 'e2' }, { sort: { lastName: 1 } })).items)).toEqual(['g4', 'g5']);
+      });
+    });
+
+    describe('applyBatch and checkpoints', () => {
+      it('applies ops in order across collections and moves the checkpoint', async () => {
+        const guestsName = fresh('bguests');
+        const statsName = fresh('bstats');
+        const checkpoint = fresh('cp');
+        await store.applyBatch(
+          [
+            { kind: 'update', collection: guestsName, id: 'a', update: { $set: { name: 'A' } }, upsert: true, position: 1 },
+            { kind: 'update', collection: statsName, id: 'e1', update: { $inc: { guests: 1 } }, upsert: true, position: 1 },
+            { kind: 'update', collection: guestsName, id: 'b', update: { $set: { name: 'B' } }, upsert: true, position: 2 },
+            { kind: 'update', collection: statsName, id: 'e1', update: { $inc: { guests: 1 } }, upsert: true, position: 2 },
+            { kind: 'update', collection: guestsName, id: 'a', update: { $set: { name: 'A2' } }, position: 3 },
+            { kind: 'delete', collection: guestsName, id: 'b', position: 3 },
+          ],
+          { name: checkpoint, position: 3 },
+        );
+        expect(await store.collection(guestsName).find({})).toEqual({ items: [{ _id: 'a', name: 'A2' }] });
+        expect(await store.collection(statsName).get('e1')).toEqual({ _id: 'e1', guests: 2 });
+        expect(await store.getCheckpoint(checkpoint)).toBe(3);
+      });
+
+      it('a replayed batch applies nothing twice, even several ops of one position on one document', async () => {
+        const name = fresh('replay');
+        const checkpoint = fresh('cp');
+        const first: WriteOp[] = [
+          { kind: 'update', collection: name, id: 'e1', update: { $inc: { guests: 1 }, $setOnInsert: { since: 1 } }, upsert: true, position: 10 },
+          { kind: 'update', collection: name, id: 'e1', update: { $inc: { admitted: 1 }, $push: { log: 'p10' } }, upsert: true, position: 10 },
+          { kind: 'update', collection: name, id: 'e1', update: { $inc: { guests: 1 }, $push: { log: 'p11' } }, upsert: true, position: 11 },
+          { kind: 'replace', collection: name, id: 'e2', doc: { guests: 5 }, position: 11 },
+          { kind: 'update', collection: name, id: 'e2', update: { $inc: { guests: 1 } }, position: 12 },
+          { kind: 'update', collection: name, id: 'gone', update: { $set: { x: 1 } }, upsert: true, position: 12 },
+          { kind: 'delete', collection: name, id: 'gone', position: 13 },
+        ];
+        const second: WriteOp[] = [
+          { kind: 'update', collection: name, id: 'e1', update: { $inc: { guests: 1 }, $push: { log: 'p14' } }, upsert: true, position: 14 },
+          { kind: 'replace', collection: name, id: 'e2', doc: { guests: 50 }, position: 15 },
+        ];
+        const expectState = async () => {
+          const collection = store.collection(name);
+          expect(await collection.get('e1')).toEqual({ _id: 'e1', since: 1, guests: 3, admitted: 1, log: ['p10', 'p11', 'p14'] });
+          expect(await collection.get('e2')).toEqual({ _id: 'e2', guests: 50 });
+          expect(await collection.get('gone')).toBeNull();
+          expect(ids((await collection.find({}, { sort: { guests: 1 } })).items)).toEqual(['e1', 'e2']);
+          expect((await collection.findOne({ _id: 'e1' }))?.guests).toBe(3);
+        };
+        await store.applyBatch(first, { name: checkpoint, position: 13 });
+        await store.applyBatch(second, { name: checkpoint, position: 15 });
+        await expectState();
+        // A crash before the checkpoint: the runner hands both batches again.
+        await store.applyBatch(first, { name: checkpoint, position: 13 });
+        await store.applyBatch(second, { name: checkpoint, position: 15 });
+        await expectState();
+        expect(await store.getCheckpoint(checkpoint)).toBe(15);
+      });
+
+      it('a replayed upsert still reports a real duplicate key', async () => {
+        const name = fresh('replaydup');
+        await store.collection(name).createIndex({ name: 'code_unique', keys: { code: 1 }, unique: true });
+        await store.applyBatch([{ kind: 'update', collection: name, id: 'a', update: { $set: { code: 'X' } }, upsert: true, position: 1 }]);
+        await expect(
+          store.applyBatch([{ kind: 'update', collection: name, id: 'b', update: { $set: { code: 'X' } }, upsert: true, position: 2 }]),
+        ).rejects.toThrow(DuplicateKeyError);
+      });
+
+      it.runIf(options.atomicBatches)('a failing op rolls back the whole batch and leaves the checkpoint unchanged', async () => {
+        const collection = await seeded();
+        await collection.createIndex({ name: 'email_unique', keys: { email: 1 }, unique: true });
+        const checkpoint = fresh('cp');
+        await store.setCheckpoint(checkpoint, 7);
+        const batch: WriteOp[] = [
+          { kind: 'update', collection: collection.name, id: 'g1', update: { $set: { firstName: 'Changed' } }, position: 8 },
+          { kind: 'delete', collection: collection.name, id: 'g3', position: 8 },
+          { kind: 'replace', collection: collection.name, id: 'g9', doc: { email: 'new@example.com' }, position: 9 },
+          { kind: 'update', collection: collection.name, id: 'g2', update: { $set: { email: 'ada@example.com' } }, position: 9 },
+          { kind: 'update', collection: collection.name, id: 'g4', update: { $set: { firstName: 'Never' } }, position: 10 },
+        ];
+        await expect(store.applyBatch(batch, { name: checkpoint, position: 10 })).rejects.toThrow(DuplicateKeyError);
+        expect(await store.getCheckpoint(checkpoint)).toBe(7);
+        expect(await collection.count()).toBe(5);
+        for (const guest of guests) expect(await collection.get(guest._id)).toEqual(guest);
+        expect(await collection.findOne({ email: 'new@example.com' })).toBeNull();
+        // The unique index still holds the original emails, and frees none it never took.
+        await expect(collection.replaceOne('g8', { email: 'grace@example.com' } as never)).rejects.toThrow(DuplicateKeyError);
+        await collection.replaceOne('g8', { email: 'new@example.com' } as never);
+      });
+
+      it('checkpoints read null until set, and can be cleared', async () => {
+        const checkpoint = fresh('cp');
+        expect(await store.getCheckpoint(checkpoint)).toBeNull();
+        await store.setCheckpoint(checkpoint, 42);
+        expect(await store.getCheckpoint(checkpoint)).toBe(42);
+        await store.setCheckpoint(checkpoint, 2 ** 40);
+        expect(await store.getCheckpoint(checkpoint)).toBe(2 ** 40);
+        await store.setCheckpoint(checkpoint, null);
+        expect(await store.getCheckpoint(checkpoint)).toBeNull();
+      });
+    });
+
+    describe('dropCollection', () => {
+      it('removes the documents and the indexes', async () => {
+        const collection = await seeded();
+        await collection.createIndex({ name: 'email_unique', keys: { email: 1 }, unique: true });
+        await store.dropCollection(collection.name);
+        expect(await collection.count()).toBe(0);
+        expect(await collection.get('g1')).toBeNull();
+        await collection.replaceOne('a', { email: 'same@example.com' } as never);
+        await collection.replaceOne('b', { email: 'same@example.com' } as never);
+        expect(await collection.count({ email: 'same@example.com' })).toBe(2);
+      });
+
+      it('of a collection that does not exist is harmless', async () => {
+        await store.dropCollection(fresh('never'));
+      });
+    });
+
+    it('ping answers', async () => {
+      await store.ping();
+    });
+  });
+}
