@@ -390,6 +390,15 @@ export function readStoreContract(
         expect(await store.getCheckpoint(checkpoint)).toBe(15);
       });
 
+      it('a large batch of updates to existing documents applies every one', async () => {
+        const name = fresh('large');
+        const seed: WriteOp[] = Array.from({ length: 150 }, (_, i) => ({ kind: 'replace', collection: name, id: `d${i}`, doc: { n: 0 } }));
+        await store.applyBatch(seed);
+        const increments: WriteOp[] = [...seed, ...seed].map((op, i) => ({ kind: 'update', collection: name, id: op.id, update: { $inc: { n: 1 } }, position: i }));
+        await store.applyBatch(increments, { name: fresh('cp'), position: 299 });
+        expect(await store.collection(name).count({ n: 2 })).toBe(150);
+      });
+
       it('a replayed upsert still reports a real duplicate key', async () => {
         const name = fresh('replaydup');
         await store.collection(name).createIndex({ name: 'code_unique', keys: { code: 1 }, unique: true });

@@ -186,7 +186,9 @@ describe('search', () => {
       { firstName: 'Tag', tags: 'VIP', barcode: 'L-1' },
       { firstName: 'Other', email: 'findme@example.com', barcode: 'L-2' },
     ])).body;
+    await new Promise((r) => setTimeout(r, 5));
     const since = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 5));
     await checkin(alice, ev, { barcode: 'L-2' });
     const names = async (query: string) =>
       (await alice.call('GET', `/checkin/v1/api/guests/${ev}?${query}`)).body.items.map((g: { firstName: string }) => g.firstName);

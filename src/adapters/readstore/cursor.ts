@@ -169,7 +169,7 @@ export function afterCursorFilter(values: unknown[], keys: SortKey[]): Filter | 
  * each object element, as MongoDB does.
  */
 export function project<T extends Doc>(doc: T, projection: Record<string, 1> | undefined): T {
-  if (!projection) return doc;
+  if (!projection || Object.keys(projection).length === 0) return doc;
   const out: Record<string, unknown> = { _id: doc._id };
   for (const path of Object.keys(projection)) copyPath(doc, out, path.split('.'));
   return out as T;

@@ -175,14 +175,15 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
       query = Object.keys(filter).length === 0 ? after : { $and: [filter, after] };
     }
     // The sort keys are fetched even when not projected: the next cursor is made of them.
-    const projection = options.projection ? fetchPaths(options.projection, keys) : HIDDEN_FIELDS;
+    const wanted = options.projection && Object.keys(options.projection).length > 0 ? options.projection : undefined;
+    const projection = wanted ? fetchPaths(wanted, keys) : HIDDEN_FIELDS;
     const docs = (await this.collection
       .find(query, { sort: sortSpec(keys), limit: limit + 1, projection })
       .toArray()) as unknown as T[];
     const page = docs.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      items: page.map((doc) => project(doc, options.projection)),
+      items: page.map((doc) => project(doc, wanted)),
       ...(docs.length > limit && last ? { nextCursor: encodeCursor(sortValues(last, keys), keys) } : {}),
     };
   }
