@@ -93,8 +93,8 @@ export async function teamStats(services: Services, clientId: string, eventId: s
   const stats: unknown[] = [];
   for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ eventId }, { sort: { username: 1 } })) {
     const buckets = new Map<number, number>();
-    for (const [minute, count] of Object.entries(doc.activity ?? {})) {
-      const start = Math.floor(Number(minute) / bucketMinutes) * bucketMinutes;
+    for (const [key, count] of Object.entries(doc.activity ?? {})) {
+      const start = Math.floor(Number(key.slice(1)) / bucketMinutes) * bucketMinutes;
       buckets.set(start, (buckets.get(start) ?? 0) + count);
     }
     stats.push({

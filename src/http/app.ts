@@ -53,15 +53,18 @@ export function createApp(options: AppOptions): Express {
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy);
   app.set('etag', false);
+  app.set('logger', services.logger);
   app.use(requestIds);
-  app.use(
-    pinoHttp({
-      logger: services.logger,
-      genReqId: (_req, res) => (res as unknown as { locals: { requestId: string } }).locals.requestId,
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
-      redact: ['req.headers.authorization', 'req.headers["ocp-apim-subscription-key"]'],
-    }),
-  );
+  if (services.logger.isLevelEnabled('info')) {
+    app.use(
+      pinoHttp({
+        logger: services.logger,
+        genReqId: (_req, res) => (res as unknown as { locals: { requestId: string } }).locals.requestId,
+        autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
+        redact: ['req.headers.authorization', 'req.headers["ocp-apim-subscription-key"]'],
+      }),
+    );
+  }
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res) => {

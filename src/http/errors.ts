@@ -66,9 +66,13 @@ export function toHttpError(error: unknown): HttpError {
   return new HttpError(500, 'internal_error', 'an unexpected error happened; retry, and report the request id if it persists');
 }
 
+/** Renders every error; unexpected ones are logged with the request id (the body never carries the cause). */
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   const http = toHttpError(error);
-  if (http.status >= 500) req.log?.error({ err: error }, 'request failed');
+  if (http.status >= 500) {
+    const log = req.log ?? (res.app.get('logger') as { error: (o: object, m: string) => void } | undefined);
+    log?.error({ err: error, requestId: res.locals.requestId, method: req.method, path: req.path }, 'request failed');
+  }
   if (http.headers) res.set(http.headers);
   res.status(http.status).json({
     code: http.code,

@@ -188,7 +188,10 @@ function scanOp(event: ScanEvent, fields: Partial<ScanDoc>): WriteOp {
 /** Gate and device names become field names: keep them free of `.` and `$`. */
 export const fieldKey = (name: string): string => encodeURIComponent(name).replace(/\./g, '%2E');
 
-/** Per-minute activity: `activity.<epoch minute>`; the API groups minutes into buckets. */
+/**
+ * Per-minute activity: `activity.m<epoch minute>` (the `m` keeps the key from reading as an
+ * array index); the API groups minutes into buckets.
+ */
 function teamStatsOps(
   event: ScanEvent,
   scannedBy: ScanDoc['scannedBy'],
@@ -208,7 +211,7 @@ function teamStatsOps(
         $inc: {
           checkedIn: inc.checkedIn ?? 0,
           checkedOut: inc.checkedOut ?? 0,
-          ...(minute !== undefined ? { [`activity.${minute}`]: activityPeople ?? 0 } : {}),
+          ...(minute !== undefined ? { [`activity.m${minute}`]: activityPeople ?? 0 } : {}),
         },
       },
     },

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { matchesFilter, type EventStore, type Subscription } from '../adapters/eventstore/port.js';
-import type { ReadStore, WriteOp } from '../adapters/readstore/port.js';
+import type { Checkpoint, ReadStore, WriteOp } from '../adapters/readstore/port.js';
 import type { Logger } from '../shared/logger.js';
 import type { Projection } from './projection.js';
 
@@ -136,18 +136,29 @@ export class ProjectionRunner {
     }
   }
 
+  /**
+   * One read-store write per delivered batch: every projection's ops, each guarded by its own
+   * checkpoint, and every checkpoint moved, together (one transaction on the embedded store).
+   */
   private async applyBatch(events: Parameters<Projection['apply']>[0][], position: number, projections: Projection[]) {
+    const ops: WriteOp[] = [];
+    const moved: { projection: Projection; checkpoint: Checkpoint }[] = [];
     for (const projection of projections) {
       const checkpoint = this.checkpoints.get(projection.name) ?? -1;
       if (position <= checkpoint) continue;
-      const ops: WriteOp[] = [];
+      const name = checkpointName(projection);
       for (const event of events) {
         if (event.position <= checkpoint || !matchesFilter(event, projection.filter)) continue;
-        for (const op of projection.apply(event)) ops.push({ ...op, position: event.position });
+        for (const op of projection.apply(event)) ops.push({ ...op, position: event.position, checkpoint: name });
       }
-      await this.readStore.applyBatch(ops, { name: checkpointName(projection), position });
-      this.checkpoints.set(projection.name, position);
+      moved.push({ projection, checkpoint: { name, position } });
     }
+    if (moved.length === 0) return;
+    await this.readStore.applyBatch(
+      ops,
+      moved.map((m) => m.checkpoint),
+    );
+    for (const { projection } of moved) this.checkpoints.set(projection.name, position);
     this.progress.emit('progress');
   }
 }

@@ -12,6 +12,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { Query, update as mingoUpdate } from 'mingo';
+import { compileFilter } from './fast-filter.js';
 import {
   clampLimit,
   compareSortValues,
@@ -27,6 +28,7 @@ import {
 } from './cursor.js';
 import {
   DuplicateKeyError,
+  type Checkpoint,
   type Collection,
   type Doc,
   type Filter,
@@ -70,8 +72,8 @@ export class EmbeddedReadStore implements ReadStore {
     return new EmbeddedCollection<T>(this.documents, name);
   }
 
-  async applyBatch(ops: WriteOp[], checkpoint?: { name: string; position: number }): Promise<void> {
-    this.documents.write(ops, checkpoint);
+  async applyBatch(ops: WriteOp[], checkpoint?: Checkpoint | Checkpoint[]): Promise<void> {
+    this.documents.write(ops, checkpoint === undefined ? [] : Array.isArray(checkpoint) ? checkpoint : [checkpoint]);
   }
 
   async getCheckpoint(name: string): Promise<number | null> {
@@ -231,14 +233,16 @@ class Documents {
    * Since ops and checkpoint commit together, an op at or below the checkpoint's stored position
    * was applied before: a replayed batch skips it, and the checkpoint never moves back.
    */
-  write(ops: WriteOp[], checkpoint?: { name: string; position: number }): void {
-    const applied = checkpoint ? this.getCheckpoint(checkpoint.name) : null;
+  write(ops: WriteOp[], checkpoints: Checkpoint[] = []): void {
+    const applied = new Map(checkpoints.map((c) => [c.name, this.getCheckpoint(c.name)]));
+    const only = checkpoints.length === 1 ? checkpoints[0]!.name : undefined;
     const undo: Change[] = [];
     // Final body (or null: deleted) per collection and id; several ops on one document persist once.
     const dirty = new Map<CollectionState, Map<string, string | null>>();
     try {
       for (const op of ops) {
-        if (applied !== null && op.position !== undefined && op.position <= applied) continue;
+        const guard = applied.get(op.checkpoint ?? only ?? '');
+        if (guard != null && op.position !== undefined && op.position <= guard) continue;
         const state = this.state(op.collection);
         const before = state.docs.get(op.id);
         const after = nextBody(op, before);
@@ -250,14 +254,14 @@ class Documents {
         if (!bodies) dirty.set(state, (bodies = new Map()));
         bodies.set(op.id, after);
       }
-      this.persist(dirty, checkpoint);
+      this.persist(dirty, checkpoints);
     } catch (error) {
       for (const { state, id, before } of undo.reverse()) putDocument(state, id, state.docs.get(id), before, false);
       throw error;
     }
   }
 
-  private persist(dirty: Map<CollectionState, Map<string, string | null>>, checkpoint?: { name: string; position: number }): void {
+  private persist(dirty: Map<CollectionState, Map<string, string | null>>, checkpoints: Checkpoint[]): void {
     this.db.transaction(() => {
       for (const [state, bodies] of dirty) {
         for (const [id, body] of bodies) {
@@ -265,7 +269,7 @@ class Documents {
           else this.sql.putDoc.run(state.name, id, body);
         }
       }
-      if (checkpoint) this.sql.advanceCheckpoint.run(checkpoint.name, checkpoint.position);
+      for (const checkpoint of checkpoints) this.sql.advanceCheckpoint.run(checkpoint.name, checkpoint.position);
     })();
   }
 
@@ -297,6 +301,8 @@ class Documents {
     const keys = sortKeys(options.sort);
     const limit = clampLimit(options.limit);
     const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, keys);
+    const inOrder = this.findInIndexOrder(this.state(name), filter, keys, limit, after, options.projection);
+    if (inOrder) return inOrder;
     const top = new TopRanked(limit + 1, keys);
     for (const doc of this.matches(this.state(name), filter)) {
       const values = sortValues(doc, keys);
@@ -309,6 +315,58 @@ class Documents {
     return {
       items: page.map(({ doc }) => project(copy(doc), options.projection)),
       ...(ranked.length > limit && last ? { nextCursor: encodeCursor(last.values, keys) } : {}),
+    };
+  }
+
+  /**
+   * When an index's first key is pinned to one value and its other keys are the sort, read
+   * that index group in order from the cursor and stop after a page: the cost follows the
+   * page size and the filter's selectivity, not the collection size.
+   */
+  private findInIndexOrder(
+    state: CollectionState,
+    filter: Filter,
+    keys: SortKey[],
+    limit: number,
+    after: unknown[] | undefined,
+    projection: FindOptions['projection'],
+  ): Page<Doc> | undefined {
+    const index = [...state.indexes.values()].find(
+      (candidate) =>
+        candidate.restKeys.length === keys.length &&
+        candidate.restKeys.every(([path, direction], i) => keys[i]![0] === path && keys[i]![1] === direction),
+    );
+    if (!index) return undefined;
+    const pinned = pinnedValues(filter, index.firstPath);
+    if (!pinned || pinned.length !== 1) return undefined;
+    const fast = compileFilter(filter);
+    const query = fast ? undefined : new Query(filter as never);
+    const ids = index.sortedIds(pinned[0], state.docs);
+    let start = 0;
+    if (after) {
+      // Binary search for the first id after the cursor.
+      let hi = ids.length;
+      while (start < hi) {
+        const mid = (start + hi) >>> 1;
+        if (compareSortValues(sortValues(state.docs.get(ids[mid]!), keys), after, keys) <= 0) start = mid + 1;
+        else hi = mid;
+      }
+    }
+    const page: Body[] = [];
+    let more = false;
+    for (let i = start; i < ids.length; i++) {
+      const doc = state.docs.get(ids[i]!);
+      if (!doc || !(fast ? fast(doc) : query!.test(doc))) continue;
+      if (page.length === limit) {
+        more = true;
+        break;
+      }
+      page.push(doc);
+    }
+    const last = page[page.length - 1];
+    return {
+      items: page.map((doc) => project(copy(doc), projection)),
+      ...(more && last ? { nextCursor: encodeCursor(sortValues(last, keys), keys) } : {}),
     };
   }
 
@@ -328,9 +386,11 @@ class Documents {
   }
 
   private *matches(state: CollectionState, filter: Filter): Generator<Body> {
-    const query = Object.keys(filter).length === 0 ? undefined : new Query(filter as never);
+    // A compiled predicate for common filters; mingo for everything else.
+    const fast = compileFilter(filter);
+    const query = fast || Object.keys(filter).length === 0 ? undefined : new Query(filter as never);
     for (const doc of candidates(state, filter)) {
-      if (!query || query.test(doc)) yield doc;
+      if (fast ? fast(doc) : !query || query.test(doc)) yield doc;
     }
   }
 
@@ -530,6 +590,8 @@ function putDocument(
     }
   }
   for (const index of state.indexes.values()) {
+    // Most updates (a check-in, a counter) leave an index's fields alone: its entries stay.
+    if (before && after && index.sameKeys(before, after)) continue;
     if (before) index.remove(id, before);
     if (after) index.add(id, after);
   }
@@ -599,10 +661,40 @@ class SecondaryIndex {
   private readonly paths: string[];
   private readonly byFirstValue = new IdsByValue();
   private readonly byKey = new Map<string, string>();
+  /** The order of the keys after the first (then `_id`), as a sort. */
+  readonly restKeys: SortKey[];
+  /** Per first-key value: ids in `restKeys` order, built on demand, dropped when a member's keys change. */
+  private readonly sortedGroups = new Map<string, string[]>();
 
   constructor(readonly spec: IndexSpec) {
     this.paths = Object.keys(spec.keys);
     this.firstPath = this.paths[0];
+    this.restKeys = [...this.paths.slice(1).map((p) => [p, spec.keys[p] === -1 ? -1 : 1] as SortKey), ['_id', 1] as SortKey];
+  }
+
+  /** Whether two versions of a document have the same values at every indexed path. */
+  sameKeys(a: Body, b: Body): boolean {
+    return this.paths.every((path) => {
+      const x = valueAt(a, path);
+      const y = valueAt(b, path);
+      return x === y || (typeof x === 'object' && JSON.stringify(x) === JSON.stringify(y));
+    });
+  }
+
+  /**
+   * The ids whose first key is `value`, in `restKeys` order: lets a query that pins the first
+   * key and sorts by the rest read in order and stop at its limit, as a database index scan does.
+   */
+  sortedIds(value: unknown, docs: Map<string, Body>): string[] {
+    const key = valueKey(value);
+    let ids = this.sortedGroups.get(key);
+    if (!ids) {
+      const entries = [...this.byFirstValue.ids(key)].map((id) => ({ id, values: sortValues(docs.get(id), this.restKeys) }));
+      entries.sort((a, b) => compareSortValues(a.values, b.values, this.restKeys));
+      ids = entries.map((e) => e.id);
+      this.sortedGroups.set(key, ids);
+    }
+    return ids;
   }
 
   /** Whether another document already holds this document's unique key. */
@@ -613,12 +705,18 @@ class SecondaryIndex {
   }
 
   add(id: string, doc: Body): void {
-    for (const key of this.firstValueKeys(doc)) this.byFirstValue.add(key, id);
+    for (const key of this.firstValueKeys(doc)) {
+      this.byFirstValue.add(key, id);
+      this.sortedGroups.delete(key);
+    }
     if (this.spec.unique) this.byKey.set(this.uniqueKey(doc), id);
   }
 
   remove(id: string, doc: Body): void {
-    for (const key of this.firstValueKeys(doc)) this.byFirstValue.remove(key, id);
+    for (const key of this.firstValueKeys(doc)) {
+      this.byFirstValue.remove(key, id);
+      this.sortedGroups.delete(key);
+    }
     if (this.spec.unique) {
       const key = this.uniqueKey(doc);
       if (this.byKey.get(key) === id) this.byKey.delete(key);
@@ -666,7 +764,7 @@ function collectValues(value: unknown, segments: string[], i: number, out: unkno
  */
 function candidates(state: CollectionState, filter: Filter): Iterable<Body> {
   const ids = pinnedValues(filter, '_id');
-  if (ids) return lookupIds(state, ids.filter((id): id is string => typeof id === 'string'));
+  if (ids) return lookupIds(state, new Set(ids.filter((id): id is string => typeof id === 'string')));
   let best: { index: SecondaryIndex; values: unknown[]; size: number } | undefined;
   for (const index of state.indexes.values()) {
     const values = pinnedValues(filter, index.firstPath);
@@ -674,11 +772,14 @@ function candidates(state: CollectionState, filter: Filter): Iterable<Body> {
     const size = index.count(values);
     if (!best || size < best.size) best = { index, values, size };
   }
-  return best ? lookupIds(state, best.index.ids(best.values)) : state.docs.values();
+  if (!best) return state.docs.values();
+  // One value's ids are distinct already; several values (an $in) may share ids.
+  const found = best.index.ids(best.values);
+  return lookupIds(state, best.values.length === 1 ? found : new Set(found));
 }
 
 function* lookupIds(state: CollectionState, ids: Iterable<string>): Generator<Body> {
-  for (const id of new Set(ids)) {
+  for (const id of ids) {
     const doc = state.docs.get(id);
     if (doc) yield doc;
   }

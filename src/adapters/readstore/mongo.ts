@@ -31,6 +31,7 @@ import {
 } from './cursor.js';
 import {
   DuplicateKeyError,
+  type Checkpoint,
   type Collection,
   type Doc,
   type Filter,
@@ -80,7 +81,7 @@ export class MongoReadStore implements ReadStore {
    * collection matters: one ordered bulkWrite per collection, not one per run of ops, saves
    * round trips when a projection alternates between collections.
    */
-  async applyBatch(ops: WriteOp[], checkpoint?: { name: string; position: number }): Promise<void> {
+  async applyBatch(ops: WriteOp[], checkpoint?: Checkpoint | Checkpoint[]): Promise<void> {
     const byCollection = new Map<string, GuardedOp[]>();
     for (const guarded of withSequence(ops)) {
       const group = byCollection.get(guarded.op.collection);
@@ -88,11 +89,15 @@ export class MongoReadStore implements ReadStore {
       else byCollection.set(guarded.op.collection, [guarded]);
     }
     for (const [name, group] of byCollection) await this.writeInOrder(name, group);
-    if (checkpoint) {
-      // $max: replaying an older batch never moves the checkpoint back.
-      await this.db
-        .collection<{ _id: string; position: number }>(CHECKPOINTS)
-        .updateOne({ _id: checkpoint.name }, { $max: { position: checkpoint.position } }, { upsert: true });
+    const checkpoints = checkpoint === undefined ? [] : Array.isArray(checkpoint) ? checkpoint : [checkpoint];
+    if (checkpoints.length > 0) {
+      // $max: replaying an older batch never moves a checkpoint back.
+      await this.db.collection<{ _id: string; position: number }>(CHECKPOINTS).bulkWrite(
+        checkpoints.map((c) => ({
+          updateOne: { filter: { _id: c.name }, update: { $max: { position: c.position } }, upsert: true },
+        })),
+        { ordered: false },
+      );
     }
   }
 

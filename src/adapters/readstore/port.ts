@@ -40,10 +40,20 @@ export interface IndexSpec {
  * applies them in order. `position` (set by the runner) lets an adapter without
  * multi-document transactions skip an operation it already applied.
  */
-export type WriteOp =
-  | { kind: 'update'; collection: string; id: string; update: Update; upsert?: boolean; position?: number }
-  | { kind: 'replace'; collection: string; id: string; doc: Omit<Doc, '_id'>; position?: number }
-  | { kind: 'delete'; collection: string; id: string; position?: number };
+export type WriteOp = (
+  | { kind: 'update'; collection: string; id: string; update: Update; upsert?: boolean }
+  | { kind: 'replace'; collection: string; id: string; doc: Omit<Doc, '_id'> }
+  | { kind: 'delete'; collection: string; id: string }
+) & {
+  position?: number;
+  /** The checkpoint that guards this op when a batch moves several (default: the only one). */
+  checkpoint?: string;
+};
+
+export interface Checkpoint {
+  name: string;
+  position: number;
+}
 
 export interface Collection<T extends { _id: string } = Doc> {
   readonly name: string;
@@ -65,12 +75,12 @@ export interface ReadStore {
   readonly kind: string;
   collection<T extends { _id: string } = Doc>(name: string): Collection<T>;
   /**
-   * Apply writes and move a named checkpoint to `checkpoint.position`.
+   * Apply writes and move the named checkpoint(s) to their positions (never backwards).
    * Embedded: one SQLite transaction. MongoDB: ordered writes, each guarded by
    * its `position` so a replay after a crash does not apply anything twice,
    * then the checkpoint.
    */
-  applyBatch(ops: WriteOp[], checkpoint?: { name: string; position: number }): Promise<void>;
+  applyBatch(ops: WriteOp[], checkpoint?: Checkpoint | Checkpoint[]): Promise<void>;
   getCheckpoint(name: string): Promise<number | null>;
   setCheckpoint(name: string, position: number | null): Promise<void>;
   /** Remove a collection and its documents (rebuild). Indexes are recreated by createIndex. */
