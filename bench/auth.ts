@@ -18,7 +18,7 @@ const listen = (app: express.Express) =>
   });
 
 export async function authBench(): Promise<void> {
-  const service = await startTestService({ LOG_LEVEL: 'silent' });
+  const service = await startTestService({ LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'FULL' });
   const client = await createClient(service);
   const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Bench', startTime: '2026-12-01T10:00:00Z', endTime: '2026-12-01T12:00:00Z' });
   const path = `/checkin/v1/api/event/${event.body.id}`;

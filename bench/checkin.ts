@@ -12,9 +12,11 @@ import { fmt, load, record, table } from './support.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 100_000);
 const infos = ['Needs wheelchair access', 'Vegan menu', 'Table 12', 'Press', 'Speaker — stage B', 'Allergic to nuts'];
+/** One guest in 10,000 has this: the worst case for byinfo (every guest of the event is read). */
+const rareInfo = 'Needs a sign-language interpreter';
 
 export async function checkinBench(): Promise<void> {
-  const service = await startTestService({ LOG_LEVEL: 'silent' });
+  const service = await startTestService({ LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'FULL' });
   const client = await createClient(service);
   const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' });
   const eventId = event.body.id as string;
@@ -38,7 +40,7 @@ export async function checkinBench(): Promise<void> {
         customId: `crm-${i}`,
         plusOnes: i % 3,
         tags: i % 2 ? 'vip' : 'standard',
-        additionalInfo: infos[i % infos.length],
+        additionalInfo: i % 10_000 === 4242 ? rareInfo : infos[i % infos.length],
       };
     });
     const reply = await fetch(`${service.url}/checkin/v1/api/guests/${eventId}/upsert`, { method: 'PUT', headers, body: JSON.stringify(batch) });
@@ -76,7 +78,13 @@ export async function checkinBench(): Promise<void> {
     connections: 4,
     durationSec: 10,
   });
-  for (const r of [scans, byinfo]) {
+  const byinfoRare = await load({
+    url: `${service.url}/checkin/v1/api/guests/${eventId}/byinfo?additionalInfo=${encodeURIComponent('sign-language')}&limit=50`,
+    headers,
+    connections: 4,
+    durationSec: 10,
+  });
+  for (const r of [scans, byinfo, byinfoRare]) {
     if (r.non2xx > 0 || r.errors > 0) throw new Error(`bench run had failures: ${JSON.stringify(r)}`);
   }
   const stats = await client.call('GET', `/checkin/v1/api/event/${eventId}/stats`);
@@ -85,11 +93,16 @@ export async function checkinBench(): Promise<void> {
     [
       [`import ${fmt(GUESTS)} guests (upsert, batches of 200, one at a time)`, `${fmt(importSeconds, 1)} s (${fmt(GUESTS / importSeconds)} guests/s)`, '< 30 s'],
       ['check-in scans by barcode, 50 connections', `${fmt(scans.requestsPerSec)} scans/s, p50 ${scans.p50} ms, p99 ${scans.p99} ms`, '≥ 1,500/s, p99 < 50 ms'],
-      ['byinfo (10% of 100,000 match), 4 connections', `${fmt(byinfo.requestsPerSec)} req/s, p50 ${byinfo.p50} ms, p99 ${byinfo.p99} ms`, 'p99 < 30 ms'],
+      [`byinfo, a common text (1 in 6 of ${fmt(GUESTS)} match), 4 connections`, `${fmt(byinfo.requestsPerSec)} req/s, p50 ${byinfo.p50} ms, p99 ${byinfo.p99} ms`, 'p99 < 30 ms'],
+      [`byinfo, a rare text (1 in 10,000 match: every guest is read), 4 connections`, `${fmt(byinfoRare.requestsPerSec)} req/s, p50 ${byinfoRare.p50} ms, p99 ${byinfoRare.p99} ms`, 'p99 < 30 ms'],
       ['bare express route (ceiling), 50 connections', `${fmt(bareResult.requestsPerSec)} req/s`, ''],
     ],
   );
-  const note = `Scans admitted during the run: ${fmt(stats.body.admitted)}.`;
+  const note = [
+    `Scans admitted during the run: ${fmt(stats.body.admitted)}. Embedded adapters, SQLITE_SYNCHRONOUS=FULL (the default).`,
+    'The load generator (autocannon) runs in its own process on the same 2 cores.',
+    'byinfo reads the guests of the event in name order through the {eventId, lastNameLower, firstNameLower} index and stops after a page, so a common text answers from the first few hundred guests; a rare text reads them all.',
+  ].join(' ');
   console.log(`${output}\n\n${note}`);
   record('Check-in', `${output}\n\n${note}`);
   ceiling.server.close();

@@ -5,7 +5,6 @@ import {
   type EventMetadata,
   type EventStore,
   type NewEvent,
-  type StoredEvent,
 } from '../adapters/eventstore/port.js';
 import { newId } from '../shared/ids.js';
 
@@ -25,8 +24,6 @@ export interface CommandResult<State, Event> {
   /** Global position of the last event written, or -1 when the decider decided nothing. */
   position: number;
   revision: number;
-  /** The stream as it was before this command (for callers that need the history, e.g. nonce replays). */
-  history: StoredEvent[];
 }
 
 export interface HandleOptions {
@@ -39,7 +36,6 @@ type AnyEvent = { type: string; data: unknown };
 
 interface Decided<State, Event> {
   streamName: string;
-  history: StoredEvent[];
   state: State;
   revision: number;
   events: Event[];
@@ -57,6 +53,26 @@ function metadataOf(context: CommandContext): EventMetadata {
   };
 }
 
+/**
+ * Recently folded streams, per event store: a command on a stream it knows skips the read and
+ * the fold. It is only a guess: the append still names the revision, so if another writer got
+ * there first the store refuses it and the command starts again from a fresh read.
+ */
+const folded = new WeakMap<EventStore, Map<string, { state: unknown; revision: number }>>();
+const foldedLimit = 20_000;
+
+function remember(store: EventStore, streamName: string, state: unknown, revision: number): void {
+  let cache = folded.get(store);
+  if (!cache) folded.set(store, (cache = new Map()));
+  cache.delete(streamName);
+  cache.set(streamName, { state, revision });
+  if (cache.size > foldedLimit) cache.delete(cache.keys().next().value as string);
+}
+
+function forget(store: EventStore, streamName: string): void {
+  folded.get(store)?.delete(streamName);
+}
+
 async function load<State, Command, Event extends AnyEvent>(
   store: EventStore,
   decider: Decider<State, Command, Event>,
@@ -64,11 +80,17 @@ async function load<State, Command, Event extends AnyEvent>(
   command: Command,
   context: CommandContext,
   eventIds?: (index: number) => string,
+  useCache = false,
 ): Promise<Decided<State, Event>> {
-  const history = await store.readStream(streamName);
-  let state = decider.initialState();
-  for (const stored of history) state = decider.evolve(state, stored as unknown as Event);
-  const revision = history.length > 0 ? history[history.length - 1]!.revision : -1;
+  const cached = useCache ? folded.get(store)?.get(streamName) : undefined;
+  let state = cached?.state as State | undefined;
+  let revision = cached?.revision ?? -1;
+  if (state === undefined) {
+    const history = await store.readStream(streamName);
+    state = decider.initialState();
+    for (const stored of history) state = decider.evolve(state, stored as unknown as Event);
+    revision = history.length > 0 ? history[history.length - 1]!.revision : -1;
+  }
   const events = decider.decide(command, state);
   const metadata = metadataOf(context);
   const toAppend = events.map((event, index) => ({
@@ -77,7 +99,7 @@ async function load<State, Command, Event extends AnyEvent>(
     data: event.data as Record<string, unknown>,
     metadata,
   }));
-  return { streamName, history, state, revision, events, toAppend };
+  return { streamName, state, revision, events, toAppend };
 }
 
 function resultOf<State, Command, Event extends AnyEvent>(
@@ -92,7 +114,6 @@ function resultOf<State, Command, Event extends AnyEvent>(
     events: decided.events,
     position: written?.position ?? -1,
     revision: written?.nextRevision ?? decided.revision,
-    history: decided.history,
   };
 }
 
@@ -110,12 +131,32 @@ export async function handleCommand<State, Command, Event extends AnyEvent>(
 ): Promise<CommandResult<State, Event>> {
   const maxAttempts = options.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
-    const decided = await load(store, decider, streamName, command, context, options.eventIds);
-    if (decided.events.length === 0) return resultOf(decider, decided);
+    // The first attempt may start from the cached fold; a retry always reads the stream.
+    // Only an append checks the revision, so a refusal or a no-op decided on the cache is
+    // decided again on a fresh read before anyone hears of it.
+    let decided: Decided<State, Event> | undefined;
+    if (attempt === 1 && folded.get(store)?.has(streamName)) {
+      try {
+        decided = await load(store, decider, streamName, command, context, options.eventIds, true);
+        if (decided.events.length === 0) decided = undefined;
+      } catch {
+        decided = undefined;
+      }
+      if (!decided) forget(store, streamName);
+    }
+    decided ??= await load(store, decider, streamName, command, context, options.eventIds);
+    if (decided.events.length === 0) {
+      const result = resultOf(decider, decided);
+      if (decided.revision >= 0) remember(store, streamName, result.state, decided.revision);
+      return result;
+    }
     try {
       const written = await store.append(streamName, decided.toAppend, decided.revision < 0 ? 'no_stream' : decided.revision);
-      return resultOf(decider, decided, written);
+      const result = resultOf(decider, decided, written);
+      remember(store, streamName, result.state, written.nextRevision);
+      return result;
     } catch (error) {
+      forget(store, streamName);
       if (error instanceof ConcurrencyError && attempt < maxAttempts) continue;
       throw error;
     }
@@ -157,6 +198,8 @@ export async function handleCommands(
         })),
       );
       const byStream = new Map(changed.map((d, i) => [d, written[i]!]));
+      // Batches read their streams; the streams they changed are no longer what a cache holds.
+      for (const d of changed) forget(store, d.streamName);
       return decided.map((d, i) => resultOf(items[i]!.decider, d, byStream.get(d)));
     } catch (error) {
       if (error instanceof ConcurrencyError && attempt < maxAttempts) continue;

@@ -69,6 +69,8 @@ export type GuestEvent =
         /** People through the door with this scan. */
         people: number;
         forced: boolean;
+        /** Server time the check-in was recorded: the undo window runs from it. */
+        recordedAt: string;
       };
     }
   | {
@@ -219,7 +221,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
         lastAdmission: {
           scanId: d.scanId,
           nonce: d.nonce,
-          recordedAt: (event as { metadata?: { occurredAt: string } }).metadata?.occurredAt ?? d.at,
+          recordedAt: d.recordedAt,
           at: d.at,
           guestEntered: d.guestEntered,
           plusOnesAdmitted: d.plusOnesAdmitted,
@@ -287,6 +289,7 @@ function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, stat
         admittedPlusOnes: (guestEntered ? 0 : state.admittedPlusOnes) + plusOnesAdmitted,
         people: (guestEntered ? 1 : 0) + plusOnesAdmitted,
         forced: command.force,
+        recordedAt: command.recordedAt,
       },
     },
   ];

@@ -23,7 +23,7 @@ const checkIn = (fields: Record<string, unknown> = {}) => ({
 });
 const admitted = (fields: Record<string, unknown> = {}): GuestEvent => ({
   type: 'GuestAdmitted',
-  data: { ...ids, ...scan(), guestEntered: true, plusOnesAdmitted: 0, admittedPlusOnes: 0, people: 1, forced: false, ...fields },
+  data: { ...ids, ...scan(), guestEntered: true, plusOnesAdmitted: 0, admittedPlusOnes: 0, people: 1, forced: false, recordedAt: '2026-11-21T10:00:00.000Z', ...fields },
 });
 
 describe('guest decider: check-in', () => {
