@@ -248,6 +248,8 @@ export const guestsProjection: Projection = {
         { name: 'barcode_eventId', keys: { barcode: 1, eventId: 1 } },
         { name: 'customId_eventId', keys: { customIdLower: 1, eventId: 1 } },
         { name: 'eventId_updated', keys: { eventId: 1, updated: 1 } },
+        // byinfo: "contains, any case" on additionalInfo (a trigram index on the embedded store).
+        { name: 'additionalInfo_substring', keys: { additionalInfo: 1 }, substring: true },
       ],
     },
     {

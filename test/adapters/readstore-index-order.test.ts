@@ -68,4 +68,38 @@ describe('embedded read store: reading an index in sort order', () => {
     await indexed.close();
     await plain.close();
   });
+
+  it('finds literal texts through a substring index exactly as a full scan does', async () => {
+    const indexed = new EmbeddedReadStore(':memory:');
+    const plain = new EmbeddedReadStore(':memory:');
+    await indexed.collection('guests').createIndex({ name: 'info', keys: { info: 1 }, substring: true });
+    await indexed.collection('guests').createIndex({ name: 'event_name', keys: { eventId: 1, last: 1 } });
+    const rand = random(11);
+    const words = ['Wheelchair', 'vegan', 'a.b*c', 'Ünïcode', 'sign-language', 'x', 'table 12', '(press)'];
+    const docs = Array.from({ length: 400 }, (_, i) => ({
+      id: `g${i}`,
+      doc: {
+        eventId: ['e1', 'e2'][i % 2]!,
+        last: `L${Math.floor(rand() * 50)}`,
+        ...(rand() < 0.9 ? { info: `${words[Math.floor(rand() * words.length)]} ${i % 37 === 0 ? 'rare-token' : ''}` } : {}),
+      },
+    }));
+    for (const store of [indexed, plain]) {
+      await store.applyBatch(docs.map(({ id, doc }) => ({ kind: 'replace' as const, collection: 'guests', id, doc })));
+    }
+    const escape = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    for (const text of ['wheel', 'WHEELCHAIR', 'a.b*c', 'ünï', 'rare-token', 'sign-lang', 'le 1', '(press)', 'zzz', 'x', 'ab']) {
+      const filter = { eventId: 'e1', info: { $regex: escape(text), $options: 'i' } };
+      const sort = { last: 1 as const };
+      for (const limit of [3, 100]) {
+        expect(await pages(indexed.collection('guests'), filter, sort, limit), text).toEqual(await pages(plain.collection('guests'), filter, sort, limit));
+      }
+    }
+    await indexed.applyBatch([{ kind: 'update', collection: 'guests', id: 'g0', update: { $set: { info: 'now vegan only' } } }]);
+    await plain.applyBatch([{ kind: 'update', collection: 'guests', id: 'g0', update: { $set: { info: 'now vegan only' } } }]);
+    const rare = { eventId: 'e1', info: { $regex: 'rare-token', $options: 'i' } };
+    expect(await pages(indexed.collection('guests'), rare, { last: 1 }, 10)).toEqual(await pages(plain.collection('guests'), rare, { last: 1 }, 10));
+    await indexed.close();
+    await plain.close();
+  });
 });

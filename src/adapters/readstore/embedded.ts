@@ -280,7 +280,12 @@ class Documents {
       if (sameIndex(existing.spec, spec)) return;
       throw new Error(`index ${spec.name} on ${name} already exists with other keys or options`);
     }
-    const index = new SecondaryIndex({ name: spec.name, keys: { ...spec.keys }, unique: spec.unique === true });
+    const index = new SecondaryIndex({
+      name: spec.name,
+      keys: { ...spec.keys },
+      unique: spec.unique === true,
+      ...(spec.substring ? { substring: true } : {}),
+    });
     for (const [id, doc] of state.docs) {
       if (index.conflicts(id, doc)) throw new DuplicateKeyError(name, spec.name);
       index.add(id, doc);
@@ -301,7 +306,11 @@ class Documents {
     const keys = sortKeys(options.sort);
     const limit = clampLimit(options.limit);
     const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, keys);
-    const inOrder = this.findInIndexOrder(this.state(name), filter, keys, limit, after, options.projection);
+    const state = this.state(name);
+    // A rare text found through a substring index beats reading a whole group in order.
+    const contains = substringCandidates(state, filter);
+    const inOrder =
+      contains && contains.size <= 2000 ? undefined : this.findInIndexOrder(state, filter, keys, limit, after, options.projection);
     if (inOrder) return inOrder;
     const top = new TopRanked(limit + 1, keys);
     for (const doc of this.matches(this.state(name), filter)) {
@@ -665,11 +674,48 @@ class SecondaryIndex {
   readonly restKeys: SortKey[];
   /** Per first-key value: ids in `restKeys` order, built on demand, dropped when a member's keys change. */
   private readonly sortedGroups = new Map<string, string[]>();
+  /** Substring indexes: lower-case trigram -> ids whose value contains it. */
+  private readonly grams?: Map<string, Set<string>>;
 
   constructor(readonly spec: IndexSpec) {
     this.paths = Object.keys(spec.keys);
     this.firstPath = this.paths[0];
     this.restKeys = [...this.paths.slice(1).map((p) => [p, spec.keys[p] === -1 ? -1 : 1] as SortKey), ['_id', 1] as SortKey];
+    if (spec.substring) this.grams = new Map();
+  }
+
+  /**
+   * For a search of `literal` anywhere in the value (any case): the ids that can match, from
+   * the rarest of its trigrams; undefined when this index cannot tell (not a substring index,
+   * or a text shorter than a trigram).
+   */
+  substringCandidates(literal: string): Set<string> | undefined {
+    if (!this.grams) return undefined;
+    const grams = trigrams(literal);
+    if (grams.size === 0) return undefined;
+    let best: Set<string> | undefined;
+    for (const gram of grams) {
+      const ids = this.grams.get(gram);
+      if (!ids) return new Set();
+      if (!best || ids.size < best.size) best = ids;
+    }
+    return best;
+  }
+
+  private indexGrams(id: string, doc: Body, add: boolean): void {
+    if (!this.grams) return;
+    const value = valueAt(doc, this.firstPath);
+    if (typeof value !== 'string') return;
+    for (const gram of trigrams(value)) {
+      let ids = this.grams.get(gram);
+      if (add) {
+        if (!ids) this.grams.set(gram, (ids = new Set()));
+        ids.add(id);
+      } else if (ids) {
+        ids.delete(id);
+        if (ids.size === 0) this.grams.delete(gram);
+      }
+    }
   }
 
   /** Whether two versions of a document have the same values at every indexed path. */
@@ -705,6 +751,7 @@ class SecondaryIndex {
   }
 
   add(id: string, doc: Body): void {
+    this.indexGrams(id, doc, true);
     for (const key of this.firstValueKeys(doc)) {
       this.byFirstValue.add(key, id);
       this.sortedGroups.delete(key);
@@ -713,6 +760,7 @@ class SecondaryIndex {
   }
 
   remove(id: string, doc: Body): void {
+    this.indexGrams(id, doc, false);
     for (const key of this.firstValueKeys(doc)) {
       this.byFirstValue.remove(key, id);
       this.sortedGroups.delete(key);
@@ -772,10 +820,45 @@ function candidates(state: CollectionState, filter: Filter): Iterable<Body> {
     const size = index.count(values);
     if (!best || size < best.size) best = { index, values, size };
   }
+  const contains = substringCandidates(state, filter);
+  if (contains && (!best || contains.size < best.size)) return lookupIds(state, contains);
   if (!best) return state.docs.values();
   // One value's ids are distinct already; several values (an $in) may share ids.
   const found = best.index.ids(best.values);
   return lookupIds(state, best.values.length === 1 ? found : new Set(found));
+}
+
+/** The smallest candidate set any substring index gives for a literal `$regex` in the filter. */
+function substringCandidates(state: CollectionState, filter: Filter): Set<string> | undefined {
+  let best: Set<string> | undefined;
+  for (const index of state.indexes.values()) {
+    if (!index.spec.substring) continue;
+    const literal = regexLiteral(filter, index.firstPath);
+    const ids = literal === undefined ? undefined : index.substringCandidates(literal);
+    if (ids && (!best || ids.size < best.size)) best = ids;
+  }
+  return best;
+}
+
+/** The text a `$regex` at `path` matches literally (only escaped metacharacters), if it is one. */
+function regexLiteral(filter: Filter, path: string): string | undefined {
+  const clauses = [filter, ...(Array.isArray(filter.$and) ? filter.$and.filter(isPlainObject) : [])];
+  for (const clause of clauses) {
+    const condition = (clause as Filter)[path];
+    if (!isPlainObject(condition) || typeof condition.$regex !== 'string') continue;
+    const pattern = condition.$regex;
+    if (!/^(?:[^\\.*+?^${}()|[\]]|\\[.*+?^${}()|[\]\\/-])*$/.test(pattern)) continue;
+    return pattern.replace(/\\(.)/g, '$1');
+  }
+  return undefined;
+}
+
+/** Lower-case trigrams of a text (what a substring index stores and looks up). */
+function trigrams(text: string): Set<string> {
+  const lower = text.toLowerCase();
+  const grams = new Set<string>();
+  for (let i = 0; i + 3 <= lower.length; i++) grams.add(lower.slice(i, i + 3));
+  return grams;
 }
 
 function* lookupIds(state: CollectionState, ids: Iterable<string>): Generator<Body> {
@@ -811,7 +894,11 @@ function isScalar(value: unknown): value is string | number | boolean | null {
 }
 
 function sameIndex(a: IndexSpec, b: IndexSpec): boolean {
-  return JSON.stringify(Object.entries(a.keys)) === JSON.stringify(Object.entries(b.keys)) && !!a.unique === !!b.unique;
+  return (
+    JSON.stringify(Object.entries(a.keys)) === JSON.stringify(Object.entries(b.keys)) &&
+    !!a.unique === !!b.unique &&
+    !!a.substring === !!b.substring
+  );
 }
 
 /** The best `capacity` entries seen so far, kept in sort order (a page plus one to tell whether more follow). */

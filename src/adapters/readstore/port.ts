@@ -33,6 +33,12 @@ export interface IndexSpec {
   name: string;
   keys: Record<string, 1 | -1>;
   unique?: boolean;
+  /**
+   * Speeds up "contains" searches (`$regex` of an escaped literal, any case) on its one key.
+   * Embedded: an in-memory trigram index. MongoDB has no such index for unanchored regexes,
+   * so there it is an ordinary index on the field.
+   */
+  substring?: boolean;
 }
 
 /**
