@@ -220,7 +220,7 @@ class Documents {
     for (const [id, body] of this.sql.loadDocs.iterate(name)) docs.set(id, JSON.parse(body) as Body);
     state = { name, docs, indexes: new Map() };
     for (const { spec } of this.sql.loadIndexes.all(name)) {
-      const index = new SecondaryIndex(JSON.parse(spec) as IndexSpec);
+      const index = new SecondaryIndex(JSON.parse(spec) as IndexSpec, docs);
       for (const [id, doc] of docs) index.add(id, doc);
       state.indexes.set(index.spec.name, index);
     }
@@ -280,12 +280,15 @@ class Documents {
       if (sameIndex(existing.spec, spec)) return;
       throw new Error(`index ${spec.name} on ${name} already exists with other keys or options`);
     }
-    const index = new SecondaryIndex({
-      name: spec.name,
-      keys: { ...spec.keys },
-      unique: spec.unique === true,
-      ...(spec.substring ? { substring: true } : {}),
-    });
+    const index = new SecondaryIndex(
+      {
+        name: spec.name,
+        keys: { ...spec.keys },
+        unique: spec.unique === true,
+        ...(spec.substring ? { substring: true } : {}),
+      },
+      state.docs,
+    );
     for (const [id, doc] of state.docs) {
       if (index.conflicts(id, doc)) throw new DuplicateKeyError(name, spec.name);
       index.add(id, doc);
@@ -350,7 +353,7 @@ class Documents {
     if (!pinned || pinned.length !== 1) return undefined;
     const fast = compileFilter(filter);
     const query = fast ? undefined : new Query(filter as never);
-    const ids = index.sortedIds(pinned[0], state.docs);
+    const ids = index.sortedIds(pinned[0]);
     let start = 0;
     if (after) {
       // Binary search for the first id after the cursor.
@@ -672,12 +675,18 @@ class SecondaryIndex {
   private readonly byKey = new Map<string, string>();
   /** The order of the keys after the first (then `_id`), as a sort. */
   readonly restKeys: SortKey[];
-  /** Per first-key value: ids in `restKeys` order, built on demand, dropped when a member's keys change. */
+  /**
+   * Per first-key value: ids in `restKeys` order, built on the first query that needs it and
+   * then kept in order as documents come, go and change their keys.
+   */
   private readonly sortedGroups = new Map<string, string[]>();
   /** Substring indexes: lower-case trigram -> ids whose value contains it. */
   private readonly grams?: Map<string, Set<string>>;
 
-  constructor(readonly spec: IndexSpec) {
+  constructor(
+    readonly spec: IndexSpec,
+    private readonly docs: Map<string, Body>,
+  ) {
     this.paths = Object.keys(spec.keys);
     this.firstPath = this.paths[0];
     this.restKeys = [...this.paths.slice(1).map((p) => [p, spec.keys[p] === -1 ? -1 : 1] as SortKey), ['_id', 1] as SortKey];
@@ -718,6 +727,19 @@ class SecondaryIndex {
     }
   }
 
+  /** Where a document with these sort values sits (or would sit) in a built group. */
+  private position(ids: string[], doc: Body): number {
+    const target = sortValues(doc, this.restKeys);
+    let lo = 0;
+    let hi = ids.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareSortValues(sortValues(this.docs.get(ids[mid]!), this.restKeys), target, this.restKeys) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
   /** Whether two versions of a document have the same values at every indexed path. */
   sameKeys(a: Body, b: Body): boolean {
     return this.paths.every((path) => {
@@ -731,11 +753,11 @@ class SecondaryIndex {
    * The ids whose first key is `value`, in `restKeys` order: lets a query that pins the first
    * key and sorts by the rest read in order and stop at its limit, as a database index scan does.
    */
-  sortedIds(value: unknown, docs: Map<string, Body>): string[] {
+  sortedIds(value: unknown): string[] {
     const key = valueKey(value);
     let ids = this.sortedGroups.get(key);
     if (!ids) {
-      const entries = [...this.byFirstValue.ids(key)].map((id) => ({ id, values: sortValues(docs.get(id), this.restKeys) }));
+      const entries = [...this.byFirstValue.ids(key)].map((id) => ({ id, values: sortValues(this.docs.get(id), this.restKeys) }));
       entries.sort((a, b) => compareSortValues(a.values, b.values, this.restKeys));
       ids = entries.map((e) => e.id);
       this.sortedGroups.set(key, ids);
@@ -754,7 +776,8 @@ class SecondaryIndex {
     this.indexGrams(id, doc, true);
     for (const key of this.firstValueKeys(doc)) {
       this.byFirstValue.add(key, id);
-      this.sortedGroups.delete(key);
+      const group = this.sortedGroups.get(key);
+      if (group) group.splice(this.position(group, doc), 0, id);
     }
     if (this.spec.unique) this.byKey.set(this.uniqueKey(doc), id);
   }
@@ -763,7 +786,12 @@ class SecondaryIndex {
     this.indexGrams(id, doc, false);
     for (const key of this.firstValueKeys(doc)) {
       this.byFirstValue.remove(key, id);
-      this.sortedGroups.delete(key);
+      const group = this.sortedGroups.get(key);
+      if (!group) continue;
+      // The document still holds its old values here, so the search finds its place.
+      const at = this.position(group, doc);
+      if (group[at] === id) group.splice(at, 1);
+      else this.sortedGroups.delete(key);
     }
     if (this.spec.unique) {
       const key = this.uniqueKey(doc);
