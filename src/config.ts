@@ -41,6 +41,10 @@ export interface Config {
    */
   webhookEncryptionKeys?: { id: string; key: Buffer }[];
   webhookEncryptionKeyId?: string;
+  /** EXPORT_DIR: where guest export files are written (default DATA_DIR/exports). */
+  exportDir: string;
+  /** EXPORT_TTL_MINUTES: how long an export's download url works (default 60). */
+  exportTtlMinutes: number;
 }
 
 export type Role = 'api' | 'projections' | 'relay' | 'workers' | 'all';
@@ -78,7 +82,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 1000),
     sendRateLimitPerMinute: int('SEND_RATE_LIMIT_PER_MINUTE', 300),
     ...webhookConfig(env, problems),
+    exportDir: path.resolve(env.EXPORT_DIR || path.join(env.DATA_DIR || './data', 'exports')),
+    exportTtlMinutes: int('EXPORT_TTL_MINUTES', 60),
   };
+  if (config.exportTtlMinutes < 1) problems.push('EXPORT_TTL_MINUTES must be at least 1');
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
     problems.push('ADMIN_API_KEY must be at least 16 characters');
   }

@@ -30,6 +30,7 @@ import { eventsProjection } from './projections/events.js';
 import { guestsProjection } from './projections/guests.js';
 import { commsEventsProjection, webhookDeliveriesProjection, webhooksProjection } from './projections/webhooks.js';
 import { webhookSettings } from './commands/webhooks.js';
+import { exportSettings, sweepExpiredExports } from './commands/export.js';
 import { createWebhookDispatcher } from './workers/webhook-dispatcher.js';
 import { ProjectionRunner } from './projections/runner.js';
 import type { Projection } from './projections/projection.js';
@@ -162,6 +163,7 @@ export async function startService(
           }),
       adminApiKey: config.adminApiKey,
       webhooks: webhookSettings(config),
+      exports: exportSettings(config),
       rateLimits: createRateLimits({
         perMinute: config.rateLimitPerMinute,
         sendPerMinute: config.sendRateLimitPerMinute,
@@ -173,6 +175,10 @@ export async function startService(
     const purge = setInterval(() => void purgeExpiredIdempotencyKeys(platform.readStore).catch(() => {}), 3_600_000);
     purge.unref();
     closers.push(async () => clearInterval(purge));
+    // Expired guest exports (files and records) are removed every minute.
+    const sweep = setInterval(() => void sweepExpiredExports(services, exportSettings(config)).catch(() => {}), 60_000);
+    sweep.unref();
+    closers.push(async () => clearInterval(sweep));
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
       s.once('error', reject);

@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { InvalidCursorError } from '../adapters/readstore/cursor.js';
 import type { Filter, FindOptions, Page } from '../adapters/readstore/port.js';
 import type { Config } from '../config.js';
 import { DomainError } from '../domain/decider.js';
@@ -199,17 +198,6 @@ export function toDeliveryView(doc: DeliveryDoc): DeliveryView {
   return { id: _id, ...rest };
 }
 
-async function page<T extends { _id: string }>(find: Promise<Page<T>>): Promise<Page<T>> {
-  try {
-    return await find;
-  } catch (error) {
-    if (!(error instanceof InvalidCursorError)) throw error;
-    throw new DomainError('validation_error', 'the cursor does not belong to this query', {
-      errors: [{ path: 'cursor', message: 'invalid cursor' }],
-    });
-  }
-}
-
 const range = (from?: string, to?: string): Filter | undefined =>
   from || to ? { ...(from ? { $gte: from } : {}), ...(to ? { $lt: to } : {}) } : undefined;
 
@@ -236,7 +224,7 @@ export async function listDeliveries(
     ...(created ? { createdAt: created } : {}),
   };
   const options: FindOptions = { sort: { createdAt: -1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) };
-  const result = await page(deliveries(services).find(filter, options));
+  const result = await deliveries(services).find(filter, options);
   return { items: result.items.map(toDeliveryView), ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}) };
 }
 
@@ -281,9 +269,11 @@ export async function listCommsEvents(
     ...(query.since ? { createdAt: { $gte: query.since } } : {}),
     ...(query.type ? { type: query.type } : {}),
   };
-  const result = await page(
-    commsEvents(services).find(filter, { sort: { position: 1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) }),
-  );
+  const result = await commsEvents(services).find(filter, {
+    sort: { position: 1 },
+    limit: query.limit,
+    ...(query.cursor ? { cursor: query.cursor } : {}),
+  });
   const ids = result.items.map((e) => e._id);
   const statuses = new Map<string, DeliveryDoc['status']>();
   if (ids.length > 0) {

@@ -10,11 +10,13 @@ import type { RateLimits } from './middleware/rate-limit.js';
 import { docsRouter } from './docs-page.js';
 import { adminAuth, adminRouter } from './routes/admin.js';
 import { eventsRouter } from './routes/events.js';
+import { exportRouter } from './routes/export.js';
 import { guestsRouter } from './routes/guests.js';
 import { teamMembersRouter } from './routes/team-members.js';
 import { usersRouter } from './routes/users.js';
 import { webhooksRouter } from './routes/webhooks.js';
 import type { WebhookSettings } from '../commands/webhooks.js';
+import type { ExportSettings } from '../commands/export.js';
 
 export interface Readiness {
   ready: boolean;
@@ -36,6 +38,8 @@ export interface AppOptions {
   rateLimits?: RateLimits;
   /** Mounts the webhook routes (/comms/v1/api/comms/webhook..., /events) when set. */
   webhooks?: WebhookSettings;
+  /** Mounts the guest export routes (/checkin/v1/api/event/export...) when set. */
+  exports?: ExportSettings;
 }
 
 const requestIds: RequestHandler = (req, res, next) => {
@@ -88,6 +92,7 @@ export function createApp(options: AppOptions): Express {
   app.use(teamMembersRouter(services));
   app.use(usersRouter(services));
   if (options.webhooks) app.use(webhooksRouter(services, options.webhooks));
+  if (options.exports) app.use(exportRouter(services, options.exports));
   if (options.adminApiKey) {
     app.use('/admin/v1', adminAuth(options.adminApiKey));
     app.use(adminRouter(services));

@@ -3,6 +3,7 @@ import { ZodError } from 'zod';
 import { DomainError } from '../domain/decider.js';
 import { ConcurrencyError } from '../adapters/eventstore/port.js';
 import { DuplicateKeyError } from '../adapters/readstore/port.js';
+import { InvalidCursorError } from '../adapters/readstore/cursor.js';
 
 /** An error that is already an HTTP answer (DESIGN.md section 5 body shape). */
 export class HttpError extends Error {
@@ -47,6 +48,11 @@ export function toHttpError(error: unknown): HttpError {
   }
   if (error instanceof ConcurrencyError) {
     return new HttpError(409, 'conflict', 'the resource was changed by another request; retry');
+  }
+  if (error instanceof InvalidCursorError) {
+    return new HttpError(400, 'validation_error', 'the cursor is not one this query returned', [
+      { path: 'cursor', message: 'use the nextCursor of the previous page of the same query' },
+    ]);
   }
   if (error instanceof DuplicateKeyError) {
     return new HttpError(409, 'conflict', 'a resource with the same unique key already exists');

@@ -102,3 +102,22 @@ describe('events over HTTP', () => {
     expect((await fetch(`${service.url}/docs/assets/swagger-ui-bundle.js`)).status).toBe(200);
   });
 });
+
+describe('event list', () => {
+  it('pages through the caller’s events by start time and never shows another client’s', async () => {
+    const carol = await createClient(service);
+    const titles = ['C', 'A', 'B'];
+    for (const [i, title] of titles.entries()) {
+      await carol.call('POST', '/checkin/v1/api/event', { title, startTime: `2026-12-0${3 - i}T10:00:00Z`, endTime: '2026-12-31T10:00:00Z' });
+    }
+    const first = await carol.call('GET', '/checkin/v1/api/events?limit=2');
+    expect(first.status).toBe(200);
+    expect(first.body.items.map((e: { title: string }) => e.title)).toEqual(['B', 'A']);
+    const second = await carol.call('GET', `/checkin/v1/api/events?limit=2&cursor=${first.body.nextCursor}`);
+    expect(second.body.items.map((e: { title: string }) => e.title)).toEqual(['C']);
+    expect(second.body.nextCursor).toBeUndefined();
+    const others = await alice.call('GET', '/checkin/v1/api/events?limit=1000');
+    expect(others.body.items.some((e: { title: string }) => ['A', 'B', 'C'].includes(e.title))).toBe(false);
+    expect((await carol.call('GET', '/checkin/v1/api/events?cursor=garbage')).status).toBe(400);
+  });
+});

@@ -1,0 +1,62 @@
+import type { GuestDoc } from '../projections/guests.js';
+
+/** How a column's values are typed in Excel (CSV writes them all as text). */
+export type ColumnKind = 'text' | 'integer' | 'boolean' | 'timestamp';
+
+export interface Column {
+  /** Header text: the spec's Guest field name, so a file can be mapped back onto the API. */
+  name: string;
+  kind: ColumnKind;
+  /** Excel column width in characters. */
+  width: number;
+  value(guest: GuestDoc): string | number | boolean | undefined;
+}
+
+const field =
+  (name: keyof GuestDoc, kind: ColumnKind = 'text', width = 18): Column =>
+  ({ name, kind, width, value: (guest) => guest[name] as string | number | boolean | undefined });
+
+/** As at the door (commands/door.ts): once inside, what is left of the allowance; before, all of it. */
+export const plusOnesLeft = (guest: GuestDoc): number => {
+  const allowed = guest.plusOnes ?? 0;
+  return guest.inside ? Math.max(0, allowed - (guest.admittedPlusOnes ?? 0)) : allowed;
+};
+
+/**
+ * The export's columns, in the order of the spec's Guest table; `image` is left out and
+ * `plusOnesLeft` follows `admittedPlusOnes`. The order is part of the interface (docs/export.md).
+ */
+export const guestColumns: readonly Column[] = [
+  { name: 'id', kind: 'text', width: 38, value: (guest) => guest._id },
+  field('firstName'),
+  field('otherNames'),
+  field('lastName'),
+  field('email', 'text', 28),
+  field('plusOnes', 'integer', 10),
+  { name: 'admittedPlusOnes', kind: 'integer', width: 10, value: (guest) => guest.admittedPlusOnes ?? 0 },
+  { name: 'plusOnesLeft', kind: 'integer', width: 10, value: plusOnesLeft },
+  field('additionalInfo', 'text', 30),
+  field('barcode'),
+  field('tags', 'text', 20),
+  field('createdBy', 'text', 38),
+  field('admitted', 'timestamp', 20),
+  field('blockedDate', 'timestamp', 20),
+  field('blockedReason', 'text', 20),
+  field('eventId', 'text', 38),
+  field('validFrom', 'timestamp', 20),
+  field('validTo', 'timestamp', 20),
+  field('isGroup', 'boolean', 9),
+  field('discharged', 'timestamp', 20),
+  field('customId'),
+  field('commsTemplateId', 'text', 38),
+  field('correlationId'),
+];
+
+/**
+ * CSV/formula injection (OWASP): text a spreadsheet could read as a formula gets a leading
+ * apostrophe, so it is shown as typed and never evaluated. The same characters as
+ * csv-stringify's `escape_formulas`, including the full-width forms Apple Numbers folds.
+ */
+const formulaStart = /^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
+
+export const neutralise = (text: string): string => (formulaStart.test(text) ? `'${text}` : text);

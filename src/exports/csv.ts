@@ -1,0 +1,38 @@
+import { createWriteStream } from 'node:fs';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { stringify } from 'csv-stringify';
+import type { GuestDoc } from '../projections/guests.js';
+import { guestColumns, neutralise } from './columns.js';
+
+export const CSV_MEDIA_TYPE = 'text/csv; charset=utf-8';
+
+/**
+ * Writes the guests as RFC 4180 CSV (UTF-8 with BOM so Excel reads accents, CRLF line ends,
+ * a header row). Streams with backpressure: the read-store cursor is only pulled as fast as
+ * the file takes the text. Returns the number of guest rows.
+ */
+export async function writeGuestsCsv(guests: AsyncIterable<GuestDoc>, file: string): Promise<number> {
+  let rows = 0;
+  async function* records(): AsyncGenerator<unknown[]> {
+    for await (const guest of guests) {
+      rows += 1;
+      yield guestColumns.map((column) => {
+        const value = column.value(guest);
+        return typeof value === 'string' ? neutralise(value) : value;
+      });
+    }
+  }
+  const csv = stringify({
+    bom: true,
+    header: true,
+    columns: guestColumns.map((c) => c.name),
+    record_delimiter: 'windows',
+    // csv-stringify quotes a field holding the record delimiter (CRLF) but not a lone LF or CR;
+    // RFC 4180 parsers need those quoted too.
+    quoted_match: /[\r\n]/,
+    cast: { boolean: (value) => (value ? 'true' : 'false') },
+  });
+  await pipeline(Readable.from(records()), csv, createWriteStream(file));
+  return rows;
+}

@@ -1,0 +1,104 @@
+import fs from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import { Router, type Request, type Response } from 'express';
+import { contentTypeOf, createExport, openExport, type ExportFile, type ExportSettings, type ExportType } from '../../commands/export.js';
+import type { Services } from '../../commands/services.js';
+import { CSV_MEDIA_TYPE } from '../../exports/csv.js';
+import { XLSX_MEDIA_TYPE } from '../../exports/excel.js';
+import { commandContext, principalOf } from '../context.js';
+import { HttpError } from '../errors.js';
+import { defineRoute } from '../route.js';
+import { ExportBody, ExportIdParams, ExportQuery, ExportResponse } from '../schemas/export.js';
+
+const JSON_TYPE = 'application/json';
+const CSV_TYPE = CSV_MEDIA_TYPE.split(';')[0]!;
+
+/**
+ * Spec: POST /checkin/v1/api/event/export. The answer is the JSON description of the stored
+ * file, or the file itself when `Accept` prefers the file's media type (docs/export.md).
+ */
+export function exportRouter(services: Services, settings: ExportSettings): Router {
+  const router = Router();
+  const tags = ['Export'];
+
+  defineRoute(
+    router,
+    {
+      method: 'post',
+      path: '/checkin/v1/api/event/export',
+      summary:
+        "Export an event's guests as CSV or Excel. JSON answer names the file and its url; with Accept: text/csv or the xlsx type, the file itself",
+      tags,
+      query: ExportQuery,
+      body: ExportBody,
+      response: ExportResponse,
+      errors: [403, 404, 406],
+    },
+    async ({ query, body, req, res }) => {
+      const { type, direct } = negotiate(req, query.type);
+      const created = await createExport(services, settings, commandContext(res, services.clock), body.id, type);
+      if (!direct) return created.export;
+      res.set('Content-Location', created.export.url);
+      await sendExport(res, created);
+      return undefined;
+    },
+  );
+
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: '/checkin/v1/api/event/export/:exportId',
+      summary: 'Download an export (only by the client that made it, until it expires)',
+      tags,
+      params: ExportIdParams,
+      errors: [403, 404],
+    },
+    async ({ params, res }) => {
+      const file = await openExport(services, settings, principalOf(res).tenantId, params.exportId, services.clock.now());
+      await sendExport(res, file);
+    },
+  );
+  return router;
+}
+
+/**
+ * `type` picks the format when given; otherwise an Accept naming the xlsx type picks Excel,
+ * and CSV is the default. The file is sent directly when Accept prefers the format's media
+ * type to JSON; an Accept that allows neither is 406 (e.g. `type=EXCEL` with `Accept: text/csv`).
+ */
+function negotiate(req: Request, asked: ExportType | undefined): { type: ExportType; direct: boolean } {
+  const type = asked ?? (req.accepts([JSON_TYPE, CSV_TYPE, XLSX_MEDIA_TYPE]) === XLSX_MEDIA_TYPE ? 'EXCEL' : 'CSV');
+  const fileType = type === 'CSV' ? CSV_TYPE : XLSX_MEDIA_TYPE;
+  const preferred = req.accepts([JSON_TYPE, fileType]);
+  if (!preferred) {
+    throw new HttpError(406, 'not_acceptable', `a ${type} export is answered as ${JSON_TYPE} or ${fileType}; the Accept header allows neither`);
+  }
+  return { type, direct: preferred === fileType };
+}
+
+async function sendExport(res: Response, file: ExportFile): Promise<void> {
+  const { export: view } = file;
+  res.status(200).set({
+    'Content-Type': contentTypeOf(view.type),
+    'Content-Length': String(view.sizeBytes),
+    'Content-Disposition': attachment(view.fileName),
+    'Cache-Control': 'private, no-store',
+    'X-Content-Type-Options': 'nosniff',
+    'X-Export-Id': view.exportId,
+  });
+  try {
+    await pipeline(fs.createReadStream(file.path), res);
+  } catch (error) {
+    // The client went away mid-download: nothing left to answer.
+    if (!res.headersSent) throw error;
+    res.destroy();
+  }
+}
+
+/** RFC 6266: an ASCII `filename` for old clients and the exact name as RFC 8187 `filename*`. */
+function attachment(fileName: string): string {
+  const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BusMessage } from '../../src/adapters/bus/port.js';
+import { fromMessage, relayCheckpoint } from '../../src/workers/relay.js';
+import { topics } from '../../src/workers/topics.js';
+import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+
+let service: TestService;
+let alice: Client;
+
+beforeAll(async () => {
+  service = await startTestService();
+  alice = await createClient(service);
+});
+afterAll(() => service.close());
+
+async function receive(groupId: string, until: (seen: BusMessage[]) => boolean): Promise<BusMessage[]> {
+  const seen: BusMessage[] = [];
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  const consumer = await service.platform.bus.consume({ groupId, topics: [topics.eventChanges], fromBeginning: true }, async (message) => {
+    seen.push(message);
+    if (until(seen)) done();
+  });
+  await Promise.race([finished, new Promise((r) => setTimeout(r, 10_000))]);
+  await consumer.close();
+  return seen;
+}
+
+describe('relay', () => {
+  it('publishes event changes to the bus, keyed by stream, in order, with their ids', async () => {
+    const created = await alice.call('POST', '/checkin/v1/api/event', { title: 'Relayed', startTime: '2026-12-01T10:00:00Z', endTime: '2026-12-01T12:00:00Z' });
+    await alice.call('POST', '/checkin/v1/api/event', { id: created.body.id, title: 'Relayed 2', startTime: '2026-12-01T10:00:00Z', endTime: '2026-12-01T12:00:00Z' });
+    const stream = `event-${created.body.id}`;
+    const seen = await receive('relay-test-1', (messages) => messages.filter((m) => m.key === stream).length >= 2);
+    const mine = seen.filter((m) => m.key === stream).map((m) => fromMessage(m.value));
+    expect(mine.map((e) => e.type)).toEqual(['EventCreated', 'EventUpdated']);
+    expect(mine[1]!.data).toMatchObject({ title: 'Relayed 2' });
+    const stored = await service.platform.eventStore.readStream(stream);
+    expect(seen.filter((m) => m.key === stream).map((m) => m.headers['event-id'])).toEqual(stored.map((e) => e.id));
+    expect(seen.find((m) => m.key === stream)!.headers['tenant-id']).toBe(alice.id);
+  });
+
+  it('re-publishes history after its checkpoint is reset, with the same event ids (consumers dedupe)', async () => {
+    const before = await receive('relay-test-2', () => false);
+    expect(before.length).toBeGreaterThan(0);
+    await service.relay!.stop();
+    await service.platform.readStore.setCheckpoint(relayCheckpoint, null);
+    await service.relay!.start();
+    const again = await receive('relay-test-2', (messages) => messages.length >= before.length);
+    expect(again.map((m) => m.headers['event-id'])).toEqual(before.map((m) => m.headers['event-id']));
+  }, 30_000);
+});
