@@ -1,0 +1,53 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { clientToken, request, startTestService } from '../support/service.js';
+
+const run = promisify(execFile);
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-test-'));
+afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+const cli = (script: string, args: string[]) =>
+  run(process.execPath, ['--import', 'tsx', path.join('src', 'cli', script), ...args], {
+    env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+  });
+
+describe('operator command lines', () => {
+  it('creates an account that logs in and reads itself once the service runs on the same data', async () => {
+    const { stdout } = await cli('admin.ts', ['create-account', '--email', 'op@example.com', '--password', 'operator passphrase', '--comms-api-enabled', 'true']);
+    const account = JSON.parse(stdout);
+    expect(account).toMatchObject({ email: 'op@example.com', commsApiEnabled: true, senderTrusted: false });
+    expect(account.clientSecret).toMatch(/^cs_/);
+    const service = await startTestService({}, { dataDir });
+    try {
+      const token = await clientToken(service.url, account.id, account.clientSecret);
+      const me = await request(service.url, 'GET', '/users/v1/api/users/email?email=op@example.com', undefined, {
+        authorization: `Bearer ${token}`,
+        'ocp-apim-subscription-key': account.subscriptionKey,
+      });
+      expect(me.status).toBe(200);
+      expect(me.body.id).toBe(account.id);
+    } finally {
+      await service.stop();
+    }
+    const trusted = JSON.parse((await cli('admin.ts', ['set-access', account.id, '--sender-trusted', 'true'])).stdout);
+    expect(trusted).toMatchObject({ commsApiEnabled: true, senderTrusted: true });
+  }, 60_000);
+
+  it('explains a wrong command and exits non-zero', async () => {
+    await expect(cli('admin.ts', ['frobnicate'])).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('unknown command') });
+    await expect(cli('relay.ts', ['reset', 'x'])).rejects.toMatchObject({ stderr: expect.stringContaining('reset needs a position') });
+  }, 30_000);
+
+  it('rebuilds read models with progress and reports checkpoints', async () => {
+    const { stdout } = await cli('projections.ts', ['rebuild']);
+    expect(stdout).toMatch(/rebuilt every projection: \d+ events/);
+    const status = (await cli('projections.ts', ['status'])).stdout;
+    expect(status).toMatch(/accounts\s+position \d+\s+head \d+\s+lag 0/);
+    const relay = (await cli('relay.ts', ['reset', '-1'])).stdout;
+    expect(relay).toContain('to the beginning');
+  }, 60_000);
+});
