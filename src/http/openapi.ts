@@ -6,6 +6,19 @@ extendZodWithOpenApi(z);
 /** Every route registers its zod schemas here; /openapi.json is generated from them. */
 export const registry = new OpenAPIRegistry();
 
+registry.registerComponent('securitySchemes', 'bearer', {
+  type: 'http',
+  scheme: 'bearer',
+  bearerFormat: 'JWT',
+  description: 'An access token from the identity provider (`/core/connect/token` with the dev provider)',
+});
+registry.registerComponent('securitySchemes', 'subscriptionKey', {
+  type: 'apiKey',
+  in: 'header',
+  name: 'Ocp-Apim-Subscription-Key',
+  description: 'A live subscription key of the token’s client',
+});
+
 export const ErrorBody = registry.register(
   'Error',
   z.object({
