@@ -31,6 +31,7 @@ import {
   type MessageHandler,
   type OutgoingMessage,
 } from './port.js';
+import { deliverWithRetries, type Delivery } from './delivery.js';
 
 export interface EmbeddedBusOptions {
   /** Partitions of a topic this bus creates (default 8). An existing topic keeps its count. */
@@ -293,33 +294,6 @@ export class EmbeddedBus implements Bus {
   }
 }
 
-type Outcome = 'handled' | 'abandoned';
-
-/** Resolves with the promise's outcome, or 'aborted' as soon as the signal fires. */
-function untilAborted<T>(
-  promise: Promise<T>,
-  signal: AbortSignal,
-): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | 'aborted'> {
-  if (signal.aborted) return Promise.resolve('aborted');
-  return new Promise((resolve) => {
-    const onAbort = () => resolve('aborted');
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve({ ok: true, value });
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve({ ok: false, error });
-      },
-    );
-  });
-}
-
-const errorText = (error: unknown): string =>
-  error instanceof Error ? error.message || error.name : String(error);
-
 class EmbeddedConsumer implements Consumer {
   readonly memberId = randomUUID();
   readonly groupId: string;
@@ -476,26 +450,14 @@ class EmbeddedConsumer implements Consumer {
   }
 
   /** Runs the handler with retries; 'abandoned' when the consumer stopped meanwhile. */
-  async deliver(message: BusMessage, signal: AbortSignal): Promise<{ outcome: Outcome; deadLetter?: OutgoingMessage }> {
-    for (let attempt = 1; ; attempt++) {
-      const result = await untilAborted(
-        Promise.resolve().then(() => this.handler({ ...message, attempt })),
-        signal,
-      );
-      if (result === 'aborted') return { outcome: 'abandoned' };
-      if (result.ok) return { outcome: 'handled' };
-      if (attempt >= this.maxAttempts) {
-        return { outcome: 'handled', deadLetter: deadLetterMessage(message, result.error, attempt) };
-      }
-      this.bus.logger.warn(
-        { err: result.error, topic: message.topic, partition: message.partition, offset: message.offset, attempt },
-        'embedded bus: handler failed, retrying',
-      );
-      const delay = this.retryDelayMs(attempt);
-      if ((await untilAborted(new Promise((resolve) => setTimeout(resolve, delay)), signal)) === 'aborted') {
-        return { outcome: 'abandoned' };
-      }
-    }
+  deliver(message: BusMessage, signal: AbortSignal): Promise<Delivery> {
+    return deliverWithRetries(message, this.handler, {
+      maxAttempts: this.maxAttempts,
+      retryDelayMs: this.retryDelayMs,
+      signal,
+      logger: this.bus.logger,
+      adapter: 'embedded bus',
+    });
   }
 
   close(): Promise<void> {
@@ -529,20 +491,6 @@ function splitPartitionId(id: string): [string, number] {
   return [id.slice(cut + 1), Number(id.slice(0, cut))];
 }
 
-function deadLetterMessage(message: BusMessage, error: unknown, attempts: number): OutgoingMessage {
-  return {
-    key: message.key,
-    value: message.value,
-    headers: {
-      ...message.headers,
-      'x-dlq-error': errorText(error),
-      'x-dlq-attempts': String(attempts),
-      'x-dlq-source-topic': message.topic,
-      'x-dlq-source-partition': String(message.partition),
-      'x-dlq-source-offset': message.offset,
-    },
-  };
-}
 
 /** Delivers one partition's messages in order, one at a time, for one group member. */
 class PartitionWorker {
@@ -601,9 +549,9 @@ class PartitionWorker {
           headers: JSON.parse(row.headers) as Record<string, string>,
           attempt: 1,
         };
-        const { outcome, deadLetter } = await consumer.deliver(message, signal);
-        if (outcome === 'abandoned' || signal.aborted) return;
-        if (!consumer.commit(topic, partition, row.message_offset, deadLetter)) return;
+        const delivery = await consumer.deliver(message, signal);
+        if (delivery.outcome === 'abandoned' || signal.aborted) return;
+        if (!consumer.commit(topic, partition, row.message_offset, delivery.deadLetter)) return;
         position = row.message_offset + 1;
       }
     }

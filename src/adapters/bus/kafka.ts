@@ -27,6 +27,7 @@ import {
   type MessageHandler,
   type OutgoingMessage,
 } from './port.js';
+import { deliverWithRetries, type Delivery } from './delivery.js';
 
 export type KafkaBusLogLevel = 'nothing' | 'error' | 'warn' | 'info' | 'debug';
 
@@ -213,7 +214,6 @@ export class KafkaBus implements Bus {
   }
 }
 
-type Delivery = { outcome: 'handled'; deadLetter?: OutgoingMessage } | { outcome: 'abandoned' };
 
 class KafkaBusConsumer implements Consumer {
   private readonly consumer: KafkaConsumer;
@@ -284,29 +284,16 @@ class KafkaBusConsumer implements Consumer {
   }
 
   /** Runs the handler with in-process retries; a message that exhausts them is dead-lettered. */
-  private async deliver(message: BusMessage, heartbeat: () => Promise<void>): Promise<Delivery> {
-    const { signal } = this.abort;
-    for (let attempt = 1; ; attempt++) {
-      const result = await untilAborted(
-        Promise.resolve().then(() => this.handler({ ...message, attempt })),
-        signal,
-      );
-      if (result === 'aborted') return { outcome: 'abandoned' };
-      if (result.ok) return { outcome: 'handled' };
-      if (attempt >= this.maxAttempts) {
-        return { outcome: 'handled', deadLetter: deadLetterMessage(message, result.error, attempt) };
-      }
-      this.bus.logger.warn(
-        { err: result.error, topic: message.topic, partition: message.partition, offset: message.offset, attempt },
-        'kafka bus: handler failed, retrying',
-      );
-      const delay = this.retryDelayMs(attempt);
-      if ((await untilAborted(new Promise((resolve) => setTimeout(resolve, delay)), signal)) === 'aborted') {
-        return { outcome: 'abandoned' };
-      }
+  private deliver(message: BusMessage, heartbeat: () => Promise<void>): Promise<Delivery> {
+    return deliverWithRetries(message, this.handler, {
+      maxAttempts: this.maxAttempts,
+      retryDelayMs: this.retryDelayMs,
+      signal: this.abort.signal,
+      logger: this.bus.logger,
+      adapter: 'kafka bus',
       // Keep the group membership alive through long retry schedules; a rebalance is handled after.
-      await heartbeat().catch(() => undefined);
-    }
+      betweenAttempts: heartbeat,
+    });
   }
 
   close(): Promise<void> {
@@ -325,26 +312,6 @@ class KafkaBusConsumer implements Consumer {
 }
 
 /** Resolves with the promise's outcome, or 'aborted' as soon as the signal fires. */
-function untilAborted<T>(
-  promise: Promise<T>,
-  signal: AbortSignal,
-): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | 'aborted'> {
-  if (signal.aborted) return Promise.resolve('aborted');
-  return new Promise((resolve) => {
-    const onAbort = () => resolve('aborted');
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve({ ok: true, value });
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve({ ok: false, error });
-      },
-    );
-  });
-}
 
 function toBusMessage(topic: string, partition: number, message: KafkaMessage): BusMessage {
   return {
@@ -368,17 +335,3 @@ function headersToStrings(headers: IHeaders | undefined): Record<string, string>
   return result;
 }
 
-function deadLetterMessage(message: BusMessage, error: unknown, attempts: number): OutgoingMessage {
-  return {
-    key: message.key,
-    value: message.value,
-    headers: {
-      ...message.headers,
-      'x-dlq-error': error instanceof Error ? error.message || error.name : String(error),
-      'x-dlq-attempts': String(attempts),
-      'x-dlq-source-topic': message.topic,
-      'x-dlq-source-partition': String(message.partition),
-      'x-dlq-source-offset': message.offset,
-    },
-  };
-}
