@@ -5,6 +5,7 @@ const suites: Record<string, () => Promise<void>> = {
   store: storeBench,
   auth: async () => (await import('./auth.js')).authBench(),
   checkin: async () => (await import('./checkin.js')).checkinBench(),
+  export: async () => (await import('./export.js')).exportBench(),
   webhooks: async () => {
     await import('./webhooks.js');
   },

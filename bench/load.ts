@@ -5,16 +5,8 @@
  */
 import fs from 'node:fs';
 import autocannon from 'autocannon';
+import type { LoadSpec } from './support.js';
 
-interface LoadSpec {
-  url: string;
-  method?: string;
-  headers?: Record<string, string>;
-  connections: number;
-  durationSec?: number;
-  amount?: number;
-  bodies?: string[];
-}
 
 const spec = JSON.parse(fs.readFileSync(process.argv[2]!, 'utf8')) as LoadSpec;
 let next = 0;

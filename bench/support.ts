@@ -18,16 +18,19 @@ export interface LoadResult {
   non2xx: number;
 }
 
-/** Runs autocannon in a child process (see bench/load.ts). */
-export async function load(spec: {
+export interface LoadSpec {
   url: string;
   method?: string;
   headers?: Record<string, string>;
   connections: number;
   durationSec?: number;
   amount?: number;
+  /** Rotated over requests (e.g. one barcode per scan). */
   bodies?: string[];
-}): Promise<LoadResult> {
+}
+
+/** Runs autocannon in a child process (see bench/load.ts). */
+export async function load(spec: LoadSpec): Promise<LoadResult> {
   const tsx = path.join(here, '..', 'node_modules', 'tsx', 'dist', 'cli.mjs');
   const specFile = path.join(tempDir('bench-load-'), 'spec.json');
   fs.writeFileSync(specFile, JSON.stringify(spec));

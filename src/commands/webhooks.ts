@@ -175,23 +175,8 @@ export async function requestWebhookTest(
   return { webhookId: webhookIdFor(eventId), type: 'comms.test' };
 }
 
-export interface DeliveryView {
-  /** The webhook id (X-Service-Webhook-Id): the same across retries and redeliveries. */
-  id: string;
-  type: string;
-  status: DeliveryDoc['status'];
-  attempts: number;
-  createdAt: string;
-  updatedAt: string;
-  nextAttemptAt?: string;
-  lastAttemptAt?: string;
-  lastStatusCode?: number;
-  lastError?: string;
-  deliveredAt?: string;
-  failureReason?: string;
-  deadLetteredAt?: string;
-  attemptLog: DeliveryDoc['attemptLog'];
-}
+/** A delivery as the log shows it: the read model without the owner and internal links. */
+export type DeliveryView = Omit<DeliveryDoc, '_id' | 'clientId' | 'sourceEventId' | 'redeliveries'> & { id: string };
 
 export function toDeliveryView(doc: DeliveryDoc): DeliveryView {
   const { _id, clientId: _c, sourceEventId: _s, redeliveries: _r, ...rest } = doc;

@@ -1,0 +1,96 @@
+/**
+ * npm run bench -- export, on the embedded default:
+ *  100,000 guests in one event (inserted through the command layer, batches of 200), then
+ *  POST /checkin/v1/api/event/export as CSV and as Excel: wall time of the request and peak RSS
+ *  growth while it runs (sampled every 50 ms from a worker thread, minus the RSS just before).
+ *  Targets: CSV < 3 s, Excel < 15 s, RSS growth < 150 MB each.
+ */
+import { Worker } from 'node:worker_threads';
+import { saveGuests, type GuestInput } from '../src/commands/guests.js';
+import { createClient, startTestService } from '../test/support/service.js';
+import { fmt, record, table } from './support.js';
+
+const GUESTS = Number(process.env.BENCH_GUESTS ?? 100_000);
+const firstNames = ['Zoë', 'Åsa', 'José', 'Anne-Marie', 'Li', 'Ólafur', 'Chloé', 'Mark'];
+const lastNames = ['Müller', "O'Brien", 'García Lorca', 'Smith, Jr.', 'Nguyễn', 'Dvořák', 'Øster', 'Jones'];
+
+/** Samples the process RSS every 50 ms on its own thread, so a busy event loop cannot hide a peak. */
+function rssSampler(): { stop(): Promise<number> } {
+  const worker = new Worker(
+    `const { parentPort } = require('node:worker_threads');
+     let peak = process.memoryUsage.rss();
+     const timer = setInterval(() => { peak = Math.max(peak, process.memoryUsage.rss()); }, 50);
+     parentPort.on('message', () => { clearInterval(timer); peak = Math.max(peak, process.memoryUsage.rss()); parentPort.postMessage(peak); });`,
+    { eval: true },
+  );
+  return {
+    stop: () =>
+      new Promise<number>((resolve) => {
+        worker.once('message', (peak: number) => void worker.terminate().then(() => resolve(peak)));
+        worker.postMessage('stop');
+      }),
+  };
+}
+
+export async function exportBench(): Promise<void> {
+  const service = await startTestService({ LOG_LEVEL: 'silent' });
+  const client = await createClient(service);
+  const event = await client.call('POST', '/checkin/v1/api/event', {
+    title: 'Stadium',
+    startTime: '2026-01-01T10:00:00Z',
+    endTime: '2027-12-01T12:00:00Z',
+    timeZoneId: 'Europe/Berlin',
+  });
+  const eventId = event.body.id as string;
+
+  const importStart = process.hrtime.bigint();
+  for (let start = 0; start < GUESTS; start += 200) {
+    const batch: GuestInput[] = Array.from({ length: Math.min(200, GUESTS - start) }, (_, k) => {
+      const i = start + k;
+      return {
+        firstName: firstNames[i % firstNames.length],
+        lastName: `${lastNames[i % lastNames.length]} ${i % 1009}`,
+        email: `guest${i}@example.com`,
+        barcode: `BC-${i}`,
+        plusOnes: i % 3,
+        isGroup: i % 5 === 0,
+        additionalInfo: i % 10 === 0 ? '=needs "wheelchair", table 12\nstage B' : 'Vegan menu',
+        validFrom: '2026-06-01T08:00:00Z',
+        validTo: '2026-12-01T23:00:00Z',
+        tags: i % 2 ? 'vip' : 'standard',
+      };
+    });
+    const context = { tenantId: client.id, actor: { type: 'client' as const, id: client.id }, correlationId: `bench-${start}`, now: new Date() };
+    await saveGuests(service.services, context, eventId, batch, { mode: 'create' });
+    if (start % 10_000 === 0) process.stdout.write(`  inserted ${fmt(start)} guests\r`);
+  }
+  const importSeconds = Number(process.hrtime.bigint() - importStart) / 1e9;
+  console.log(`  inserted ${fmt(GUESTS)} guests in ${fmt(importSeconds, 1)} s`);
+
+  const body = { id: eventId, title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' };
+  const rows: string[][] = [];
+  for (const [type, secondsTarget] of [['CSV', 3], ['EXCEL', 15]] as const) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const before = process.memoryUsage.rss();
+    const sampler = rssSampler();
+    const started = process.hrtime.bigint();
+    const reply = await client.call('POST', `/checkin/v1/api/event/export?type=${type}`, body);
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const growthMb = ((await sampler.stop()) - before) / 2 ** 20;
+    if (reply.status !== 200 || reply.body.rowCount !== GUESTS) throw new Error(`export failed: ${reply.status} ${JSON.stringify(reply.body)}`);
+    const sizeMb = reply.body.sizeBytes / 2 ** 20;
+    console.log(`  ${type}: ${fmt(seconds, 2)} s, RSS +${fmt(growthMb)} MB, ${fmt(sizeMb, 1)} MB file`);
+    rows.push([
+      `${type === 'CSV' ? 'CSV' : 'Excel'} export of ${fmt(GUESTS)} guests (${fmt(sizeMb, 1)} MB file)`,
+      `${fmt(seconds, 2)} s, peak RSS growth ${fmt(growthMb)} MB`,
+      `< ${secondsTarget} s, < 150 MB`,
+    ]);
+  }
+  const output = table(['measure', 'figure', 'target'], rows);
+  const note =
+    `Guests inserted through the command layer (saveGuests, batches of 200) in ${fmt(importSeconds, 1)} s. ` +
+    'Time is the whole POST request (read store to file, JSON answer); RSS sampled every 50 ms from a worker thread, peak minus the value just before.';
+  console.log(`${output}\n\n${note}`);
+  record('Export', `${output}\n\n${note}`);
+  await service.close();
+}
