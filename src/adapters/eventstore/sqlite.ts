@@ -162,6 +162,7 @@ export class SqliteEventStore implements EventStore {
   subscribeToAll(options: SubscribeOptions = {}): Subscription {
     const batchSize = options.batchSize ?? 1000;
     const filter = compileFilter(options.filter);
+    const read = this.reader(options.filter?.streamPrefixes);
     let position = options.fromPosition ?? -1;
     let stopped = false;
     let wake: (() => void) | undefined;
@@ -172,8 +173,8 @@ export class SqliteEventStore implements EventStore {
     async function* batches(): AsyncGenerator<SubscriptionBatch> {
       try {
         while (!stopped && !store.closed) {
-          const rows = store.statements.after.all(position, batchSize);
-          if (rows.length === 0) {
+          const { rows, scannedTo } = read(position, batchSize);
+          if (scannedTo <= position) {
             await new Promise<void>((resolve) => {
               const timer = setTimeout(resolve, store.pollIntervalMs);
               wake = () => {
@@ -184,7 +185,7 @@ export class SqliteEventStore implements EventStore {
             wake = undefined;
             continue;
           }
-          position = rows[rows.length - 1]!.position;
+          position = scannedTo;
           const events = rows.filter(filter).map(toEvent);
           yield { events, position };
         }
@@ -200,6 +201,30 @@ export class SqliteEventStore implements EventStore {
         wake?.();
         this.appended.off('append', onAppend);
       },
+    };
+  }
+
+  /**
+   * Reads the next rows after a position. With stream prefixes the filter runs in SQL (GLOB on
+   * the stream name), so a subscriber to a few categories does not parse every other event;
+   * it still learns how far the store was scanned, matching rows or not.
+   */
+  private reader(prefixes: string[] | undefined): (after: number, limit: number) => { rows: Row[]; scannedTo: number } {
+    if (!prefixes || prefixes.length === 0 || prefixes.some((p) => p === '' || /[*?[\]]/.test(p))) {
+      return (after, limit) => {
+        const rows = this.statements.after.all(after, limit);
+        return { rows, scannedTo: rows.length > 0 ? rows[rows.length - 1]!.position : after };
+      };
+    }
+    const globs = prefixes.map((p) => `${p}*`);
+    const statement = this.db.prepare<unknown[], Row>(
+      `SELECT * FROM events WHERE position > ? AND position <= ? AND (${globs.map(() => 'stream GLOB ?').join(' OR ')}) ORDER BY position LIMIT ?`,
+    );
+    return (after, limit) => {
+      const head = Number(this.statements.head.get()?.position ?? -1);
+      if (head <= after) return { rows: [], scannedTo: after };
+      const rows = statement.all(after, head, ...globs, limit);
+      return { rows, scannedTo: rows.length === limit ? rows[rows.length - 1]!.position : head };
     };
   }
 
