@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import ExcelJS from 'exceljs';
 import type { GuestDoc } from '../projections/guests.js';
 import { guestColumns, neutralise } from './columns.js';
@@ -20,7 +20,7 @@ export interface ExcelExportOptions {
   summary(rowCount: number): [label: string, value: SummaryValue][];
 }
 
-/** How many rows are written between checks of the file stream's backpressure. */
+/** How many rows are written between checks of backpressure. */
 const ROWS_PER_CHECK = 200;
 /** Uncompressed XML allowed to wait for the deflater. */
 const PENDING_BYTES_LIMIT = 1024 * 1024;
@@ -33,6 +33,18 @@ const PENDING_BYTES_LIMIT = 1024 * 1024;
  */
 export async function writeGuestsExcel(guests: AsyncIterable<GuestDoc>, file: string, options: ExcelExportOptions): Promise<number> {
   const output = createWriteStream(file);
+  // A failed file write ends any wait for backpressure (workbook.commit reports it too).
+  const failed = new Promise<never>((_, reject) => output.once('error', reject));
+  failed.catch(() => {});
+  try {
+    return await writeWorkbook(guests, output, failed, options);
+  } catch (error) {
+    output.destroy();
+    throw error;
+  }
+}
+
+async function writeWorkbook(guests: AsyncIterable<GuestDoc>, output: WriteStream, failed: Promise<never>, options: ExcelExportOptions): Promise<number> {
   // Shared strings would keep every distinct text in memory until the end (inline strings instead);
   // styles are needed for the date format.
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: output, useStyles: true, useSharedStrings: false });
@@ -52,7 +64,7 @@ export async function writeGuestsExcel(guests: AsyncIterable<GuestDoc>, file: st
   for await (const guest of guests) {
     sheet.addRow(guestColumns.map((column) => cellValue(column.kind, column.value(guest), toWall))).commit();
     rows += 1;
-    if (rows % ROWS_PER_CHECK === 0) await drained(sheet, output);
+    if (rows % ROWS_PER_CHECK === 0) await Promise.race([drained(sheet, output), failed]);
   }
   sheet.autoFilter = { from: { row: 1, column: 1 }, to: { row: rows + 1, column: guestColumns.length } };
   sheet.commit();
@@ -76,7 +88,7 @@ export async function writeGuestsExcel(guests: AsyncIterable<GuestDoc>, file: st
  * the event loop to the compression. The pipe is internal to exceljs 4.4; if its shape
  * changes, this stops waiting and memory grows instead of the export failing.
  */
-async function drained(sheet: ExcelJS.Worksheet, output: NodeJS.WritableStream & { writableNeedDrain: boolean }): Promise<void> {
+async function drained(sheet: ExcelJS.Worksheet, output: WriteStream): Promise<void> {
   const zipEntry = (sheet as unknown as { stream?: { pipes?: { _writableState?: { length?: number } }[] } }).stream?.pipes?.[0];
   const pending = zipEntry?._writableState?.length ?? 0;
   if (pending > PENDING_BYTES_LIMIT) await once(zipEntry as unknown as NodeJS.EventEmitter, 'drain');
@@ -87,7 +99,10 @@ function cellValue(kind: string, value: string | number | boolean | undefined, t
   if (value === undefined) return null;
   if (kind === 'timestamp' && typeof value === 'string') {
     const instant = new Date(value);
-    return Number.isNaN(instant.getTime()) ? neutralise(value) : toWall(instant);
+    if (Number.isNaN(instant.getTime())) return neutralise(value);
+    const wall = toWall(instant);
+    // Spreadsheet dates start in 1900: an earlier time stays ISO 8601 text rather than show as ####.
+    return wall.getUTCFullYear() < 1900 ? neutralise(value) : wall;
   }
   return typeof value === 'string' ? neutralise(value) : value;
 }
