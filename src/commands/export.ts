@@ -104,7 +104,7 @@ function toView(doc: ExportDoc): ExportView {
 export async function createExport(
   services: Services,
   settings: ExportSettings,
-  context: Pick<CommandContext, 'tenantId' | 'actor' | 'now'>,
+  context: CommandContext,
   eventId: string,
   type: ExportType,
 ): Promise<ExportFile> {
@@ -148,6 +148,25 @@ export async function createExport(
     expiresAt: new Date(context.now.getTime() + settings.ttlMs).toISOString(),
   };
   await exportsCollection(services).replaceOne(exportId, doc);
+  // Who took personal data out, and when, is part of the audit trail: an event of its own.
+  await services.eventStore.append(
+    `export-${exportId}`,
+    [
+      {
+        id: exportId,
+        type: 'GuestsExported',
+        data: { exportId, eventId: doc.eventId, type, rowCount, fileName: doc.fileName },
+        metadata: {
+          tenantId: context.tenantId,
+          actor: context.actor,
+          correlationId: context.correlationId,
+          occurredAt: context.now.toISOString(),
+          ...(context.requestId ? { requestId: context.requestId } : {}),
+        },
+      },
+    ],
+    'no_stream',
+  );
   services.logger.info(
     { exportId, clientId: doc.clientId, eventId: doc.eventId, type, rowCount, actor: context.actor },
     'guest export written',

@@ -70,6 +70,7 @@ const errorText: Record<number, string> = {
   401: 'Missing, invalid or expired bearer token, or a wrong subscription key',
   403: 'Not allowed for this account or role',
   404: 'Not found, or owned by another client',
+  406: 'Not acceptable: the Accept header allows no format this route can send',
   409: 'Conflict',
   413: 'Body too large',
   422: 'Unprocessable',

@@ -102,6 +102,10 @@ describe('CSV export (spec: POST /checkin/v1/api/event/export)', () => {
     expect(text).toContain(',"two\nlines",');
     expect(text).toContain(`,"'\rcr"`);
     expect(text).toContain(',"Müller, ""Jr."""');
+
+    // The export is in the audit trail: who took the guest list out, and when.
+    const [audit] = await service.platform.eventStore.readStream(`export-${reply.body.exportId}`);
+    expect(audit).toMatchObject({ type: 'GuestsExported', data: { eventId, type: 'CSV', rowCount: 4 }, metadata: { tenantId: alice.id } });
   });
 
   it('round-trips names with commas, quotes, newlines and accents exactly; formula-like text only gains the apostrophe', async () => {
