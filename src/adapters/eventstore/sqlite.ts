@@ -44,8 +44,11 @@ export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
   private readonly appended = new EventEmitter();
   private readonly statements;
-  private readonly appendTx;
-  private readonly appendManyTx;
+  /** One caller's appends: all of its streams or none (a savepoint inside the group's transaction). */
+  private readonly appendOne;
+  /** Every append waiting in this tick, in one transaction: one commit (one fsync) for all. */
+  private readonly appendGroup;
+  private pending: { appends: StreamAppend[]; resolve: (r: AppendResult[]) => void; reject: (e: unknown) => void }[] = [];
   private closed = false;
 
   constructor(
@@ -87,27 +90,61 @@ export class SqliteEventStore implements EventStore {
       head: this.db.prepare<[], { position: number | null }>('SELECT MAX(position) AS position FROM events'),
       after: this.db.prepare<[number, number], Row>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
     };
-    this.appendTx = this.db.transaction((streamName: string, events: NewEvent[], expected: ExpectedRevision) =>
-      this.appendInTransaction(streamName, events, expected),
-    );
-    this.appendManyTx = this.db.transaction((appends: StreamAppend[]) =>
+    this.appendOne = this.db.transaction((appends: StreamAppend[]) =>
       appends.map((a) => this.appendInTransaction(a.streamName, a.events, a.expectedRevision)),
+    );
+    this.appendGroup = this.db.transaction((requests: StreamAppend[][]) =>
+      requests.map((appends) => {
+        try {
+          return { ok: true as const, results: this.appendOne(appends) };
+        } catch (error) {
+          // better-sqlite3 rolled this caller's savepoint back; the others still commit.
+          return { ok: false as const, error };
+        }
+      }),
     );
   }
 
   private readonly pollIntervalMs: number;
 
   async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
-    const result = this.appendTx.immediate(streamName, events, expectedRevision);
-    this.appended.emit('append', result.position);
-    return result;
+    const [result] = await this.appendMany([{ streamName, events, expectedRevision }]);
+    return result!;
   }
 
-  async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
-    if (appends.length === 0) return [];
-    const results = this.appendManyTx.immediate(appends);
-    this.appended.emit('append', Math.max(...results.map((r) => r.position)));
-    return results;
+  /**
+   * Group commit: appends that arrive in the same tick share one transaction, each in its own
+   * savepoint, so concurrent requests pay for one fsync instead of one each. A caller's promise
+   * settles only after the commit: an acknowledged append is on disk (synchronous=FULL).
+   */
+  appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
+    if (appends.length === 0) return Promise.resolve([]);
+    if (this.closed) return Promise.reject(new Error(`the event store at ${this.file} is closed`));
+    return new Promise((resolve, reject) => {
+      if (this.pending.length === 0) setImmediate(() => this.flush());
+      this.pending.push({ appends, resolve, reject });
+    });
+  }
+
+  private flush(): void {
+    const group = this.pending;
+    this.pending = [];
+    if (group.length === 0) return;
+    let outcomes: ReturnType<typeof this.appendGroup>;
+    try {
+      outcomes = this.appendGroup.immediate(group.map((g) => g.appends));
+    } catch (error) {
+      for (const request of group) request.reject(error);
+      return;
+    }
+    let position = -1;
+    outcomes.forEach((outcome, i) => {
+      if (outcome.ok) {
+        position = Math.max(position, ...outcome.results.map((r) => r.position));
+        group[i]!.resolve(outcome.results);
+      } else group[i]!.reject(outcome.error);
+    });
+    if (position >= 0) this.appended.emit('append', position);
   }
 
   private appendInTransaction(streamName: string, events: NewEvent[], expected: ExpectedRevision): AppendResult {
@@ -234,6 +271,8 @@ export class SqliteEventStore implements EventStore {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    // Appends already accepted are written before the file closes.
+    this.flush();
     this.closed = true;
     this.appended.emit('append', -1);
     this.db.close();
