@@ -53,8 +53,7 @@ async function eventStoreFigures(name: string, store: EventStore): Promise<(stri
   ];
 }
 
-async function readStoreFigures(name: string, store: ReadStore): Promise<(string | number)[][]> {
-  const total = 50_000;
+async function readStoreFigures(name: string, store: ReadStore, total = 50_000): Promise<(string | number)[][]> {
   const batchSize = 500;
   const collection = `bench_${randomUUID().slice(0, 8)}`;
   let position = 0;
@@ -72,7 +71,7 @@ async function readStoreFigures(name: string, store: ReadStore): Promise<(string
     }
   });
   await store.dropCollection(collection);
-  return [[name, `read-store upserts/s (batches of ${batchSize})`, fmt(total / seconds), '≥ 20,000']];
+  return [[name, `read-store upserts/s (${fmt(total)} in batches of ${batchSize})`, fmt(total / seconds), '≥ 20,000 (embedded)']];
 }
 
 async function busFigures(name: string, bus: Bus): Promise<(string | number)[][]> {
@@ -119,7 +118,8 @@ export async function storeBench(): Promise<void> {
   await embedded.close();
   if (process.env.MONGO_URL) {
     const mongo = new MongoReadStore({ url: process.env.MONGO_URL, dbName: `bench_${Date.now()}` });
-    rows.push(...(await readStoreFigures('MongoDB read store', mongo)));
+    // FerretDB answers the replay-guarded upserts by scanning the collection: a smaller sample.
+    rows.push(...(await readStoreFigures(`MongoDB-protocol read store (${process.env.MONGO_URL})`, mongo, 5_000)));
     await mongo.close();
   }
   const bus = new EmbeddedBus(path.join(dir, 'bus.sqlite'));
