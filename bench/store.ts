@@ -132,5 +132,11 @@ export async function storeBench(): Promise<void> {
   }
   const output = table(['adapter', 'measure', 'figure', 'target'], rows);
   console.log(output);
-  record('Store', `${output}\n\nThe service's default is synchronous=FULL (every append fsynced); set SQLITE_SYNCHRONOUS=NORMAL to trade the last writes on power loss for speed.`);
+  const notes = [
+    "The service's default is synchronous=FULL (every append fsynced); set SQLITE_SYNCHRONOUS=NORMAL to trade the last writes on power loss for speed.",
+    'Appends from concurrent requests share one commit (group commit), so the single-append figure (one caller, awaiting each) is the slowest case.',
+    'The MongoDB-protocol figure is FerretDB 1.24 (SQLite backend), the real server this machine can run: it uses an index only for a bare `{_id}` filter, so each replay-guarded upsert (`{_id, $or: [{_pos: {$lt: p}}, ...]}`) scans the collection. MongoDB answers the same filter from the `_id` index; it is not measured here (no MongoDB server on this machine).',
+    'Real servers were measured when MONGO_URL / KAFKA_BROKERS were set (scripts/test-servers.sh start), in the same run as the embedded adapters.',
+  ];
+  record('Store', `${output}\n\n${notes.join('\n')}`);
 }
