@@ -81,7 +81,7 @@ export async function saveGuests(
     const tags = plan.input.tags !== undefined ? parseTags(plan.input.tags) : undefined;
     const command: GuestCommand =
       options.mode === 'create'
-        ? { type: 'RegisterGuest', guestId: plan.guestId, clientId: context.tenantId, eventId, details, tags: tags ?? [] }
+        ? { type: 'RegisterGuest', guestId: plan.guestId, clientId: context.tenantId, eventId, details, tags: tags ?? [], invitationId: newId() }
         : {
             type: 'MergeGuest',
             guestId: plan.guestId,
@@ -90,6 +90,7 @@ export async function saveGuests(
             details,
             ...(tags ? { tags } : {}),
             replaceTags: options.removeObsoleteTags ?? false,
+            invitationId: newId(),
           };
     items.push({ streamName: guestStream(plan.guestId), decider: guestDecider, command });
     items.push(...customIdReservations(eventId, plan));

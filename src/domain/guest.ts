@@ -90,6 +90,14 @@ export type GuestEvent =
     }
   | { type: 'GuestDischarged'; data: ScanInfo & { guestId: string; eventId: string; people: number } }
   | { type: 'GuestScanRejected'; data: ScanInfo & { guestId: string; eventId: string; reason: RejectionReason; blockedReason?: string } }
+  | {
+      /**
+       * Spec, check-in rule 1: a guest created (or upserted) with a commsTemplateId gets that
+       * template sent. The send worker of the invitation-emails work takes it from here.
+       */
+      type: 'InvitationRequested';
+      data: { guestId: string; eventId: string; attendeeInvitationId: string; templateId: string; correlationId?: string };
+    }
   | { type: 'GuestBlocked'; data: { guestId: string; eventId: string; reason: string; at: string } }
   | { type: 'GuestUnblocked'; data: { guestId: string; eventId: string; at: string } };
 
@@ -141,6 +149,8 @@ export type GuestCommand =
       eventId: string;
       details: GuestDetails;
       tags: string[];
+      /** Used when the guest names a template to send. */
+      invitationId: string;
     }
   | {
       /** Batch upsert and single update: merge the given fields; admission and block are never touched (spec rule 3). */
@@ -151,6 +161,8 @@ export type GuestCommand =
       details: GuestDetails;
       tags?: string[];
       replaceTags: boolean;
+      /** Used when the record names a template to send. */
+      invitationId: string;
     }
   | { type: 'CheckIn'; scan: ScanInfo; plusOnes?: number; force: boolean; recordedAt: string }
   | { type: 'CheckOut'; scan: ScanInfo }
@@ -248,6 +260,8 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
       return { ...state, blockedDate: event.data.at, blockedReason: event.data.reason };
     case 'GuestUnblocked':
       return { ...state, blockedDate: undefined, blockedReason: undefined };
+    case 'InvitationRequested':
+      return state;
     case 'GuestScanRejected': {
       const d = event.data;
       return remember(state, d.nonce, { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
@@ -257,6 +271,31 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
 
 function withoutNulls(details: GuestDetails): GuestDetails {
   return Object.fromEntries(Object.entries(details).filter(([, v]) => v !== null && v !== undefined)) as GuestDetails;
+}
+
+/**
+ * A send is requested when a guest is created naming a template, or when a record names a
+ * template other than the guest's current one: a CRM sync that repeats the same record does
+ * not send the invitation again.
+ */
+function invitationFor(
+  command: { guestId: string; eventId: string; invitationId: string; details: GuestDetails },
+  previousTemplate: string | undefined,
+): GuestEvent[] {
+  const templateId = command.details.commsTemplateId;
+  if (!templateId || templateId === previousTemplate) return [];
+  return [
+    {
+      type: 'InvitationRequested',
+      data: {
+        guestId: command.guestId,
+        eventId: command.eventId,
+        attendeeInvitationId: command.invitationId,
+        templateId,
+        ...(command.details.correlationId ? { correlationId: command.details.correlationId } : {}),
+      },
+    },
+  ];
 }
 
 /** Spec: plus ones never exceed `plusOnes`; a group comes in whole. */
@@ -303,6 +342,7 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
         type: 'GuestRegistered',
         data: { ...ids, clientId: command.clientId, ...withoutNulls(command.details), tags: command.tags ?? [] },
       },
+      ...invitationFor(command, undefined),
     ];
   }
   if (state.clientId !== command.clientId || state.eventId !== command.eventId) {
@@ -319,6 +359,7 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
     const tags = command.replaceTags ? command.tags : parseTags([...state.tags, ...command.tags].join(','));
     if (tags.join('\u0000') !== state.tags.join('\u0000')) events.push({ type: 'GuestTagsChanged', data: { ...ids, tags } });
   }
+  events.push(...invitationFor(command, state.details.commsTemplateId));
   return events;
 }
 
@@ -328,8 +369,8 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
   decide(command, state) {
     if (command.type === 'RegisterGuest') {
       if (state.exists) throw new DomainError('conflict', 'a guest with this id already exists', { code: 'guest_exists' });
-      const { type: _t, details, ...rest } = command;
-      return [{ type: 'GuestRegistered', data: { ...rest, ...withoutNulls(details) } }];
+      const { type: _t, details, invitationId: _i, ...rest } = command;
+      return [{ type: 'GuestRegistered', data: { ...rest, ...withoutNulls(details) } }, ...invitationFor(command, undefined)];
     }
     if (command.type === 'MergeGuest') return decideMerge(command, state);
     if (!state.exists) throw new DomainError('not_found', 'guest not found');

@@ -95,7 +95,7 @@ describe('guest decider: undo, check-out, upsert', () => {
 
   it('merges details and tags without touching admission (spec rule 3)', () =>
     given([registered({ tags: ['a'] }), admitted()])
-      .when({ type: 'MergeGuest', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: { lastName: 'L' }, tags: ['b'], replaceTags: false })
+      .when({ type: 'MergeGuest', invitationId: 'i1', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: { lastName: 'L' }, tags: ['b'], replaceTags: false })
       .then([
         { type: 'GuestDetailsChanged', data: { changes: { lastName: 'L' } } },
         { type: 'GuestTagsChanged', data: { tags: ['a', 'b'] } },
@@ -103,16 +103,35 @@ describe('guest decider: undo, check-out, upsert', () => {
 
   it('replaces tags when asked', () =>
     given([registered({ tags: ['a'] })])
-      .when({ type: 'MergeGuest', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: {}, tags: ['b'], replaceTags: true })
+      .when({ type: 'MergeGuest', invitationId: 'i1', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: {}, tags: ['b'], replaceTags: true })
       .then([{ type: 'GuestTagsChanged', data: { tags: ['b'] } }]));
 
   it('reports another client’s guest as not found on upsert', () =>
     given([registered()])
-      .when({ type: 'MergeGuest', guestId: 'g1', clientId: 'c2', eventId: 'e1', details: {}, replaceTags: false })
+      .when({ type: 'MergeGuest', invitationId: 'i1', guestId: 'g1', clientId: 'c2', eventId: 'e1', details: {}, replaceTags: false })
       .thenFails('not_found'));
+
+  it('requests an invitation when a guest is created naming a template (spec: check-in rule 1)', () =>
+    given([])
+      .when({ type: 'RegisterGuest', guestId: 'g1', clientId: 'c1', eventId: 'e1', tags: [], invitationId: 'i1', details: { commsTemplateId: 't1', correlationId: 'crm-7' } })
+      .then([
+        { type: 'GuestRegistered' },
+        { type: 'InvitationRequested', data: { attendeeInvitationId: 'i1', templateId: 't1', correlationId: 'crm-7' } },
+      ]));
+
+  it('requests an invitation when an upsert names another template, not when it repeats the same one', () => {
+    const withTemplate = registered({ commsTemplateId: 't1' });
+    const merge = (templateId: string) =>
+      ({ type: 'MergeGuest', invitationId: 'i2', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: { commsTemplateId: templateId }, replaceTags: false }) as const;
+    given([withTemplate]).when(merge('t1')).then([]);
+    given([withTemplate]).when(merge('t2')).then([
+      { type: 'GuestDetailsChanged', data: { changes: { commsTemplateId: 't2' } } },
+      { type: 'InvitationRequested', data: { templateId: 't2', attendeeInvitationId: 'i2' } },
+    ]);
+  });
 
   it('decides nothing for an upsert that changes nothing', () =>
     given([registered()])
-      .when({ type: 'MergeGuest', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: { firstName: 'Ada' }, replaceTags: false })
+      .when({ type: 'MergeGuest', invitationId: 'i1', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: { firstName: 'Ada' }, replaceTags: false })
       .then([]));
 });

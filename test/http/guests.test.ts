@@ -79,6 +79,30 @@ describe('guest create (spec: Check-in rules 1 and 4)', () => {
   });
 });
 
+describe('invitation requests (spec: check-in rule 1)', () => {
+  const types = async (guestId: string) =>
+    (await alice.call('GET', `/checkin/v1/api/guest/${guestId}/history`)).body.events.map((e: { type: string }) => e.type);
+
+  it('records an invitation request when a guest is created or upserted naming a template; empty means none', async () => {
+    const template = randomUUID();
+    const created = await alice.call('POST', '/checkin/v1/api/guest', guest({ commsTemplateId: template, correlationId: 'crm-1' }));
+    expect(created.body.commsTemplateId).toBe(template);
+    const history = (await alice.call('GET', `/checkin/v1/api/guest/${created.body.id}/history`)).body.events;
+    expect(history[1]).toMatchObject({ type: 'InvitationRequested', data: { templateId: template, correlationId: 'crm-1' } });
+    expect(history[1].data.attendeeInvitationId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const none = await alice.call('POST', '/checkin/v1/api/guest', guest({ commsTemplateId: '' }));
+    expect(await types(none.body.id)).toEqual(['GuestRegistered']);
+
+    const other = randomUUID();
+    await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ id: created.body.id, commsTemplateId: template }]);
+    expect(await types(created.body.id)).toEqual(['GuestRegistered', 'InvitationRequested']);
+    await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ id: created.body.id, commsTemplateId: other }]);
+    expect(await types(created.body.id)).toEqual(['GuestRegistered', 'InvitationRequested', 'GuestDetailsChanged', 'InvitationRequested']);
+    expect((await alice.call('POST', '/checkin/v1/api/guest', guest({ commsTemplateId: 'not-a-guid' }))).status).toBe(400);
+  });
+});
+
 describe('batch upsert (spec: rules 2 and 3, Limits)', () => {
   it('matches by id then customId, merges fields and merges tags by default', async () => {
     const ev = await newEvent(alice);
