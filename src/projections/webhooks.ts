@@ -25,14 +25,8 @@ export interface WebhookDoc {
   secretRotatedAt?: string;
 }
 
-export interface DeliveryAttemptDoc {
-  attempt: number;
-  attemptedAt: string;
-  url: string;
-  durationMs: number;
-  statusCode?: number;
-  error?: string;
-}
+/** One attempt in the delivery log: the recorded event's data. */
+export type DeliveryAttemptDoc = Omit<Extract<DeliveryEvent, { type: 'WebhookDeliveryAttempted' }>['data'], 'deliveryId'>;
 
 /** `webhook_deliveries`: the delivery log, one document per comms event sent to a webhook. */
 export interface DeliveryDoc {
