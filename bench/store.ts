@@ -118,7 +118,7 @@ export async function storeBench(): Promise<void> {
   await embedded.close();
   if (process.env.MONGO_URL) {
     const mongo = new MongoReadStore({ url: process.env.MONGO_URL, dbName: `bench_${Date.now()}` });
-    // FerretDB answers the replay-guarded upserts by scanning the collection: a smaller sample.
+    // FerretDB rewrites each document in SQLite: a smaller sample keeps the run short.
     rows.push(...(await readStoreFigures(`MongoDB-protocol read store (${process.env.MONGO_URL})`, mongo, 5_000)));
     await mongo.close();
   }
@@ -135,7 +135,7 @@ export async function storeBench(): Promise<void> {
   const notes = [
     "The service's default is synchronous=FULL (every append fsynced); set SQLITE_SYNCHRONOUS=NORMAL to trade the last writes on power loss for speed.",
     'Appends from concurrent requests share one commit (group commit), so the single-append figure (one caller, awaiting each) is the slowest case.',
-    'The MongoDB-protocol figure is FerretDB 1.24 (SQLite backend), the real server this machine can run: it uses an index only for a bare `{_id}` filter, so each replay-guarded upsert (`{_id, $or: [{_pos: {$lt: p}}, ...]}`) scans the collection. MongoDB answers the same filter from the `_id` index; it is not measured here (no MongoDB server on this machine).',
+    'The MongoDB-protocol figure is FerretDB 1.24 (SQLite backend), the real server this machine can run; every update is a JSON rewrite in SQLite there. Batches write by bare `_id` (the only filter FerretDB answers from an index) and fall back to replay-guarded filters only after a crash left a checkpoint pending. MongoDB itself is not measured here (no MongoDB server on this machine).',
     'Real servers were measured when MONGO_URL / KAFKA_BROKERS were set (scripts/test-servers.sh start), in the same run as the embedded adapters.',
   ];
   record('Store', `${output}\n\n${notes.join('\n')}`);

@@ -180,6 +180,32 @@ if (mongo.url) {
     atomicBatches: false,
     uniqueIndexesTreatMissingAsNull: !ferretDb,
   });
+
+  describe('MongoDB read store: a batch cut short by a crash', () => {
+    it('replays the batch after a crash between its writes and its checkpoint without applying anything twice', async () => {
+      const store = new MongoReadStore({ url, dbName });
+      const inc = (id: string, position: number) =>
+        ({ kind: 'update', collection: 'crash', id, upsert: true, position, checkpoint: 'crash-test', update: { $inc: { n: 1 } } }) as const;
+      await store.applyBatch([inc('a', 1), inc('b', 1)], { name: 'crash-test', position: 1 });
+      // The crashed batch: its checkpoint marked pending, one of its two writes done, no checkpoint move.
+      const raw = new MongoClient(url);
+      try {
+        await raw.db(dbName).collection<{ _id: string }>('_checkpoints').updateOne({ _id: 'crash-test' }, { $set: { pending: true } });
+        await raw.db(dbName).collection<{ _id: string }>('crash').updateOne({ _id: 'a' }, { $inc: { n: 1 }, $set: { _pos: 2, _seq: 0 } });
+      } finally {
+        await raw.close();
+      }
+      // The runner hands the same batch again.
+      await store.applyBatch([inc('a', 2), inc('b', 2)], { name: 'crash-test', position: 2 });
+      expect((await store.collection('crash').get('a'))?.n).toBe(2);
+      expect((await store.collection('crash').get('b'))?.n).toBe(2);
+      expect(await store.getCheckpoint('crash-test')).toBe(2);
+      // A batch the checkpoint already covers changes nothing.
+      await store.applyBatch([inc('a', 2)], { name: 'crash-test', position: 2 });
+      expect((await store.collection('crash').get('a'))?.n).toBe(2);
+      await store.close();
+    });
+  });
 } else if ('error' in mongo) {
   describe('read store contract: mongo', () => {
     it('has a real MongoDB to run against', () => {

@@ -80,21 +80,47 @@ export class MongoReadStore implements ReadStore {
    * Ops on different collections touch different documents, so only their order within a
    * collection matters: one ordered bulkWrite per collection, not one per run of ops, saves
    * round trips when a projection alternates between collections.
+   *
+   * A replay can only follow a batch that wrote and then did not move its checkpoints (a
+   * crash between the two). So a batch first marks its checkpoints `pending`; while none is
+   * pending, ops are plain writes by `_id` (the one filter FerretDB answers from an index),
+   * skipping ops at or below their checkpoint. After a crash the marks are still there and
+   * the next batch writes guarded: each op only while the document has not seen its position.
    */
   async applyBatch(ops: WriteOp[], checkpoint?: Checkpoint | Checkpoint[]): Promise<void> {
+    const checkpoints = checkpoint === undefined ? [] : Array.isArray(checkpoint) ? checkpoint : [checkpoint];
+    const marks = this.db.collection<{ _id: string; position?: number; pending?: boolean }>(CHECKPOINTS);
+    const stored = new Map<string, number>();
+    let guard = checkpoints.length === 0;
+    if (checkpoints.length > 0) {
+      for (const doc of await marks.find({ _id: { $in: checkpoints.map((c) => c.name) } }).toArray()) {
+        if (typeof doc.position === 'number') stored.set(doc._id, doc.position);
+        if (doc.pending) guard = true;
+      }
+    }
+    const only = checkpoints.length === 1 ? checkpoints[0]!.name : undefined;
+    const live = ops.filter((op) => {
+      const at = stored.get(op.checkpoint ?? only ?? '');
+      return at === undefined || op.position === undefined || op.position > at;
+    });
     const byCollection = new Map<string, GuardedOp[]>();
-    for (const guarded of withSequence(ops)) {
+    for (const guarded of withSequence(live)) {
       const group = byCollection.get(guarded.op.collection);
       if (group) group.push(guarded);
       else byCollection.set(guarded.op.collection, [guarded]);
     }
-    for (const [name, group] of byCollection) await this.writeInOrder(name, group);
-    const checkpoints = checkpoint === undefined ? [] : Array.isArray(checkpoint) ? checkpoint : [checkpoint];
+    if (checkpoints.length > 0 && byCollection.size > 0) {
+      await marks.bulkWrite(
+        checkpoints.map((c) => ({ updateOne: { filter: { _id: c.name }, update: { $set: { pending: true } }, upsert: true } })),
+        { ordered: false },
+      );
+    }
+    for (const [name, group] of byCollection) await this.writeInOrder(name, group, guard);
     if (checkpoints.length > 0) {
       // $max: replaying an older batch never moves a checkpoint back.
-      await this.db.collection<{ _id: string; position: number }>(CHECKPOINTS).bulkWrite(
+      await marks.bulkWrite(
         checkpoints.map((c) => ({
-          updateOne: { filter: { _id: c.name }, update: { $max: { position: c.position } }, upsert: true },
+          updateOne: { filter: { _id: c.name }, update: { $max: { position: c.position }, $unset: { pending: '' } }, upsert: true },
         })),
         { ordered: false },
       );
@@ -107,12 +133,12 @@ export class MongoReadStore implements ReadStore {
    * document already carries this position means "applied before", so writing resumes
    * after that op.
    */
-  private async writeInOrder(name: string, ops: GuardedOp[]): Promise<void> {
+  private async writeInOrder(name: string, ops: GuardedOp[], guard: boolean): Promise<void> {
     const collection = this.db.collection(name);
     for (let start = 0; start < ops.length; ) {
       const chunk = ops.slice(start, start + OPS_PER_COMMAND);
       try {
-        await collection.bulkWrite(chunk.map(toWriteModel), { ordered: true });
+        await collection.bulkWrite(chunk.map((op) => toWriteModel(op, guard)), { ordered: true });
         start += chunk.length;
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
@@ -129,8 +155,8 @@ export class MongoReadStore implements ReadStore {
   }
 
   async getCheckpoint(name: string): Promise<number | null> {
-    const doc = await this.db.collection<{ _id: string; position: number }>(CHECKPOINTS).findOne({ _id: name });
-    return doc ? Number(doc.position) : null;
+    const doc = await this.db.collection<{ _id: string; position?: number }>(CHECKPOINTS).findOne({ _id: name });
+    return typeof doc?.position === 'number' ? doc.position : null;
   }
 
   async setCheckpoint(name: string, position: number | null): Promise<void> {
@@ -280,9 +306,9 @@ function notYetApplied(position: number, seq: number): Document {
   return { $or: before };
 }
 
-function toWriteModel({ op, seq }: GuardedOp): AnyBulkWriteOperation<Document> {
+function toWriteModel({ op, seq }: GuardedOp, guard: boolean): AnyBulkWriteOperation<Document> {
   const positioned = op.position !== undefined;
-  const filter: Document = positioned ? { _id: op.id, ...notYetApplied(op.position as number, seq) } : { _id: op.id };
+  const filter: Document = positioned && guard ? { _id: op.id, ...notYetApplied(op.position as number, seq) } : { _id: op.id };
   const mark = positioned ? { _pos: op.position, _seq: seq } : undefined;
   switch (op.kind) {
     case 'update': {
