@@ -1,0 +1,76 @@
+/**
+ * The whole service on its production adapters for the read store and the bus (MongoDB
+ * protocol + Kafka), as far as this machine can run them: the same flow a client goes
+ * through, from account to a signed webhook. EventStoreDB stays embedded (none runs here).
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { realServer, type Availability } from '../support/real-servers.js';
+import { createClient, startTestService, type TestService } from '../support/service.js';
+import { startReceiver, type Receiver } from '../webhooks/receiver.js';
+
+const servers = await Promise.all([realServer('mongo'), realServer('kafka')]).catch((error: unknown) => error);
+const ready = Array.isArray(servers) && servers.every((s: Availability) => s.url);
+const reason = Array.isArray(servers) ? servers.map((s) => s.skipReason).filter(Boolean).join('; ') : String(servers);
+
+if (!Array.isArray(servers)) {
+  describe('service on real servers', () => {
+    it('has MongoDB and Kafka to run against', () => {
+      throw servers;
+    });
+  });
+} else if (!ready) {
+  // Runs whenever both servers are reachable; under CI=true realServer() throws instead of skipping.
+  describe.skip(`service on real servers (skipped: ${reason})`, () => {
+    it('runs against MongoDB and Kafka', () => {});
+  });
+} else {
+  const [mongo, kafka] = servers as [Availability, Availability];
+  let service: TestService;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    service = await startTestService({
+      MONGO_URL: mongo.url!,
+      MONGO_DB: `e2e_${randomUUID().replaceAll('-', '').slice(0, 12)}`,
+      KAFKA_BROKERS: kafka.url!,
+      WEBHOOK_ALLOW_INSECURE: 'true',
+      WEBHOOK_RETRY_DELAYS_MS: '50,50,50',
+    });
+    receiver = await startReceiver();
+  }, 120_000);
+  afterAll(async () => {
+    await receiver?.close();
+    await service?.close();
+    await Promise.all(servers.map((s) => s.stop()));
+  });
+
+  describe('service on real servers (MongoDB protocol, Kafka)', () => {
+    it('serves the client flow: account, event, guests, scan, stats and a signed webhook', async () => {
+      expect(service.platform.readStore.kind).toBe('mongo');
+      expect(service.platform.bus.kind).toBe('kafka');
+      const client = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+      const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Real', startTime: '2026-01-01T10:00:00Z', endTime: '2027-01-01T10:00:00Z' });
+      expect(event.status).toBe(200);
+      const eventId = event.body.id as string;
+      const upsert = await client.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [
+        { firstName: 'Ada', lastName: 'Lovelace', barcode: 'R-1', additionalInfo: 'Needs wheelchair', customId: 'r-1' },
+        { firstName: 'Alan', lastName: 'Turing', barcode: 'R-2', plusOnes: 1 },
+      ]);
+      expect(upsert.status).toBe(204);
+      const scan = await client.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { barcode: 'R-2', plusOnes: 1, gate: 'A' });
+      expect(scan.body).toMatchObject({ result: 'admitted', plusOnesAdmitted: 1 });
+      const byInfo = await client.call('GET', `/checkin/v1/api/guests/${eventId}/byinfo?additionalInfo=WHEEL`);
+      expect(byInfo.body.map((g: { firstName: string }) => g.firstName)).toEqual(['Ada']);
+      const stats = await client.call('GET', `/checkin/v1/api/event/${eventId}/stats`);
+      expect(stats.body).toMatchObject({ invited: 2, admitted: 1, insideNow: { guests: 1, people: 2 } });
+
+      const configured = await client.call('POST', '/comms/v1/api/comms/webhook', { url: `${receiver.url}/hook` });
+      expect(configured.status).toBe(200);
+      receiver.secret = configured.body.secret;
+      expect((await client.call('POST', '/comms/v1/api/comms/webhook/test')).status).toBeLessThan(300);
+      const [delivery] = await receiver.waitFor(1, 60_000);
+      expect(delivery!.specVerified).toBe(true);
+      expect(delivery!.body.type).toBe('comms.test');
+    }, 120_000);
+  });
+}
