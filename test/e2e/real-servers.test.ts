@@ -72,5 +72,22 @@ if (!Array.isArray(servers)) {
       expect(delivery!.specVerified).toBe(true);
       expect(delivery!.body.type).toBe('comms.test');
     }, 120_000);
+
+    it('runs the roles as separate processes would: the api waits for the projections role to catch up', async () => {
+      const env = { MONGO_URL: mongo.url!, MONGO_DB: `roles_${randomUUID().replaceAll('-', '').slice(0, 12)}`, KAFKA_BROKERS: kafka.url! };
+      const projections = await startTestService(env, { role: 'projections' });
+      const api = await startTestService(env, { role: 'api', dataDir: projections.dataDir });
+      try {
+        expect(api.runner).toBeUndefined();
+        expect(projections.server).toBeUndefined();
+        const client = await createClient(api);
+        const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Split', startTime: '2026-01-01T10:00:00Z', endTime: '2027-01-01T10:00:00Z' });
+        // Read-your-writes across processes: the api polled the projection checkpoints.
+        expect((await client.call('GET', `/checkin/v1/api/event/${event.body.id}`)).body.title).toBe('Split');
+      } finally {
+        await api.stop();
+        await projections.close();
+      }
+    }, 60_000);
   });
 }
