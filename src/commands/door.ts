@@ -5,7 +5,6 @@ import {
   guestDecider,
   guestStream,
   type DoorEvent,
-  type GuestEvent,
   type GuestState,
   type RejectionReason,
   type ScanInfo,
@@ -132,7 +131,7 @@ async function rejectUnmatched(
   return { result: 'rejected', reason, scanId: scan.scanId, at: scan.at, plusOnesAdmitted: 0, plusOnesLeft: 0, replayed: false };
 }
 
-async function respond(services: Services, guestId: string, state: GuestState, outcome: ScanOutcome, replayed: boolean, event?: GuestEvent): Promise<ScanResponse> {
+async function respond(services: Services, guestId: string, state: GuestState, outcome: ScanOutcome, replayed: boolean): Promise<ScanResponse> {
   const doc = await guests(services).get(guestId);
   return {
     result: outcome.result,
@@ -145,7 +144,6 @@ async function respond(services: Services, guestId: string, state: GuestState, o
     plusOnesLeft: plusOnesLeft(state),
     replayed,
   };
-  void event;
 }
 
 /** A door scan: check a guest (and plus ones) in, or check them out. */
@@ -182,7 +180,7 @@ export async function scan(
     ...(data.reason ? { reason: data.reason } : {}),
     plusOnesAdmitted: data.plusOnesAdmitted ?? 0,
   };
-  return respond(services, guestId, result.state, fresh, false, event);
+  return respond(services, guestId, result.state, fresh, false);
 }
 
 const lookupOf = (request: GuestLookup): GuestLookup =>

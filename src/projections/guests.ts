@@ -63,7 +63,6 @@ const guestUpdate = (id: string, at: string, set: Record<string, unknown>, extra
 
 function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
   const at = event.metadata.occurredAt;
-  const clientId = event.metadata.tenantId;
   const id = event.data.guestId;
   switch (event.type) {
     case 'GuestRegistered': {
@@ -161,7 +160,6 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
       // The send and its outcome are the invitation's own read models (comms work).
       return [];
   }
-  void clientId;
 }
 
 type ScanEvent = StoredEvent & { data: { scanId: string; eventId: string; at: string; gate?: string; device?: string; nonce?: string; scannedBy: ScanDoc['scannedBy'] } };
