@@ -71,6 +71,22 @@ describe('webhook configuration (spec: Comms rules 2-4)', () => {
     expect(JSON.stringify(history)).not.toContain(rotated.body.secret);
   });
 
+  it('never keeps a secret in the Idempotency-Key store: create and rotate run again on a repeat', async () => {
+    const client = await commsClient();
+    const key = { 'idempotency-key': `wh-${Date.now()}` };
+    const first = await client.call('POST', '/comms/v1/api/comms/webhook', { url: 'http://127.0.0.1:9/a' }, key);
+    expect(first.body.secret).toBeTruthy();
+    const rotated = await client.call('POST', '/comms/v1/api/comms/webhook/rotate', undefined, { 'idempotency-key': `${key['idempotency-key']}-r` });
+    expect(rotated.body, JSON.stringify(rotated.body)).toHaveProperty('secret');
+    const stored: string[] = [];
+    for await (const doc of service.platform.readStore.collection('idempotency_keys').stream({})) stored.push(JSON.stringify(doc));
+    expect(stored.join('\n')).not.toContain(first.body.secret);
+    expect(stored.join('\n')).not.toContain(rotated.body.secret);
+    const again = await client.call('POST', '/comms/v1/api/comms/webhook', { url: 'http://127.0.0.1:9/a' }, key);
+    expect(again.status).toBe(200);
+    expect(again.body.secret).toBeUndefined();
+  });
+
   it('answers 404 on GET, rotate, test and delete when no webhook is configured, and deletes one that is', async () => {
     const client = await commsClient();
     for (const [method, path] of [

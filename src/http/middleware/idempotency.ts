@@ -191,8 +191,16 @@ function recordResponse(req: Request, res: Response, keys: Collection<Idempotenc
   }) as Response['end'];
 }
 
+/**
+ * A route whose answer carries a secret shown once (a webhook signing secret) marks it with
+ * `doNotStoreResponse`: the key is released rather than the secret kept in plain text.
+ */
+export const doNotStoreResponse = (res: Response): void => {
+  res.locals.doNotStoreResponse = true;
+};
+
 async function settle(res: Response, keys: Collection<IdempotencyRecord>, id: string, body: Buffer | undefined): Promise<void> {
-  if (res.statusCode >= 500 || body === undefined) return keys.deleteOne(id);
+  if (res.statusCode >= 500 || body === undefined || res.locals.doNotStoreResponse === true) return keys.deleteOne(id);
   const contentType = res.get('Content-Type');
   const location = res.get('Location');
   const encoding = contentType === undefined || /json|^text\//i.test(contentType) ? 'utf8' : 'base64';

@@ -14,6 +14,7 @@ import {
 } from '../../commands/webhooks.js';
 import { commandContext, principalOf } from '../context.js';
 import { defineRoute } from '../route.js';
+import { doNotStoreResponse } from '../middleware/idempotency.js';
 import {
   CommsEventsQuery,
   CommsEventsResponse,
@@ -48,7 +49,10 @@ export function webhooksRouter(services: Services, settings: WebhookSettings): R
       response: WebhookSecretResponse,
       errors: [403],
     },
-    ({ body, res }) => configureWebhook(services, settings, context(res), body),
+    ({ body, res }) => {
+      doNotStoreResponse(res);
+      return configureWebhook(services, settings, context(res), body);
+    },
   );
   defineRoute(
     router,
@@ -60,7 +64,10 @@ export function webhooksRouter(services: Services, settings: WebhookSettings): R
       response: WebhookSecretResponse,
       errors: [403, 404],
     },
-    ({ res }) => rotateWebhookSecret(services, settings, context(res)),
+    ({ res }) => {
+      doNotStoreResponse(res);
+      return rotateWebhookSecret(services, settings, context(res));
+    },
   );
   defineRoute(
     router,
