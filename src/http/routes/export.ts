@@ -8,6 +8,7 @@ import { XLSX_MEDIA_TYPE } from '../../exports/excel.js';
 import { commandContext, principalOf } from '../context.js';
 import { HttpError } from '../errors.js';
 import { defineRoute } from '../route.js';
+import { doNotStoreResponse } from '../middleware/idempotency.js';
 import { ExportBody, ExportIdParams, ExportQuery, ExportResponse } from '../schemas/export.js';
 
 const JSON_TYPE = 'application/json';
@@ -38,6 +39,8 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
       const { type, direct } = negotiate(req, query.type);
       const created = await createExport(services, settings, commandContext(res, services.clock), body.id, type);
       if (!direct) return created.export;
+      // The file is personal data: an Idempotency-Key repeat makes a new export rather than a stored copy.
+      doNotStoreResponse(res);
       res.set('Content-Location', created.export.url);
       await sendExport(res, created);
       return undefined;
