@@ -134,61 +134,11 @@ export async function startService(
   if (relay) void retryForever('relay', () => relay.start(), logger);
   for (const worker of workers) void retryForever(worker.name, () => worker.start(), logger);
 
-  let server: Server | undefined;
-  let url: string | undefined;
   const closers: (() => Promise<void>)[] = [];
-  if (runs('api')) {
-    // The issuer URL of the dev provider depends on the port actually bound (0 = ephemeral).
-    let devIssuer = '';
-    const issuer = () => config.oidcIssuer ?? devIssuer;
-    const verifier = createTokenVerifier({
-      issuer,
-      ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
-      allowInsecureIssuer: !config.oidcIssuer,
-    });
-    const app = createApp({
-      services,
-      readiness: () => readiness(platform, runner),
-      bodyLimit: config.bodyLimit,
-      trustProxy: config.trustProxy,
-      authenticate: authenticate(verifier, services),
-      identityProvider: config.oidcIssuer
-        ? undefined
-        : createDevIdentityProvider({
-            issuer,
-            keyFile: path.join(config.dataDir, 'identity', 'signing-key.json'),
-            credentials: accountCredentials(services),
-            tokenTtlSeconds: config.tokenTtlSeconds,
-            ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
-          }),
-      adminApiKey: config.adminApiKey,
-      webhooks: webhookSettings(config),
-      exports: exportSettings(config),
-      rateLimits: createRateLimits({
-        perMinute: config.rateLimitPerMinute,
-        sendPerMinute: config.sendRateLimitPerMinute,
-        store: rateLimitStore(config, closers),
-        logger,
-      }),
-    });
-    // The read-store port has no TTL index: expired Idempotency-Key records are purged hourly.
-    const purge = setInterval(() => void purgeExpiredIdempotencyKeys(platform.readStore).catch(() => {}), 3_600_000);
-    purge.unref();
-    closers.push(async () => clearInterval(purge));
-    // Expired guest exports (files and records) are removed every minute.
-    const sweep = setInterval(() => void sweepExpiredExports(services, exportSettings(config)).catch(() => {}), 60_000);
-    sweep.unref();
-    closers.push(async () => clearInterval(sweep));
-    server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(config.port, config.host, () => resolve(s));
-      s.once('error', reject);
-    });
-    const address = server.address();
-    const port = typeof address === 'object' && address ? address.port : config.port;
-    url = `http://${config.host}:${port}`;
-    devIssuer = `${config.publicUrl ?? url}/core`;
-    logger.info({ url, role }, 'listening');
-  }
+  const api = runs('api') ? await startApi(config, platform, services, runner, closers) : undefined;
+  const server = api?.server;
+  const url = api?.url;
+  if (url) logger.info({ url, role }, 'listening');
 
   return {
     platform,
@@ -214,6 +164,75 @@ export async function startService(
 /** The `workers` role: bus consumers and schedulers. */
 function createWorkers(platform: Platform, services: Services, config: Config): Worker[] {
   return [createWebhookDispatcher(platform.bus, services, webhookSettings(config))];
+}
+
+/** The HTTP side: identity (dev provider or external issuer), the app, periodic clean-ups, the listener. */
+async function startApi(
+  config: Config,
+  platform: Platform,
+  services: Services,
+  runner: ProjectionRunner | undefined,
+  closers: (() => Promise<void>)[],
+): Promise<{ server: Server; url: string }> {
+  // The issuer URL of the dev provider depends on the port actually bound (0 = ephemeral).
+  let devIssuer = '';
+  const issuer = () => config.oidcIssuer ?? devIssuer;
+  const verifier = createTokenVerifier({
+    issuer,
+    ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
+    allowInsecureIssuer: !config.oidcIssuer,
+  });
+  const app = createApp({
+    services,
+    readiness: () => readiness(platform, runner),
+    bodyLimit: config.bodyLimit,
+    trustProxy: config.trustProxy,
+    authenticate: authenticate(verifier, services),
+    identityProvider: config.oidcIssuer
+      ? undefined
+      : createDevIdentityProvider({
+          issuer,
+          keyFile: path.join(config.dataDir, 'identity', 'signing-key.json'),
+          credentials: accountCredentials(services),
+          tokenTtlSeconds: config.tokenTtlSeconds,
+          ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
+        }),
+    adminApiKey: config.adminApiKey,
+    webhooks: webhookSettings(config),
+    exports: exportSettings(config),
+    rateLimits: createRateLimits({
+      perMinute: config.rateLimitPerMinute,
+      sendPerMinute: config.sendRateLimitPerMinute,
+      store: rateLimitStore(config, closers),
+      logger: services.logger,
+    }),
+  });
+  // The read-store port has no TTL index: expired Idempotency-Key records are purged hourly,
+  // expired guest exports (files and records) every minute.
+  every(3_600_000, 'idempotency key purge', () => purgeExpiredIdempotencyKeys(platform.readStore), closers, services.logger);
+  every(60_000, 'export sweep', () => sweepExpiredExports(services, exportSettings(config)), closers, services.logger);
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.port, config.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `http://${config.host}:${port}`;
+  devIssuer = `${config.publicUrl ?? url}/core`;
+  return { server, url };
+}
+
+/** A periodic clean-up that never keeps the process alive and stops with the service. */
+function every(
+  ms: number,
+  name: string,
+  job: () => Promise<unknown>,
+  closers: (() => Promise<void>)[],
+  logger: Logger,
+): void {
+  const timer = setInterval(() => void job().catch((error: unknown) => logger.warn({ err: error, job: name }, 'periodic job failed; it runs again later')), ms);
+  timer.unref();
+  closers.push(async () => clearInterval(timer));
 }
 
 /**
