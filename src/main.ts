@@ -39,6 +39,7 @@ import { createLogger, type Logger } from './shared/logger.js';
 import { Relay } from './workers/relay.js';
 import { relayRoutes } from './workers/topics.js';
 import type { Worker } from './workers/worker.js';
+import { backoffMs, sleep } from './shared/backoff.js';
 
 export const projections: Projection[] = [
   eventsProjection,
@@ -260,9 +261,9 @@ async function retryForever(what: string, start: () => Promise<void>, logger: Lo
       if (attempt > 1) logger.info({ what, attempt }, 'started after retries');
       return;
     } catch (error) {
-      const delay = Math.min(30_000, 500 * 2 ** Math.min(attempt, 6));
+      const delay = backoffMs(attempt, 500);
       logger.error({ err: error, what, attempt, retryInMs: delay }, 'could not start; is its server up? retrying');
-      await new Promise((r) => setTimeout(r, delay));
+      await sleep(delay);
     }
   }
 }
@@ -273,7 +274,7 @@ async function pollCheckpoints(readStore: ReadStore, position: number, timeoutMs
   while (Date.now() < deadline) {
     const positions = await Promise.all(projections.map((p) => readStore.getCheckpoint(`projection:${p.name}`)));
     if (positions.every((p) => (p ?? -1) >= position)) return;
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
 }
 

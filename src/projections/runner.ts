@@ -3,6 +3,7 @@ import { matchesFilter, type EventStore, type Subscription } from '../adapters/e
 import type { Checkpoint, ReadStore, WriteOp } from '../adapters/readstore/port.js';
 import type { Logger } from '../shared/logger.js';
 import type { Projection } from './projection.js';
+import { backoffMs, sleep } from '../shared/backoff.js';
 
 export interface RebuildProgress {
   projection: string;
@@ -128,10 +129,10 @@ export class ProjectionRunner {
       } catch (error) {
         if (!this.running) break;
         failures += 1;
-        const delay = Math.min(30_000, (this.options.retryDelayMs ?? 200) * 2 ** Math.min(failures, 8));
+        const delay = backoffMs(failures, this.options.retryDelayMs);
         this.logger.error({ err: error, retryInMs: delay }, 'projection batch failed; retrying from the checkpoint');
         await this.subscription?.stop().catch(() => {});
-        await new Promise((r) => setTimeout(r, delay));
+        await sleep(delay);
       }
     }
   }

@@ -3,6 +3,7 @@ import type { Bus, OutgoingMessage } from '../adapters/bus/port.js';
 import type { ReadStore } from '../adapters/readstore/port.js';
 import type { Logger } from '../shared/logger.js';
 import type { RelayRoute } from './topics.js';
+import { backoffMs, sleep } from '../shared/backoff.js';
 
 export const relayCheckpoint = 'relay';
 
@@ -74,10 +75,10 @@ export class Relay {
       } catch (error) {
         if (!this.running) break;
         failures += 1;
-        const delay = Math.min(30_000, 200 * 2 ** Math.min(failures, 8));
+        const delay = backoffMs(failures);
         this.logger.error({ err: error, retryInMs: delay }, 'relay publish failed; retrying from its checkpoint');
         await this.subscription?.stop().catch(() => {});
-        await new Promise((r) => setTimeout(r, delay));
+        await sleep(delay);
       }
     }
   }
