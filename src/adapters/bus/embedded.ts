@@ -40,6 +40,11 @@ export interface EmbeddedBusOptions {
   pollIntervalMs?: number;
   /** A group member silent for this long is evicted (default 10 s). */
   sessionTimeoutMs?: number;
+  /**
+   * Messages older than this are deleted, as Kafka's retention.ms does (default 7 days); the
+   * newest message of each partition stays, so offsets keep counting up. 0 keeps everything.
+   */
+  retentionMs?: number;
   logger?: Logger;
 }
 
@@ -192,6 +197,7 @@ export class EmbeddedBus implements Bus {
   private closing?: Promise<void>;
   readonly sql: Statements;
   private readonly transaction: Database.Transaction<(work: () => unknown) => unknown>;
+  private readonly retentionTimer?: NodeJS.Timeout;
 
   constructor(
     readonly file: string,
@@ -213,6 +219,32 @@ export class EmbeddedBus implements Bus {
     this.db = db;
     this.sql = prepareStatements(db);
     this.transaction = db.transaction((work: () => unknown) => work());
+    const retentionMs = options.retentionMs ?? 7 * 24 * 3_600_000;
+    if (retentionMs > 0) {
+      this.retentionTimer = setInterval(() => {
+        try {
+          const deleted = this.deleteOlderThan(Date.now() - retentionMs);
+          if (deleted > 0) this.logger.info({ deleted, retentionMs }, 'embedded bus: old messages deleted');
+        } catch (error) {
+          this.logger.warn({ err: error }, 'embedded bus: retention run failed; it runs again in an hour');
+        }
+      }, 3_600_000);
+      this.retentionTimer.unref();
+    }
+  }
+
+  /** Deletes messages published before `cutoffMs`, except each partition's newest. Returns how many. */
+  deleteOlderThan(cutoffMs: number): number {
+    this.assertOpen();
+    return this.write(
+      () =>
+        this.db
+          .prepare(
+            `DELETE FROM bus_messages AS m WHERE published_at < ? AND message_offset <
+               (SELECT max(message_offset) FROM bus_messages WHERE topic = m.topic AND partition_no = m.partition_no)`,
+          )
+          .run(cutoffMs).changes,
+    );
   }
 
   topicChannel(topic: string): string {
@@ -283,6 +315,7 @@ export class EmbeddedBus implements Bus {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
+      clearInterval(this.retentionTimer);
       await Promise.all([...this.consumers].map((consumer) => consumer.close()));
       this.db.close();
     })();
