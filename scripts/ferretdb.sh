@@ -189,15 +189,7 @@ cmd_stop() {
   rm -f "$ENV_FILE"
 }
 
-cmd_status() {
-  if is_running; then
-    log "$NAME" "running (pid $(cat "$PID_FILE")), log $LOG_FILE"
-    [[ -f "$ENV_FILE" ]] && cat "$ENV_FILE"
-    return 0
-  fi
-  log "$NAME" "not running"
-  return 3
-}
+cmd_status() { server_status "$NAME" "$PID_FILE" "ferretdb" "$LOG_FILE" "$ENV_FILE"; }
 
 case "${1:-}" in
   install) cmd_install ;;

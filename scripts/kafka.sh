@@ -263,15 +263,7 @@ cmd_stop() {
   rm -f "$ENV_FILE"
 }
 
-cmd_status() {
-  if is_running; then
-    log "$NAME" "running (pid $(cat "$PID_FILE")), log $LOG_FILE"
-    [[ -f "$ENV_FILE" ]] && cat "$ENV_FILE"
-    return 0
-  fi
-  log "$NAME" "not running"
-  return 3
-}
+cmd_status() { server_status "$NAME" "$PID_FILE" "kafka.Kafka" "$LOG_FILE" "$ENV_FILE"; }
 
 # Extra, for debugging and the end-to-end check: run any Kafka class with the cached jars,
 # e.g. scripts/kafka.sh run org.apache.kafka.tools.TopicCommand --bootstrap-server ... --list

@@ -201,3 +201,15 @@ with_install_lock() {
   fi
   "$@"
 }
+
+# server_status NAME PID_FILE PROCESS_PATTERN LOG_FILE ENV_FILE -> 0 and the env when running, else 3.
+server_status() {
+  local name="$1" pid_file="$2" pattern="$3" log_file="$4" env_file="$5"
+  if pid_alive "$pid_file" "$pattern"; then
+    log "$name" "running (pid $(cat "$pid_file")), log $log_file"
+    [[ -f "$env_file" ]] && cat "$env_file"
+    return 0
+  fi
+  log "$name" "not running"
+  return 3
+}
