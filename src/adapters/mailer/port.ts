@@ -1,0 +1,59 @@
+/**
+ * The mailer port (DESIGN.md section 2): hands one email to a delivery provider.
+ * Adapters: SendGrid (`sendgrid.ts`, real provider), outbox folder of `.eml` files
+ * (`outbox.ts`, embedded default), SMTP (`smtp.ts`, when SMTP_URL is set).
+ */
+
+export interface MailAddress {
+  email: string;
+  name?: string;
+}
+
+export interface MailAttachment {
+  filename: string;
+  contentType: string;
+  content: Buffer;
+}
+
+export interface MailMessage {
+  /**
+   * Stable key of this message: the attendeeInvitationId. The outbox names its file by it,
+   * so a repeated hand-over of the same message writes nothing new; providers get it back
+   * in their event webhooks through `trackingArgs`.
+   */
+  messageKey: string;
+  from: MailAddress;
+  to: MailAddress;
+  replyTo?: MailAddress;
+  subject: string;
+  html: string;
+  /** Plain-text alternative. */
+  text?: string;
+  attachments?: MailAttachment[];
+  /** Small string values the provider echoes in its event webhooks (SendGrid `custom_args`). */
+  trackingArgs?: Record<string, string>;
+}
+
+export interface MailReceipt {
+  /** The provider's id for the accepted message (SendGrid `X-Message-Id`; the file name for the outbox). */
+  providerMessageId: string;
+}
+
+/** The provider did not accept the message. `permanent`: sending the same message again cannot succeed. */
+export class MailerError extends Error {
+  constructor(
+    message: string,
+    readonly permanent: boolean,
+    readonly statusCode?: number,
+  ) {
+    super(message);
+    this.name = 'MailerError';
+  }
+}
+
+export interface Mailer {
+  readonly kind: 'outbox' | 'sendgrid' | 'smtp';
+  /** Resolves once the provider accepted the message; rejects with MailerError otherwise. */
+  send(message: MailMessage): Promise<MailReceipt>;
+  close(): Promise<void>;
+}
