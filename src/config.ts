@@ -45,6 +45,29 @@ export interface Config {
   exportDir: string;
   /** EXPORT_TTL_MINUTES: how long an export's download url works (default 60). */
   exportTtlMinutes: number;
+  /** Invitation emails (spec: Comms template, check-in rule 1); see commsConfig. */
+  comms: CommsConfig;
+}
+
+export interface CommsConfig {
+  /** SENDGRID_API_KEY: sends go through SendGrid; SENDGRID_BASE_URL points the client at another host (a test double). */
+  sendgridApiKey?: string;
+  sendgridBaseUrl?: string;
+  /** SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY: enables the provider event intake and verifies its ECDSA signatures. */
+  sendgridEventPublicKey?: string;
+  /** SMTP_URL: sends go to this SMTP server (when SendGrid is not configured). */
+  smtpUrl?: string;
+  /** OUTBOX_DIR: where the embedded mailer writes `.eml` files (default DATA_DIR/outbox). */
+  outboxDir: string;
+  /** INVITES_SENDING_ADDRESS / INVITES_SENDER_NAME: the From of sends whose template names none. */
+  sendingAddress: string;
+  senderName?: string;
+  /** SPAM_BLOCKED_DOMAINS: links to these domains (and their subdomains) fail the spam check. */
+  blockedLinkDomains: string[];
+  /** SEND_RETRY_DELAYS_MS: waits before retrying a send the provider refused for now (attempts = delays + 1). */
+  sendRetryDelaysMs: number[];
+  /** SEND_CONCURRENCY: emails in flight at once in one worker process. */
+  sendConcurrency: number;
 }
 
 export type Role = 'api' | 'projections' | 'relay' | 'workers' | 'all';
@@ -84,6 +107,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...webhookConfig(env, problems),
     exportDir: path.resolve(env.EXPORT_DIR || path.join(env.DATA_DIR || './data', 'exports')),
     exportTtlMinutes: int('EXPORT_TTL_MINUTES', 60),
+    comms: commsConfig(env, problems, int),
   };
   if (config.exportTtlMinutes < 1) problems.push('EXPORT_TTL_MINUTES must be at least 1');
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
@@ -124,6 +148,28 @@ function webhookConfig(env: NodeJS.ProcessEnv, problems: string[]): Pick<
     webhookTimeoutMs: timeout,
     webhookEncryptionKeys: keys,
     webhookEncryptionKeyId: keyId,
+  };
+}
+
+function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: string, fallback: number) => number): CommsConfig {
+  const list = (raw: string | undefined): string[] => (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean);
+  const delays = list(env.SEND_RETRY_DELAYS_MS ?? '2000,10000').map(Number);
+  if (delays.some((d) => !Number.isInteger(d) || d < 0)) problems.push('SEND_RETRY_DELAYS_MS must be comma-separated non-negative integers');
+  const sendingAddress = env.INVITES_SENDING_ADDRESS || 'invites@checkin.localhost';
+  if (!/^[^@\s]+@[^@\s]+$/.test(sendingAddress)) problems.push('INVITES_SENDING_ADDRESS must be an email address');
+  const concurrency = int('SEND_CONCURRENCY', 8);
+  if (concurrency < 1) problems.push('SEND_CONCURRENCY must be at least 1');
+  return {
+    sendgridApiKey: env.SENDGRID_API_KEY || undefined,
+    sendgridBaseUrl: env.SENDGRID_BASE_URL || undefined,
+    sendgridEventPublicKey: env.SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY || undefined,
+    smtpUrl: env.SMTP_URL || undefined,
+    outboxDir: path.resolve(env.OUTBOX_DIR || path.join(env.DATA_DIR || './data', 'outbox')),
+    sendingAddress,
+    senderName: env.INVITES_SENDER_NAME || undefined,
+    blockedLinkDomains: list(env.SPAM_BLOCKED_DOMAINS).map((d) => d.toLowerCase()),
+    sendRetryDelaysMs: delays,
+    sendConcurrency: concurrency,
   };
 }
 

@@ -11,6 +11,7 @@ import { customIdStream, reservationDecider, reservationKey, type ReservationCom
 import type { GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
 import { getEvent } from './events.js';
+import { templates } from './templates.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -74,6 +75,7 @@ export async function saveGuests(
 ): Promise<GuestView[]> {
   await getEvent(services, context.tenantId, eventId);
   const plans = await planGuests(services, context, eventId, records, options.mode);
+  await checkInvitations(services, context.tenantId, eventId, plans, options.mode);
   const items: BatchItem[] = [];
   for (const plan of plans) {
     const details = detailsOf(plan.input);
@@ -99,6 +101,36 @@ export async function saveGuests(
   await services.readYourWrites(lastPosition(results));
   const docs = await Promise.all(plans.map((p) => guests(services).get(p.guestId)));
   return docs.filter((d): d is GuestDoc => d !== null).map(toGuestView);
+}
+
+/**
+ * Spec, Guest.commsTemplateId: the template must belong to the caller's client and to the
+ * same event (else 404, and nothing of the batch is applied); and an invitation is emailed,
+ * so the guest needs an email address (400).
+ */
+async function checkInvitations(
+  services: Services,
+  clientId: string,
+  eventId: string,
+  plans: Planned[],
+  mode: 'create' | 'upsert',
+): Promise<void> {
+  const usable = new Map<string, boolean>();
+  const errors: { path: string; message: string }[] = [];
+  for (const [index, plan] of plans.entries()) {
+    const templateId = plan.input.commsTemplateId;
+    if (!templateId || templateId === plan.existing?.commsTemplateId) continue;
+    if (!usable.has(templateId)) {
+      const template = await templates(services).get(templateId);
+      usable.set(templateId, template?.clientId === clientId && template.eventId === eventId);
+    }
+    if (!usable.get(templateId)) throw new DomainError('not_found', `template ${templateId} not found in this event`);
+    if (!(plan.input.email ?? plan.existing?.email)) {
+      const path = plans.length > 1 || mode === 'upsert' ? `${index}.email` : 'email';
+      errors.push({ path, message: 'required when commsTemplateId is set: the invitation is sent by email' });
+    }
+  }
+  if (errors.length > 0) throw new DomainError('validation_error', 'the batch is not valid: see errors', { errors });
 }
 
 /** Reserve a new customId (and release the old one) in the same batch as the guest's change. */

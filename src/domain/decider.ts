@@ -22,4 +22,6 @@ export type DomainErrorCode =
   | 'not_found'
   | 'validation_error'
   | 'conflict'
-  | 'forbidden';
+  | 'forbidden'
+  /** The request is well formed but a rule refuses it (spec: the 422 codes). */
+  | 'unprocessable';

@@ -93,7 +93,7 @@ export type GuestEvent =
   | {
       /**
        * Spec, check-in rule 1: a guest created (or upserted) with a commsTemplateId gets that
-       * template sent. The send worker of the invitation-emails work takes it from here.
+       * template sent. The send worker (workers/send-worker.ts) takes it from here.
        */
       type: 'InvitationRequested';
       data: { guestId: string; eventId: string; attendeeInvitationId: string; templateId: string; correlationId?: string };
@@ -167,6 +167,8 @@ export type GuestCommand =
   | { type: 'CheckIn'; scan: ScanInfo; plusOnes?: number; force: boolean; recordedAt: string }
   | { type: 'CheckOut'; scan: ScanInfo }
   | { type: 'AnnulCheckIn'; scanId?: string; nonce?: string; now: string; undoWindowMs: number; annulledBy: string }
+  /** An explicit send (POST /comms/v1/api/comms/send): always a new invitation, even of the same template. */
+  | { type: 'RequestInvitation'; templateId: string; invitationId: string; correlationId?: string }
   | { type: 'Block'; reason: string; at: string }
   | { type: 'Unblock'; at: string };
 
@@ -380,6 +382,18 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
       return [];
     }
     switch (command.type) {
+      case 'RequestInvitation':
+        return [
+          {
+            type: 'InvitationRequested',
+            data: {
+              ...ids,
+              attendeeInvitationId: command.invitationId,
+              templateId: command.templateId,
+              ...(command.correlationId ? { correlationId: command.correlationId } : {}),
+            },
+          },
+        ];
       case 'CheckIn':
         return decideCheckIn(command, state);
       case 'CheckOut':

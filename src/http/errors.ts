@@ -25,6 +25,7 @@ const domainStatus: Record<DomainError['code'], number> = {
   validation_error: 400,
   conflict: 409,
   forbidden: 403,
+  unprocessable: 422,
 };
 
 export function fromZodError(error: ZodError): HttpError {

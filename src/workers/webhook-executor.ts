@@ -17,21 +17,8 @@ import { decrypt } from '../shared/encryption.js';
 import type { Logger } from '../shared/logger.js';
 import { toMessage } from './relay.js';
 import { topics } from './topics.js';
+import { FairQueue } from './fair-queue.js';
 import type { WebhookSender } from './webhook-sender.js';
-
-interface Queued {
-  deliveryId: string;
-  clientId: string;
-  /** Epoch ms when the attempt is due. */
-  dueAt: number;
-}
-
-interface Account {
-  clientId: string;
-  /** Waiting deliveries, earliest due first. */
-  queue: Queued[];
-  running: number;
-}
 
 /**
  * Makes delivery attempts, off the bus consumer's path: the consumer only records that a
@@ -48,16 +35,8 @@ interface Account {
  *   dead-lettered; one that died but was not yet published is published on resume.
  */
 export class DeliveryExecutor {
-  private readonly accounts = new Map<string, Account>();
-  private readonly queued = new Map<string, Queued>();
-  /** In-flight deliveries, with the due time of a request for another attempt that came meanwhile. */
-  private readonly running = new Map<string, { rerunAt?: number }>();
-  private readonly tasks = new Set<Promise<void>>();
+  private readonly queue: FairQueue;
   private readonly abort = new AbortController();
-  private inFlight = 0;
-  private timer?: NodeJS.Timeout;
-  private timerAt = Infinity;
-  private stopped = false;
 
   constructor(
     private readonly services: Services,
@@ -68,6 +47,13 @@ export class DeliveryExecutor {
   ) {
     // Every attempt in flight listens on this one signal.
     setMaxListeners(0, this.abort.signal);
+    this.queue = new FairQueue({
+      concurrency: settings.concurrency,
+      perAccountConcurrency: settings.perAccountConcurrency,
+      run: (deliveryId) => this.attempt(deliveryId),
+      logger,
+      what: 'webhook attempt (recording it)',
+    });
   }
 
   /** Re-queues what a previous run left: pending and retrying deliveries, and unpublished dead letters. */
@@ -89,7 +75,7 @@ export class DeliveryExecutor {
   /** Waits (up to 10 s) until the delivery log has projected `position`, so resume sees every delivery. */
   private async deliveryLogReaches(position: number): Promise<void> {
     const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && !this.stopped) {
+    while (Date.now() < deadline && !this.queue.isStopped) {
       const checkpoint = await this.services.readStore.getCheckpoint(`projection:${webhookDeliveriesProjection.name}`);
       if ((checkpoint ?? -1) >= position) return;
       await new Promise((r) => setTimeout(r, 20));
@@ -99,104 +85,18 @@ export class DeliveryExecutor {
 
   /** Attempt this delivery at `dueAt` (epoch ms), unless an earlier attempt is already queued. */
   enqueue(deliveryId: string, clientId: string, dueAt: number): void {
-    if (this.stopped) return;
-    const running = this.running.get(deliveryId);
-    if (running) {
-      running.rerunAt = Math.min(running.rerunAt ?? Infinity, dueAt);
-      return;
-    }
-    const existing = this.queued.get(deliveryId);
-    const account = this.accountOf(clientId);
-    if (existing) {
-      if (existing.dueAt <= dueAt) return;
-      account.queue.splice(account.queue.indexOf(existing), 1);
-    }
-    const entry: Queued = { deliveryId, clientId, dueAt };
-    this.queued.set(deliveryId, entry);
-    account.queue.splice(insertionIndex(account.queue, dueAt), 0, entry);
-    this.pump();
+    this.queue.enqueue(deliveryId, clientId, dueAt);
   }
 
   /** Stops at once: attempts in flight are abandoned unrecorded and resumed by the next run. */
   async stop(): Promise<void> {
-    this.stopped = true;
     this.abort.abort();
-    clearTimeout(this.timer);
-    await Promise.allSettled([...this.tasks]);
+    await this.queue.stop();
   }
 
   /** Deliveries queued or in flight (for tests and the benchmark). */
   get backlog(): number {
-    return this.queued.size + this.running.size;
-  }
-
-  private accountOf(clientId: string): Account {
-    let account = this.accounts.get(clientId);
-    if (!account) {
-      account = { clientId, queue: [], running: 0 };
-      this.accounts.set(clientId, account);
-    }
-    return account;
-  }
-
-  /** Starts every due attempt the limits allow, one account at a time in turn, then sets the timer. */
-  private pump(): void {
-    if (this.stopped) return;
-    const now = Date.now();
-    let started = true;
-    while (started && this.inFlight < this.settings.concurrency) {
-      started = false;
-      for (const account of [...this.accounts.values()]) {
-        if (this.inFlight >= this.settings.concurrency) break;
-        const head = account.queue[0];
-        if (!head || head.dueAt > now || account.running >= this.settings.perAccountConcurrency) continue;
-        account.queue.shift();
-        this.queued.delete(head.deliveryId);
-        this.start(account, head.deliveryId);
-        // Served accounts go to the back of the line.
-        this.accounts.delete(account.clientId);
-        this.accounts.set(account.clientId, account);
-        started = true;
-      }
-    }
-    let next = Infinity;
-    for (const account of this.accounts.values()) {
-      const head = account.queue[0];
-      if (head && account.running < this.settings.perAccountConcurrency && head.dueAt > now) next = Math.min(next, head.dueAt);
-    }
-    if (next < this.timerAt || this.timerAt <= now) {
-      clearTimeout(this.timer);
-      this.timerAt = next;
-      if (next !== Infinity) {
-        this.timer = setTimeout(() => {
-          this.timerAt = Infinity;
-          this.pump();
-        }, Math.min(next - now, 2 ** 31 - 1));
-      }
-    }
-  }
-
-  private start(account: Account, deliveryId: string): void {
-    account.running += 1;
-    this.inFlight += 1;
-    this.running.set(deliveryId, {});
-    const task: Promise<void> = this.attempt(deliveryId)
-      .catch((error: unknown) => {
-        if (this.stopped) return;
-        this.logger.error({ err: error, deliveryId }, 'webhook attempt could not be recorded; trying again in 5 s');
-        this.running.get(deliveryId)!.rerunAt = Date.now() + 5_000;
-      })
-      .finally(() => {
-        account.running -= 1;
-        this.inFlight -= 1;
-        const rerunAt = this.running.get(deliveryId)?.rerunAt;
-        this.running.delete(deliveryId);
-        this.tasks.delete(task);
-        if (account.running === 0 && account.queue.length === 0) this.accounts.delete(account.clientId);
-        if (rerunAt !== undefined) this.enqueue(deliveryId, account.clientId, rerunAt);
-        else this.pump();
-      });
-    this.tasks.add(task);
+    return this.queue.backlog;
   }
 
   /** One attempt: the current URL and secret, one signed POST, the verdict recorded. */
@@ -236,7 +136,7 @@ export class DeliveryExecutor {
         );
       }
     }
-    if (this.stopped) return;
+    if (this.queue.isStopped) return;
 
     const attempt = state.attempts + 1;
     const result = await this.decide(state.clientId, deliveryId, {
@@ -296,16 +196,4 @@ export class DeliveryExecutor {
       eventIds: (index) => derivedId('webhookdelivery', deliveryId, step, String(index)),
     });
   }
-}
-
-/** Where an entry due at `dueAt` goes in a queue sorted by due time (after equal ones). */
-function insertionIndex(queue: Queued[], dueAt: number): number {
-  let low = 0;
-  let high = queue.length;
-  while (low < high) {
-    const mid = (low + high) >> 1;
-    if (queue[mid]!.dueAt <= dueAt) low = mid + 1;
-    else high = mid;
-  }
-  return low;
 }

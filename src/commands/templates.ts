@@ -1,0 +1,102 @@
+import type { LinkPolicy } from '../comms/link-safety.js';
+import { unsafeLinks } from '../comms/link-safety.js';
+import { checkTemplate } from '../comms/merge-tokens.js';
+import { DomainError } from '../domain/decider.js';
+import { templateDecider, templateStream, type TemplateDetails } from '../domain/template.js';
+import type { TemplateDoc } from '../projections/templates.js';
+import { newId } from '../shared/ids.js';
+import { getEvent } from './events.js';
+import { handleCommand, type CommandContext } from './handle-command.js';
+import type { Services } from './services.js';
+
+/** The spec's Comms template object. */
+export interface TemplateView extends TemplateDetails {
+  id: string;
+  created: string;
+}
+
+export type TemplateInput = Omit<TemplateDetails, 'attachPdf'> & { id?: string; attachPdf?: boolean };
+
+export const templates = (services: Services) => services.readStore.collection<TemplateDoc>('templates');
+
+export function toTemplateView(doc: TemplateDoc): TemplateView {
+  const { _id, clientId: _c, ...rest } = doc;
+  return { id: _id, ...rest };
+}
+
+/**
+ * Spec: Comms, template create. An id that exists already returns that template (rule 1).
+ * Merge tokens are checked (400 naming the token) and links too (422 spam_check_failed),
+ * so a stored template can always be rendered and sent.
+ */
+export async function createTemplate(
+  services: Services,
+  linkPolicy: LinkPolicy,
+  context: CommandContext,
+  input: TemplateInput,
+): Promise<TemplateView> {
+  const templateId = input.id ?? newId();
+  if (input.id) {
+    const existing = await templates(services).get(templateId);
+    if (existing) return toOwnView(existing, context.tenantId);
+  }
+  await getEvent(services, context.tenantId, input.eventId);
+  const { id: _id, ...fields } = input;
+  const details: TemplateDetails = { ...fields, attachPdf: input.attachPdf ?? false };
+  checkContent(details, linkPolicy);
+  const result = await handleCommand(
+    services.eventStore,
+    templateDecider,
+    templateStream(templateId),
+    { type: 'CreateTemplate', templateId, clientId: context.tenantId, details, at: context.now.toISOString() },
+    context,
+  );
+  await services.readYourWrites(result.position);
+  return getTemplate(services, context.tenantId, templateId);
+}
+
+function checkContent(details: TemplateDetails, linkPolicy: LinkPolicy): void {
+  const problems = checkTemplate({ html: details.html, ...(details.subject !== undefined ? { subject: details.subject } : {}) });
+  if (problems.length > 0) {
+    throw new DomainError('validation_error', 'the template cannot be rendered: see errors', { errors: problems });
+  }
+  assertSafeLinks(details.html, linkPolicy);
+}
+
+/** Spec: 422 spam_check_failed, "template HTML contains URLs flagged as unsafe". */
+export function assertSafeLinks(html: string, linkPolicy: LinkPolicy): void {
+  const unsafe = unsafeLinks(html, linkPolicy);
+  if (unsafe.length === 0) return;
+  throw new DomainError('unprocessable', `the template HTML contains ${unsafe.length} link(s) flagged as unsafe: see errors`, {
+    code: 'spam_check_failed',
+    errors: unsafe.map((link) => ({ path: 'html', message: `${link.url}: ${link.reason}` })),
+  });
+}
+
+const toOwnView = (doc: TemplateDoc, clientId: string): TemplateView => {
+  // Another client's template is reported as missing, never as forbidden.
+  if (doc.clientId !== clientId) throw new DomainError('not_found', 'template not found');
+  return toTemplateView(doc);
+};
+
+/** One template of this client. */
+export async function getTemplate(services: Services, clientId: string, templateId: string): Promise<TemplateView> {
+  const doc = await templates(services).get(templateId.toLowerCase());
+  if (!doc) throw new DomainError('not_found', 'template not found');
+  return toOwnView(doc, clientId);
+}
+
+/** The client's templates, newest first, optionally of one event. */
+export async function listTemplates(
+  services: Services,
+  clientId: string,
+  query: { eventId?: string; limit: number; cursor?: string },
+) {
+  const filter = query.eventId ? { clientId, eventId: query.eventId } : { clientId };
+  const page = await templates(services).find(filter, {
+    sort: { created: -1 },
+    limit: query.limit,
+    ...(query.cursor ? { cursor: query.cursor } : {}),
+  });
+  return { items: page.items.map(toTemplateView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+}

@@ -1,0 +1,182 @@
+import { DomainError, type Decider } from './decider.js';
+
+/*
+ * One invitation email to one guest (spec: check-in rule 1, Events): `invitation-<attendeeInvitationId>`.
+ * Its decider answers "is this email sent, being sent, failed, and may it be sent now?".
+ * SendSucceeded, SendFailed, SendSkipped and ProviderEventReceived become the webhook's
+ * comms.sent, comms.failed, comms.skipped and comms.<provider event> (domain/webhook.ts).
+ */
+
+/** What every invitation event carries: the webhook body's `data` comes from these. */
+export interface InvitationIds {
+  attendeeInvitationId: string;
+  clientId: string;
+  /** The guest's id (spec: data.attendeeId). */
+  attendeeId: string;
+  eventId: string;
+  templateId: string;
+  correlationId?: string;
+}
+
+/** Why a send failed; the webhook's `data.error` starts with it. */
+export type SendFailureCode =
+  | 'no_email'
+  | 'previous_send_permanently_failed'
+  | 'spam_check_failed'
+  | 'template_not_found'
+  | 'guest_not_found'
+  | 'comms_api_not_enabled'
+  | 'provider_rejected'
+  | 'provider_unavailable'
+  | 'outcome_unknown';
+
+/** The provider's reports after it accepted the email (spec: Event types). */
+export const providerEventTypes = ['delivered', 'opened', 'bounced', 'dropped', 'spam_reported', 'unsubscribed'] as const;
+export type ProviderEventType = (typeof providerEventTypes)[number];
+
+/** A recipient reported so cannot be emailed again (spec: 422 previous_send_permanently_failed). */
+export const suppressingEvents: readonly ProviderEventType[] = ['bounced', 'dropped', 'spam_reported', 'unsubscribed'];
+
+export type InvitationEvent =
+  | { type: 'SendRequested'; data: InvitationIds & { requestedAt: string } }
+  | { type: 'SendStarted'; data: { attendeeInvitationId: string; attempt: number; to: string; at: string } }
+  | {
+      type: 'SendAttemptFailed';
+      data: { attendeeInvitationId: string; attempt: number; code: SendFailureCode; error: string; retryAt: string };
+    }
+  | {
+      type: 'SendSucceeded';
+      data: InvitationIds & { attempt: number; to: string; provider: string; providerMessageId: string; sentAt: string; attachedPdf: boolean };
+    }
+  | { type: 'SendFailed'; data: InvitationIds & { code: SendFailureCode; error: string; permanent: boolean; attempts: number; at: string } }
+  | { type: 'SendSkipped'; data: InvitationIds & { reason: string; at: string } }
+  | {
+      type: 'ProviderEventReceived';
+      data: InvitationIds & { event: ProviderEventType; providerEventId: string; email: string; at: string; reason?: string };
+    };
+
+export type InvitationCommand =
+  | { type: 'RequestSend'; ids: InvitationIds; at: string }
+  /**
+   * The worker is about to hand the email to the provider. `idempotentProvider`: handing
+   * the same message over twice still makes one email (the outbox), so an attempt cut
+   * short by a crash may be repeated; with any other provider it may not (see decide).
+   */
+  | { type: 'StartAttempt'; to: string; at: string; idempotentProvider: boolean }
+  | { type: 'RecordSent'; attempt: number; provider: string; providerMessageId: string; at: string; attachedPdf: boolean }
+  /** `retryAt` absent: no retry is left (or the failure is permanent). */
+  | { type: 'RecordAttemptFailed'; attempt: number; code: SendFailureCode; error: string; permanent: boolean; retryAt?: string; at: string }
+  /** A check before any attempt refused the send (no email, suppressed recipient, ...). */
+  | { type: 'Refuse'; code: SendFailureCode; error: string; at: string }
+  | { type: 'RecordProviderEvent'; event: ProviderEventType; providerEventId: string; email: string; at: string; reason?: string };
+
+export type InvitationStatus = 'requested' | 'sending' | 'retrying' | 'sent' | 'failed';
+
+export type InvitationState =
+  | { status: 'none' }
+  | { status: InvitationStatus; ids: InvitationIds; attempts: number; to?: string; seenProviderEvents: string[] };
+
+export const invitationStream = (attendeeInvitationId: string): string => `invitation-${attendeeInvitationId}`;
+
+type Existing = Exclude<InvitationState, { status: 'none' }>;
+
+export const invitationDecider: Decider<InvitationState, InvitationCommand, InvitationEvent> = {
+  initialState: () => ({ status: 'none' }),
+
+  evolve(state, event) {
+    if (event.type === 'SendRequested') {
+      const { requestedAt: _r, ...ids } = event.data;
+      return { status: 'requested', ids, attempts: 0, seenProviderEvents: [] };
+    }
+    if (state.status === 'none') return state;
+    switch (event.type) {
+      case 'SendStarted':
+        return { ...state, status: 'sending', attempts: event.data.attempt, to: event.data.to };
+      case 'SendAttemptFailed':
+        return { ...state, status: 'retrying' };
+      case 'SendSucceeded':
+        return { ...state, status: 'sent' };
+      case 'SendFailed':
+        return { ...state, status: 'failed' };
+      case 'ProviderEventReceived':
+        return { ...state, seenProviderEvents: [...state.seenProviderEvents, event.data.providerEventId] };
+      default:
+        return state;
+    }
+  },
+
+  decide(command, state) {
+    if (command.type === 'RequestSend') {
+      return state.status === 'none' ? [{ type: 'SendRequested', data: { ...command.ids, requestedAt: command.at } }] : [];
+    }
+    if (state.status === 'none') throw new DomainError('not_found', 'invitation not found');
+    switch (command.type) {
+      case 'StartAttempt':
+        return startAttempt(command, state);
+      case 'RecordSent':
+        if (state.status !== 'sending' || command.attempt !== state.attempts) return [];
+        return [
+          {
+            type: 'SendSucceeded',
+            data: {
+              ...state.ids,
+              attempt: command.attempt,
+              to: state.to!,
+              provider: command.provider,
+              providerMessageId: command.providerMessageId,
+              sentAt: command.at,
+              attachedPdf: command.attachedPdf,
+            },
+          },
+        ];
+      case 'RecordAttemptFailed': {
+        if (state.status !== 'sending' || command.attempt !== state.attempts) return [];
+        const { attendeeInvitationId } = state.ids;
+        if (!command.permanent && command.retryAt) {
+          const data = { attendeeInvitationId, attempt: command.attempt, code: command.code, error: command.error, retryAt: command.retryAt };
+          return [{ type: 'SendAttemptFailed', data }];
+        }
+        return [failed(state, command.code, command.error, command.permanent, command.at)];
+      }
+      case 'Refuse':
+        return state.status === 'requested' || state.status === 'retrying'
+          ? [failed(state, command.code, command.error, true, command.at)]
+          : [];
+      case 'RecordProviderEvent': {
+        if (state.seenProviderEvents.includes(command.providerEventId)) return [];
+        const { type: _t, ...report } = command;
+        return [{ type: 'ProviderEventReceived', data: { ...state.ids, ...report } }];
+      }
+    }
+  },
+};
+
+function failed(state: Existing, code: SendFailureCode, error: string, permanent: boolean, at: string): InvitationEvent {
+  return { type: 'SendFailed', data: { ...state.ids, code, error: `${code}: ${error}`, permanent, attempts: state.attempts, at } };
+}
+
+/**
+ * The idempotency check (spec: comms.skipped): an invitation already sent is never sent
+ * again. An attempt that started and never reported (the worker stopped mid-send) is
+ * repeated only when the provider dedupes; otherwise it fails as `outcome_unknown`, because
+ * the provider may have accepted it and a second email is worse than a reported failure.
+ */
+function startAttempt(command: Extract<InvitationCommand, { type: 'StartAttempt' }>, state: Existing): InvitationEvent[] {
+  const start: InvitationEvent = {
+    type: 'SendStarted',
+    data: { attendeeInvitationId: state.ids.attendeeInvitationId, attempt: state.attempts + 1, to: command.to, at: command.at },
+  };
+  switch (state.status) {
+    case 'requested':
+    case 'retrying':
+      return [start];
+    case 'sending':
+      return command.idempotentProvider
+        ? [start]
+        : [failed(state, 'outcome_unknown', 'the send was interrupted and the provider may have accepted it; not repeated so the guest never gets it twice. Check the provider activity, then send again with POST /comms/v1/api/comms/send', false, command.at)];
+    case 'sent':
+      return [{ type: 'SendSkipped', data: { ...state.ids, reason: 'already_sent', at: command.at } }];
+    case 'failed':
+      return [];
+  }
+}

@@ -1,0 +1,120 @@
+import type { StoredEvent } from '../adapters/eventstore/port.js';
+import type { WriteOp } from '../adapters/readstore/port.js';
+import { suppressingEvents, type InvitationEvent, type InvitationStatus, type ProviderEventType } from '../domain/invitation.js';
+import type { Projection } from './projection.js';
+
+/** `invitations`: one document per invitation email (attendeeInvitationId), its state and history. */
+export interface InvitationDoc {
+  _id: string;
+  clientId: string;
+  eventId: string;
+  attendeeId: string;
+  templateId: string;
+  correlationId?: string;
+  status: InvitationStatus;
+  attempts: number;
+  to?: string;
+  provider?: string;
+  providerMessageId?: string;
+  /** Set when the status is failed: the code, then what went wrong. */
+  error?: string;
+  /** The provider's latest report after it accepted the email (delivered, bounced, ...). */
+  providerStatus?: ProviderEventType;
+  opens: number;
+  /** Times an at-least-once retry found it already sent (comms.skipped). */
+  skips: number;
+  requestedAt: string;
+  sentAt?: string;
+  updatedAt: string;
+  /** Every step, oldest first: what happened and when. */
+  history: { type: string; at: string; attempt?: number; detail?: string }[];
+}
+
+/** `comms_suppressions`: recipients a provider reported as unreachable, per client (spec: previous_send_permanently_failed). */
+export interface SuppressionDoc {
+  _id: string;
+  clientId: string;
+  email: string;
+  reason: ProviderEventType;
+  at: string;
+  attendeeInvitationId: string;
+}
+
+export const suppressionId = (clientId: string, email: string): string => `${clientId}:${email.trim().toLowerCase()}`;
+
+export const invitationsProjection: Projection = {
+  name: 'invitations',
+  filter: { streamPrefixes: ['invitation-'] },
+  collections: [
+    {
+      name: 'invitations',
+      indexes: [
+        { name: 'clientId_requestedAt', keys: { clientId: 1, requestedAt: -1 } },
+        { name: 'attendeeId', keys: { attendeeId: 1 } },
+        { name: 'clientId_eventId', keys: { clientId: 1, eventId: 1 } },
+      ],
+    },
+    { name: 'comms_suppressions', indexes: [] },
+  ],
+  apply(stored: StoredEvent): WriteOp[] {
+    const event = stored as unknown as StoredEvent & InvitationEvent;
+    const at = stored.metadata.occurredAt;
+    const id = event.data.attendeeInvitationId;
+    type Entry = InvitationDoc['history'][number];
+    const step = (status: InvitationStatus | undefined, set: Record<string, unknown>, entry: Entry, more: { inc?: Record<string, number>; unset?: string[] } = {}): WriteOp => ({
+      kind: 'update',
+      collection: 'invitations',
+      id,
+      update: {
+        $set: { ...(status ? { status } : {}), ...set, updatedAt: at },
+        $push: { history: entry },
+        ...(more.inc ? { $inc: more.inc } : {}),
+        ...(more.unset ? { $unset: Object.fromEntries(more.unset.map((field) => [field, ''])) } : {}),
+      },
+    });
+    switch (event.type) {
+      case 'SendRequested': {
+        const { attendeeInvitationId: _id, requestedAt, ...ids } = event.data;
+        const doc: Omit<InvitationDoc, '_id'> = {
+          ...ids,
+          status: 'requested',
+          attempts: 0,
+          opens: 0,
+          skips: 0,
+          requestedAt,
+          updatedAt: at,
+          history: [{ type: 'requested', at }],
+        };
+        return [{ kind: 'replace', collection: 'invitations', id, doc }];
+      }
+      case 'SendStarted':
+        return [step('sending', { attempts: event.data.attempt, to: event.data.to }, { type: 'attempt_started', at, attempt: event.data.attempt })];
+      case 'SendAttemptFailed':
+        return [
+          step('retrying', { error: event.data.error }, { type: 'attempt_failed', at, attempt: event.data.attempt, detail: `${event.data.code}: ${event.data.error}; retry at ${event.data.retryAt}` }),
+        ];
+      case 'SendSucceeded': {
+        const d = event.data;
+        const set = { provider: d.provider, providerMessageId: d.providerMessageId, sentAt: d.sentAt, to: d.to };
+        return [step('sent', set, { type: 'sent', at, attempt: d.attempt }, { unset: ['error'] })];
+      }
+      case 'SendFailed':
+        return [step('failed', { error: event.data.error }, { type: 'failed', at, detail: event.data.error })];
+      case 'SendSkipped':
+        return [step(undefined, {}, { type: 'skipped', at, detail: event.data.reason }, { inc: { skips: 1 } })];
+      case 'ProviderEventReceived': {
+        const d = event.data;
+        const ops: WriteOp[] = [
+          step(undefined, { providerStatus: d.event }, { type: d.event, at: d.at, ...(d.reason ? { detail: d.reason } : {}) }, d.event === 'opened' ? { inc: { opens: 1 } } : {}),
+        ];
+        if (suppressingEvents.includes(d.event)) {
+          const doc: Omit<SuppressionDoc, '_id'> = { clientId: d.clientId, email: d.email, reason: d.event, at: d.at, attendeeInvitationId: id };
+          ops.push({ kind: 'replace', collection: 'comms_suppressions', id: suppressionId(d.clientId, d.email), doc });
+        }
+        return ops;
+      }
+      default:
+        return [];
+    }
+  },
+};

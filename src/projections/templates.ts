@@ -1,0 +1,26 @@
+import type { StoredEvent } from '../adapters/eventstore/port.js';
+import type { TemplateDetails, TemplateEvent } from '../domain/template.js';
+import type { Projection } from './projection.js';
+
+export type TemplateDoc = { _id: string; clientId: string; created: string } & TemplateDetails;
+
+/** `templates` read model: one document per invitation template (templates never change). */
+export const templatesProjection: Projection = {
+  name: 'templates',
+  filter: { streamPrefixes: ['template-'] },
+  collections: [
+    {
+      name: 'templates',
+      indexes: [
+        { name: 'clientId_created', keys: { clientId: 1, created: -1 } },
+        { name: 'clientId_eventId_created', keys: { clientId: 1, eventId: 1, created: -1 } },
+      ],
+    },
+  ],
+  apply(stored: StoredEvent) {
+    const event = stored as unknown as StoredEvent & TemplateEvent;
+    if (event.type !== 'TemplateCreated') return [];
+    const { templateId, ...fields } = event.data;
+    return [{ kind: 'update', collection: 'templates', id: templateId, upsert: true, update: { $set: fields } }];
+  },
+};
