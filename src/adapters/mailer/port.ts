@@ -35,7 +35,10 @@ export interface MailMessage {
 }
 
 export interface MailReceipt {
-  /** The provider's id for the accepted message (SendGrid `X-Message-Id`; the file name for the outbox). */
+  /**
+   * The provider's id for the accepted message: SendGrid's `X-Message-Id`, the outbox's file
+   * name (`<messageKey>.eml`), the Message-ID header the SMTP adapter sent.
+   */
   providerMessageId: string;
 }
 
@@ -44,6 +47,7 @@ export class MailerError extends Error {
   constructor(
     message: string,
     readonly permanent: boolean,
+    /** The provider's answer when there was one: HTTP status (SendGrid) or SMTP reply code. */
     readonly statusCode?: number,
   ) {
     super(message);

@@ -1,0 +1,116 @@
+/**
+ * Mailer adapter for the embedded mode (DESIGN.md §6): every message becomes one RFC 822
+ * `.eml` file in a folder, named `<messageKey>.eml`. The receipt's `providerMessageId` is
+ * that file name, so a reader goes from a receipt to the file without parsing anything.
+ */
+import { randomUUID } from 'node:crypto';
+import { constants } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import { z } from 'zod';
+import { MailerError, type MailAddress, type Mailer, type MailMessage, type MailReceipt } from './port.js';
+
+/** Header carrying `MailMessage.messageKey`, so a moved or forwarded file still names its message. */
+export const MESSAGE_KEY_HEADER = 'X-Message-Key';
+/** Header carrying `MailMessage.trackingArgs` as one JSON object (header names would lose the keys' case). */
+export const TRACKING_ARGS_HEADER = 'X-Tracking-Args';
+
+export class OutboxMailer implements Mailer {
+  readonly kind = 'outbox';
+
+  constructor(private readonly dir: string) {}
+
+  async send(message: MailMessage): Promise<MailReceipt> {
+    const fileName = `${checkedMessageKey(message.messageKey)}.eml`;
+    const receipt = { providerMessageId: fileName };
+    const options = mailOptions(message);
+    const target = path.join(this.dir, fileName);
+    // A repeated hand-over of the same message is not a second email.
+    if (await exists(target)) return receipt;
+    try {
+      const raw = await new MailComposer(options).compile().build();
+      await fs.mkdir(this.dir, { recursive: true });
+      await writeOnce(target, raw);
+    } catch (error) {
+      // Disk full, permissions, a folder removed underneath: the same message may succeed later.
+      throw new MailerError(`outbox: cannot write ${fileName}: ${(error as Error).message}`, false);
+    }
+    return receipt;
+  }
+
+  async close(): Promise<void> {}
+}
+
+/**
+ * The nodemailer options for a message (shared with the SMTP adapter, so both render the same
+ * RFC 822 message). Throws a permanent MailerError for an address no provider would accept.
+ */
+export function mailOptions(message: MailMessage): Mail.Options {
+  return {
+    from: checkedAddress('from', message.from),
+    to: checkedAddress('to', message.to),
+    replyTo: message.replyTo && checkedAddress('replyTo', message.replyTo),
+    subject: message.subject,
+    html: message.html,
+    text: message.text,
+    attachments: (message.attachments ?? []).map(({ filename, contentType, content }) => ({ filename, contentType, content })),
+    headers: {
+      [MESSAGE_KEY_HEADER]: message.messageKey,
+      ...(message.trackingArgs && { [TRACKING_ARGS_HEADER]: { prepared: true, value: asciiJson(message.trackingArgs) } }),
+    },
+  };
+}
+
+const emailSchema = z.email();
+
+function checkedAddress(field: string, address: MailAddress): Mail.Address {
+  if (!emailSchema.safeParse(address.email).success) {
+    throw new MailerError(`invalid ${field} address: ${JSON.stringify(address.email)}`, true);
+  }
+  return { address: address.email, name: address.name ?? '' };
+}
+
+/** The key becomes a file name: nothing that could leave the folder or hide the file. */
+function checkedMessageKey(key: string): string {
+  if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(key)) {
+    throw new MailerError(`outbox: message key ${JSON.stringify(key)} is not a safe file name`, true);
+  }
+  return key;
+}
+
+/** JSON with non-ASCII escaped: a prepared header goes out verbatim, and headers must be ASCII. */
+function asciiJson(value: Record<string, string>): string {
+  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+async function exists(file: string): Promise<boolean> {
+  return fs.access(file, constants.F_OK).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Writes a hidden temp file, syncs it (the caller records "sent" once this returns), then
+ * hard-links it into place. Unlike rename, link fails when the target exists, so two
+ * concurrent hand-overs of one message still leave exactly one, complete file.
+ */
+async function writeOnce(target: string, content: Buffer): Promise<void> {
+  const temp = path.join(path.dirname(target), `.${path.basename(target)}.${randomUUID()}.tmp`);
+  const handle = await fs.open(temp, 'wx');
+  try {
+    await handle.writeFile(content);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await fs.link(temp, target);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    await fs.rm(temp, { force: true });
+  }
+}
