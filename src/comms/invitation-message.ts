@@ -1,0 +1,87 @@
+import type { MailMessage } from '../adapters/mailer/port.js';
+import { defaultSubject, renderTemplate, type MergeValues } from './merge-tokens.js';
+
+/** The parts an invitation email is made of, as the read models hold them. */
+export interface InvitationParts {
+  attendeeInvitationId: string;
+  clientId: string;
+  guest: {
+    _id: string;
+    email: string;
+    firstName?: string;
+    otherNames?: string;
+    lastName?: string;
+    barcode?: string;
+    customId?: string;
+    additionalInfo?: string;
+    plusOnes?: number;
+    tags?: string;
+    validFrom?: string;
+    validTo?: string;
+  };
+  template: { subject?: string; html: string; fromAddress?: string; fromName?: string; replyTo?: string };
+  event: { title: string; startTime: string; endTime: string; timeZoneId?: string };
+  account: { companyName?: string };
+}
+
+/** Where sends come from when the template names no sender (INVITES_SENDING_ADDRESS, INVITES_SENDER_NAME). */
+export interface Sender {
+  address: string;
+  name?: string;
+}
+
+/** The email for one invitation: the template rendered with the guest's and the event's values. */
+export function invitationMessage(parts: InvitationParts, sender: Sender): MailMessage {
+  const { guest, template, account } = parts;
+  const values = mergeValuesOf(parts);
+  const rendered = renderTemplate({ subject: template.subject ?? defaultSubject, html: template.html }, values);
+  const fromName = template.fromName ?? sender.name ?? account.companyName;
+  return {
+    messageKey: parts.attendeeInvitationId,
+    from: { email: template.fromAddress ?? sender.address, ...(fromName ? { name: fromName } : {}) },
+    to: { email: guest.email, ...(values.fullName ? { name: String(values.fullName) } : {}) },
+    ...(template.replyTo ? { replyTo: { email: template.replyTo } } : {}),
+    subject: rendered.subject,
+    html: rendered.html,
+    text: rendered.text,
+    trackingArgs: { attendeeInvitationId: parts.attendeeInvitationId, clientId: parts.clientId },
+  };
+}
+
+export function mergeValuesOf(parts: InvitationParts): MergeValues {
+  const { guest, event } = parts;
+  const zone = event.timeZoneId;
+  const fullName = [guest.firstName, guest.otherNames, guest.lastName].filter((n) => n && n.trim()).join(' ');
+  return {
+    firstName: guest.firstName,
+    otherNames: guest.otherNames,
+    lastName: guest.lastName,
+    fullName: fullName || undefined,
+    email: guest.email,
+    barcode: guest.barcode,
+    customId: guest.customId,
+    additionalInfo: guest.additionalInfo,
+    plusOnes: guest.plusOnes ?? 0,
+    tags: guest.tags,
+    validFrom: guest.validFrom && formatTime(guest.validFrom, zone),
+    validTo: guest.validTo && formatTime(guest.validTo, zone),
+    eventTitle: event.title,
+    eventStart: formatTime(event.startTime, zone),
+    eventEnd: formatTime(event.endTime, zone),
+    eventTimeZone: zone ?? 'UTC',
+    attendeeId: guest._id,
+    attendeeInvitationId: parts.attendeeInvitationId,
+    companyName: parts.account.companyName,
+  };
+}
+
+/** A time as a reader expects it in an email: "Saturday 21 November 2026 at 19:00", on the event's clocks. */
+export function formatTime(iso: string, timeZone = 'UTC'): string {
+  const options: Intl.DateTimeFormatOptions = { dateStyle: 'full', timeStyle: 'short', hourCycle: 'h23' };
+  try {
+    return new Intl.DateTimeFormat('en-GB', { ...options, timeZone }).format(new Date(iso));
+  } catch {
+    // A time zone Intl does not know (e.g. a Windows name): UTC, said so.
+    return `${new Intl.DateTimeFormat('en-GB', { ...options, timeZone: 'UTC' }).format(new Date(iso))} UTC`;
+  }
+}

@@ -1,0 +1,256 @@
+import Handlebars from 'handlebars';
+import { parseDocument, DomUtils } from 'htmlparser2';
+
+/**
+ * Merge tokens of invitation templates (spec: Comms template; the spec leaves the list to
+ * us). A template writes them in double braces, `{{firstName}}`, rendered by Handlebars.
+ * Only plain tokens and `if`/`unless` blocks over tokens are allowed: a template is
+ * customer-written text, not a program (see `checkTemplate`).
+ */
+export const mergeTokens = [
+  { token: 'firstName', description: "The guest's first name" },
+  { token: 'otherNames', description: "The guest's other (middle) names" },
+  { token: 'lastName', description: "The guest's last name" },
+  { token: 'fullName', description: 'First, other and last names joined by single spaces' },
+  { token: 'email', description: "The guest's email address" },
+  { token: 'barcode', description: "The guest's barcode value" },
+  { token: 'customId', description: 'The caller-chosen identifier of the guest' },
+  { token: 'additionalInfo', description: 'Free text stored with the guest' },
+  { token: 'plusOnes', description: 'How many plus ones the guest may bring' },
+  { token: 'tags', description: "The guest's tags, separated by commas" },
+  { token: 'validFrom', description: 'Earliest time the guest can be admitted' },
+  { token: 'validTo', description: 'Latest time the guest can be admitted' },
+  { token: 'eventTitle', description: 'Title of the event' },
+  { token: 'eventStart', description: 'Start time of the event' },
+  { token: 'eventEnd', description: 'End time of the event' },
+  { token: 'eventTimeZone', description: 'Time zone of the event (IANA name, e.g. Europe/Amsterdam)' },
+  { token: 'attendeeId', description: "The guest's id (GUID)" },
+  { token: 'attendeeInvitationId', description: 'Tracking id (GUID) of this send, as in the comms webhooks' },
+  { token: 'companyName', description: 'Company name of the sending account' },
+] as const;
+
+export type MergeToken = (typeof mergeTokens)[number]['token'];
+
+/** A missing value renders as empty text. */
+export type MergeValues = Partial<Record<MergeToken, string | number | undefined>>;
+
+export interface Template {
+  subject?: string;
+  html: string;
+}
+
+export interface TemplateError {
+  path: 'subject' | 'html';
+  message: string;
+}
+
+/** Used when a template has no subject of its own. */
+export const defaultSubject = 'Your invitation to {{eventTitle}}';
+
+const tokenNames: ReadonlySet<string> = new Set(mergeTokens.map((t) => t.token));
+const allowedBlocks = new Set(['if', 'unless']);
+
+/** Every problem in the template; an empty list means it can be stored and rendered. */
+export function checkTemplate(template: Template): TemplateError[] {
+  const errors: TemplateError[] = [];
+  if (template.subject !== undefined) errors.push(...checkSource(template.subject, 'subject'));
+  errors.push(...checkSource(template.html, 'html'));
+  return errors;
+}
+
+function checkSource(source: string, path: TemplateError['path']): TemplateError[] {
+  let program: hbs.AST.Program;
+  try {
+    program = Handlebars.parse(source);
+  } catch (error) {
+    return [{ path, message: syntaxErrorMessage(error) }];
+  }
+  return checkStatements(program.body, path).map((message) => ({ path, message }));
+}
+
+/** Handlebars' parser reports "Parse error on line N:\n<excerpt>\n---^\nExpecting ..."; other errors carry lineNumber. */
+function syntaxErrorMessage(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const parse = /^Parse error on line (\d+):\n(.*)\n-*\^\n(.*)$/s.exec(text);
+  if (parse) return `syntax error on line ${parse[1]} near "${parse[2]!.trim()}": ${parse[3]!.trim()}`;
+  const line = (error as { lineNumber?: unknown }).lineNumber;
+  return typeof line === 'number' ? `syntax error on line ${line}: ${text}` : `syntax error: ${text}`;
+}
+
+function checkStatements(body: hbs.AST.Statement[], path: TemplateError['path']): string[] {
+  return body.flatMap((statement) => checkStatement(statement, path));
+}
+
+function checkStatement(statement: hbs.AST.Statement, path: TemplateError['path']): string[] {
+  const at = `(line ${statement.loc.start.line})`;
+  switch (statement.type) {
+    case 'ContentStatement':
+    case 'CommentStatement':
+      return [];
+    case 'MustacheStatement': {
+      const mustache = statement as hbs.AST.MustacheStatement;
+      if (hasArguments(mustache)) return [`helpers are not allowed, only plain tokens like {{firstName}} ${at}`];
+      const problems = checkTokenPath(mustache.path, at);
+      if (!mustache.escaped && path === 'subject') problems.push(`raw output {{{…}}} is only allowed in html ${at}`);
+      return problems;
+    }
+    case 'BlockStatement': {
+      const block = statement as hbs.AST.BlockStatement;
+      const name = block.path.original;
+      if (!allowedBlocks.has(name) || block.path.type !== 'PathExpression' || block.program === undefined) {
+        return [`only {{#if token}} and {{#unless token}} blocks are allowed, not "${name}" ${at}`];
+      }
+      if (block.params.length !== 1 || (block.hash?.pairs.length ?? 0) > 0) {
+        return [`{{#${name}}} takes exactly one token ${at}`];
+      }
+      return [
+        ...checkTokenPath(block.params[0]!, at),
+        ...checkStatements(block.program.body, path),
+        ...checkStatements(block.inverse?.body ?? [], path),
+      ];
+    }
+    case 'PartialStatement':
+    case 'PartialBlockStatement':
+      return [`partials are not allowed ${at}`];
+    default:
+      // Decorators ({{* x}}, {{#* x}}) and anything a later Handlebars adds.
+      return [`"${statement.type}" is not allowed ${at}`];
+  }
+}
+
+function hasArguments(node: { params: unknown[]; hash?: hbs.AST.Hash }): boolean {
+  return node.params.length > 0 || (node.hash?.pairs.length ?? 0) > 0;
+}
+
+/** A token reference must be a bare known name: no literals, `this`, `../`, `@root` or `a.b`. */
+function checkTokenPath(expression: hbs.AST.Expression, at: string): string[] {
+  if (expression.type !== 'PathExpression') return [`only merge tokens can be output, not literals or sub-expressions ${at}`];
+  const path = expression as hbs.AST.PathExpression;
+  if (path.data || path.depth > 0 || path.parts.length !== 1 || path.original !== path.parts[0]) {
+    return [`"${path.original}" is not a merge token: write a token name alone, like {{firstName}} ${at}`];
+  }
+  if (tokenNames.has(path.original)) return [];
+  const suggestion = closestToken(path.original);
+  return [`unknown merge token "${path.original}"${suggestion ? ` (did you mean "${suggestion}"?)` : ''} ${at}`];
+}
+
+function closestToken(name: string): string | undefined {
+  let best: { token: string; distance: number } | undefined;
+  for (const token of tokenNames) {
+    const distance = editDistance(name.toLowerCase(), token.toLowerCase());
+    if (!best || distance < best.distance) best = { token, distance };
+  }
+  // A third of the length catches typos and snake_case without suggesting unrelated names.
+  return best && best.distance <= Math.max(1, Math.floor(best.token.length / 3)) ? best.token : undefined;
+}
+
+/** Levenshtein distance, one row at a time. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+export class InvalidTemplateError extends Error {
+  override readonly name = 'InvalidTemplateError';
+  constructor(readonly errors: TemplateError[]) {
+    super(`invalid template: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`);
+  }
+}
+
+/**
+ * The subject, html and a plain-text alternative with the values merged in. Throws
+ * InvalidTemplateError for a template `checkTemplate` refuses (it should have been refused
+ * when it was stored).
+ */
+export function renderTemplate(template: Template, values: MergeValues): { subject: string; html: string; text: string } {
+  const context = { ...values };
+  const html = compiled(template.html, 'html')(context);
+  const subject = compiled(template.subject ?? defaultSubject, 'subject')(context);
+  return { subject: headerText(subject), html, text: plainText(html) };
+}
+
+/** A subject is a mail header: a line break in it (from a value or the template) would start a new header. */
+function headerText(subject: string): string {
+  return subject.replace(/[\r\n\u2028\u2029]+/g, ' ').replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, '').trim();
+}
+
+const cacheLimit = 500;
+const cache = new Map<string, Handlebars.TemplateDelegate>();
+
+/** Compiled templates by source, least recently used first; a template is checked once, when first compiled. */
+function compiled(source: string, path: TemplateError['path']): Handlebars.TemplateDelegate {
+  const key = `${path}:${source}`;
+  const hit = cache.get(key);
+  if (hit) {
+    cache.delete(key);
+    cache.set(key, hit);
+    return hit;
+  }
+  const errors = checkSource(source, path);
+  if (errors.length > 0) throw new InvalidTemplateError(errors);
+  // knownHelpersOnly: a name Handlebars does not know is always a value lookup, never a helper call.
+  const template = Handlebars.compile(source, { strict: false, knownHelpersOnly: true, noEscape: path === 'subject' });
+  cache.set(key, template);
+  if (cache.size > cacheLimit) cache.delete(cache.keys().next().value!);
+  return template;
+}
+
+type DomNode = ReturnType<typeof parseDocument>['children'][number];
+
+const skipped = new Set(['script', 'style', 'head', 'title', 'template']);
+const paragraphs = new Set(['p', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'table', 'ul', 'ol', 'blockquote', 'pre', 'hr']);
+const lines = new Set(['div', 'li', 'tr', 'dt', 'dd', 'section', 'article', 'header', 'footer', 'address', 'center']);
+
+/**
+ * The plain-text alternative of rendered html: text content without scripts and styles,
+ * links as "text (url)", paragraphs, <br> and list items as line breaks.
+ */
+export function plainText(html: string): string {
+  const out: string[] = [];
+  let owedBreaks = 0; // block boundaries merge: the end of one <li> and the start of the next make one break
+  const write = (text: string): void => {
+    if (text.trim() === '' && (owedBreaks > 0 || out.length === 0)) return;
+    if (owedBreaks > 0 && out.length > 0) out.push('\n'.repeat(owedBreaks));
+    owedBreaks = 0;
+    out.push(text);
+  };
+  const walk = (nodes: DomNode[]): void => {
+    for (const node of nodes) {
+      if (DomUtils.isText(node)) write(node.data.replace(/\s+/g, ' '));
+      if (!DomUtils.isTag(node) || skipped.has(node.name)) continue;
+      const breaks = paragraphs.has(node.name) ? 2 : lines.has(node.name) ? 1 : 0;
+      owedBreaks = Math.max(owedBreaks, breaks);
+      if (node.name === 'br') out.push('\n');
+      else if (node.name === 'li') write('- ');
+      else if (node.name === 'td' || node.name === 'th') write(' ');
+      walk(node.children);
+      if (node.name === 'a') write(linkTarget(node.attribs.href, DomUtils.textContent(node)));
+      owedBreaks = Math.max(owedBreaks, breaks);
+    }
+  };
+  walk(parseDocument(html).children);
+  return out
+    .join('')
+    .split('\n')
+    .map((line) => line.replace(/\s+/g, ' ').trim())
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
+}
+
+/** " (url)" after a link's text, unless the text already is the url or the link goes nowhere. */
+function linkTarget(href: string | undefined, text: string): string {
+  const url = href?.trim();
+  if (!url || url.startsWith('#')) return '';
+  const shown = text.replace(/\s+/g, ' ').trim();
+  if (shown === url || `mailto:${shown}` === url) return '';
+  return shown ? ` (${url})` : url;
+}

@@ -1,0 +1,64 @@
+import { createRequire } from 'node:module';
+import { JSDOM, type DOMWindow } from 'jsdom';
+import pdfmake, { type Content } from 'pdfmake';
+
+/**
+ * The spec's attachPdf: a PDF of the merge-resolved invitation HTML. The HTML is written by
+ * the account, so the PDF never fetches or reads anything it names: images other than
+ * embedded PNG/JPEG data are dropped before conversion, and pdfmake refuses every URL and
+ * every local file except the built-in PDF fonts.
+ */
+
+type HtmlToPdfmake = (html: string, options: { window: DOMWindow; ignoreStyles?: string[] }) => Content;
+// html-to-pdfmake is CommonJS without type declarations.
+const htmlToPdfmake = createRequire(import.meta.url)('html-to-pdfmake') as HtmlToPdfmake;
+
+/** The standard PDF fonts: every PDF reader has them, so nothing is embedded or loaded from disk. */
+const standardFonts = { normal: 'Helvetica', bold: 'Helvetica-Bold', italics: 'Helvetica-Oblique', bolditalics: 'Helvetica-BoldOblique' };
+const fontNames: ReadonlySet<string> = new Set(Object.values(standardFonts));
+
+// pdfmake's Node entry is one shared instance; this module is its only user.
+pdfmake.setFonts({ Helvetica: standardFonts });
+pdfmake.setUrlAccessPolicy(() => false);
+pdfmake.setLocalAccessPolicy((path) => fontNames.has(path));
+
+/** A DOM for html-to-pdfmake. It never loads resources (JSDOM's default) and is reused: creating one takes ~50 ms. */
+let domWindow: DOMWindow | undefined;
+
+export async function renderPdf(html: string, options: { title: string }): Promise<Buffer> {
+  domWindow ??= new JSDOM('').window;
+  const content = htmlToPdfmake(printableHtml(domWindow, html), { window: domWindow, ignoreStyles: ['font-family'] });
+  return pdfmake
+    .createPdf({ content, info: { title: options.title }, defaultStyle: { font: 'Helvetica', fontSize: 11 } })
+    .getBuffer();
+}
+
+/** Elements that print nothing useful, or that html-to-pdfmake would hand to pdfmake to load (svg). */
+const unprintable = 'script, style, template, svg, math, iframe, frame, object, embed, video, audio, link, meta, base';
+const linkSchemes = /^(https?|mailto|tel):/i;
+
+/** The body of the html with what the PDF must not load or act on removed. */
+function printableHtml(window: DOMWindow, html: string): string {
+  const document = new window.DOMParser().parseFromString(html, 'text/html');
+  for (const element of document.querySelectorAll(unprintable)) element.remove();
+  for (const image of document.querySelectorAll('img')) {
+    if (!isEmbeddedImage(image.getAttribute('src') ?? '')) image.remove();
+  }
+  // data-pdfmake is JSON merged into the pdfmake document: it could name images or files to load.
+  for (const element of document.querySelectorAll('[data-pdfmake]')) element.removeAttribute('data-pdfmake');
+  for (const link of document.querySelectorAll('a[href]')) {
+    const href = link.getAttribute('href')!.trim();
+    if (!href.startsWith('#') && !linkSchemes.test(href)) link.removeAttribute('href');
+  }
+  return document.body.innerHTML;
+}
+
+/** A data: URL holding a PNG or JPEG, the formats PDFKit embeds (anything else would fail the whole render). */
+function isEmbeddedImage(src: string): boolean {
+  const match = /^data:image\/(png|jpe?g);base64,/i.exec(src.trim());
+  if (!match) return false;
+  const head = Buffer.from(src.trim().slice(match[0].length, match[0].length + 12), 'base64');
+  const png = head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+  const jpeg = head[0] === 0xff && head[1] === 0xd8;
+  return png || jpeg;
+}
