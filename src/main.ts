@@ -29,6 +29,13 @@ import { accountsProjection, teamMembersProjection } from './projections/account
 import { eventsProjection } from './projections/events.js';
 import { guestsProjection } from './projections/guests.js';
 import { commsEventsProjection, webhookDeliveriesProjection, webhooksProjection } from './projections/webhooks.js';
+import { templatesProjection } from './projections/templates.js';
+import { invitationsProjection } from './projections/invitations.js';
+import type { Mailer } from './adapters/mailer/port.js';
+import { OutboxMailer } from './adapters/mailer/outbox.js';
+import { SendGridMailer } from './adapters/mailer/sendgrid.js';
+import { SmtpMailer } from './adapters/mailer/smtp.js';
+import { SendWorker } from './workers/send-worker.js';
 import { webhookSettings } from './commands/webhooks.js';
 import { exportSettings, sweepExpiredExports } from './commands/export.js';
 import { createWebhookDispatcher } from './workers/webhook-dispatcher.js';
@@ -49,6 +56,8 @@ export const projections: Projection[] = [
   webhooksProjection,
   webhookDeliveriesProjection,
   commsEventsProjection,
+  templatesProjection,
+  invitationsProjection,
 ];
 
 export interface Platform {
@@ -164,7 +173,29 @@ export async function startService(
 
 /** The `workers` role: bus consumers and schedulers. */
 function createWorkers(platform: Platform, services: Services, config: Config): Worker[] {
-  return [createWebhookDispatcher(platform.bus, services, webhookSettings(config))];
+  const { comms } = config;
+  const mailer = createMailer(config, services.logger);
+  const sends = new SendWorker(platform.bus, services, {
+    mailer,
+    linkPolicy: { blockedDomains: comms.blockedLinkDomains },
+    sender: { address: comms.sendingAddress, ...(comms.senderName ? { name: comms.senderName } : {}) },
+    retryDelaysMs: comms.sendRetryDelaysMs,
+    concurrency: comms.sendConcurrency,
+    attemptLeaseMs: 120_000,
+  });
+  return [createWebhookDispatcher(platform.bus, services, webhookSettings(config)), sends];
+}
+
+/** The mailer port's adapter: SendGrid when its key is set, else SMTP when its URL is, else the outbox folder. */
+export function createMailer(config: Config, logger: Logger): Mailer {
+  const { comms } = config;
+  const mailer: Mailer = comms.sendgridApiKey
+    ? new SendGridMailer({ apiKey: comms.sendgridApiKey, ...(comms.sendgridBaseUrl ? { baseUrl: comms.sendgridBaseUrl } : {}) })
+    : comms.smtpUrl
+      ? new SmtpMailer(comms.smtpUrl)
+      : new OutboxMailer(comms.outboxDir);
+  logger.info({ mailer: mailer.kind, ...(mailer.kind === 'outbox' ? { outboxDir: comms.outboxDir } : {}) }, 'mailer chosen');
+  return mailer;
 }
 
 /** The HTTP side: identity (dev provider or external issuer), the app, periodic clean-ups, the listener. */
@@ -201,6 +232,10 @@ async function startApi(
     adminApiKey: config.adminApiKey,
     webhooks: webhookSettings(config),
     exports: exportSettings(config),
+    comms: {
+      linkPolicy: { blockedDomains: config.comms.blockedLinkDomains },
+      ...(config.comms.sendgridEventPublicKey ? { sendgridEventPublicKey: config.comms.sendgridEventPublicKey } : {}),
+    },
     rateLimits: createRateLimits({
       perMinute: config.rateLimitPerMinute,
       sendPerMinute: config.sendRateLimitPerMinute,

@@ -37,9 +37,24 @@ export type ProviderEventType = (typeof providerEventTypes)[number];
 /** A recipient reported so cannot be emailed again (spec: 422 previous_send_permanently_failed). */
 export const suppressingEvents: readonly ProviderEventType[] = ['bounced', 'dropped', 'spam_reported', 'unsubscribed'];
 
+/** One report of a provider's event webhook, in our terms. */
+export interface ProviderReport {
+  attendeeInvitationId: string;
+  event: ProviderEventType;
+  /** The provider's id of this report: a report seen twice is recorded once. */
+  providerEventId: string;
+  email: string;
+  at: string;
+  reason?: string;
+}
+
 export type InvitationEvent =
   | { type: 'SendRequested'; data: InvitationIds & { requestedAt: string } }
-  | { type: 'SendStarted'; data: { attendeeInvitationId: string; attempt: number; to: string; at: string } }
+  | {
+      type: 'SendStarted';
+      /** `leaseUntil`: until then the attempt is taken to be in progress, and no other worker starts one. */
+      data: { attendeeInvitationId: string; attempt: number; to: string; at: string; leaseUntil: string };
+    }
   | {
       type: 'SendAttemptFailed';
       data: { attendeeInvitationId: string; attempt: number; code: SendFailureCode; error: string; retryAt: string };
@@ -62,7 +77,7 @@ export type InvitationCommand =
    * the same message over twice still makes one email (the outbox), so an attempt cut
    * short by a crash may be repeated; with any other provider it may not (see decide).
    */
-  | { type: 'StartAttempt'; to: string; at: string; idempotentProvider: boolean }
+  | { type: 'StartAttempt'; to: string; at: string; leaseMs: number; idempotentProvider: boolean }
   | { type: 'RecordSent'; attempt: number; provider: string; providerMessageId: string; at: string; attachedPdf: boolean }
   /** `retryAt` absent: no retry is left (or the failure is permanent). */
   | { type: 'RecordAttemptFailed'; attempt: number; code: SendFailureCode; error: string; permanent: boolean; retryAt?: string; at: string }
@@ -74,7 +89,15 @@ export type InvitationStatus = 'requested' | 'sending' | 'retrying' | 'sent' | '
 
 export type InvitationState =
   | { status: 'none' }
-  | { status: InvitationStatus; ids: InvitationIds; attempts: number; to?: string; seenProviderEvents: string[] };
+  | {
+      status: InvitationStatus;
+      ids: InvitationIds;
+      attempts: number;
+      to?: string;
+      leaseUntil?: string;
+      retryAt?: string;
+      seenProviderEvents: string[];
+    };
 
 export const invitationStream = (attendeeInvitationId: string): string => `invitation-${attendeeInvitationId}`;
 
@@ -91,9 +114,9 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
     if (state.status === 'none') return state;
     switch (event.type) {
       case 'SendStarted':
-        return { ...state, status: 'sending', attempts: event.data.attempt, to: event.data.to };
+        return { ...state, status: 'sending', attempts: event.data.attempt, to: event.data.to, leaseUntil: event.data.leaseUntil };
       case 'SendAttemptFailed':
-        return { ...state, status: 'retrying' };
+        return { ...state, status: 'retrying', retryAt: event.data.retryAt };
       case 'SendSucceeded':
         return { ...state, status: 'sent' };
       case 'SendFailed':
@@ -157,20 +180,25 @@ function failed(state: Existing, code: SendFailureCode, error: string, permanent
 
 /**
  * The idempotency check (spec: comms.skipped): an invitation already sent is never sent
- * again. An attempt that started and never reported (the worker stopped mid-send) is
+ * again. An attempt that started and never reported by the end of its lease (the worker
+ * stopped mid-send) is
  * repeated only when the provider dedupes; otherwise it fails as `outcome_unknown`, because
  * the provider may have accepted it and a second email is worse than a reported failure.
  */
 function startAttempt(command: Extract<InvitationCommand, { type: 'StartAttempt' }>, state: Existing): InvitationEvent[] {
+  const leaseUntil = new Date(Date.parse(command.at) + command.leaseMs).toISOString();
   const start: InvitationEvent = {
     type: 'SendStarted',
-    data: { attendeeInvitationId: state.ids.attendeeInvitationId, attempt: state.attempts + 1, to: command.to, at: command.at },
+    data: { attendeeInvitationId: state.ids.attendeeInvitationId, attempt: state.attempts + 1, to: command.to, at: command.at, leaseUntil },
   };
   switch (state.status) {
     case 'requested':
-    case 'retrying':
       return [start];
+    case 'retrying':
+      return Date.parse(command.at) >= Date.parse(state.retryAt!) ? [start] : [];
     case 'sending':
+      // Another worker's attempt still holds its lease: leave it alone.
+      if (Date.parse(command.at) < Date.parse(state.leaseUntil!)) return [];
       return command.idempotentProvider
         ? [start]
         : [failed(state, 'outcome_unknown', 'the send was interrupted and the provider may have accepted it; not repeated so the guest never gets it twice. Check the provider activity, then send again with POST /comms/v1/api/comms/send', false, command.at)];

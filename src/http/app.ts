@@ -17,6 +17,9 @@ import { usersRouter } from './routes/users.js';
 import { webhooksRouter } from './routes/webhooks.js';
 import type { WebhookSettings } from '../commands/webhooks.js';
 import type { ExportSettings } from '../commands/export.js';
+import type { LinkPolicy } from '../comms/link-safety.js';
+import { commsRouter } from './routes/comms.js';
+import { providerEventsRouter } from './routes/provider-events.js';
 
 export interface Readiness {
   ready: boolean;
@@ -40,6 +43,8 @@ export interface AppOptions {
   webhooks?: WebhookSettings;
   /** Mounts the guest export routes (/checkin/v1/api/event/export...) when set. */
   exports?: ExportSettings;
+  /** Mounts templates, send and invitations (and the provider event intake when its key is set). */
+  comms?: { linkPolicy: LinkPolicy; sendgridEventPublicKey?: string };
 }
 
 const requestIds: RequestHandler = (req, res, next) => {
@@ -81,6 +86,7 @@ export function createApp(options: AppOptions): Express {
   if (options.rateLimits) app.use(options.rateLimits.all, options.rateLimits.send);
   if (options.identityProvider) app.use('/core', options.identityProvider);
 
+  if (options.comms?.sendgridEventPublicKey) app.use(providerEventsRouter(services, options.comms.sendgridEventPublicKey));
   app.use(express.json({ limit: options.bodyLimit, strict: false }));
   // Every API area needs authentication; routers declare their full paths.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], options.authenticate);
@@ -93,6 +99,7 @@ export function createApp(options: AppOptions): Express {
   app.use(usersRouter(services));
   if (options.webhooks) app.use(webhooksRouter(services, options.webhooks));
   if (options.exports) app.use(exportRouter(services, options.exports));
+  if (options.comms) app.use(commsRouter(services, options.comms.linkPolicy));
   if (options.adminApiKey) {
     app.use('/admin/v1', adminAuth(options.adminApiKey));
     app.use(adminRouter(services));

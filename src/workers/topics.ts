@@ -12,6 +12,8 @@ export const topics = {
   eventChanges: 'checkin.events.v1',
   /** Comms events for the webhook dispatcher (comms.test today; invitation send outcomes); its `.dlq` holds dead deliveries. */
   commsEvents: 'comms.events.v1',
+  /** InvitationRequested (guest streams): the send worker emails the invitation. */
+  invitations: 'comms.invitations.v1',
   /** WebhookRedeliveryRequested: the dispatcher sends a delivery again. */
   webhookRedeliveries: 'comms.webhook-redeliveries.v1',
 } as const;
@@ -19,5 +21,6 @@ export const topics = {
 export const relayRoutes: RelayRoute[] = [
   { topic: topics.eventChanges, filter: { streamPrefixes: ['event-'] } },
   { topic: topics.commsEvents, filter: { streamPrefixes: commsSourceStreamPrefixes, eventTypes: [...commsSourceEventTypes] } },
+  { topic: topics.invitations, filter: { streamPrefixes: ['guest-'], eventTypes: ['InvitationRequested'] } },
   { topic: topics.webhookRedeliveries, filter: { streamPrefixes: ['webhookdelivery-'], eventTypes: ['WebhookRedeliveryRequested'] } },
 ];

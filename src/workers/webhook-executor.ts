@@ -18,6 +18,7 @@ import type { Logger } from '../shared/logger.js';
 import { toMessage } from './relay.js';
 import { topics } from './topics.js';
 import { FairQueue } from './fair-queue.js';
+import { readModelCatchesUp } from './read-model-wait.js';
 import type { WebhookSender } from './webhook-sender.js';
 
 /**
@@ -58,8 +59,8 @@ export class DeliveryExecutor {
 
   /** Re-queues what a previous run left: pending and retrying deliveries, and unpublished dead letters. */
   async resume(): Promise<void> {
-    const { eventStore, readStore } = this.services;
-    await this.deliveryLogReaches(await eventStore.headPosition());
+    const { readStore } = this.services;
+    await readModelCatchesUp(this.services, webhookDeliveriesProjection.name, { logger: this.logger, isStopped: () => this.queue.isStopped });
     const deliveries = readStore.collection<DeliveryDoc>('webhook_deliveries');
     let resumed = 0;
     for await (const doc of deliveries.stream({ status: { $in: ['pending', 'retrying'] } })) {
@@ -70,17 +71,6 @@ export class DeliveryExecutor {
       await this.deadLetter(doc._id, doc.clientId, doc.failureReason ?? 'attempts exhausted');
     }
     if (resumed > 0) this.logger.info({ resumed }, 'webhook deliveries resumed');
-  }
-
-  /** Waits (up to 10 s) until the delivery log has projected `position`, so resume sees every delivery. */
-  private async deliveryLogReaches(position: number): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && !this.queue.isStopped) {
-      const checkpoint = await this.services.readStore.getCheckpoint(`projection:${webhookDeliveriesProjection.name}`);
-      if ((checkpoint ?? -1) >= position) return;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    this.logger.warn({ position }, 'the delivery log is behind the event store; resuming from what it has');
   }
 
   /** Attempt this delivery at `dueAt` (epoch ms), unless an earlier attempt is already queued. */

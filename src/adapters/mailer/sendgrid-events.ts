@@ -1,0 +1,59 @@
+import sendgridEventWebhook from '@sendgrid/eventwebhook';
+import type { ProviderEventType, ProviderReport } from '../../domain/invitation.js';
+
+const { EventWebhook, EventWebhookHeader } = sendgridEventWebhook;
+
+/**
+ * SendGrid's Event Webhook (signed): the reports after SendGrid accepted an email. Our
+ * sends carry `attendeeInvitationId` in `custom_args`, which SendGrid copies into each
+ * event. Events with no counterpart in the spec (processed, deferred, click, ...) are left out.
+ */
+const eventTypes: Record<string, ProviderEventType> = {
+  delivered: 'delivered',
+  open: 'opened',
+  bounce: 'bounced',
+  dropped: 'dropped',
+  spamreport: 'spam_reported',
+  unsubscribe: 'unsubscribed',
+  group_unsubscribe: 'unsubscribed',
+};
+
+export const signatureHeader = EventWebhookHeader.SIGNATURE().toLowerCase();
+export const timestampHeader = EventWebhookHeader.TIMESTAMP().toLowerCase();
+
+/** A verifier for the account's Event Webhook verification key (base64 DER or PEM, as SendGrid shows it). */
+export function sendgridSignatureVerifier(publicKey: string): (rawBody: Buffer, signature: string, timestamp: string) => boolean {
+  const webhook = new EventWebhook();
+  const key = webhook.convertPublicKeyToECDSA(publicKey);
+  return (rawBody, signature, timestamp) => {
+    try {
+      return webhook.verifySignature(key, rawBody, signature, timestamp);
+    } catch {
+      // A malformed signature is a failed verification, not a server error.
+      return false;
+    }
+  };
+}
+
+/** The reports in a verified Event Webhook body; entries that are not ours or not comms events are skipped. */
+export function sendgridReports(body: unknown): ProviderReport[] {
+  if (!Array.isArray(body)) return [];
+  return body.flatMap((entry: Record<string, unknown>): ProviderReport[] => {
+    const event = typeof entry?.event === 'string' ? eventTypes[entry.event] : undefined;
+    const invitationId = entry?.attendeeInvitationId;
+    const eventId = entry?.sg_event_id;
+    if (!event || typeof invitationId !== 'string' || typeof eventId !== 'string' || typeof entry.email !== 'string') return [];
+    const seconds = typeof entry.timestamp === 'number' ? entry.timestamp : Date.now() / 1000;
+    const reason = [entry.reason, entry.response, entry.type].find((r) => typeof r === 'string' && r !== '') as string | undefined;
+    return [
+      {
+        attendeeInvitationId: invitationId.toLowerCase(),
+        event,
+        providerEventId: eventId,
+        email: entry.email,
+        at: new Date(seconds * 1000).toISOString(),
+        ...(reason ? { reason } : {}),
+      },
+    ];
+  });
+}

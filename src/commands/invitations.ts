@@ -1,0 +1,137 @@
+import type { LinkPolicy } from '../comms/link-safety.js';
+import { DomainError } from '../domain/decider.js';
+import { guestDecider, guestStream } from '../domain/guest.js';
+import { invitationDecider, invitationStream, type ProviderReport } from '../domain/invitation.js';
+import { derivedId } from '../domain/webhook.js';
+import type { GuestDoc } from '../projections/guests.js';
+import { suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
+import { newId } from '../shared/ids.js';
+import { guests } from './guests.js';
+import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
+import type { Services } from './services.js';
+import { assertSafeLinks, getTemplate } from './templates.js';
+
+const invitations = (services: Services) => services.readStore.collection<InvitationDoc>('invitations');
+const suppressions = (services: Services) => services.readStore.collection<SuppressionDoc>('comms_suppressions');
+
+/** The invitation as the API shows it. */
+export type InvitationView = Omit<InvitationDoc, '_id' | 'clientId'> & { attendeeInvitationId: string };
+
+export function toInvitationView(doc: InvitationDoc): InvitationView {
+  const { _id, clientId: _c, ...rest } = doc;
+  return { attendeeInvitationId: _id, ...rest };
+}
+
+export interface SendRequest {
+  templateId: string;
+  attendeeIds: string[];
+  correlationId?: string;
+}
+
+/**
+ * POST /comms/v1/api/comms/send: email a template to guests of its event now, each as a
+ * new invitation (also a guest who got this template before). All or nothing: every guest
+ * must be the client's and of the template's event (404), have an email (400), and not be
+ * a recipient the provider reported unreachable (422 previous_send_permanently_failed);
+ * the template's links must pass the spam check (422 spam_check_failed).
+ */
+export async function requestSends(services: Services, linkPolicy: LinkPolicy, context: CommandContext, request: SendRequest) {
+  const template = await getTemplate(services, context.tenantId, request.templateId);
+  const attendeeIds = [...new Set(request.attendeeIds)];
+  const found = await Promise.all(attendeeIds.map((id) => guests(services).get(id)));
+  const missing = attendeeIds.filter((_, i) => found[i]?.clientId !== context.tenantId || found[i]?.eventId !== template.eventId);
+  if (missing.length > 0) throw new DomainError('not_found', `guest(s) not found in the template's event: ${missing.join(', ')}`);
+  const recipients = found as GuestDoc[];
+  const withoutEmail = recipients.flatMap((g, i) => (g.email ? [] : [{ path: `attendeeIds.${i}`, message: `guest ${g._id} has no email address` }]));
+  if (withoutEmail.length > 0) throw new DomainError('validation_error', 'every guest needs an email address: see errors', { errors: withoutEmail });
+  await assertReachable(services, context.tenantId, recipients);
+  assertSafeLinks(template.html, linkPolicy);
+
+  const planned = recipients.map((guest) => ({ guest, invitationId: newId() }));
+  const items: BatchItem[] = planned.map(({ guest, invitationId }) => ({
+    streamName: guestStream(guest._id),
+    decider: guestDecider,
+    command: {
+      type: 'RequestInvitation',
+      templateId: template.id,
+      invitationId,
+      ...(request.correlationId ? { correlationId: request.correlationId } : {}),
+    },
+  }));
+  const results = await handleCommands(services.eventStore, items, context);
+  await services.readYourWrites(lastPosition(results));
+  return {
+    templateId: template.id,
+    invitations: planned.map(({ guest, invitationId }) => ({ attendeeId: guest._id, attendeeInvitationId: invitationId, status: 'requested' as const })),
+  };
+}
+
+/** Spec: 422 previous_send_permanently_failed, "recipient cannot be emailed (bounced, dropped, spam-reported or unsubscribed)". */
+async function assertReachable(services: Services, clientId: string, recipients: GuestDoc[]): Promise<void> {
+  const reports = await Promise.all(recipients.map((g) => suppressions(services).get(suppressionId(clientId, g.email!))));
+  const errors = reports.flatMap((report, i) =>
+    report ? [{ path: `attendeeIds.${i}`, message: `${report.email} was reported ${report.reason} on ${report.at}` }] : [],
+  );
+  if (errors.length === 0) return;
+  throw new DomainError('unprocessable', 'some recipients cannot be emailed: a previous send failed permanently; see errors', {
+    code: 'previous_send_permanently_failed',
+    errors,
+  });
+}
+
+export async function getInvitation(services: Services, clientId: string, invitationId: string): Promise<InvitationView> {
+  const doc = await invitations(services).get(invitationId.toLowerCase());
+  if (!doc || doc.clientId !== clientId) throw new DomainError('not_found', 'invitation not found');
+  return toInvitationView(doc);
+}
+
+export interface InvitationQuery {
+  eventId?: string;
+  attendeeId?: string;
+  templateId?: string;
+  status?: InvitationDoc['status'];
+  limit: number;
+  cursor?: string;
+}
+
+/** The client's invitations, newest first, filtered by event, guest, template or status. */
+export async function listInvitations(services: Services, clientId: string, query: InvitationQuery) {
+  const { limit, cursor, ...filters } = query;
+  const filter = { clientId, ...Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined)) };
+  const page = await invitations(services).find(filter, { sort: { requestedAt: -1 }, limit, ...(cursor ? { cursor } : {}) });
+  return { items: page.items.map(toInvitationView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+}
+
+/**
+ * Records the provider's reports on their invitations (comms.delivered, comms.bounced, ...).
+ * Reports about unknown invitations (another service's mail, or a forged id) are counted
+ * and ignored.
+ */
+export async function recordProviderReports(services: Services, reports: ProviderReport[]): Promise<{ recorded: number; ignored: number }> {
+  let recorded = 0;
+  let ignored = 0;
+  for (const report of reports) {
+    const doc = await invitations(services).get(report.attendeeInvitationId);
+    if (!doc) {
+      ignored += 1;
+      continue;
+    }
+    const { attendeeInvitationId, ...fields } = report;
+    const context: CommandContext = {
+      tenantId: doc.clientId,
+      actor: { type: 'system', id: 'provider-events' },
+      correlationId: attendeeInvitationId,
+      now: services.clock.now(),
+    };
+    const result = await handleCommand(
+      services.eventStore,
+      invitationDecider,
+      invitationStream(attendeeInvitationId),
+      { type: 'RecordProviderEvent', ...fields },
+      context,
+      { eventIds: (index) => derivedId('provider-event', report.providerEventId, String(index)) },
+    );
+    recorded += result.events.length;
+  }
+  return { recorded, ignored };
+}

@@ -1,0 +1,111 @@
+import { Router } from 'express';
+import type { LinkPolicy } from '../../comms/link-safety.js';
+import { getInvitation, listInvitations, requestSends } from '../../commands/invitations.js';
+import type { Services } from '../../commands/services.js';
+import { createTemplate, getTemplate, listTemplates } from '../../commands/templates.js';
+import { commandContext, principalOf } from '../context.js';
+import { defineRoute } from '../route.js';
+import {
+  IdParam,
+  InvitationListQuery,
+  InvitationResponse,
+  SendBody,
+  SendResponse,
+  TemplateBody,
+  TemplateListQuery,
+  TemplateResponse,
+} from '../schemas/comms.js';
+import { pageOf } from '../schemas/common.js';
+
+const base = '/comms/v1/api/comms';
+
+/** Spec: Comms (template create, rule 1; template[s] and send); DESIGN.md section 5 (template list/get, invitation status). */
+export function commsRouter(services: Services, linkPolicy: LinkPolicy): Router {
+  const router = Router();
+  const context = (res: Parameters<typeof commandContext>[0]) => commandContext(res, services.clock);
+
+  for (const path of [`${base}/template`, `${base}/templates`]) {
+    defineRoute(
+      router,
+      {
+        method: 'post',
+        path,
+        summary:
+          path.endsWith('s')
+            ? 'Create an invitation template (the same as POST /template)'
+            : 'Create an invitation template of one event; an id that exists returns that template',
+        tags: ['Templates'],
+        body: TemplateBody,
+        response: TemplateResponse,
+        errors: [400, 403, 404, 422],
+      },
+      ({ body, res }) => createTemplate(services, linkPolicy, context(res), body),
+    );
+  }
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: `${base}/template/:id`,
+      summary: 'Read one template',
+      tags: ['Templates'],
+      params: IdParam,
+      response: TemplateResponse,
+      errors: [403, 404],
+    },
+    ({ params, res }) => getTemplate(services, principalOf(res).tenantId, params.id),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: `${base}/templates`,
+      summary: 'The client’s templates, newest first (filter by event; cursor paged)',
+      tags: ['Templates'],
+      query: TemplateListQuery,
+      response: pageOf(TemplateResponse),
+      errors: [403],
+    },
+    ({ query, res }) => listTemplates(services, principalOf(res).tenantId, query),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'post',
+      path: `${base}/send`,
+      summary: 'Email a template to guests of its event now (at most 200; each gets a new attendeeInvitationId); outcomes arrive as comms webhooks',
+      tags: ['Invitations'],
+      body: SendBody,
+      response: SendResponse,
+      errors: [400, 403, 404, 422, 429],
+    },
+    ({ body, res }) => requestSends(services, linkPolicy, context(res), body),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: `${base}/invitations/:id`,
+      summary: 'One invitation email by attendeeInvitationId: status, attempts, provider reports and history',
+      tags: ['Invitations'],
+      params: IdParam,
+      response: InvitationResponse,
+      errors: [403, 404],
+    },
+    ({ params, res }) => getInvitation(services, principalOf(res).tenantId, params.id),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: `${base}/invitations`,
+      summary: 'The client’s invitation emails, newest first (filter by event, guest, template, status; cursor paged)',
+      tags: ['Invitations'],
+      query: InvitationListQuery,
+      response: pageOf(InvitationResponse),
+      errors: [403],
+    },
+    ({ query, res }) => listInvitations(services, principalOf(res).tenantId, query),
+  );
+  return router;
+}

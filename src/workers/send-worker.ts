@@ -1,0 +1,262 @@
+import type { Bus, BusMessage, Consumer } from '../adapters/bus/port.js';
+import { MailerError, type Mailer, type MailMessage } from '../adapters/mailer/port.js';
+import { handleCommand, type CommandContext } from '../commands/handle-command.js';
+import type { Services } from '../commands/services.js';
+import { invitationMessage, type InvitationParts, type Sender } from '../comms/invitation-message.js';
+import { unsafeLinks, type LinkPolicy } from '../comms/link-safety.js';
+import { renderPdf } from '../comms/pdf.js';
+import type { GuestEvent } from '../domain/guest.js';
+import {
+  invitationDecider,
+  invitationStream,
+  type InvitationCommand,
+  type InvitationIds,
+  type InvitationState,
+  type SendFailureCode,
+} from '../domain/invitation.js';
+import { derivedId } from '../domain/webhook.js';
+import type { AccountDoc } from '../projections/accounts.js';
+import type { GuestDoc } from '../projections/guests.js';
+import { invitationsProjection, suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
+import type { TemplateDoc } from '../projections/templates.js';
+import type { Logger } from '../shared/logger.js';
+import { FairQueue } from './fair-queue.js';
+import { readModelCatchesUp } from './read-model-wait.js';
+import { fromMessage } from './relay.js';
+import { topics } from './topics.js';
+import type { Worker } from './worker.js';
+
+export interface SendSettings {
+  mailer: Mailer;
+  linkPolicy: LinkPolicy;
+  sender: Sender;
+  /** Waits before retrying a send the provider refused for now; attempts = length + 1. */
+  retryDelaysMs: number[];
+  /** Sends in flight at once in this process; an account gets at most half (at least 1). */
+  concurrency: number;
+  /** How long an attempt may run before another worker takes it for interrupted. */
+  attemptLeaseMs: number;
+}
+
+export const sendWorkerGroup = 'send-worker';
+
+type Refusal = { refuse: SendFailureCode; error: string };
+type Prepared = { message: MailMessage; attachPdf: boolean; templateName: string };
+
+/**
+ * The send worker (spec: check-in rule 1, Events comms.sent/failed/skipped): a consumer group
+ * on `comms.invitations.v1`. For each InvitationRequested it records the invitation
+ * (`invitation-<attendeeInvitationId>`, SendRequested) and queues the send; the queue sends
+ * off the consumer's path, with per-account fairness, and retries what the provider refused
+ * for now. Every step is an event on the invitation stream; the webhook dispatcher turns
+ * SendSucceeded, SendFailed and SendSkipped into comms.sent, comms.failed and comms.skipped.
+ */
+export class SendWorker implements Worker {
+  readonly name = 'send-worker';
+  private consumer?: Consumer;
+  private queue?: FairQueue;
+  private readonly logger: Logger;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly services: Services,
+    private readonly settings: SendSettings,
+  ) {
+    this.logger = services.logger.child({ worker: this.name });
+  }
+
+  async start(): Promise<void> {
+    if (!this.queue) {
+      this.queue = new FairQueue({
+        concurrency: this.settings.concurrency,
+        perAccountConcurrency: Math.max(1, Math.floor(this.settings.concurrency / 2)),
+        run: (invitationId, clientId) => this.send(invitationId, clientId),
+        logger: this.logger,
+        what: 'invitation send (recording it)',
+      });
+      await this.resume();
+    }
+    this.consumer ??= await this.bus.consume({ groupId: sendWorkerGroup, topics: [topics.invitations] }, (message) => this.handle(message));
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.close();
+    await this.queue?.stop();
+    await this.settings.mailer.close();
+  }
+
+  /** Sends queued or in flight in this process. */
+  get backlog(): number {
+    return this.queue?.backlog ?? 0;
+  }
+
+  /** Re-queues what a previous run left: invitations requested, retrying or cut short mid-attempt. */
+  private async resume(): Promise<void> {
+    const queue = this.queue!;
+    await readModelCatchesUp(this.services, invitationsProjection.name, { logger: this.logger, isStopped: () => queue.isStopped });
+    const invitations = this.services.readStore.collection<InvitationDoc>('invitations');
+    let resumed = 0;
+    for await (const doc of invitations.stream({ status: { $in: ['requested', 'retrying', 'sending'] } })) {
+      queue.enqueue(doc._id, doc.clientId, Date.now());
+      resumed += 1;
+    }
+    if (resumed > 0) this.logger.info({ resumed }, 'invitation sends resumed');
+  }
+
+  private async handle(message: BusMessage): Promise<void> {
+    const stored = fromMessage(message.value);
+    if (stored.type !== 'InvitationRequested') return;
+    const data = stored.data as Extract<GuestEvent, { type: 'InvitationRequested' }>['data'];
+    const ids: InvitationIds = {
+      attendeeInvitationId: data.attendeeInvitationId,
+      clientId: stored.metadata.tenantId,
+      attendeeId: data.guestId,
+      eventId: data.eventId,
+      templateId: data.templateId,
+      ...(data.correlationId ? { correlationId: data.correlationId } : {}),
+    };
+    // The guest and template as of this request: the read models have caught up with it.
+    await this.services.readYourWrites(stored.position);
+    await this.decide(ids.clientId, ids.attendeeInvitationId, { type: 'RequestSend', ids, at: this.now() }, {
+      correlationId: stored.metadata.correlationId,
+      causationId: stored.id,
+      eventId: derivedId('invitation', stored.id, 'requested'),
+    });
+    // Also for a request seen before: the send then finds it sent and reports comms.skipped.
+    this.queue!.enqueue(ids.attendeeInvitationId, ids.clientId, Date.now());
+  }
+
+  /** One turn of an invitation: check, start an attempt, hand the email over, record the outcome. */
+  private async send(invitationId: string, clientId: string): Promise<void> {
+    const state = await this.load(invitationId);
+    if (state.status === 'none' || state.status === 'failed') return;
+    if (state.status === 'retrying' && Date.parse(state.retryAt!) > Date.now()) {
+      this.queue!.enqueue(invitationId, clientId, Date.parse(state.retryAt!));
+      return;
+    }
+    if (state.status === 'sending' && Date.parse(state.leaseUntil!) > Date.now()) {
+      this.queue!.enqueue(invitationId, clientId, Date.parse(state.leaseUntil!) + 1);
+      return;
+    }
+    const prepared = state.status === 'sent' ? undefined : await this.prepare(state.ids);
+    if (prepared && 'refuse' in prepared) {
+      await this.decide(clientId, invitationId, { type: 'Refuse', code: prepared.refuse, error: prepared.error, at: this.now() });
+      return;
+    }
+    const started = await this.decide(clientId, invitationId, {
+      type: 'StartAttempt',
+      to: prepared?.message.to.email ?? state.to ?? '',
+      at: this.now(),
+      leaseMs: this.settings.attemptLeaseMs,
+      idempotentProvider: this.settings.mailer.kind === 'outbox',
+    });
+    const attempt = started.events.find((e) => e.type === 'SendStarted');
+    if (!attempt || attempt.type !== 'SendStarted' || !prepared) return;
+    await this.attempt(invitationId, clientId, attempt.data.attempt, prepared);
+  }
+
+  private async attempt(invitationId: string, clientId: string, attempt: number, prepared: Prepared): Promise<void> {
+    let message = prepared.message;
+    try {
+      if (prepared.attachPdf) {
+        const content = await renderPdf(message.html, { title: prepared.templateName });
+        message = { ...message, attachments: [{ filename: `${prepared.templateName}.pdf`, contentType: 'application/pdf', content }] };
+      }
+      const receipt = await this.settings.mailer.send(message);
+      await this.decide(clientId, invitationId, {
+        type: 'RecordSent',
+        attempt,
+        provider: this.settings.mailer.kind,
+        providerMessageId: receipt.providerMessageId,
+        at: this.now(),
+        attachedPdf: prepared.attachPdf,
+      });
+    } catch (error) {
+      if (this.queue!.isStopped) return;
+      await this.recordFailure(invitationId, clientId, attempt, error);
+    }
+  }
+
+  private async recordFailure(invitationId: string, clientId: string, attempt: number, error: unknown): Promise<void> {
+    const mailerError = error instanceof MailerError ? error : undefined;
+    const permanent = mailerError?.permanent ?? false;
+    const delay = this.settings.retryDelaysMs[attempt - 1];
+    const retryAt = !permanent && delay !== undefined ? new Date(Date.now() + delay).toISOString() : undefined;
+    if (!mailerError) this.logger.error({ err: error, invitationId }, 'invitation send failed unexpectedly');
+    await this.decide(clientId, invitationId, {
+      type: 'RecordAttemptFailed',
+      attempt,
+      code: permanent ? 'provider_rejected' : 'provider_unavailable',
+      error: mailerError?.message ?? `could not build or hand over the email: ${(error as Error).message}`,
+      permanent,
+      ...(retryAt ? { retryAt } : {}),
+      at: this.now(),
+    });
+    if (retryAt) this.queue!.enqueue(invitationId, clientId, Date.parse(retryAt));
+  }
+
+  /** Everything the email needs, or why it cannot be sent. Read at send time: the guest's current email counts. */
+  private async prepare(ids: InvitationIds): Promise<Prepared | Refusal> {
+    const { readStore } = this.services;
+    const [guest, template, event, account] = await Promise.all([
+      readStore.collection<GuestDoc>('guests').get(ids.attendeeId),
+      readStore.collection<TemplateDoc>('templates').get(ids.templateId),
+      readStore.collection<{ _id: string; clientId: string } & InvitationParts['event']>('events').get(ids.eventId),
+      readStore.collection<AccountDoc>('accounts').get(ids.clientId),
+    ]);
+    if (!guest || guest.clientId !== ids.clientId) return { refuse: 'guest_not_found', error: 'the guest no longer exists' };
+    if (!template || template.clientId !== ids.clientId || template.eventId !== guest.eventId || !event) {
+      return { refuse: 'template_not_found', error: 'the template does not exist for this guest’s event' };
+    }
+    if (!guest.email) return { refuse: 'no_email', error: 'the guest has no email address' };
+    if (!account?.commsApiEnabled) return { refuse: 'comms_api_not_enabled', error: 'the comms API is not enabled for this account' };
+    const suppressed = await readStore.collection<SuppressionDoc>('comms_suppressions').get(suppressionId(ids.clientId, guest.email));
+    if (suppressed) {
+      return { refuse: 'previous_send_permanently_failed', error: `${guest.email} was reported ${suppressed.reason} on ${suppressed.at}` };
+    }
+    const parts: InvitationParts = {
+      attendeeInvitationId: ids.attendeeInvitationId,
+      clientId: ids.clientId,
+      guest: { ...guest, email: guest.email },
+      template,
+      event,
+      account,
+    };
+    const message = invitationMessage(parts, this.settings.sender);
+    // Checked after merging: a guest's own data in a link (href="{{additionalInfo}}") must pass too.
+    const unsafe = unsafeLinks(message.html, this.settings.linkPolicy);
+    if (unsafe.length > 0) return { refuse: 'spam_check_failed', error: unsafe.map((u) => `${u.url}: ${u.reason}`).join('; ') };
+    return { message, attachPdf: template.attachPdf, templateName: template.name };
+  }
+
+  private async load(invitationId: string): Promise<InvitationState> {
+    let state = invitationDecider.initialState();
+    for (const event of await this.services.eventStore.readStream(invitationStream(invitationId))) {
+      state = invitationDecider.evolve(state, event as never);
+    }
+    return state;
+  }
+
+  private decide(
+    clientId: string,
+    invitationId: string,
+    command: InvitationCommand,
+    ids: { correlationId?: string; causationId?: string; eventId?: string } = {},
+  ) {
+    const context: CommandContext = {
+      tenantId: clientId,
+      actor: { type: 'system', id: this.name },
+      correlationId: ids.correlationId ?? invitationId,
+      ...(ids.causationId ? { causationId: ids.causationId } : {}),
+      now: this.services.clock.now(),
+    };
+    const eventId = ids.eventId;
+    return handleCommand(this.services.eventStore, invitationDecider, invitationStream(invitationId), command, context, {
+      ...(eventId ? { eventIds: (index: number) => derivedId(eventId, String(index)) } : {}),
+    });
+  }
+
+  private now(): string {
+    return this.services.clock.now().toISOString();
+  }
+}

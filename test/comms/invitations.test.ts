@@ -1,0 +1,355 @@
+import path from 'node:path';
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topics } from '../../src/workers/topics.js';
+import { toMessage } from '../../src/workers/relay.js';
+import { readOutbox } from '../support/mail-readers.js';
+import { createClient, request, startTestService, type Client, type TestService } from '../support/service.js';
+import { eventually, startReceiver, type Receiver } from '../webhooks/receiver.js';
+
+const api = '/comms/v1/api/comms';
+const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+const sendgridKey = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+
+let service: TestService;
+const receivers: Receiver[] = [];
+const outbox = () => path.join(service.dataDir, 'outbox');
+
+beforeAll(async () => {
+  service = await startTestService({
+    WEBHOOK_ALLOW_INSECURE: 'true',
+    SPAM_BLOCKED_DOMAINS: 'evil.test',
+    SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY: sendgridKey,
+    INVITES_SENDING_ADDRESS: 'invites@checkin.test',
+  });
+});
+afterAll(async () => {
+  await Promise.all(receivers.map((r) => r.close()));
+  await service.close();
+});
+
+const commsClient = () => createClient(service, { commsApiEnabled: true, senderTrusted: true });
+
+async function eventOf(client: Client, overrides: Record<string, unknown> = {}): Promise<string> {
+  const reply = await client.call('POST', '/checkin/v1/api/event', {
+    title: 'Winter Gala',
+    startTime: '2026-12-12T18:00:00Z',
+    endTime: '2026-12-12T23:00:00Z',
+    timeZoneId: 'Europe/Amsterdam',
+    ...overrides,
+  });
+  expect(reply.status).toBe(200);
+  return reply.body.id;
+}
+
+const templateBody = (eventId: string, overrides: Record<string, unknown> = {}) => ({
+  eventId,
+  name: 'Gala invitation',
+  subject: 'Welcome {{firstName}} to {{eventTitle}}',
+  html: '<p>Dear {{fullName}},</p><p>See you on {{eventStart}}. Your code: {{barcode}}</p><a href="https://tickets.example.com/t/{{attendeeId}}">Ticket</a>',
+  ...overrides,
+});
+
+async function templateOf(client: Client, eventId: string, overrides: Record<string, unknown> = {}): Promise<string> {
+  const reply = await client.call('POST', `${api}/template`, templateBody(eventId, overrides));
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return reply.body.id;
+}
+
+async function receiverFor(client: Client): Promise<Receiver> {
+  const receiver = await startReceiver();
+  receivers.push(receiver);
+  const configured = await client.call('POST', `${api}/webhook`, { url: receiver.url });
+  receiver.secret = configured.body.secret;
+  return receiver;
+}
+
+async function invitationOf(client: Client, attendeeId: string, status: string, count = 1) {
+  return eventually(async () => {
+    const reply = await client.call('GET', `${api}/invitations?attendeeId=${attendeeId}`);
+    const items = reply.body.items as { status: string }[];
+    return items.length === count && items.every((i) => i.status === status) ? (reply.body.items as any[]) : undefined;
+  }, 10_000, `${count} invitation(s) of ${attendeeId} ${status}`);
+}
+
+async function mailTo(email: string, count = 1) {
+  return eventually(async () => {
+    const mails = (await readOutbox(outbox())).filter((m) => m.to.email === email);
+    return mails.length >= count ? mails : undefined;
+  }, 10_000, `${count} mail(s) to ${email}`);
+}
+
+describe('templates (spec: Comms template, Comms rule 1)', () => {
+  it('creates a template and returns every field with created', async () => {
+    const client = await commsClient();
+    const eventId = await eventOf(client);
+    const reply = await client.call('POST', `${api}/template`, templateBody(eventId, { fromName: 'Gala Team', replyTo: 'desk@example.com', attachPdf: true }));
+    expect(reply.status).toBe(200);
+    expect(reply.body).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      ...templateBody(eventId),
+      fromName: 'Gala Team',
+      replyTo: 'desk@example.com',
+      attachPdf: true,
+      created: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+    });
+    expect((await client.call('GET', `${api}/template/${reply.body.id}`)).body).toEqual(reply.body);
+    const list = await client.call('GET', `${api}/templates?eventId=${eventId}`);
+    expect(list.body.items).toEqual([reply.body]);
+  });
+
+  it('returns the existing template for a create with an id that exists, changing nothing', async () => {
+    const client = await commsClient();
+    const eventId = await eventOf(client);
+    const id = crypto.randomUUID();
+    const first = await client.call('POST', `${api}/template`, templateBody(eventId, { id }));
+    const again = await client.call('POST', `${api}/template`, templateBody(eventId, { id, name: 'Other name', html: '<p>other</p>' }));
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect((await service.platform.eventStore.readStream(`template-${id}`)).length).toBe(1);
+  });
+
+  it('reports another client’s template and event as not found', async () => {
+    const owner = await commsClient();
+    const other = await commsClient();
+    const eventId = await eventOf(owner);
+    const templateId = await templateOf(owner, eventId);
+    expect((await other.call('GET', `${api}/template/${templateId}`)).status).toBe(404);
+    expect((await other.call('POST', `${api}/template`, templateBody(eventId))).status).toBe(404);
+    expect((await other.call('POST', `${api}/template`, templateBody(await eventOf(other), { id: templateId }))).status).toBe(404);
+    expect((await other.call('GET', `${api}/templates`)).body.items).toEqual([]);
+  });
+
+  it('refuses unknown merge tokens (400, naming the token) and unsafe links (422 spam_check_failed), storing nothing', async () => {
+    const client = await commsClient();
+    const eventId = await eventOf(client);
+    const typo = await client.call('POST', `${api}/template`, templateBody(eventId, { html: '<p>Hi {{fristName}}</p>' }));
+    expect(typo.status).toBe(400);
+    expect(typo.body.code).toBe('validation_error');
+    expect(JSON.stringify(typo.body.errors)).toContain('fristName');
+    const spam = await client.call('POST', `${api}/template`, templateBody(eventId, { html: '<a href="https://login.evil.test/x">win</a><a href="http://10.0.0.1/">ip</a>' }));
+    expect(spam.status).toBe(422);
+    expect(spam.body.code).toBe('spam_check_failed');
+    expect(spam.body.errors).toHaveLength(2);
+    expect((await client.call('GET', `${api}/templates`)).body.items).toEqual([]);
+  });
+
+  it('needs comms API access, then sender trust (403)', async () => {
+    const closed = await createClient(service);
+    const untrusted = await createClient(service, { commsApiEnabled: true });
+    const body = templateBody(crypto.randomUUID());
+    expect((await closed.call('POST', `${api}/template`, body)).body.code).toBe('comms_api_not_enabled');
+    expect((await untrusted.call('POST', `${api}/template`, body)).body.code).toBe('trust_required');
+  });
+});
+
+describe('invitation emails (spec: check-in rule 1, Events)', () => {
+  it('sends the template when a guest is created with commsTemplateId, and reports comms.sent through the webhook', async () => {
+    const client = await commsClient();
+    const receiver = await receiverFor(client);
+    const eventId = await eventOf(client);
+    const templateId = await templateOf(client, eventId);
+    const guest = await client.call('POST', '/checkin/v1/api/guest', {
+      eventId,
+      firstName: 'Zoë',
+      lastName: 'de Vries',
+      email: 'zoe@example.com',
+      barcode: 'GALA-1',
+      commsTemplateId: templateId,
+      correlationId: 'crm-42',
+    });
+    expect(guest.status).toBe(200);
+
+    const [mail] = await mailTo('zoe@example.com');
+    expect(mail!.subject).toBe('Welcome Zoë to Winter Gala');
+    expect(mail!.from).toEqual({ email: 'invites@checkin.test' });
+    expect(mail!.to).toEqual({ email: 'zoe@example.com', name: 'Zoë de Vries' });
+    expect(mail!.html).toContain('Dear Zoë de Vries');
+    expect(mail!.html).toContain('Saturday, 12 December 2026 at 19:00');
+    expect(mail!.html).toContain(`https://tickets.example.com/t/${guest.body.id}`);
+    expect(mail!.text).toContain('GALA-1');
+
+    const [delivery] = await receiver.waitFor(1);
+    expect(delivery!.specVerified).toBe(true);
+    expect(delivery!.headers['x-service-event']).toBe('comms.sent');
+    const [invitation] = await invitationOf(client, guest.body.id, 'sent');
+    expect(delivery!.body).toEqual({
+      id: delivery!.headers['x-service-webhook-id'],
+      type: 'comms.sent',
+      createdAt: expect.any(String),
+      data: {
+        attendeeId: guest.body.id,
+        templateId,
+        attendeeInvitationId: invitation.attendeeInvitationId,
+        status: 'sent',
+        error: null,
+        correlationId: 'crm-42',
+      },
+    });
+    expect(mail!.messageKey).toBe(invitation.attendeeInvitationId);
+    expect(invitation).toMatchObject({ provider: 'outbox', to: 'zoe@example.com', attempts: 1, templateId, eventId });
+  });
+
+  it('attaches a PDF named after the template when attachPdf is set', async () => {
+    const client = await commsClient();
+    const eventId = await eventOf(client);
+    const templateId = await templateOf(client, eventId, { name: 'Gala pass', attachPdf: true });
+    await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ann', email: 'ann.pdf@example.com', commsTemplateId: templateId });
+    const [mail] = await mailTo('ann.pdf@example.com');
+    expect(mail!.attachments.map((a) => [a.filename, a.contentType])).toEqual([['Gala pass.pdf', 'application/pdf']]);
+    expect(mail!.attachments[0]!.content.subarray(0, 5).toString()).toBe('%PDF-');
+  });
+
+  it('sends once per template on upsert: a repeated record sends nothing new, a new template sends again', async () => {
+    const client = await commsClient();
+    const eventId = await eventOf(client);
+    const first = await templateOf(client, eventId);
+    const second = await templateOf(client, eventId, { subject: 'Second {{firstName}}' });
+    const record = { customId: 'crm-7', firstName: 'Bo', email: 'bo@example.com', commsTemplateId: first };
+    expect((await client.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [record])).status).toBe(204);
+    expect((await client.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [record])).status).toBe(204);
+    await mailTo('bo@example.com');
+    const guestId = (await client.call('GET', `/checkin/v1/api/guests/${eventId}`)).body.items[0].id;
+    await invitationOf(client, guestId, 'sent');
+    expect((await client.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ ...record, commsTemplateId: second }])).status).toBe(204);
+    const mails = await mailTo('bo@example.com', 2);
+    expect(mails.map((m) => m.subject).sort()).toEqual(['Second Bo', 'Welcome Bo to Winter Gala']);
+    await invitationOf(client, guestId, 'sent', 2);
+  });
+
+  it('refuses a template of another client or another event (404) and a guest without email (400); nothing is applied', async () => {
+    const client = await commsClient();
+    const other = await commsClient();
+    const eventId = await eventOf(client);
+    const otherEvent = await eventOf(client, { title: 'Other' });
+    const foreign = await templateOf(other, await eventOf(other));
+    const elsewhere = await templateOf(client, otherEvent);
+    const good = await templateOf(client, eventId);
+    const batch = (templateId: string) => [
+      { firstName: 'Ok', email: 'ok@example.com' },
+      { firstName: 'Bad', email: 'bad@example.com', commsTemplateId: templateId },
+    ];
+    expect((await client.call('POST', `/checkin/v1/api/guests/${eventId}`, batch(foreign))).status).toBe(404);
+    expect((await client.call('POST', `/checkin/v1/api/guests/${eventId}`, batch(elsewhere))).status).toBe(404);
+    const noEmail = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Nomail', commsTemplateId: good });
+    expect(noEmail.status).toBe(400);
+    expect(noEmail.body.errors).toEqual([{ path: 'email', message: expect.stringContaining('commsTemplateId') }]);
+    expect((await client.call('GET', `/checkin/v1/api/guests/${eventId}`)).body.items).toEqual([]);
+  });
+
+  it('reports comms.skipped, and sends nothing, when a redelivered request finds the email already sent', async () => {
+    const client = await commsClient();
+    const receiver = await receiverFor(client);
+    const eventId = await eventOf(client);
+    const templateId = await templateOf(client, eventId);
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Cy', email: 'cy@example.com', commsTemplateId: templateId });
+    await invitationOf(client, guest.body.id, 'sent');
+    await receiver.waitFor(1);
+
+    // At-least-once: the bus hands the same InvitationRequested over again.
+    const history = await service.platform.eventStore.readStream(`guest-${guest.body.id}`);
+    const requested = history.find((e) => e.type === 'InvitationRequested')!;
+    await service.platform.bus.publish(topics.invitations, [toMessage(requested)]);
+
+    const deliveries = await receiver.waitFor(2);
+    expect(deliveries[1]!.body.type).toBe('comms.skipped');
+    expect(deliveries[1]!.body.data).toMatchObject({ attendeeId: guest.body.id, templateId, status: 'skipped', error: null });
+    const [invitation] = await invitationOf(client, guest.body.id, 'sent');
+    expect(invitation.skips).toBe(1);
+    expect(await mailTo('cy@example.com')).toHaveLength(1);
+  });
+});
+
+describe('POST /comms/v1/api/comms/send', () => {
+  it('emails a template to the given guests, each as a new invitation', async () => {
+    const client = await commsClient();
+    const eventId = await eventOf(client);
+    const templateId = await templateOf(client, eventId);
+    const created = await client.call('POST', `/checkin/v1/api/guests/${eventId}`, [
+      { firstName: 'Di', email: 'di@example.com' },
+      { firstName: 'Ed', email: 'ed@example.com' },
+    ]);
+    const ids = created.body.map((g: { id: string }) => g.id);
+    const sent = await client.call('POST', `${api}/send`, { templateId, attendeeIds: ids, correlationId: 'batch-1' });
+    expect(sent.status).toBe(200);
+    expect(sent.body.invitations).toEqual(ids.map((id: string) => ({ attendeeId: id, attendeeInvitationId: expect.any(String), status: 'requested' })));
+    await mailTo('di@example.com');
+    await mailTo('ed@example.com');
+    const [invitation] = await invitationOf(client, ids[0], 'sent');
+    expect(invitation.correlationId).toBe('batch-1');
+  });
+
+  it('is all or nothing: another client’s guest is 404, more than 200 guests is 400', async () => {
+    const client = await commsClient();
+    const other = await commsClient();
+    const eventId = await eventOf(client);
+    const templateId = await templateOf(client, eventId);
+    const mine = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Fi', email: 'fi@example.com' });
+    const theirs = await other.call('POST', '/checkin/v1/api/guest', { eventId: await eventOf(other), firstName: 'X', email: 'x@example.com' });
+    const mixed = await client.call('POST', `${api}/send`, { templateId, attendeeIds: [mine.body.id, theirs.body.id] });
+    expect(mixed.status).toBe(404);
+    const tooMany = Array.from({ length: 201 }, () => crypto.randomUUID());
+    expect((await client.call('POST', `${api}/send`, { templateId, attendeeIds: tooMany })).status).toBe(400);
+    expect((await client.call('GET', `${api}/invitations?attendeeId=${mine.body.id}`)).body.items).toEqual([]);
+    expect((await other.call('POST', `${api}/send`, { templateId, attendeeIds: [theirs.body.id] })).status).toBe(404);
+  });
+});
+
+describe('provider events (SendGrid Event Webhook)', () => {
+  const post = (events: unknown[], options: { key?: typeof privateKey; timestamp?: string } = {}) => {
+    const body = JSON.stringify(events);
+    const timestamp = options.timestamp ?? String(Math.floor(Date.now() / 1000));
+    const signature = sign('sha256', Buffer.from(timestamp + body), options.key ?? privateKey).toString('base64');
+    return fetch(`${service.url}${api}/provider/sendgrid/events`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-twilio-email-event-webhook-signature': signature,
+        'x-twilio-email-event-webhook-timestamp': timestamp,
+      },
+      body,
+    });
+  };
+
+  it('turns delivered and bounce reports into comms webhooks; a bounced recipient then cannot be emailed (422)', async () => {
+    const client = await commsClient();
+    const receiver = await receiverFor(client);
+    const eventId = await eventOf(client);
+    const templateId = await templateOf(client, eventId);
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Gil', email: 'Gil@Example.com', commsTemplateId: templateId });
+    const [invitation] = await invitationOf(client, guest.body.id, 'sent');
+    const report = { email: 'Gil@Example.com', timestamp: Math.floor(Date.now() / 1000), attendeeInvitationId: invitation.attendeeInvitationId };
+    const reply = await post([
+      { ...report, event: 'delivered', sg_event_id: 'ev-1' },
+      { ...report, event: 'delivered', sg_event_id: 'ev-1' },
+      { ...report, event: 'bounce', sg_event_id: 'ev-2', reason: '550 5.1.1 mailbox unknown' },
+      { ...report, event: 'processed', sg_event_id: 'ev-3' },
+      { ...report, event: 'delivered', sg_event_id: 'ev-4', attendeeInvitationId: crypto.randomUUID() },
+    ]);
+    expect(reply.status).toBe(200);
+    expect(await reply.json()).toEqual({ recorded: 2, ignored: 1 });
+
+    const deliveries = await receiver.waitFor(3);
+    expect(deliveries.map((d) => d.body.type)).toEqual(['comms.sent', 'comms.delivered', 'comms.bounced']);
+    expect(deliveries[2]!.body.data).toMatchObject({ attendeeInvitationId: invitation.attendeeInvitationId, status: 'bounced', error: null });
+
+    const refused = await client.call('POST', `${api}/send`, { templateId, attendeeIds: [guest.body.id] });
+    expect(refused.status).toBe(422);
+    expect(refused.body.code).toBe('previous_send_permanently_failed');
+
+    // A guest created with the template for the same address: the send fails, reported as comms.failed.
+    const again = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Gil', email: 'gil@example.com', commsTemplateId: templateId });
+    const [failed] = await invitationOf(client, again.body.id, 'failed');
+    expect(failed.error).toMatch(/^previous_send_permanently_failed: /);
+    const [, , , failure] = await receiver.waitFor(4);
+    expect(failure!.body).toMatchObject({ type: 'comms.failed', data: { status: 'failed', error: expect.stringMatching(/^previous_send_permanently_failed/) } });
+  });
+
+  it('refuses a report whose signature does not verify (401), recording nothing', async () => {
+    const other = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey;
+    const reply = await post([{ event: 'delivered', sg_event_id: 'x', email: 'a@b.c', attendeeInvitationId: crypto.randomUUID() }], { key: other });
+    expect(reply.status).toBe(401);
+    const unsigned = await request(service.url, 'POST', `${api}/provider/sendgrid/events`, []);
+    expect(unsigned.status).toBe(401);
+  });
+});
