@@ -3,14 +3,14 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import addressparser from 'nodemailer/lib/addressparser/index.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MESSAGE_KEY_HEADER, OutboxMailer, TRACKING_ARGS_HEADER } from '../../src/adapters/mailer/outbox.js';
-import { MailerError, type MailAddress, type MailMessage } from '../../src/adapters/mailer/port.js';
+import { OutboxMailer } from '../../src/adapters/mailer/outbox.js';
+import type { MailerError, MailMessage } from '../../src/adapters/mailer/port.js';
 import { SendGridMailer } from '../../src/adapters/mailer/sendgrid.js';
 import { SmtpMailer, smtpError } from '../../src/adapters/mailer/smtp.js';
-import { mailerContract, type DeliveredMail } from '../contract/mailer.contract.js';
-import { startSendGridDouble, type SendGridAddress, type SendGridDouble, type SendGridMail } from '../support/sendgrid-double.js';
+import { mailerContract } from '../contract/mailer.contract.js';
+import { fromSendGrid, readOutbox } from '../support/mail-readers.js';
+import { startSendGridDouble, type SendGridDouble } from '../support/sendgrid-double.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mailer-contract-'));
 const doubles: SendGridDouble[] = [];
@@ -179,7 +179,7 @@ describe('smtp mailer', () => {
   });
 });
 
-// ---------------------------------------------------------------- reading back
+// ---------------------------------------------------------------- helpers
 
 /** A loopback port nothing listens on (bound, then released). */
 async function closedPort(): Promise<number> {
@@ -188,138 +188,4 @@ async function closedPort(): Promise<number> {
   const { port } = server.address() as net.AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
-}
-
-function fromSendGrid(body: SendGridMail): DeliveredMail {
-  const { messageKey, ...trackingArgs } = body.custom_args ?? {};
-  const address = ({ email, name }: SendGridAddress): MailAddress => (name === undefined ? { email } : { email, name });
-  return {
-    messageKey,
-    from: address(body.from),
-    to: address(body.personalizations[0].to[0]),
-    replyTo: body.reply_to && address(body.reply_to),
-    subject: body.subject,
-    html: body.content.find((part) => part.type === 'text/html')?.value ?? '',
-    text: body.content.find((part) => part.type === 'text/plain')?.value,
-    attachments: (body.attachments ?? []).map((attachment) => ({
-      filename: attachment.filename,
-      contentType: attachment.type ?? '',
-      content: Buffer.from(attachment.content, 'base64'),
-    })),
-    trackingArgs,
-  };
-}
-
-/**
- * Reads the outbox's `.eml` files back. mailparser is not a dependency, so this is a minimal
- * MIME reader for what nodemailer writes: folded headers, RFC 2047 encoded words, RFC 2231
- * file names, multipart bodies, base64 and quoted-printable parts, UTF-8 throughout.
- */
-async function readOutbox(dir: string): Promise<DeliveredMail[]> {
-  if (!fs.existsSync(dir)) return [];
-  return fs
-    .readdirSync(dir)
-    .filter((file) => file.endsWith('.eml'))
-    .map((file) => fromEml(fs.readFileSync(path.join(dir, file), 'latin1')));
-}
-
-interface MimePart {
-  headers: Map<string, string>;
-  body: string;
-}
-
-function fromEml(raw: string): DeliveredMail {
-  const root = mimePart(raw);
-  const leaves = mimeLeaves(root);
-  const header = (name: string) => root.headers.get(name.toLowerCase());
-  const bodyOf = (type: string) => {
-    const part = leaves.find((leaf) => headerValue(leaf.headers.get('content-type')).value === type && !isAttachment(leaf));
-    return part && decodeBody(part).toString('utf8');
-  };
-  const tracking = header(TRACKING_ARGS_HEADER);
-  return {
-    messageKey: header(MESSAGE_KEY_HEADER) ?? '',
-    from: emlAddress(header('from'))!,
-    to: emlAddress(header('to'))!,
-    replyTo: emlAddress(header('reply-to')),
-    subject: decodeWords(header('subject') ?? ''),
-    html: bodyOf('text/html') ?? '',
-    text: bodyOf('text/plain'),
-    attachments: leaves.filter(isAttachment).map((leaf) => ({
-      filename: fileName(headerValue(leaf.headers.get('content-disposition')).params),
-      contentType: headerValue(leaf.headers.get('content-type')).value,
-      content: decodeBody(leaf),
-    })),
-    trackingArgs: tracking ? JSON.parse(tracking) : {},
-  };
-}
-
-function mimePart(raw: string): MimePart {
-  const split = raw.indexOf('\r\n\r\n');
-  const headers = new Map<string, string>();
-  for (const line of raw.slice(0, split).replace(/\r\n(?=[ \t])/g, '').split('\r\n')) {
-    const colon = line.indexOf(':');
-    const name = line.slice(0, colon).trim().toLowerCase();
-    if (!headers.has(name)) headers.set(name, line.slice(colon + 1).trim());
-  }
-  return { headers, body: raw.slice(split + 4) };
-}
-
-function mimeLeaves(part: MimePart): MimePart[] {
-  const { value, params } = headerValue(part.headers.get('content-type'));
-  if (!value.startsWith('multipart/')) return [part];
-  const sections = part.body.split(`--${params.boundary}`).slice(1, -1);
-  return sections.flatMap((section) => mimeLeaves(mimePart(section.replace(/^\r\n/, '').replace(/\r\n$/, ''))));
-}
-
-const isAttachment = (part: MimePart): boolean => headerValue(part.headers.get('content-disposition')).value === 'attachment';
-
-function decodeBody(part: MimePart): Buffer {
-  const encoding = part.headers.get('content-transfer-encoding')?.toLowerCase();
-  if (encoding === 'base64') return Buffer.from(part.body.replace(/\s+/g, ''), 'base64');
-  if (encoding === 'quoted-printable') return qpBytes(part.body.replace(/=\r\n/g, ''));
-  return Buffer.from(part.body, 'latin1');
-}
-
-/** `type/subtype; key=value; key="quoted value"` into its value and lower-cased parameters. */
-function headerValue(header = ''): { value: string; params: Record<string, string> } {
-  const [value] = header.split(';');
-  const params: Record<string, string> = {};
-  for (const [, key, raw] of header.matchAll(/;\s*([^=\s;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)/g)) {
-    params[key.toLowerCase()] = raw.startsWith('"') ? raw.slice(1, -1).replace(/\\(.)/g, '$1') : raw.trim();
-  }
-  return { value: value.trim().toLowerCase(), params };
-}
-
-/** `filename=...`, or RFC 2231 `filename*0*=utf-8''...; filename*1*=...` continuations. */
-function fileName(params: Record<string, string>): string {
-  if (params.filename) return decodeWords(params.filename);
-  const pieces = Object.keys(params)
-    .filter((key) => key.startsWith('filename*'))
-    .sort((a, b) => Number(a.match(/\d+/)?.[0] ?? 0) - Number(b.match(/\d+/)?.[0] ?? 0))
-    .map((key) => params[key]);
-  return decodeURIComponent(pieces.join('').replace(/^[^']*'[^']*'/, ''));
-}
-
-function emlAddress(header: string | undefined): MailAddress | undefined {
-  if (!header) return undefined;
-  const [parsed] = addressparser(header, { flatten: true });
-  const name = decodeWords(parsed.name);
-  return name ? { email: parsed.address, name } : { email: parsed.address };
-}
-
-/** RFC 2047: adjacent encoded words join (their bytes may split a character), then decode as UTF-8. */
-function decodeWords(value: string): string {
-  return value.replace(/=\?[^?]+\?[BbQq]\?[^?]*\?=(?:\s*=\?[^?]+\?[BbQq]\?[^?]*\?=)*/g, (run) => {
-    const words = run.match(/=\?[^?]+\?[BbQq]\?[^?]*\?=/g) ?? [];
-    const bytes = words.map((word) => {
-      const [, , encoding, text] = word.split('?');
-      return encoding.toUpperCase() === 'B' ? Buffer.from(text, 'base64') : qpBytes(text.replace(/_/g, ' '));
-    });
-    return Buffer.concat(bytes).toString('utf8');
-  });
-}
-
-function qpBytes(text: string): Buffer {
-  return Buffer.from(text.replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1');
 }

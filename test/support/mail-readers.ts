@@ -38,7 +38,9 @@ export async function readOutbox(dir: string): Promise<DeliveredMail[]> {
 }
 
 export async function fromEml(raw: Buffer): Promise<DeliveredMail> {
-  const mail = await simpleParser(raw);
+  // Without skipHtmlToText mailparser invents `text` from the html of an html-only message;
+  // with it, such a message reads back `text: ''`, which is no text part at all.
+  const mail = await simpleParser(raw, { skipHtmlToText: true });
   const header = (name: string) => {
     const value = mail.headers.get(name.toLowerCase());
     return typeof value === 'string' ? value : undefined;
@@ -56,7 +58,7 @@ export async function fromEml(raw: Buffer): Promise<DeliveredMail> {
     replyTo: first(mail.replyTo),
     subject: mail.subject ?? '',
     html: typeof mail.html === 'string' ? mail.html : '',
-    text: mail.text,
+    text: mail.text || undefined,
     attachments: mail.attachments.map((a) => ({ filename: a.filename ?? '', contentType: a.contentType, content: a.content })),
     trackingArgs: tracking ? JSON.parse(tracking) : {},
   };
