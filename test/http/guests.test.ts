@@ -80,26 +80,32 @@ describe('guest create (spec: Check-in rules 1 and 4)', () => {
 });
 
 describe('invitation requests (spec: check-in rule 1)', () => {
-  const types = async (guestId: string) =>
-    (await alice.call('GET', `/checkin/v1/api/guest/${guestId}/history`)).body.events.map((e: { type: string }) => e.type);
-
   it('records an invitation request when a guest is created or upserted naming a template; empty means none', async () => {
-    const template = randomUUID();
-    const created = await alice.call('POST', '/checkin/v1/api/guest', guest({ commsTemplateId: template, correlationId: 'crm-1' }));
-    expect(created.body.commsTemplateId).toBe(template);
-    const history = (await alice.call('GET', `/checkin/v1/api/guest/${created.body.id}/history`)).body.events;
-    expect(history[1]).toMatchObject({ type: 'InvitationRequested', data: { templateId: template, correlationId: 'crm-1' } });
-    expect(history[1].data.attendeeInvitationId).toMatch(/^[0-9a-f-]{36}$/);
+    const carol = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+    const event = await newEvent(carol);
+    const newTemplate = async () =>
+      (await carol.call('POST', '/comms/v1/api/comms/template', { eventId: event, name: 'Invite', html: '<p>Hi {{firstName}}</p>' })).body.id as string;
+    const [template, other] = [await newTemplate(), await newTemplate()];
+    const history = async (guestId: string) => (await carol.call('GET', `/checkin/v1/api/guest/${guestId}/history`)).body.events;
+    const types = async (guestId: string) => (await history(guestId)).map((e: { type: string }) => e.type);
+    const invitee = (fields: Record<string, unknown>) => guest({ eventId: event, email: 'ada@example.com', ...fields });
 
-    const none = await alice.call('POST', '/checkin/v1/api/guest', guest({ commsTemplateId: '' }));
+    const created = await carol.call('POST', '/checkin/v1/api/guest', invitee({ commsTemplateId: template, correlationId: 'crm-1' }));
+    expect(created.body.commsTemplateId).toBe(template);
+    const events = await history(created.body.id);
+    expect(events[1]).toMatchObject({ type: 'InvitationRequested', data: { templateId: template, correlationId: 'crm-1' } });
+    expect(events[1].data.attendeeInvitationId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const none = await carol.call('POST', '/checkin/v1/api/guest', invitee({ commsTemplateId: '' }));
     expect(await types(none.body.id)).toEqual(['GuestRegistered']);
 
-    const other = randomUUID();
-    await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ id: created.body.id, commsTemplateId: template }]);
+    await carol.call('PUT', `/checkin/v1/api/guests/${event}/upsert`, [{ id: created.body.id, commsTemplateId: template }]);
     expect(await types(created.body.id)).toEqual(['GuestRegistered', 'InvitationRequested']);
-    await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ id: created.body.id, commsTemplateId: other }]);
+    await carol.call('PUT', `/checkin/v1/api/guests/${event}/upsert`, [{ id: created.body.id, commsTemplateId: other }]);
     expect(await types(created.body.id)).toEqual(['GuestRegistered', 'InvitationRequested', 'GuestDetailsChanged', 'InvitationRequested']);
-    expect((await alice.call('POST', '/checkin/v1/api/guest', guest({ commsTemplateId: 'not-a-guid' }))).status).toBe(400);
+    expect((await carol.call('POST', '/checkin/v1/api/guest', invitee({ commsTemplateId: 'not-a-guid' }))).status).toBe(400);
+    // A template that does not exist (or is not this client's, or not this event's) is 404.
+    expect((await carol.call('POST', '/checkin/v1/api/guest', invitee({ commsTemplateId: randomUUID() }))).status).toBe(404);
   });
 });
 
