@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSendGridDouble, type SendGridDouble } from '../support/sendgrid-double.js';
 import { realServer, type Availability } from '../support/real-servers.js';
 import { createClient, startTestService, type TestService } from '../support/service.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
@@ -28,8 +29,12 @@ if (!Array.isArray(servers)) {
   const [mongo, kafka] = servers as [Availability, Availability];
   let service: TestService;
   let receiver: Receiver;
+  let sendgrid: SendGridDouble;
   beforeAll(async () => {
+    sendgrid = await startSendGridDouble();
     service = await startTestService({
+      SENDGRID_API_KEY: sendgrid.apiKey,
+      SENDGRID_BASE_URL: sendgrid.url,
       MONGO_URL: mongo.url!,
       MONGO_DB: `e2e_${randomUUID().replaceAll('-', '').slice(0, 12)}`,
       KAFKA_BROKERS: kafka.url!,
@@ -41,6 +46,7 @@ if (!Array.isArray(servers)) {
   afterAll(async () => {
     await receiver?.close();
     await service?.close();
+    await sendgrid?.close();
     await Promise.all(servers.map((s) => s.stop()));
   });
 
@@ -71,6 +77,41 @@ if (!Array.isArray(servers)) {
       const [delivery] = await receiver.waitFor(1, 60_000);
       expect(delivery!.specVerified).toBe(true);
       expect(delivery!.body.type).toBe('comms.test');
+    }, 120_000);
+
+    it('emails an invitation (spec: check-in rule 1) and reports comms.sent, over Kafka with a MongoDB-protocol read store', async () => {
+      const client = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+      const hook = await startReceiver();
+      try {
+        hook.secret = (await client.call('POST', '/comms/v1/api/comms/webhook', { url: hook.url })).body.secret;
+        const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Mail', startTime: '2026-01-01T10:00:00Z', endTime: '2027-01-01T10:00:00Z' });
+        const template = await client.call('POST', '/comms/v1/api/comms/template', {
+          eventId: event.body.id,
+          name: 'Invite',
+          subject: 'Hello {{firstName}}',
+          html: '<p>Welcome to {{eventTitle}}, {{firstName}}</p>',
+        });
+        expect(template.status).toBe(200);
+        const guest = await client.call('POST', '/checkin/v1/api/guest', {
+          eventId: event.body.id,
+          firstName: 'Grace',
+          email: 'grace@example.com',
+          commsTemplateId: template.body.id,
+          correlationId: 'e2e-1',
+        });
+        expect(guest.status).toBe(200);
+        const [delivery] = await hook.waitFor(1, 60_000);
+        expect(delivery!.specVerified).toBe(true);
+        expect(delivery!.body).toMatchObject({
+          type: 'comms.sent',
+          data: { attendeeId: guest.body.id, templateId: template.body.id, status: 'sent', error: null, correlationId: 'e2e-1' },
+        });
+        const sent = sendgrid.accepted.filter((a) => a.body.personalizations[0]!.to[0]!.email === 'grace@example.com');
+        expect(sent.map((a) => a.body.subject)).toEqual(['Hello Grace']);
+        expect(sent[0]!.body.custom_args?.attendeeInvitationId).toBe(delivery!.body.data.attendeeInvitationId);
+      } finally {
+        await hook.close();
+      }
     }, 120_000);
 
     it('runs the roles as separate processes would: the api waits for the projections role to catch up', async () => {
