@@ -1,4 +1,4 @@
-/** npm run bench -- <suite ...>: store, auth, checkin, export, webhooks (default: store auth checkin). */
+/** npm run bench -- <suite ...>: store, auth, checkin, export, webhooks, sends (default: store auth checkin). */
 import { storeBench } from './store.js';
 
 const suites: Record<string, () => Promise<void>> = {
@@ -6,6 +6,7 @@ const suites: Record<string, () => Promise<void>> = {
   auth: async () => (await import('./auth.js')).authBench(),
   checkin: async () => (await import('./checkin.js')).checkinBench(),
   export: async () => (await import('./export.js')).exportBench(),
+  sends: async () => (await import('./sends.js')).sendsBench(),
   webhooks: async () => {
     await import('./webhooks.js');
   },
