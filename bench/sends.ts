@@ -134,6 +134,8 @@ export async function sendsBench(): Promise<void> {
   }
   const pdfDone = await until(async () => (await sent()) >= before + PDFS, 'pdf sends');
   const pdfEach = (pdfDone - pdfStart) / PDFS;
+  const withPdf = sendgrid.accepted.filter((a) => a.body.attachments?.some((f) => f.filename === 'Invitation.pdf')).length;
+  if (withPdf !== PDFS) throw new Error(`expected ${PDFS} emails with a PDF, the double got ${withPdf}`);
 
   rows.push(
     [`ceiling: SendGridMailer alone, ${CONCURRENCY} at a time`, `${fmt(ceilingPerSecond)} emails/s`, ''],
