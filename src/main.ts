@@ -36,6 +36,10 @@ import { OutboxMailer } from './adapters/mailer/outbox.js';
 import { SendGridMailer } from './adapters/mailer/sendgrid.js';
 import { SmtpMailer } from './adapters/mailer/smtp.js';
 import { SendWorker } from './workers/send-worker.js';
+import type { DomainAuthenticator } from './adapters/domains/port.js';
+import { SendGridDomainAuthenticator } from './adapters/domains/sendgrid.js';
+import { EmbeddedDomainAuthenticator } from './adapters/domains/embedded.js';
+import { sendingDomainsProjection } from './projections/sending-domains.js';
 import { webhookSettings } from './commands/webhooks.js';
 import { exportSettings, sweepExpiredExports } from './commands/export.js';
 import { createWebhookDispatcher } from './workers/webhook-dispatcher.js';
@@ -58,6 +62,7 @@ export const projections: Projection[] = [
   commsEventsProjection,
   templatesProjection,
   invitationsProjection,
+  sendingDomainsProjection,
 ];
 
 export interface Platform {
@@ -186,6 +191,14 @@ function createWorkers(platform: Platform, services: Services, config: Config): 
   return [createWebhookDispatcher(platform.bus, services, webhookSettings(config)), sends];
 }
 
+/** The domain-authentication port's adapter: SendGrid when its key is set, else records checked by DNS lookups. */
+function createDomainAuthenticator(config: Config): DomainAuthenticator {
+  const { sendgridApiKey, sendgridBaseUrl } = config.comms;
+  return sendgridApiKey
+    ? new SendGridDomainAuthenticator({ apiKey: sendgridApiKey, ...(sendgridBaseUrl ? { baseUrl: sendgridBaseUrl } : {}) })
+    : new EmbeddedDomainAuthenticator();
+}
+
 /** The mailer port's adapter: SendGrid when its key is set, else SMTP when its URL is, else the outbox folder. */
 export function createMailer(config: Config, logger: Logger): Mailer {
   const { comms } = config;
@@ -234,6 +247,7 @@ async function startApi(
     exports: exportSettings(config),
     comms: {
       linkPolicy: { blockedDomains: config.comms.blockedLinkDomains },
+      domains: createDomainAuthenticator(config),
       ...(config.comms.sendgridEventPublicKey ? { sendgridEventPublicKey: config.comms.sendgridEventPublicKey } : {}),
     },
     rateLimits: createRateLimits({

@@ -24,4 +24,6 @@ export type DomainErrorCode =
   | 'conflict'
   | 'forbidden'
   /** The request is well formed but a rule refuses it (spec: the 422 codes). */
-  | 'unprocessable';
+  | 'unprocessable'
+  /** A service we depend on (the email provider) did not answer; retry later. */
+  | 'unavailable';

@@ -20,6 +20,8 @@ import type { ExportSettings } from '../commands/export.js';
 import type { LinkPolicy } from '../comms/link-safety.js';
 import { commsRouter } from './routes/comms.js';
 import { providerEventsRouter } from './routes/provider-events.js';
+import { sendingDomainRouter } from './routes/sending-domain.js';
+import type { DomainAuthenticator } from '../adapters/domains/port.js';
 
 export interface Readiness {
   ready: boolean;
@@ -44,7 +46,7 @@ export interface AppOptions {
   /** Mounts the guest export routes (/checkin/v1/api/event/export...) when set. */
   exports?: ExportSettings;
   /** Mounts templates, send and invitations (and the provider event intake when its key is set). */
-  comms?: { linkPolicy: LinkPolicy; sendgridEventPublicKey?: string };
+  comms?: { linkPolicy: LinkPolicy; domains: DomainAuthenticator; sendgridEventPublicKey?: string };
 }
 
 const requestIds: RequestHandler = (req, res, next) => {
@@ -99,7 +101,10 @@ export function createApp(options: AppOptions): Express {
   app.use(usersRouter(services));
   if (options.webhooks) app.use(webhooksRouter(services, options.webhooks));
   if (options.exports) app.use(exportRouter(services, options.exports));
-  if (options.comms) app.use(commsRouter(services, options.comms.linkPolicy));
+  if (options.comms) {
+    app.use(commsRouter(services, options.comms.linkPolicy));
+    app.use(sendingDomainRouter(services, options.comms.domains));
+  }
   if (options.adminApiKey) {
     app.use('/admin/v1', adminAuth(options.adminApiKey));
     app.use(adminRouter(services));

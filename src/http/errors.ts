@@ -26,6 +26,7 @@ const domainStatus: Record<DomainError['code'], number> = {
   conflict: 409,
   forbidden: 403,
   unprocessable: 422,
+  unavailable: 503,
 };
 
 export function fromZodError(error: ZodError): HttpError {

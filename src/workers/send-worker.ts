@@ -2,6 +2,7 @@ import type { Bus, BusMessage, Consumer } from '../adapters/bus/port.js';
 import { MailerError, type Mailer, type MailMessage } from '../adapters/mailer/port.js';
 import { handleCommand, type CommandContext } from '../commands/handle-command.js';
 import type { Services } from '../commands/services.js';
+import { enabledSendingAddress } from '../commands/sending-domain.js';
 import { invitationMessage, type InvitationParts, type Sender } from '../comms/invitation-message.js';
 import { unsafeLinks, type LinkPolicy } from '../comms/link-safety.js';
 import { renderPdf } from '../comms/pdf.js';
@@ -222,7 +223,10 @@ export class SendWorker implements Worker {
       event,
       account,
     };
-    const message = invitationMessage(parts, this.settings.sender);
+    // Spec: while the custom domain is enabled sends come from it; otherwise from the default address.
+    const customAddress = await enabledSendingAddress(this.services, ids.clientId);
+    const sender = customAddress ? { ...this.settings.sender, address: customAddress } : this.settings.sender;
+    const message = invitationMessage(parts, sender);
     // Checked after merging: a guest's own data in a link (href="{{additionalInfo}}") must pass too.
     const unsafe = unsafeLinks(message.html, this.settings.linkPolicy);
     if (unsafe.length > 0) return { refuse: 'spam_check_failed', error: unsafe.map((u) => `${u.url}: ${u.reason}`).join('; ') };

@@ -3,13 +3,14 @@
  * real `@sendgrid/*` clients run unchanged against it (`SENDGRID_BASE_URL`). It answers the
  * way SendGrid does: `{"errors":[{"message","field","help"}]}` bodies, 202 + `X-Message-Id`.
  *
- * Supported: `POST /v3/mail/send`.
- * Domain-authentication endpoints (`/v3/whitelabel/domains...`) belong here too when that
- * adapter is written: add them as routes next to `mailSend` below, sharing `authorized`.
+ * Supported: `POST /v3/mail/send`; domain authentication with automated security
+ * (`POST /v3/whitelabel/domains`, `GET` and `DELETE /v3/whitelabel/domains/{id}`,
+ * `POST /v3/whitelabel/domains/{id}/validate`). DNS is not looked up: a test marks records as
+ * propagated with `publishDns`, and validate answers from that.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import { z } from 'zod';
 
 /** The parts of a v3 mail/send body this service sends, as SendGrid receives them. */
@@ -41,7 +42,41 @@ export interface SendGridDouble {
   accepted: AcceptedMail[];
   /** The next request gets this status (with a SendGrid-style error body) instead of being processed. */
   failNext(status: number, message?: string): void;
+  /** Authenticated domains by id, as created (and deleted) through the API. */
+  domains: Map<number, SendGridDomain>;
+  /**
+   * Marks records of a domain (by id or domain name) as propagated, so validate sees them;
+   * all three when `records` is omitted.
+   */
+  publishDns(domain: number | string, records?: DnsPurpose[]): void;
   close(): Promise<void>;
+}
+
+/** The records SendGrid hands out for a domain with automated security. */
+export type DnsPurpose = 'mail_cname' | 'dkim1' | 'dkim2';
+const DNS_PURPOSES: DnsPurpose[] = ['mail_cname', 'dkim1', 'dkim2'];
+
+export interface SendGridDnsRecord {
+  valid: boolean;
+  type: 'cname';
+  host: string;
+  data: string;
+}
+
+/** An authenticated domain in SendGrid's shape (create and get answer with it). */
+export interface SendGridDomain {
+  id: number;
+  user_id: number;
+  subdomain: string;
+  domain: string;
+  username: string;
+  ips: string[];
+  custom_spf: boolean;
+  default: boolean;
+  legacy: boolean;
+  automatic_security: boolean;
+  valid: boolean;
+  dns: Record<DnsPurpose, SendGridDnsRecord>;
 }
 
 interface ProviderError {
@@ -68,6 +103,11 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
   const apiKey = options.apiKey ?? `SG.double-${randomUUID()}`;
   const accepted: AcceptedMail[] = [];
   const scripted: Array<{ status: number; message?: string }> = [];
+  const domains = new Map<number, SendGridDomain>();
+  /** Per domain id, the records a test has published. */
+  const propagated = new Map<number, Set<DnsPurpose>>();
+  const userId = randomInt(1_000_000, 10_000_000);
+  let nextDomainId = 1;
 
   const server = http.createServer((req, res) => {
     void route(req, res).catch((error: Error) => reply(res, 500, [providerError(error.message)]));
@@ -78,7 +118,20 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
     const script = scripted.shift();
     if (script) return reply(res, script.status, [providerError(script.message ?? STATUS_MESSAGES[script.status] ?? 'error')]);
     if (!authorized(req)) return reply(res, 401, [providerError(STATUS_MESSAGES[401])]);
-    if (req.method === 'POST' && req.url === '/v3/mail/send') return mailSend(body, res);
+    const path = new URL(req.url ?? '/', 'http://double').pathname;
+    if (req.method === 'POST' && path === '/v3/mail/send') return mailSend(body, res);
+    if (req.method === 'POST' && path === '/v3/whitelabel/domains') return createDomain(body, res);
+    const domainRoute = /^\/v3\/whitelabel\/domains\/(\d+)(\/validate)?$/.exec(path);
+    if (domainRoute) {
+      const domain = domains.get(Number(domainRoute[1]));
+      if (!domain) return reply(res, 404, [providerError('authenticated domain not found')]);
+      if (domainRoute[2] && req.method === 'POST') return json(res, 200, validateDomain(domain));
+      if (!domainRoute[2] && req.method === 'GET') return json(res, 200, domain);
+      if (!domainRoute[2] && req.method === 'DELETE') {
+        domains.delete(domain.id);
+        return void res.writeHead(204).end();
+      }
+    }
     reply(res, 404, [providerError('not found')]);
   }
 
@@ -100,6 +153,68 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
     res.writeHead(202, { 'X-Message-Id': messageId }).end();
   }
 
+  function createDomain(raw: string, res: ServerResponse): void {
+    const request = (safeJson(raw) ?? {}) as { domain?: unknown; subdomain?: unknown; automatic_security?: unknown; default?: unknown };
+    const domain = typeof request.domain === 'string' ? request.domain.toLowerCase() : '';
+    if (!isDomainName(domain)) return reply(res, 400, [domainError('invalid domain', 'domain')]);
+    if (request.subdomain !== undefined && (typeof request.subdomain !== 'string' || !isLabel(request.subdomain))) {
+      return reply(res, 400, [domainError('invalid subdomain', 'subdomain')]);
+    }
+    // Manual security answers with TXT and MX records instead, which this double does not model.
+    if (request.automatic_security !== true) return reply(res, 400, [domainError('the double supports automatic_security only', 'automatic_security')]);
+    if ([...domains.values()].some((existing) => existing.domain === domain)) {
+      return reply(res, 400, [domainError('A domain authentication for this domain already exists.', 'domain')]);
+    }
+    const id = nextDomainId++;
+    const subdomain = typeof request.subdomain === 'string' ? request.subdomain.toLowerCase() : `em${randomInt(1000, 10_000)}`;
+    const relay = `u${userId}.wl${id}.sendgrid.net`;
+    const cname = (host: string, data: string): SendGridDnsRecord => ({ valid: false, type: 'cname', host, data });
+    const created: SendGridDomain = {
+      id,
+      user_id: userId,
+      subdomain,
+      domain,
+      username: 'checkin-double',
+      ips: [],
+      custom_spf: false,
+      default: request.default === true,
+      legacy: false,
+      automatic_security: true,
+      valid: false,
+      dns: {
+        mail_cname: cname(`${subdomain}.${domain}`, relay),
+        dkim1: cname(`s1._domainkey.${domain}`, `s1.domainkey.${relay}`),
+        dkim2: cname(`s2._domainkey.${domain}`, `s2.domainkey.${relay}`),
+      },
+    };
+    domains.set(id, created);
+    json(res, 201, created);
+  }
+
+  /** Checks each record against what the test published; like SendGrid, the stored flags follow. */
+  function validateDomain(domain: SendGridDomain): object {
+    const seen = propagated.get(domain.id) ?? new Set<DnsPurpose>();
+    const validation_results: Record<string, { valid: boolean; reason: string | null }> = {};
+    for (const purpose of DNS_PURPOSES) {
+      const record = domain.dns[purpose];
+      record.valid = seen.has(purpose);
+      validation_results[purpose] = {
+        valid: record.valid,
+        reason: record.valid ? null : `Expected CNAME for "${record.host}" to match "${record.data}".`,
+      };
+    }
+    domain.valid = DNS_PURPOSES.every((purpose) => domain.dns[purpose].valid);
+    return { id: domain.id, valid: domain.valid, validation_results };
+  }
+
+  function publishDns(key: number | string, records: DnsPurpose[] = DNS_PURPOSES): void {
+    const domain = [...domains.values()].find((candidate) => candidate.id === Number(key) || candidate.domain === key);
+    if (!domain) throw new Error(`no authenticated domain ${key} in the SendGrid double`);
+    const seen = propagated.get(domain.id) ?? new Set<DnsPurpose>();
+    for (const purpose of records) seen.add(purpose);
+    propagated.set(domain.id, seen);
+  }
+
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -107,6 +222,8 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
     apiKey,
     accepted,
     failNext: (status, message) => void scripted.push({ status, message }),
+    domains,
+    publishDns,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
@@ -167,8 +284,36 @@ function providerError(message: string, field: string | null = null): ProviderEr
   return { message, field, help: field ? `${HELP}#message.${field}` : null };
 }
 
+/** Domain-authentication errors name the field but link no help page. */
+function domainError(message: string, field: string): ProviderError {
+  return { message, field, help: null };
+}
+
 function reply(res: ServerResponse, status: number, errors: ProviderError[]): void {
-  res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify({ errors }));
+  json(res, status, { errors });
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A DNS label: letters, digits and inner hyphens, up to 63 characters. */
+function isLabel(value: string): boolean {
+  return /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i.test(value);
+}
+
+/** SendGrid's refusal, approximated: at least two labels, no IP address, a TLD with a letter. */
+function isDomainName(value: string): boolean {
+  const labels = value.split('.');
+  return value.length <= 253 && labels.length >= 2 && labels.every(isLabel) && /[a-z]/i.test(labels[labels.length - 1]) && !isIP(value);
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {

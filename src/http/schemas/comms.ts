@@ -98,3 +98,34 @@ export const InvitationListQuery = PageQuery.extend({
 });
 
 export const IdParam = z.object({ id: z.string().min(1).max(200) });
+
+export const DomainBody = registry.register(
+  'SendingDomainRequest',
+  z.object({
+    domain: z.string().trim().min(3).max(253).openapi({ description: 'The domain sends come from, e.g. example.com', example: 'example.com' }),
+    subdomain: z
+      .string()
+      .trim()
+      .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i, 'must be a single DNS label')
+      .optional()
+      .openapi({ description: 'Subdomain for the provider’s return path (default chosen by the provider)' }),
+    sendingAddress: z.string().trim().max(320).optional().openapi({ description: 'From address at the domain, or its local part (default invites@<domain>)' }),
+  }),
+);
+
+export const DomainResponse = registry.register(
+  'SendingDomain',
+  z.object({
+    id: z.string().openapi({ description: 'The delivery provider’s id of the domain authentication record' }),
+    domain: z.string(),
+    subdomain: z.string(),
+    valid: z.boolean().openapi({ description: 'True once the provider has verified the DNS records (as of the last verify)' }),
+    enableCustomDomain: z.boolean().openapi({ description: 'EnableCustomDomain: sends route through the custom domain' }),
+    dnsRecords: z.array(
+      z.object({ purpose: z.string(), type: z.string(), host: z.string(), data: z.string(), valid: z.boolean() }),
+    ),
+    sendingAddress: z.string(),
+    createdAt: z.string(),
+    lastVerifiedAt: z.string().optional(),
+  }),
+);

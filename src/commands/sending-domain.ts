@@ -1,0 +1,136 @@
+import { DomainProviderError, type AuthenticatedDomain, type DomainAuthenticator } from '../adapters/domains/port.js';
+import { ConcurrencyError } from '../adapters/eventstore/port.js';
+import { DomainError } from '../domain/decider.js';
+import { sendingDomainDecider, sendingDomainStream, type SendingDomainCommand } from '../domain/sending-domain.js';
+import type { SendingDomainDoc } from '../projections/sending-domains.js';
+import { handleCommand, type CommandContext } from './handle-command.js';
+import type { Services } from './services.js';
+
+/** The spec's domain authentication record. */
+export interface SendingDomainView {
+  /** The delivery provider's id of the domain authentication record. */
+  id: string;
+  domain: string;
+  subdomain: string;
+  /** True once the provider has verified the DNS records (as of the last verify). */
+  valid: boolean;
+  /** EnableCustomDomain: sends route through the custom domain. */
+  enableCustomDomain: boolean;
+  /** The records to publish; each `valid` once the provider sees it propagated. */
+  dnsRecords: SendingDomainDoc['records'];
+  sendingAddress: string;
+  createdAt: string;
+  lastVerifiedAt?: string;
+}
+
+const domains = (services: Services) => services.readStore.collection<SendingDomainDoc>('sending_domains');
+
+function toView(doc: SendingDomainDoc): SendingDomainView {
+  return {
+    id: doc.providerId,
+    domain: doc.domain,
+    subdomain: doc.subdomain,
+    valid: doc.valid,
+    enableCustomDomain: doc.enabled,
+    dnsRecords: doc.records,
+    sendingAddress: doc.sendingAddress,
+    createdAt: doc.createdAt,
+    ...(doc.lastVerifiedAt ? { lastVerifiedAt: doc.lastVerifiedAt } : {}),
+  };
+}
+
+export async function getSendingDomain(services: Services, clientId: string): Promise<SendingDomainView> {
+  const doc = await domains(services).get(clientId);
+  if (!doc) throw new DomainError('not_found', 'no custom sending domain is configured');
+  return toView(doc);
+}
+
+/** The domain a client's sends come from now, if its custom domain is enabled. */
+export async function enabledSendingAddress(services: Services, clientId: string): Promise<string | undefined> {
+  const doc = await domains(services).get(clientId);
+  return doc?.enabled ? doc.sendingAddress : undefined;
+}
+
+export interface DomainRequest {
+  domain: string;
+  subdomain?: string;
+  /** Local part or full address at `domain`; default `invites@<domain>`. */
+  sendingAddress?: string;
+}
+
+/**
+ * Spec: POST /api/comms/domain. One per client (409 domain_already_configured); the provider's
+ * refusal is 422 sendgrid_create_failed with its message. The provider is asked first; a
+ * create that then loses a race to another request removes what it created at the provider.
+ */
+export async function configureSendingDomain(
+  services: Services,
+  authenticator: DomainAuthenticator,
+  context: CommandContext,
+  request: DomainRequest,
+): Promise<SendingDomainView> {
+  const domain = request.domain.trim().toLowerCase().replace(/\.$/, '');
+  const sendingAddress = sendingAddressOf(request.sendingAddress, domain);
+  if (await domains(services).get(context.tenantId)) {
+    throw new DomainError('conflict', 'a custom sending domain is already configured', { code: 'domain_already_configured' });
+  }
+  const created = await providerCall(() => authenticator.create({ domain, ...(request.subdomain ? { subdomain: request.subdomain } : {}) }), true);
+  const setup = { provider: authenticator.kind, providerId: created.providerId, domain: created.domain, subdomain: created.subdomain, records: created.records, sendingAddress };
+  try {
+    await decide(services, context, { type: 'ConfigureDomain', clientId: context.tenantId, setup, at: context.now.toISOString() });
+  } catch (error) {
+    await authenticator.remove(created).catch((cleanup: unknown) =>
+      services.logger.warn({ err: cleanup, providerId: created.providerId }, 'could not remove a domain left over at the provider'),
+    );
+    throw error instanceof ConcurrencyError
+      ? new DomainError('conflict', 'a custom sending domain is already configured', { code: 'domain_already_configured' })
+      : error;
+  }
+  return getSendingDomain(services, context.tenantId);
+}
+
+function sendingAddressOf(given: string | undefined, domain: string): string {
+  const address = !given ? `invites@${domain}` : given.includes('@') ? given.trim().toLowerCase() : `${given.trim().toLowerCase()}@${domain}`;
+  if (!address.endsWith(`@${domain}`) || !/^[^@\s]+@[^@\s]+$/.test(address)) {
+    throw new DomainError('validation_error', 'the sending address must be at the custom domain', {
+      errors: [{ path: 'sendingAddress', message: `must be an address at ${domain}, e.g. invites@${domain}` }],
+    });
+  }
+  return address;
+}
+
+/** Spec: POST /api/comms/domain/verify; the first success enables the custom domain. */
+export async function verifySendingDomain(services: Services, authenticator: DomainAuthenticator, context: CommandContext) {
+  const doc = await domains(services).get(context.tenantId);
+  if (!doc) throw new DomainError('not_found', 'no custom sending domain is configured');
+  const current: AuthenticatedDomain = { providerId: doc.providerId, domain: doc.domain, subdomain: doc.subdomain, valid: doc.valid, records: doc.records };
+  const result = await providerCall(() => authenticator.validate(current), false);
+  await decide(services, context, { type: 'RecordVerification', clientId: context.tenantId, result, at: context.now.toISOString() });
+  return getSendingDomain(services, context.tenantId);
+}
+
+/** Spec: activate (409 domain_not_verified before a successful verify) and deactivate. */
+export async function switchCustomDomain(services: Services, context: CommandContext, enable: boolean) {
+  const command: SendingDomainCommand = enable
+    ? { type: 'ActivateCustomDomain', clientId: context.tenantId, at: context.now.toISOString() }
+    : { type: 'DeactivateCustomDomain', clientId: context.tenantId, at: context.now.toISOString() };
+  await decide(services, context, command);
+  return getSendingDomain(services, context.tenantId);
+}
+
+async function decide(services: Services, context: CommandContext, command: SendingDomainCommand): Promise<void> {
+  const result = await handleCommand(services.eventStore, sendingDomainDecider, sendingDomainStream(context.tenantId), command, context);
+  await services.readYourWrites(result.position);
+}
+
+/** The provider's answer, its refusal as the spec's 422 sendgrid_create_failed (create), its absence as 503. */
+async function providerCall<T>(call: () => Promise<T>, creating: boolean): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (!(error instanceof DomainProviderError)) throw error;
+    if (!error.permanent) throw new DomainError('unavailable', `the email delivery provider is unavailable: ${error.message}; retry later`);
+    if (creating) throw new DomainError('unprocessable', error.message, { code: 'sendgrid_create_failed' });
+    throw new DomainError('unprocessable', error.message, { code: 'domain_verification_failed' });
+  }
+}

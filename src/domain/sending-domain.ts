@@ -1,0 +1,84 @@
+import type { AuthenticatedDomain, DnsRecord } from '../adapters/domains/port.js';
+import { DomainError, type Decider } from './decider.js';
+
+/*
+ * A client's custom sending domain (spec: Domain authentication record, the domain rows of
+ * States and transitions, Comms rule 5): `domain-<clientId>`. Its decider answers "may sends
+ * use the custom domain now?" (EnableCustomDomain).
+ */
+
+export interface DomainSetup {
+  provider: string;
+  providerId: string;
+  domain: string;
+  subdomain: string;
+  records: DnsRecord[];
+  /** The From of sends while the custom domain is enabled (templates may still name their own). */
+  sendingAddress: string;
+}
+
+export type SendingDomainEvent =
+  | { type: 'DomainConfigured'; data: { clientId: string; at: string } & DomainSetup }
+  | { type: 'DomainVerificationChecked'; data: { clientId: string; valid: boolean; records: DnsRecord[]; at: string } }
+  /** `automatic`: set by the first successful verify (spec), not by an activate call. */
+  | { type: 'CustomDomainActivated'; data: { clientId: string; automatic: boolean; at: string } }
+  | { type: 'CustomDomainDeactivated'; data: { clientId: string; at: string } };
+
+export type SendingDomainCommand =
+  | { type: 'ConfigureDomain'; clientId: string; setup: DomainSetup; at: string }
+  | { type: 'RecordVerification'; clientId: string; result: AuthenticatedDomain; at: string }
+  | { type: 'ActivateCustomDomain'; clientId: string; at: string }
+  | { type: 'DeactivateCustomDomain'; clientId: string; at: string };
+
+export type SendingDomainState =
+  | { status: 'none' }
+  | { status: 'configured'; everVerified: boolean; enabled: boolean };
+
+export const sendingDomainStream = (clientId: string): string => `domain-${clientId}`;
+
+const noDomain = () => new DomainError('not_found', 'no custom sending domain is configured');
+
+export const sendingDomainDecider: Decider<SendingDomainState, SendingDomainCommand, SendingDomainEvent> = {
+  initialState: () => ({ status: 'none' }),
+
+  evolve(state, event) {
+    if (event.type === 'DomainConfigured') return { status: 'configured', everVerified: false, enabled: false };
+    if (state.status === 'none') return state;
+    switch (event.type) {
+      case 'DomainVerificationChecked':
+        return { ...state, everVerified: state.everVerified || event.data.valid };
+      case 'CustomDomainActivated':
+        return { ...state, enabled: true };
+      case 'CustomDomainDeactivated':
+        return { ...state, enabled: false };
+    }
+  },
+
+  decide(command, state) {
+    const { clientId, at } = command;
+    if (command.type === 'ConfigureDomain') {
+      if (state.status !== 'none') {
+        throw new DomainError('conflict', 'a custom sending domain is already configured', { code: 'domain_already_configured' });
+      }
+      return [{ type: 'DomainConfigured', data: { clientId, at, ...command.setup } }];
+    }
+    if (command.type === 'ActivateCustomDomain') {
+      // Rule 5: without a successful verify (or without a domain at all) there is nothing verified to activate.
+      if (state.status === 'none' || !state.everVerified) {
+        throw new DomainError('conflict', 'the domain has not been verified yet: publish its DNS records, then call verify', {
+          code: 'domain_not_verified',
+        });
+      }
+      return state.enabled ? [] : [{ type: 'CustomDomainActivated', data: { clientId, automatic: false, at } }];
+    }
+    if (state.status === 'none') throw noDomain();
+    if (command.type === 'DeactivateCustomDomain') {
+      return state.enabled ? [{ type: 'CustomDomainDeactivated', data: { clientId, at } }] : [];
+    }
+    const { valid, records } = command.result;
+    const checked: SendingDomainEvent = { type: 'DomainVerificationChecked', data: { clientId, valid, records, at } };
+    // The first successful verify switches the custom domain on (spec: set automatically).
+    const firstSuccess = valid && !state.everVerified;
+    return firstSuccess ? [checked, { type: 'CustomDomainActivated', data: { clientId, automatic: true, at } }] : [checked];
+  },
+};
