@@ -36,6 +36,8 @@ import { OutboxMailer } from './adapters/mailer/outbox.js';
 import { SendGridMailer } from './adapters/mailer/sendgrid.js';
 import { SmtpMailer } from './adapters/mailer/smtp.js';
 import { SendWorker } from './workers/send-worker.js';
+import { createPdfRenderer } from './comms/pdf-pool.js';
+import { availableParallelism } from 'node:os';
 import type { DomainAuthenticator } from './adapters/domains/port.js';
 import { SendGridDomainAuthenticator } from './adapters/domains/sendgrid.js';
 import { EmbeddedDomainAuthenticator } from './adapters/domains/embedded.js';
@@ -182,6 +184,7 @@ function createWorkers(platform: Platform, services: Services, config: Config): 
   const mailer = createMailer(config, services.logger);
   const sends = new SendWorker(platform.bus, services, {
     mailer,
+    pdf: createPdfRenderer({ threads: Math.max(1, availableParallelism() - 1) }),
     linkPolicy: { blockedDomains: comms.blockedLinkDomains },
     sender: { address: comms.sendingAddress, ...(comms.senderName ? { name: comms.senderName } : {}) },
     retryDelaysMs: comms.sendRetryDelaysMs,

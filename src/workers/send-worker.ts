@@ -5,7 +5,7 @@ import type { Services } from '../commands/services.js';
 import { enabledSendingAddress } from '../commands/sending-domain.js';
 import { invitationMessage, type InvitationParts, type Sender } from '../comms/invitation-message.js';
 import { unsafeLinks, type LinkPolicy } from '../comms/link-safety.js';
-import { renderPdf } from '../comms/pdf.js';
+import type { PdfRenderer } from '../comms/pdf-pool.js';
 import type { GuestEvent } from '../domain/guest.js';
 import {
   invitationDecider,
@@ -29,6 +29,8 @@ import type { Worker } from './worker.js';
 
 export interface SendSettings {
   mailer: Mailer;
+  /** Renders attachPdf attachments off the main thread. */
+  pdf: PdfRenderer;
   linkPolicy: LinkPolicy;
   sender: Sender;
   /** Waits before retrying a send the provider refused for now; attempts = length + 1. */
@@ -84,6 +86,7 @@ export class SendWorker implements Worker {
     await this.consumer?.close();
     await this.queue?.stop();
     await this.settings.mailer.close();
+    await this.settings.pdf.close();
   }
 
   /** Sends queued or in flight in this process. */
@@ -160,7 +163,7 @@ export class SendWorker implements Worker {
     let message = prepared.message;
     try {
       if (prepared.attachPdf) {
-        const content = await renderPdf(message.html, { title: prepared.templateName });
+        const content = await this.settings.pdf.render(message.html, { title: prepared.templateName });
         message = { ...message, attachments: [{ filename: `${prepared.templateName}.pdf`, contentType: 'application/pdf', content }] };
       }
       const receipt = await this.settings.mailer.send(message);
