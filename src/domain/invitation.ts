@@ -28,6 +28,8 @@ export type SendFailureCode =
   | 'comms_api_not_enabled'
   | 'provider_rejected'
   | 'provider_unavailable'
+  /** The email could not be built (the PDF, for one): a retry would fail the same way. */
+  | 'render_failed'
   | 'outcome_unknown';
 
 /** The provider's reports after it accepted the email (spec: Event types). */
@@ -161,10 +163,11 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
         }
         return [failed(state, command.code, command.error, command.permanent, command.at)];
       }
-      case 'Refuse':
-        return state.status === 'requested' || state.status === 'retrying'
-          ? [failed(state, command.code, command.error, true, command.at)]
-          : [];
+      case 'Refuse': {
+        // Also an attempt whose lease ran out: otherwise it would stay `sending` for ever.
+        const open = state.status === 'requested' || state.status === 'retrying' || leaseOver(state, command.at);
+        return open ? [failed(state, command.code, command.error, true, command.at)] : [];
+      }
       case 'RecordProviderEvent': {
         if (state.seenProviderEvents.includes(command.providerEventId)) return [];
         const { type: _t, ...report } = command;
@@ -173,6 +176,9 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
     }
   },
 };
+
+const leaseOver = (state: Existing, at: string): boolean =>
+  state.status === 'sending' && Date.parse(at) >= Date.parse(state.leaseUntil!);
 
 function failed(state: Existing, code: SendFailureCode, error: string, permanent: boolean, at: string): InvitationEvent {
   return { type: 'SendFailed', data: { ...state.ids, code, error: `${code}: ${error}`, permanent, attempts: state.attempts, at } };
@@ -198,7 +204,7 @@ function startAttempt(command: Extract<InvitationCommand, { type: 'StartAttempt'
       return Date.parse(command.at) >= Date.parse(state.retryAt!) ? [start] : [];
     case 'sending':
       // Another worker's attempt still holds its lease: leave it alone.
-      if (Date.parse(command.at) < Date.parse(state.leaseUntil!)) return [];
+      if (!leaseOver(state, command.at)) return [];
       return command.idempotentProvider
         ? [start]
         : [failed(state, 'outcome_unknown', 'the send was interrupted and the provider may have accepted it; not repeated so the guest never gets it twice. Check the provider activity, then send again with POST /comms/v1/api/comms/send', false, command.at)];

@@ -182,20 +182,13 @@ export class SendWorker implements Worker {
   }
 
   private async recordFailure(invitationId: string, clientId: string, attempt: number, error: unknown): Promise<void> {
-    const mailerError = error instanceof MailerError ? error : undefined;
-    const permanent = mailerError?.permanent ?? false;
+    if (!(error instanceof MailerError)) this.logger.error({ err: error, invitationId }, 'the invitation email could not be built');
+    const failure = error instanceof MailerError
+      ? { code: error.permanent ? ('provider_rejected' as const) : ('provider_unavailable' as const), error: error.message, permanent: error.permanent }
+      : { code: 'render_failed' as const, error: `the email could not be built: ${(error as Error).message}`, permanent: true };
     const delay = this.settings.retryDelaysMs[attempt - 1];
-    const retryAt = !permanent && delay !== undefined ? new Date(Date.now() + delay).toISOString() : undefined;
-    if (!mailerError) this.logger.error({ err: error, invitationId }, 'invitation send failed unexpectedly');
-    await this.decide(clientId, invitationId, {
-      type: 'RecordAttemptFailed',
-      attempt,
-      code: permanent ? 'provider_rejected' : 'provider_unavailable',
-      error: mailerError?.message ?? `could not build or hand over the email: ${(error as Error).message}`,
-      permanent,
-      ...(retryAt ? { retryAt } : {}),
-      at: this.now(),
-    });
+    const retryAt = !failure.permanent && delay !== undefined ? new Date(Date.now() + delay).toISOString() : undefined;
+    await this.decide(clientId, invitationId, { type: 'RecordAttemptFailed', attempt, ...failure, ...(retryAt ? { retryAt } : {}), at: this.now() });
     if (retryAt) this.queue!.enqueue(invitationId, clientId, Date.parse(retryAt));
   }
 

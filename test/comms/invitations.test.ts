@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -257,6 +259,39 @@ describe('invitation emails (spec: check-in rule 1, Events)', () => {
     const [invitation] = await invitationOf(client, guest.body.id, 'sent');
     expect(invitation.skips).toBe(1);
     expect(await mailTo('cy@example.com')).toHaveLength(1);
+  });
+});
+
+describe('send worker restart', () => {
+  it('resumes an invitation that was requested but not sent when the worker stopped', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'send-resume-'));
+    const env = { INVITES_SENDING_ADDRESS: 'invites@checkin.test' };
+    const first = await startTestService(env, { dataDir });
+    const client = await createClient(first, { commsApiEnabled: true, senderTrusted: true });
+    const eventId = (await client.call('POST', '/checkin/v1/api/event', { title: 'Resume', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z' })).body.id;
+    const templateId = (await client.call('POST', `${api}/template`, templateBody(eventId))).body.id;
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Rae', email: 'rae@example.com' });
+    // The worker recorded the request (and committed its bus offset), then the process stopped.
+    const attendeeInvitationId = crypto.randomUUID();
+    const ids = { attendeeInvitationId, clientId: client.id, attendeeId: guest.body.id, eventId, templateId };
+    const metadata = { tenantId: client.id, actor: { type: 'system' as const, id: 'send-worker' }, correlationId: 'resume', occurredAt: new Date().toISOString() };
+    const written = await first.platform.eventStore.append(`invitation-${attendeeInvitationId}`, [
+      { id: crypto.randomUUID(), type: 'SendRequested', data: { ...ids, requestedAt: metadata.occurredAt }, metadata },
+    ], 'no_stream');
+    await first.services.readYourWrites(written.position);
+    await first.stop();
+
+    const second = await startTestService(env, { dataDir });
+    try {
+      const mail = await eventually(async () => {
+        const mails = await readOutbox(path.join(dataDir, 'outbox'));
+        return mails.find((m) => m.messageKey === attendeeInvitationId);
+      }, 10_000, 'the resumed send');
+      expect(mail.to.email).toBe('rae@example.com');
+    } finally {
+      await second.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

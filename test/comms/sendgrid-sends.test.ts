@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSendGridDouble, type SendGridDouble } from '../support/sendgrid-double.js';
 import { fromSendGrid } from '../support/mail-readers.js';
@@ -105,5 +106,30 @@ describe('sends through SendGrid', () => {
     expect(invitation.error).toMatch(/^provider_unavailable: /);
     expect(acceptedFor('lu@example.com')).toHaveLength(0);
     expect((await receiver.waitFor(1))[0]!.body.type).toBe('comms.failed');
+  });
+
+  it('fails an attempt cut short by a crash as outcome_unknown once its lease is over, and never sends it again', async () => {
+    const { client, receiver, eventId, templateId } = await setUp();
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Max', email: 'max@example.com' });
+    const { eventStore } = service.platform;
+    const attendeeInvitationId = randomUUID();
+    const ids = { attendeeInvitationId, clientId: client.id, attendeeId: guest.body.id, eventId, templateId };
+    const metadata = { tenantId: client.id, actor: { type: 'system' as const, id: 'send-worker' }, correlationId: 'crash', occurredAt: new Date().toISOString() };
+    const past = new Date(Date.now() - 60_000).toISOString();
+    // What a worker that died while handing the email to SendGrid leaves: an attempt, no outcome.
+    await eventStore.append(`invitation-${attendeeInvitationId}`, [
+      { id: randomUUID(), type: 'SendRequested', data: { ...ids, requestedAt: past }, metadata },
+      { id: randomUUID(), type: 'SendStarted', data: { attendeeInvitationId, attempt: 1, to: 'max@example.com', at: past, leaseUntil: past }, metadata },
+    ], 'no_stream');
+    // The request reaches a worker again (a redelivery, or a restart's resume).
+    await eventStore.append(`guest-${guest.body.id}`, [
+      { id: randomUUID(), type: 'InvitationRequested', data: { guestId: guest.body.id, eventId, attendeeInvitationId, templateId }, metadata },
+    ], 'any');
+
+    const invitation = await invitationOf(client, guest.body.id, 'failed');
+    expect(invitation.error).toMatch(/^outcome_unknown: /);
+    expect(acceptedFor('max@example.com')).toHaveLength(0);
+    const [delivery] = await receiver.waitFor(1);
+    expect(delivery!.body).toMatchObject({ type: 'comms.failed', data: { attendeeInvitationId, error: expect.stringMatching(/^outcome_unknown/) } });
   });
 });

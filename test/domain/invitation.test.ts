@@ -92,3 +92,11 @@ describe('template decider (spec: Comms rule 1)', () => {
 
   it('reports another client’s template id as not found', () => spec([created]).when(create('c2')).thenFails('not_found'));
 });
+
+describe('invitation decider: an attempt that never reported', () => {
+  it('may be refused once its lease is over, so it does not stay sending for ever', () => {
+    const refuse = (at: string) => ({ type: 'Refuse' as const, code: 'previous_send_permanently_failed' as const, error: 'bounced', at });
+    given([requested, started()]).when(refuse(later(30_000))).then([]);
+    given([requested, started()]).when(refuse(later(61_000))).then([{ type: 'SendFailed', data: { code: 'previous_send_permanently_failed' } }]);
+  });
+});
