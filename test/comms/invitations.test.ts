@@ -314,6 +314,21 @@ describe('POST /comms/v1/api/comms/send', () => {
     expect(invitation.correlationId).toBe('batch-1');
   });
 
+  it('sends once for a request repeated with the same Idempotency-Key (a client retrying after a timeout)', async () => {
+    const client = await commsClient();
+    const eventId = await eventOf(client);
+    const templateId = await templateOf(client, eventId);
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Hal', email: 'hal@example.com' });
+    const body = { templateId, attendeeIds: [guest.body.id] };
+    const key = { 'idempotency-key': `send-${guest.body.id}` };
+    const first = await client.call('POST', `${api}/send`, body, key);
+    const again = await client.call('POST', `${api}/send`, body, key);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    await invitationOf(client, guest.body.id, 'sent');
+    expect(await mailTo('hal@example.com')).toHaveLength(1);
+  });
+
   it('is all or nothing: another client’s guest is 404, more than 200 guests is 400', async () => {
     const client = await commsClient();
     const other = await commsClient();
