@@ -1,6 +1,8 @@
+import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { Filter } from '../adapters/readstore/port.js';
 import { DomainError } from '../domain/decider.js';
 import { guestDecider, guestStream, type GuestEvent } from '../domain/guest.js';
+import { invitationStream } from '../domain/invitation.js';
 import { getEvent } from './events.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
@@ -165,9 +167,18 @@ export async function eventStats(services: Services, clientId: string, eventId: 
 export async function guestHistory(services: Services, clientId: string, guestId: string, asOf?: string) {
   const events = await services.eventStore.readStream(guestStream(guestId.toLowerCase()));
   if (events.length === 0 || events[0]!.metadata.tenantId !== clientId) throw new DomainError('not_found', 'guest not found');
-  const upTo = asOf ? events.filter((e) => e.metadata.occurredAt <= asOf) : events;
-  const history = upTo.map((e) => ({
+  const before = (e: StoredEvent) => !asOf || e.metadata.occurredAt <= asOf;
+  const upTo = events.filter(before);
+  // The guest's invitation emails are part of its story: each one's events, in time order.
+  const invitations = await Promise.all(
+    upTo
+      .filter((e) => e.type === 'InvitationRequested')
+      .map((e) => services.eventStore.readStream(invitationStream((e.data as { attendeeInvitationId: string }).attendeeInvitationId))),
+  );
+  const all = [...upTo, ...invitations.flat().filter(before)].sort((a, b) => a.position - b.position);
+  const history = all.map((e) => ({
     type: e.type,
+    stream: e.streamName,
     at: e.metadata.occurredAt,
     recordedAt: e.recordedAt,
     revision: e.revision,

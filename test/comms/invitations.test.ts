@@ -189,6 +189,15 @@ describe('invitation emails (spec: check-in rule 1, Events)', () => {
       },
     });
     expect(mail!.messageKey).toBe(invitation.attendeeInvitationId);
+    // The audit history tells the email's story next to the guest's.
+    const history = (await client.call('GET', `/checkin/v1/api/guest/${guest.body.id}/history`)).body.events;
+    expect(history.map((e: { type: string; stream: string }) => `${e.stream.split('-')[0]}:${e.type}`)).toEqual([
+      'guest:GuestRegistered',
+      'guest:InvitationRequested',
+      'invitation:SendRequested',
+      'invitation:SendStarted',
+      'invitation:SendSucceeded',
+    ]);
     expect(invitation).toMatchObject({ provider: 'outbox', to: 'zoe@example.com', attempts: 1, templateId, eventId });
   });
 

@@ -55,7 +55,7 @@ export function guestsRouter(services: Services): Router {
     {
       method: 'get',
       path: '/checkin/v1/api/guest/:id/history',
-      summary: 'Audit: every event of a guest; with asOf, the guest as it was then',
+      summary: 'Audit: every event of a guest and of its invitation emails (`stream` says whose), in order; with asOf, the guest as it was then',
       tags,
       params: GuestIdParams,
       query: HistoryQuery,
