@@ -9,13 +9,15 @@ import type { MailerError, MailMessage } from '../../src/adapters/mailer/port.js
 import { SendGridMailer } from '../../src/adapters/mailer/sendgrid.js';
 import { SmtpMailer, smtpError } from '../../src/adapters/mailer/smtp.js';
 import { mailerContract } from '../contract/mailer.contract.js';
-import { fromSendGrid, readOutbox } from '../support/mail-readers.js';
+import { fromEml, fromSendGrid, readOutbox } from '../support/mail-readers.js';
 import { startSendGridDouble, type SendGridDouble } from '../support/sendgrid-double.js';
+import { startSmtpServer, type SmtpTestServer } from '../support/smtp-server.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mailer-contract-'));
 const doubles: SendGridDouble[] = [];
+const smtpServers: SmtpTestServer[] = [];
 afterAll(async () => {
-  await Promise.all(doubles.map((double) => double.close()));
+  await Promise.all([...doubles.map((double) => double.close()), ...smtpServers.map((server) => server.close())]);
   fs.rmSync(root, { recursive: true, force: true });
 });
 
@@ -152,11 +154,103 @@ describe('sendgrid mailer', () => {
 });
 
 // ---------------------------------------------------------------- smtp
-// No SMTP server is installed here and a hand-written fake would test the fake, so the SMTP
-// contract run waits for one (SMTP_URL); what runs without it is the error mapping and the
-// paths that need no server.
+// A real SMTP server (smtp-server, test/support/smtp-server.ts) on loopback, plain text with
+// AUTH required. The contract's failure cases are phrased in HTTP terms (statusCode 500, 503,
+// 429, 400, and 401 for a wrong API key), which an SMTP reply cannot carry: the adapter reports
+// the SMTP reply code (451, 550, 535). So this run passes no failNext and no withApiKey, the
+// contract skips those three cases, and their SMTP equivalents are in 'smtp mailer' below.
+
+async function startSmtp(options?: Parameters<typeof startSmtpServer>[0]): Promise<SmtpTestServer> {
+  const server = await startSmtpServer(options);
+  smtpServers.push(server);
+  return server;
+}
+
+mailerContract('smtp', async () => {
+  const server = await startSmtp();
+  return {
+    mailer: new SmtpMailer(server.url),
+    delivered: () => Promise.all(server.received.map((mail) => fromEml(mail.raw))),
+  };
+});
 
 describe('smtp mailer', () => {
+  const rejection = (send: Promise<unknown>) => send.then(() => expect.unreachable('the send succeeded'), (error: unknown) => error as MailerError);
+
+  it.each(['PLAIN', 'LOGIN'] as const)('logs in with the user and percent-encoded password of the URL over AUTH %s', async (method) => {
+    const server = await startSmtp({ authMethods: [method] });
+    const mailer = new SmtpMailer(server.url);
+    await mailer.send(message());
+    await mailer.close();
+
+    expect(server.logins).toEqual([{ method, username: server.user, accepted: true }]);
+    expect(server.received.map((mail) => mail.auth)).toEqual([{ method, username: server.user }]);
+  });
+
+  it('the receipt is the Message-ID the message went out with; the envelope is from and to only', async () => {
+    const server = await startSmtp();
+    const mailer = new SmtpMailer(server.url);
+    const receipt = await mailer.send(message({ replyTo: { email: 'help@example.com' } }));
+    await mailer.close();
+
+    const [mail] = server.received;
+    expect(mail.raw.toString('latin1')).toMatch(new RegExp(`^Message-ID: ${escapeRegExp(receipt.providerMessageId)}\r$`, 'm'));
+    expect(receipt.providerMessageId).toMatch(/^<[^>]+@example\.com>$/);
+    expect(mail.envelope).toEqual({ from: 'events@example.com', to: ['guest@example.org'] });
+  });
+
+  it.each(['PLAIN', 'LOGIN'] as const)('a wrong password (AUTH %s) is a permanent MailerError, 535, never containing the password', async (method) => {
+    const server = await startSmtp({ authMethods: [method] });
+    const wrong = `wrong:${randomUUID()}/@%`;
+    const mailer = new SmtpMailer(server.urlWith({ password: wrong }));
+    const error = await rejection(mailer.send(message()));
+    await mailer.close();
+
+    expect(error).toMatchObject({ name: 'MailerError', permanent: true, statusCode: 535 });
+    const shown = `${error.message} ${error.stack} ${JSON.stringify(error)}`;
+    // As typed, as it stands in the URL, and as it crosses the wire (AUTH PLAIN / AUTH LOGIN).
+    const forms = [wrong, encodeURIComponent(wrong), base64(`\0${server.user}\0${wrong}`), base64(wrong)];
+    for (const form of forms) expect(shown).not.toContain(form);
+    expect(server.logins).toEqual([{ method, username: server.user, accepted: false }]);
+    expect(server.received).toEqual([]);
+  });
+
+  it('a 451 reply, to RCPT TO or to the data, is a transient MailerError carrying the reply; the next send goes through', async () => {
+    const server = await startSmtp();
+    const mailer = new SmtpMailer(server.url);
+    for (const at of ['RCPT', 'DATA'] as const) {
+      server.failNext({ code: 451, message: `Try again later (${at})`, at });
+      const error = await rejection(mailer.send(message()));
+      expect(error).toMatchObject({ name: 'MailerError', permanent: false, statusCode: 451 });
+      expect(error.message).toContain(`Try again later (${at})`);
+    }
+    const delivered = message();
+    await mailer.send(delivered);
+    await mailer.close();
+
+    const keys = await Promise.all(server.received.map(async (mail) => (await fromEml(mail.raw)).messageKey));
+    expect(keys).toEqual([delivered.messageKey]);
+  });
+
+  it('a 5xx reply, to MAIL FROM, RCPT TO or the data, is a permanent MailerError carrying the reply', async () => {
+    const server = await startSmtp();
+    const mailer = new SmtpMailer(server.url);
+    const replies = [
+      { code: 553, message: 'Sender address rejected', at: 'MAIL' },
+      { code: 550, message: 'Mailbox unavailable', at: 'RCPT' },
+      { code: 554, message: 'Message rejected as spam', at: 'DATA' },
+    ] as const;
+    for (const reply of replies) {
+      server.failNext(reply);
+      const error = await rejection(mailer.send(message()));
+      expect(error).toMatchObject({ name: 'MailerError', permanent: true, statusCode: reply.code });
+      expect(error.message).toContain(reply.message);
+    }
+    await mailer.close();
+
+    expect(server.received).toEqual([]);
+  });
+
   it('maps 5xx replies to permanent errors and 4xx, connection and timeout failures to transient ones', () => {
     const error = (fields: object) => Object.assign(new Error('smtp failure'), fields);
     expect(smtpError(error({ responseCode: 550, code: 'EENVELOPE' }))).toMatchObject({ permanent: true, statusCode: 550 });
@@ -180,6 +274,9 @@ describe('smtp mailer', () => {
 });
 
 // ---------------------------------------------------------------- helpers
+
+const base64 = (text: string) => Buffer.from(text).toString('base64');
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** A loopback port nothing listens on (bound, then released). */
 async function closedPort(): Promise<number> {

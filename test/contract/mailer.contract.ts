@@ -160,7 +160,7 @@ export function mailerContract(name: string, make: () => Promise<MailerUnderTest
     });
 
     it('a provider 5xx or 429 is a transient MailerError', async ({ skip }) => {
-      skip(!subject.failNext, `${name} cannot be made to fail`);
+      skip(!subject.failNext, `${name} has no HTTP status to script (its own failure tests cover SMTP replies)`);
       for (const status of [500, 503, 429]) {
         subject.failNext!(status);
         const error = await rejection(subject.mailer.send(invitation()));
@@ -169,7 +169,7 @@ export function mailerContract(name: string, make: () => Promise<MailerUnderTest
     });
 
     it('a provider 400 is a permanent MailerError carrying the provider message', async ({ skip }) => {
-      skip(!subject.failNext, `${name} cannot be made to fail`);
+      skip(!subject.failNext, `${name} has no HTTP status to script (its own failure tests cover SMTP replies)`);
       subject.failNext!(400, 'The to email is invalid');
 
       const error = await rejection(subject.mailer.send(invitation()));
@@ -178,7 +178,7 @@ export function mailerContract(name: string, make: () => Promise<MailerUnderTest
     });
 
     it('a wrong API key is a permanent MailerError that never contains the key', async ({ skip }) => {
-      skip(!subject.withApiKey, `${name} has no API key`);
+      skip(!subject.withApiKey, `${name} authenticates without an API key (its own tests cover a wrong password)`);
       const wrongKey = `SG.wrong-${randomUUID()}`;
       const mailer = subject.withApiKey!(wrongKey);
       extraMailers.push(mailer);

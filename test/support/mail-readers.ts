@@ -1,6 +1,7 @@
 /**
  * Reads sent mail back in one normalized shape, `DeliveredMail`, whichever adapter sent it:
- * the outbox's `.eml` files (parsed with mailparser) or the SendGrid double's requests.
+ * the outbox's `.eml` files and the SMTP test server's raw messages (parsed with mailparser),
+ * or the SendGrid double's requests.
  */
 import fs from 'node:fs';
 import path from 'node:path';

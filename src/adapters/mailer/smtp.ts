@@ -10,9 +10,15 @@ export class SmtpMailer implements Mailer {
   readonly kind = 'smtp';
   private readonly transport: Transporter;
 
-  /** `url`: a nodemailer connection URL, e.g. `smtps://user:pass@smtp.example.com:465`. */
-  constructor(url: string) {
-    this.transport = nodemailer.createTransport(url);
+  /**
+   * `url`: a nodemailer connection URL, e.g. `smtps://user:pass@smtp.example.com:465`. With
+   * `smtp://` and a password, add `?requireTLS=true` unless the server is local: otherwise a
+   * server without STARTTLS gets the password in clear text.
+   */
+  constructor(url: string, options: { timeoutMs?: number } = {}) {
+    const timeout = options.timeoutMs ?? 30_000;
+    // nodemailer's own defaults let a stuck server hold a send for up to 10 minutes.
+    this.transport = nodemailer.createTransport(url, { connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout });
   }
 
   async send(message: MailMessage): Promise<MailReceipt> {
