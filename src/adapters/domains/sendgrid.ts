@@ -8,6 +8,7 @@ import { Client } from '@sendgrid/client';
 import type { ClientRequest } from '@sendgrid/client/src/request.js';
 import { z } from 'zod';
 import { DomainProviderError, type AuthenticatedDomain, type DnsRecord, type DomainAuthenticator } from './port.js';
+import { isResponseError, sendGridFailure } from '../sendgrid-errors.js';
 
 export interface SendGridDomainAuthenticatorOptions {
   apiKey: string;
@@ -19,9 +20,6 @@ export interface SendGridDomainAuthenticatorOptions {
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const DOMAINS = '/v3/whitelabel/domains';
-
-/** The 4xx answers worth another try; every other 4xx refuses the request itself. */
-const RETRYABLE_CLIENT_STATUSES = new Set([408, 429]);
 
 /** What SendGrid answers for an authenticated domain (create, get); `dns` keyed by purpose. */
 const sendGridDomain = z.object({
@@ -108,49 +106,10 @@ function fromSendGrid(domain: z.infer<typeof sendGridDomain>): AuthenticatedDoma
   return { providerId: String(domain.id), domain: domain.domain, subdomain: domain.subdomain, valid: domain.valid, records };
 }
 
-/** What the client rejects with on a >= 400 response (its ResponseError class is not exported at runtime). */
-interface SendGridResponseError {
-  code: number;
-  message: string;
-  response: { body?: unknown };
-}
-
-function isResponseError(error: unknown): error is SendGridResponseError {
-  const candidate = error as Partial<SendGridResponseError> | undefined;
-  return typeof candidate?.code === 'number' && typeof candidate.response === 'object';
-}
-
-/**
- * Built from the status and SendGrid's own messages only: the underlying error objects carry
- * the request config, Authorization header included, so they are neither kept nor wrapped.
- * SendGrid's messages are kept whole: on create they become the 422 sendgrid_create_failed message.
- */
+/** SendGrid's refusal as a DomainProviderError; its messages are kept whole (on create they become the 422 sendgrid_create_failed message). */
 function toDomainProviderError(error: unknown, failure: string): DomainProviderError {
-  if (isResponseError(error)) {
-    const status = error.code;
-    const permanent = status >= 400 && status < 500 && !RETRYABLE_CLIENT_STATUSES.has(status);
-    const details = providerMessages(error.response.body);
-    const text = `SendGrid ${failure} (${status})`;
-    return new DomainProviderError(details.length ? `${text}: ${details.join('; ')}` : text, permanent, status);
-  }
-  // Network failures and timeouts (axios errors), or anything unexpected: worth another try.
-  return new DomainProviderError(`SendGrid unreachable: ${(error as Error)?.message ?? String(error)}`, false);
-}
-
-/** `{"errors":[{"message","field"}]}`, as SendGrid answers 4xx and most 5xx. */
-function providerMessages(body: unknown): string[] {
-  const parsed = typeof body === 'string' ? safeJson(body) : body;
-  const errors = (parsed as { errors?: unknown } | undefined)?.errors;
-  if (!Array.isArray(errors)) return [];
-  return errors
-    .map((entry: { message?: unknown } | null) => entry?.message)
-    .filter((message): message is string => typeof message === 'string' && message !== '');
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+  const read = sendGridFailure(error);
+  if (read.kind === 'unreachable') return new DomainProviderError(`SendGrid unreachable: ${read.reason}`, false);
+  const text = `SendGrid ${failure} (${read.status})`;
+  return new DomainProviderError(read.messages.length ? `${text}: ${read.messages.join('; ')}` : text, read.permanent, read.status);
 }

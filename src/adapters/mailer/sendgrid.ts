@@ -6,6 +6,7 @@
 import { Client } from '@sendgrid/client';
 import { MailService, type MailDataRequired } from '@sendgrid/mail';
 import { MailerError, type Mailer, type MailMessage, type MailReceipt } from './port.js';
+import { sendGridFailure } from '../sendgrid-errors.js';
 
 export interface SendGridMailerOptions {
   apiKey: string;
@@ -16,9 +17,6 @@ export interface SendGridMailerOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
-
-/** The 4xx answers worth another try; every other 4xx says the request itself is wrong (or the key is). */
-const RETRYABLE_CLIENT_STATUSES = new Set([408, 429]);
 
 export class SendGridMailer implements Mailer {
   readonly kind = 'sendgrid';
@@ -65,48 +63,10 @@ function toSendGrid(message: MailMessage): MailDataRequired {
   };
 }
 
-/** What the client rejects with on a >= 400 response (its ResponseError class is not exported at runtime). */
-interface SendGridResponseError {
-  code: number;
-  message: string;
-  response: { body?: unknown };
-}
-
-function isResponseError(error: unknown): error is SendGridResponseError {
-  const candidate = error as Partial<SendGridResponseError> | undefined;
-  return typeof candidate?.code === 'number' && typeof candidate.response === 'object';
-}
-
-/**
- * Builds the error from the status and SendGrid's own error messages only: the underlying
- * error objects carry the request config, Authorization header included, so they are not kept.
- */
+/** The provider's refusal (permanent or not) as a MailerError; see sendgrid-errors.ts for what is kept. */
 function toMailerError(error: unknown): MailerError {
-  if (isResponseError(error)) {
-    const status = error.code;
-    const permanent = status >= 400 && status < 500 && !RETRYABLE_CLIENT_STATUSES.has(status);
-    const details = providerMessages(error.response.body);
-    const text = `SendGrid rejected the message (${status}${error.message ? ` ${error.message}` : ''})`;
-    return new MailerError(details.length ? `${text}: ${details.join('; ')}` : text, permanent, status);
-  }
-  // Network failures and timeouts (axios errors), or anything unexpected: worth another try.
-  return new MailerError(`SendGrid unreachable: ${(error as Error)?.message ?? String(error)}`, false);
-}
-
-/** `{"errors":[{"message","field","help"}]}`, as SendGrid answers 4xx and most 5xx. */
-function providerMessages(body: unknown): string[] {
-  const parsed = typeof body === 'string' ? safeJson(body) : body;
-  const errors = (parsed as { errors?: unknown } | undefined)?.errors;
-  if (!Array.isArray(errors)) return [];
-  return errors.map((entry: { message?: unknown; field?: unknown }) =>
-    entry.field ? `${String(entry.message)} (${String(entry.field)})` : String(entry.message),
-  );
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+  const failure = sendGridFailure(error, { withFields: true });
+  if (failure.kind === 'unreachable') return new MailerError(`SendGrid unreachable: ${failure.reason}`, false);
+  const text = `SendGrid rejected the message (${failure.status}${failure.statusText ? ` ${failure.statusText}` : ''})`;
+  return new MailerError(failure.messages.length ? `${text}: ${failure.messages.join('; ')}` : text, failure.permanent, failure.status);
 }
