@@ -1,17 +1,10 @@
 import type { StoredEvent } from '../adapters/eventstore/port.js';
-import type { DnsRecord } from '../adapters/domains/port.js';
-import type { SendingDomainEvent } from '../domain/sending-domain.js';
+import type { DomainSetup, SendingDomainEvent } from '../domain/sending-domain.js';
 import type { Projection } from './projection.js';
 
 /** `sending_domains`: one document per client with a custom sending domain. */
-export interface SendingDomainDoc {
+export interface SendingDomainDoc extends DomainSetup {
   _id: string;
-  provider: string;
-  providerId: string;
-  domain: string;
-  subdomain: string;
-  records: DnsRecord[];
-  sendingAddress: string;
   /** All records valid at the last verify. */
   valid: boolean;
   /** A verify has succeeded at least once (activate needs it). */

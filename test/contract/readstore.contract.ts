@@ -303,7 +303,8 @@ export function readStoreContract(
       });
 
       const missingIsNull = options.uniqueIndexesTreatMissingAsNull ?? true;
-      it.runIf(missingIsNull)('treat a missing field as null: two documents without it collide', async () => {
+      it('treat a missing field as null: two documents without it collide', async ({ skip }) => {
+        skip(!missingIsNull, `${name} (FerretDB 1.x) leaves documents without the field out of a unique index; the next test covers it`);
         const collection = store.collection(fresh('missing'));
         await collection.createIndex({ name: 'code_unique', keys: { code: 1 }, unique: true });
         await collection.replaceOne('a', { name: 'first' } as never);
@@ -311,7 +312,8 @@ export function readStoreContract(
         await expect(collection.replaceOne('c', { code: null } as never)).rejects.toThrow(DuplicateKeyError);
       });
 
-      it.runIf(!missingIsNull)('leave out documents without the field, but still reject a second null', async () => {
+      it('leave out documents without the field, but still reject a second null', async ({ skip }) => {
+        skip(missingIsNull, `${name} counts a missing field as null; the previous test covers it`);
         const collection = store.collection(fresh('missing'));
         await collection.createIndex({ name: 'code_unique', keys: { code: 1 }, unique: true });
         await collection.replaceOne('a', { name: 'first' } as never);
@@ -408,7 +410,8 @@ export function readStoreContract(
         ).rejects.toThrow(DuplicateKeyError);
       });
 
-      it.runIf(options.atomicBatches)('a failing op rolls back the whole batch and leaves the checkpoint unchanged', async () => {
+      it('a failing op rolls back the whole batch and leaves the checkpoint unchanged', async ({ skip }) => {
+        skip(!options.atomicBatches, `${name} has no multi-document transactions (DESIGN.md section 7); its crash-replay test covers batches`);
         const collection = await seeded();
         await collection.createIndex({ name: 'email_unique', keys: { email: 1 }, unique: true });
         const checkpoint = fresh('cp');
