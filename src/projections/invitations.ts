@@ -52,6 +52,8 @@ export const invitationsProjection: Projection = {
         { name: 'clientId_requestedAt', keys: { clientId: 1, requestedAt: -1 } },
         { name: 'attendeeId', keys: { attendeeId: 1 } },
         { name: 'clientId_eventId', keys: { clientId: 1, eventId: 1 } },
+        // The send worker's resume at start-up looks up the unfinished ones.
+        { name: 'status', keys: { status: 1 } },
       ],
     },
     { name: 'comms_suppressions', indexes: [] },
