@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { connectionStringProblem } from './adapters/eventstore/esdb.js';
 import { parseKey } from './shared/encryption.js';
 
 /** The one config reader (DESIGN.md section 6). Only the composition root and the CLIs call it. */
@@ -109,6 +110,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportTtlMinutes: int('EXPORT_TTL_MINUTES', 60),
     comms: commsConfig(env, problems, int),
   };
+  if (config.eventStoreUrl) {
+    const problem = connectionStringProblem(config.eventStoreUrl);
+    if (problem) problems.push(`EVENTSTORE_URL must be an EventStoreDB connection string such as esdb://localhost:2113?tls=false: ${problem}`);
+  }
   if (config.exportTtlMinutes < 1) problems.push('EXPORT_TTL_MINUTES must be at least 1');
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
     problems.push('ADMIN_API_KEY must be at least 16 characters');

@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ZodError } from 'zod';
 import { DomainError } from '../domain/decider.js';
-import { ConcurrencyError } from '../adapters/eventstore/port.js';
+import { ConcurrencyError, StoreUnavailableError } from '../adapters/eventstore/port.js';
 import { DuplicateKeyError } from '../adapters/readstore/port.js';
 import { InvalidCursorError } from '../adapters/readstore/cursor.js';
 
@@ -17,6 +17,9 @@ export class HttpError extends Error {
     super(message);
   }
 }
+
+/** Retry-After on a 503 store_unavailable: about the time a client needs to reconnect. */
+export const storeRetryAfterSeconds = 5;
 
 export const notFound = (what = 'resource'): HttpError => new HttpError(404, 'not_found', `${what} not found`);
 
@@ -50,6 +53,17 @@ export function toHttpError(error: unknown): HttpError {
   }
   if (error instanceof ConcurrencyError) {
     return new HttpError(409, 'conflict', 'the resource was changed by another request; retry');
+  }
+  if (error instanceof StoreUnavailableError) {
+    return new HttpError(
+      503,
+      'store_unavailable',
+      error.retryable
+        ? 'the event store did not answer; retry after the delay in Retry-After (with the same Idempotency-Key, a retry cannot apply a request twice)'
+        : 'the event store refused this service; an operator must fix its configuration (see the service log)',
+      undefined,
+      error.retryable ? { 'retry-after': String(storeRetryAfterSeconds) } : undefined,
+    );
   }
   if (error instanceof InvalidCursorError) {
     return new HttpError(400, 'validation_error', 'the cursor is not one this query returned', [

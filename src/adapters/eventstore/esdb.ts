@@ -2,6 +2,7 @@ import {
   ANY,
   BACKWARDS,
   END,
+  ErrorType,
   EventStoreDBClient,
   excludeSystemEvents,
   FORWARDS,
@@ -15,12 +16,17 @@ import {
   streamNameFilter,
   type AllStreamResolvedEvent,
   type AppendExpectedRevision,
+  type Position,
   type ResolvedEvent,
 } from '@eventstore/db-client';
+import { parseConnectionString } from '@eventstore/db-client/dist/Client/parseConnectionString.js';
 import {
   ConcurrencyError,
+  isSystemEvent,
   matchesFilter,
+  StoreUnavailableError,
   type AppendResult,
+  type EventFilter,
   type EventMetadata,
   type EventStore,
   type ExpectedRevision,
@@ -35,11 +41,35 @@ import {
 
 type Recorded = NonNullable<ResolvedEvent['event']> & { position?: { commit: bigint } };
 
+/** Why a connection string is not one the client accepts, or undefined when it is (for config validation). */
+export function connectionStringProblem(connectionString: string): string | undefined {
+  try {
+    parseConnectionString(connectionString);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message.split('\n')[0];
+  }
+}
+
+/** The server's correlation projection ($by_correlation_id) follows these two metadata fields. */
+function toEsdbMetadata(metadata: EventMetadata): Record<string, unknown> {
+  return {
+    ...metadata,
+    $correlationId: metadata.correlationId,
+    $causationId: metadata.causationId ?? metadata.requestId ?? metadata.correlationId,
+  };
+}
+
+function fromEsdbMetadata(raw: unknown): EventMetadata {
+  const { $correlationId: _c, $causationId: _k, ...metadata } = (raw ?? {}) as Record<string, unknown>;
+  return metadata as unknown as EventMetadata;
+}
+
 const toStored = (recorded: Recorded, position: number): StoredEvent => ({
   id: recorded.id,
   type: recorded.type,
   data: recorded.data as Record<string, unknown>,
-  metadata: recorded.metadata as unknown as EventMetadata,
+  metadata: fromEsdbMetadata(recorded.metadata),
   streamName: recorded.streamId,
   revision: Number(recorded.revision),
   position,
@@ -49,23 +79,73 @@ const toStored = (recorded: Recorded, position: number): StoredEvent => ({
 const toEsdbRevision = (expected: ExpectedRevision): AppendExpectedRevision =>
   expected === 'any' ? ANY : expected === 'no_stream' ? NO_STREAM : expected === 'stream_exists' ? STREAM_EXISTS : BigInt(expected);
 
+const toEsdbPosition = (position: number): Position => ({ commit: BigInt(position), prepare: BigInt(position) });
+
+/** The client's failures in the port's terms: the store cannot serve now, or refuses this service. */
+export function toPortError(error: unknown, what: string): unknown {
+  const type = (error as { type?: string } | undefined)?.type;
+  const message = (error as Error | undefined)?.message ?? String(error);
+  switch (type) {
+    case ErrorType.UNAVAILABLE:
+    case ErrorType.NOT_LEADER:
+    case ErrorType.TIMEOUT:
+      return new StoreUnavailableError('unavailable', `EventStoreDB did not answer (${what}): ${message}`, true, { cause: error });
+    case ErrorType.DEADLINE_EXCEEDED:
+      return new StoreUnavailableError('deadline_exceeded', `EventStoreDB did not answer in time (${what})`, true, { cause: error });
+    case ErrorType.ACCESS_DENIED:
+      return new StoreUnavailableError(
+        'access_denied',
+        `EventStoreDB denied access (${what}): the user in EVENTSTORE_URL needs read and write rights on every stream and $all`,
+        false,
+        { cause: error },
+      );
+    case ErrorType.STREAM_DELETED:
+      return new StoreUnavailableError(
+        'stream_deleted',
+        `EventStoreDB says the stream was deleted (${what}); this service never deletes streams: an operator must restore it`,
+        false,
+        { cause: error },
+      );
+    default:
+      return error;
+  }
+}
+
+class ReadDeadlineError extends Error {}
+
+export interface EsdbOptions {
+  /** Deadline of one read (a stream, a page of $all); the client's own reads have none. */
+  readDeadlineMs?: number;
+  /** Deadline of the reachability probe. */
+  pingDeadlineMs?: number;
+}
+
 /**
  * EventStoreDB adapter: a thin mapping of the port onto @eventstore/db-client.
- * Global position = the commit position in the transaction log.
+ * Global position = the commit position in the transaction log. What holds on which server
+ * version: docs/eventstore.md.
  */
 export class EsdbEventStore implements EventStore {
   readonly kind = 'eventstoredb';
+  /** Appends to several streams are not one transaction here: see src/commands/batch-intents.ts. */
+  readonly atomicBatches = false;
   private readonly client: EventStoreDBClient;
+  private readonly readDeadlineMs: number;
+  private readonly pingDeadlineMs: number;
 
-  constructor(connectionString: string) {
+  constructor(connectionString: string, options: EsdbOptions = {}) {
+    const problem = connectionStringProblem(connectionString);
+    if (problem) throw new Error(`EVENTSTORE_URL is not a valid esdb connection string: ${problem}`);
     this.client = EventStoreDBClient.connectionString(connectionString);
+    this.readDeadlineMs = options.readDeadlineMs ?? 10_000;
+    this.pingDeadlineMs = options.pingDeadlineMs ?? 1_500;
   }
 
   async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
     try {
       const result = await this.client.appendToStream(
         streamName,
-        events.map((e) => jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: e.metadata as never })),
+        events.map((e) => jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: toEsdbMetadata(e.metadata) as never })),
         { expectedRevision: toEsdbRevision(expectedRevision) },
       );
       return { nextRevision: Number(result.nextExpectedRevision), position: Number(result.position?.commit ?? -1) };
@@ -74,7 +154,7 @@ export class EsdbEventStore implements EventStore {
         const actual = typeof error.actualVersion === 'bigint' ? Number(error.actualVersion) : 'no_stream';
         throw new ConcurrencyError(streamName, expectedRevision, actual);
       }
-      throw error;
+      throw toPortError(error, `append to ${streamName}`);
     }
   }
 
@@ -82,6 +162,32 @@ export class EsdbEventStore implements EventStore {
     const results: AppendResult[] = [];
     for (const a of appends) results.push(await this.append(a.streamName, a.events, a.expectedRevision));
     return results;
+  }
+
+  /**
+   * Reads a client stream to its end within a deadline: the client's reads have none, so a
+   * stalled server would hold the caller forever. `take` returns false to stop early.
+   */
+  private async drain(
+    read: AsyncIterable<ResolvedEvent> & { cancel(): Promise<void>; destroy(error?: Error): void },
+    what: string,
+    take: (resolved: ResolvedEvent) => boolean | void,
+    deadlineMs = this.readDeadlineMs,
+  ): Promise<void> {
+    const timer = setTimeout(() => read.destroy(new ReadDeadlineError()), deadlineMs);
+    try {
+      for await (const resolved of read) {
+        if (take(resolved) === false) break;
+      }
+    } catch (error) {
+      if (error instanceof ReadDeadlineError) {
+        throw new StoreUnavailableError('deadline_exceeded', `EventStoreDB did not answer within ${deadlineMs} ms (${what})`, true);
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      void read.cancel().catch(() => {});
+    }
   }
 
   async readStream(streamName: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
@@ -93,76 +199,138 @@ export class EsdbEventStore implements EventStore {
         fromRevision: options.fromRevision !== undefined ? BigInt(options.fromRevision) : backwards ? END : START,
         ...(options.maxCount !== undefined ? { maxCount: options.maxCount } : {}),
       });
-      for await (const resolved of read) {
+      await this.drain(read, `read ${streamName}`, (resolved) => {
         const recorded = resolved.event as Recorded | undefined;
         if (recorded) events.push(toStored(recorded, Number(recorded.position?.commit ?? -1)));
-      }
+      });
     } catch (error) {
       if (error instanceof StreamNotFoundError) return [];
-      throw error;
+      throw toPortError(error, `read ${streamName}`);
     }
     return events;
   }
 
-  async headPosition(): Promise<number> {
-    for await (const resolved of this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 })) {
-      return Number(resolved.event?.position.commit ?? -1);
+  /**
+   * `$all` read backwards a page at a time down to the last event the filter matches (the
+   * server's own events never match). The tail of `$all` is often events nobody subscribes
+   * to (system events, streams outside the filter); a filtered subscription only reports
+   * progress past those at server checkpoints, so "caught up" is measured against this.
+   */
+  async headPosition(filter?: EventFilter, deadlineMs = this.readDeadlineMs): Promise<number> {
+    const pageSize = 256;
+    let from: Position | typeof END = END;
+    let below = Number.POSITIVE_INFINITY;
+    for (;;) {
+      let found = -1;
+      let count = 0;
+      const start = below;
+      try {
+        const read = this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: pageSize });
+        await this.drain(
+          read,
+          'read the head of $all',
+          (resolved) => {
+            count += 1;
+            const recorded = resolved.event;
+            if (!recorded?.position) return;
+            const position = Number(recorded.position.commit);
+            if (position >= below) return;
+            below = position;
+            from = recorded.position;
+            const event = { streamName: recorded.streamId, type: recorded.type };
+            if (!isSystemEvent(event) && matchesFilter(event, filter)) {
+              found = position;
+              return false;
+            }
+          },
+          deadlineMs,
+        );
+      } catch (error) {
+        throw toPortError(error, 'read the head of $all');
+      }
+      if (found >= 0) return found;
+      if (count < pageSize || below === start) return -1;
     }
-    return -1;
   }
 
+  /**
+   * Catch-up then live, read with backpressure: the client's stream is paused until the
+   * consumer asks for the next batch (its buffer holds at most `batchSize` events), so a
+   * rebuild does not buffer all of `$all`. Server checkpoints move the position past events
+   * the filter skipped, but only once every event before them was handed out.
+   */
   subscribeToAll(options: SubscribeOptions = {}): Subscription {
-    const prefixes = options.filter?.streamPrefixes;
-    const types = options.filter?.eventTypes;
-    const serverFilter = prefixes
-      ? streamNameFilter({ prefixes, checkpointInterval: 1 })
-      : types
-        ? eventTypeFilter({ prefixes: types, checkpointInterval: 1 })
-        : excludeSystemEvents({ checkpointInterval: 1 });
+    const filter = options.filter;
+    const prefixes = filter?.streamPrefixes;
+    const serverFilter =
+      prefixes && !prefixes.includes('')
+        ? streamNameFilter({ prefixes, checkpointInterval: 1 })
+        : filter?.eventTypes
+          ? eventTypeFilter({ prefixes: filter.eventTypes, checkpointInterval: 1 })
+          : excludeSystemEvents({ checkpointInterval: 1 });
     const from = options.fromPosition ?? -1;
-    const queue: SubscriptionBatch[] = [];
-    let wake: (() => void) | undefined;
-    let failure: unknown;
-    const push = (batch: SubscriptionBatch) => {
-      queue.push(batch);
-      wake?.();
-    };
-    const subscription = this.client.subscribeToAll({
-      fromPosition: from < 0 ? START : { commit: BigInt(from), prepare: BigInt(from) },
-      filter: {
-        ...serverFilter,
-        checkpointReached: (_s, position) => push({ events: [], position: Number(position.commit) }),
-      },
-    });
-    subscription.on('data', (resolved: AllStreamResolvedEvent) => {
-      const recorded = resolved.event;
-      if (!recorded) return;
-      const position = Number(recorded.position.commit);
-      const event = toStored(recorded as unknown as Recorded, position);
-      push({ events: matchesFilter(event, options.filter) ? [event] : [], position });
-    });
-    subscription.on('error', (error) => {
-      failure = error;
-      wake?.();
-    });
-    let stopped = false;
     const batchSize = options.batchSize ?? 1000;
+    let checkpoint = -1;
+    let failure: unknown;
+    let ended = false;
+    let stopped = false;
+    let wake: () => void = () => {};
+    const signal = () => wake();
+    const subscription = this.client.subscribeToAll(
+      {
+        fromPosition: from < 0 ? START : toEsdbPosition(from),
+        filter: {
+          ...serverFilter,
+          checkpointReached: (_s, position) => {
+            checkpoint = Math.max(checkpoint, Number(position.commit));
+            signal();
+          },
+        },
+      },
+      { highWaterMark: Math.max(16, batchSize) },
+    );
+    subscription.on('readable', signal);
+    subscription.on('end', () => ((ended = true), signal()));
+    subscription.on('close', () => ((ended = true), signal()));
+    subscription.on('error', (error) => ((failure = error), signal()));
+
+    let released = false;
+    const release = async () => {
+      if (released) return;
+      released = true;
+      await subscription.unsubscribe().catch(() => {});
+      subscription.destroy();
+    };
+
     async function* batches(): AsyncGenerator<SubscriptionBatch> {
-      while (!stopped) {
-        if (failure) throw failure;
-        if (queue.length === 0) {
+      let delivered = from;
+      try {
+        while (!stopped) {
+          if (failure) throw toPortError(failure, 'subscription to $all');
+          const events: StoredEvent[] = [];
+          let position = delivered;
+          let resolved: AllStreamResolvedEvent | null;
+          while (events.length < batchSize && (resolved = subscription.read() as AllStreamResolvedEvent | null) !== null) {
+            const recorded = resolved.event;
+            if (!recorded) continue;
+            const at = Number(recorded.position.commit);
+            position = Math.max(position, at);
+            const event = toStored(recorded as unknown as Recorded, at);
+            if (!isSystemEvent(event) && matchesFilter(event, filter)) events.push(event);
+          }
+          // A checkpoint covers what came before it; it is safe once the buffer is empty.
+          if (subscription.readableLength === 0 && checkpoint > position) position = checkpoint;
+          if (position > delivered || events.length > 0) {
+            delivered = Math.max(delivered, position);
+            yield { events, position: delivered };
+            continue;
+          }
+          if (ended) return;
           await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
-          continue;
+          wake = () => {};
         }
-        // Merge what is queued into one batch so consumers can write in bulk.
-        const merged: SubscriptionBatch = { events: [], position: -1 };
-        while (queue.length > 0 && merged.events.length < batchSize) {
-          const next = queue.shift()!;
-          merged.events.push(...next.events);
-          merged.position = Math.max(merged.position, next.position);
-        }
-        yield merged;
+      } finally {
+        await release();
       }
     }
     const iterator = batches();
@@ -170,14 +338,19 @@ export class EsdbEventStore implements EventStore {
       [Symbol.asyncIterator]: () => iterator,
       stop: async () => {
         stopped = true;
-        wake?.();
-        await subscription.unsubscribe();
+        signal();
+        await release();
       },
     };
   }
 
+  /** One event of `$all` (needs the read right on it), within a short deadline. */
   async ping(): Promise<void> {
-    await this.headPosition();
+    try {
+      await this.drain(this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 }), 'ping', () => false, this.pingDeadlineMs);
+    } catch (error) {
+      throw toPortError(error, 'ping');
+    }
   }
 
   async close(): Promise<void> {

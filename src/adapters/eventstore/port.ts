@@ -17,6 +17,8 @@ export interface EventMetadata {
   causationId?: string;
   requestId?: string;
   occurredAt: string;
+  /** Set on events a multi-stream batch wrote on a store without atomic batches (see docs/eventstore.md). */
+  batch?: { id: string; item: number };
 }
 
 export interface NewEvent<Type extends string = string, Data = Record<string, unknown>> {
@@ -83,24 +85,40 @@ export interface SubscriptionBatch {
   position: number;
 }
 
+/**
+ * Batches in order. The iterator throws when the store fails and ends (returns) when the
+ * subscription is stopped or the store closed or ended it; a consumer that must keep
+ * reading subscribes again from its checkpoint. Reading is pulled: a slow consumer holds the
+ * server back instead of buffering without bound.
+ */
 export interface Subscription extends AsyncIterable<SubscriptionBatch> {
+  /** Ends the iterator and releases the server side (idempotent). */
   stop(): Promise<void>;
 }
 
 export interface EventStore {
   readonly kind: string;
+  /**
+   * True when `appendMany` is all or nothing. When false, the command layer writes a batch
+   * through an intent and completes it (src/commands/batch-intents.ts).
+   */
+  readonly atomicBatches: boolean;
   append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult>;
   /**
-   * Appends to several streams. Embedded: one transaction, all or nothing (a conflict on
-   * any stream writes nothing). EventStoreDB has no multi-stream transaction: appends run
-   * in order and a failure leaves the earlier ones written; a retry is safe because a
-   * re-append of stored event ids is a no-op.
+   * Appends to several streams. With `atomicBatches` (embedded): one transaction, all or
+   * nothing (a conflict on any stream writes nothing). Without (EventStoreDB before
+   * multi-stream appends): appends run in order and a failure leaves the earlier ones written;
+   * callers that need all or nothing use the batch intents of the command layer instead.
    */
   appendMany(appends: StreamAppend[]): Promise<AppendResult[]>;
   /** Events of one stream; an empty array when the stream does not exist. */
   readStream(streamName: string, options?: ReadStreamOptions): Promise<StoredEvent[]>;
-  /** Position of the last event in the store, -1 when empty. */
-  headPosition(): Promise<number>;
+  /**
+   * Position of the last event the filter matches (without a filter: the last event that is
+   * not the server's own), -1 when there is none. A subscription with the same filter has
+   * caught up once it delivered a batch at or past this position, whatever follows it.
+   */
+  headPosition(filter?: EventFilter): Promise<number>;
   subscribeToAll(options?: SubscribeOptions): Subscription;
   /** Cheap reachability probe for /readyz. */
   ping(): Promise<void>;
@@ -124,3 +142,24 @@ export function matchesFilter(event: { streamName: string; type: string }, filte
   if (filter.eventTypes && !filter.eventTypes.includes(event.type)) return false;
   return true;
 }
+
+/**
+ * The store cannot serve the request now (unreachable, deadline passed, not the leader) or
+ * refuses this service (access denied, a stream deleted by an operator). HTTP: 503
+ * store_unavailable, with Retry-After when `retryable`.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor(
+    readonly reason: 'unavailable' | 'deadline_exceeded' | 'access_denied' | 'stream_deleted',
+    message: string,
+    readonly retryable: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Is this a stream the server writes for itself (`$`-prefixed stream or event type)? */
+export const isSystemEvent = (event: { streamName: string; type: string }): boolean =>
+  event.streamName.startsWith('$') || event.type.startsWith('$');

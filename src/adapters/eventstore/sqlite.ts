@@ -41,6 +41,7 @@ const toEvent = (row: Row): StoredEvent => ({
 /** Embedded event store: one SQLite table, global position = rowid. */
 export class SqliteEventStore implements EventStore {
   readonly kind = 'sqlite';
+  readonly atomicBatches = true;
   private readonly db: Database.Database;
   private readonly appended = new EventEmitter();
   private readonly statements;
@@ -89,6 +90,9 @@ export class SqliteEventStore implements EventStore {
       ),
       head: this.db.prepare<[], { position: number | null }>('SELECT MAX(position) AS position FROM events'),
       after: this.db.prepare<[number, number], Row>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+      before: this.db.prepare<[number, number], Pick<Row, 'position' | 'stream' | 'type'>>(
+        'SELECT position, stream, type FROM events WHERE position < ? ORDER BY position DESC LIMIT ?',
+      ),
     };
     this.appendOne = this.db.transaction((appends: StreamAppend[]) =>
       appends.map((a) => this.appendInTransaction(a.streamName, a.events, a.expectedRevision)),
@@ -191,8 +195,18 @@ export class SqliteEventStore implements EventStore {
     return rows.map(toEvent);
   }
 
-  async headPosition(): Promise<number> {
-    return Number(this.statements.head.get()?.position ?? -1);
+  /** With a filter: walks back from the end, a page at a time, to the last matching event. */
+  async headPosition(filter?: EventFilter): Promise<number> {
+    if (!filter) return Number(this.statements.head.get()?.position ?? -1);
+    const matches = compileFilter(filter);
+    let before = Number.MAX_SAFE_INTEGER;
+    for (;;) {
+      const rows = this.statements.before.all(before, 500);
+      if (rows.length === 0) return -1;
+      const hit = rows.find((row) => matches(row as Row));
+      if (hit) return hit.position;
+      before = rows[rows.length - 1]!.position;
+    }
   }
 
   /** Catch-up then live: reads batches after the last position, waits for an append (or polls, for other processes). */
