@@ -1,11 +1,11 @@
 import { accountDecider, accountStream, type AccountProfile } from '../domain/account.js';
 import { DomainError } from '../domain/decider.js';
 import { checkPasswordPolicy } from '../domain/password-policy.js';
-import { reservationDecider, usernameStream } from '../domain/reservation.js';
+import { reservationDecider, usernameStream, type ReservationCommand } from '../domain/reservation.js';
 import type { AccountDoc } from '../projections/accounts.js';
 import { newId } from '../shared/ids.js';
 import { hashPassword, newSecret, sha256, verifyPassword } from '../shared/secrets.js';
-import { handleCommand, type CommandContext } from './handle-command.js';
+import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
 /** The spec's User object as responses show it: never a password or any hash. */
@@ -57,15 +57,13 @@ export async function registerAccount(
   delete (profile as Partial<RegisterAccountInput>).commsApiEnabled;
   delete (profile as Partial<RegisterAccountInput>).senderTrusted;
   checkPasswordPolicy(input.password, profile);
-  await reserveUsername(services, context, profile.userName, 'account', clientId);
   const clientSecret = newSecret('cs');
   const subscriptionKey = newSecret('sk');
   const subscriptionKeyId = newId();
-  const result = await handleCommand(
-    services.eventStore,
-    accountDecider,
-    accountStream(clientId),
-    {
+  const register: BatchItem = {
+    streamName: accountStream(clientId),
+    decider: accountDecider,
+    command: {
       type: 'RegisterAccount',
       clientId,
       profile,
@@ -75,9 +73,12 @@ export async function registerAccount(
       commsApiEnabled: input.commsApiEnabled ?? false,
       senderTrusted: input.senderTrusted ?? false,
     },
-    { ...context, tenantId: clientId },
+  };
+  // The user name is claimed in the same batch, before the account (src/commands/batch-intents.ts).
+  const results = await withUsername(profile.userName, () =>
+    handleCommands(services.eventStore, [usernameClaim(profile.userName, 'account', clientId, 1), register], { ...context, tenantId: clientId }),
   );
-  await services.readYourWrites(result.position);
+  await services.readYourWrites(lastPosition(results));
   return {
     id: clientId,
     ...profile,
@@ -89,22 +90,24 @@ export async function registerAccount(
   };
 }
 
-export async function reserveUsername(
-  services: Services,
-  context: CommandContext,
-  userName: string,
-  ownerType: 'account' | 'team_member',
-  ownerId: string,
-): Promise<void> {
+/** A user name is unique service-wide: a claim on its reservation stream, given back if the batch aborts. */
+export function usernameClaim(userName: string, ownerType: 'account' | 'team_member', ownerId: string, partOf: number): BatchItem {
+  return {
+    streamName: usernameStream(userName),
+    decider: reservationDecider,
+    command: { type: 'Reserve', key: userName, ownerType, ownerId } satisfies ReservationCommand,
+    stage: 'claim',
+    partOf,
+    undo: { type: 'Release', key: userName, ownerId } satisfies ReservationCommand,
+  };
+}
+
+/** Runs a batch with a user name claim; a taken name is the spec's 409 username_taken. */
+export async function withUsername<T>(userName: string, run: () => Promise<T>): Promise<T> {
   try {
-    await handleCommand(services.eventStore, reservationDecider, usernameStream(userName), {
-      type: 'Reserve',
-      key: userName,
-      ownerType,
-      ownerId,
-    }, context);
+    return await run();
   } catch (error) {
-    if (error instanceof DomainError && error.code === 'conflict') {
+    if (error instanceof DomainError && error.code === 'conflict' && error.details?.code === 'already_taken') {
       throw new DomainError('conflict', `the user name ${userName} is taken`, { code: 'username_taken' });
     }
     throw error;
@@ -134,20 +137,27 @@ export async function updateUser(
   if (id.toLowerCase() !== context.tenantId.toLowerCase()) throw new DomainError('not_found', 'user not found');
   const current = await getAccount(services, context.tenantId);
   const renamed = changes.userName !== undefined && changes.userName.toLowerCase() !== current.userNameLower;
-  if (renamed) await reserveUsername(services, context, changes.userName!, 'account', context.tenantId);
-  const result = await handleCommand(services.eventStore, accountDecider, accountStream(context.tenantId), {
-    type: 'UpdateProfile',
-    clientId: context.tenantId,
-    changes,
-  }, context);
-  if (renamed) {
-    await handleCommand(services.eventStore, reservationDecider, usernameStream(current.userName), {
-      type: 'Release',
-      key: current.userName,
-      ownerId: context.tenantId,
-    }, context);
-  }
-  await services.readYourWrites(result.position);
+  const update: BatchItem = {
+    streamName: accountStream(context.tenantId),
+    decider: accountDecider,
+    command: { type: 'UpdateProfile', clientId: context.tenantId, changes },
+  };
+  // A new user name is claimed before the profile changes; the old one is released after.
+  const items: BatchItem[] = renamed
+    ? [
+        usernameClaim(changes.userName!, 'account', context.tenantId, 1),
+        update,
+        {
+          streamName: usernameStream(current.userName),
+          decider: reservationDecider,
+          command: { type: 'Release', key: current.userName, ownerId: context.tenantId } satisfies ReservationCommand,
+          stage: 'release',
+          partOf: 1,
+        },
+      ]
+    : [update];
+  const results = await withUsername(changes.userName ?? current.userName, () => handleCommands(services.eventStore, items, context));
+  await services.readYourWrites(lastPosition(results));
 }
 
 export async function changePassword(

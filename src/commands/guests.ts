@@ -94,8 +94,9 @@ export async function saveGuests(
             replaceTags: options.removeObsoleteTags ?? false,
             invitationId: newId(),
           };
+    const guestItem = items.length;
     items.push({ streamName: guestStream(plan.guestId), decider: guestDecider, command });
-    items.push(...customIdReservations(eventId, plan));
+    items.push(...customIdReservations(eventId, plan, guestItem));
   }
   const results = await handleCommands(services.eventStore, items, context);
   await services.readYourWrites(lastPosition(results));
@@ -133,8 +134,12 @@ async function checkInvitations(
   if (errors.length > 0) throw new DomainError('validation_error', 'the batch is not valid: see errors', { errors });
 }
 
-/** Reserve a new customId (and release the old one) in the same batch as the guest's change. */
-function customIdReservations(eventId: string, plan: Planned): BatchItem[] {
+/**
+ * Reserve a new customId (and release the old one) in the same batch as the guest's change:
+ * the reservation is a claim (taken before the guest is written, given back if the batch
+ * aborts), the release comes after the guest gave the key up (src/commands/batch-intents.ts).
+ */
+function customIdReservations(eventId: string, plan: Planned, guestItem: number): BatchItem[] {
   const wanted = plan.input.customId;
   const current = plan.existing?.customId;
   if (wanted === undefined || (current !== undefined && reservationKey(current) === reservationKey(wanted))) return [];
@@ -142,6 +147,9 @@ function customIdReservations(eventId: string, plan: Planned): BatchItem[] {
     streamName: customIdStream(eventId, wanted),
     decider: reservationDecider,
     command: { type: 'Reserve', key: wanted, ownerType: 'guest', ownerId: plan.guestId } satisfies ReservationCommand,
+    stage: 'claim',
+    partOf: guestItem,
+    undo: { type: 'Release', key: wanted, ownerId: plan.guestId } satisfies ReservationCommand,
   };
   if (current === undefined) return [reserve];
   return [
@@ -150,6 +158,8 @@ function customIdReservations(eventId: string, plan: Planned): BatchItem[] {
       streamName: customIdStream(eventId, current),
       decider: reservationDecider,
       command: { type: 'Release', key: current, ownerId: plan.guestId } satisfies ReservationCommand,
+      stage: 'release',
+      partOf: guestItem,
     },
   ];
 }

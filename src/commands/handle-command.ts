@@ -7,6 +7,7 @@ import {
   type NewEvent,
 } from '../adapters/eventstore/port.js';
 import { newId } from '../shared/ids.js';
+import { completeBatch, deciderName, itemEvents, recordIntent, type BatchIntent, type BatchStage } from './batch-intents.js';
 
 /** Who asks, and the ids that tie the resulting events to the request. */
 export interface CommandContext {
@@ -169,12 +170,23 @@ export interface BatchItem<State = unknown, Command = unknown, Event extends Any
   decider: Decider<State, Command, Event>;
   command: Command;
   eventIds?: (index: number) => string;
+  /**
+   * Where the item goes on a store without atomic batches (src/commands/batch-intents.ts):
+   * `claim` (a unique key, reserved first; `undo` gives it back), `main` (the default), or
+   * `release` (a key given up, after its `partOf` item was applied).
+   */
+  stage?: BatchStage;
+  /** Index (in the batch) of the main item a claim or release belongs to. */
+  partOf?: number;
+  undo?: Command;
 }
 
 /**
  * The same loop over many streams at once (batch upserts, bulk block): every command is
- * decided before anything is appended, so one refusal applies nothing; the appends go in
- * one `appendMany` (all or nothing on the embedded store).
+ * decided before anything is appended, so one refusal applies nothing. On a store with
+ * atomic batches the appends go in one `appendMany` (all or nothing); on one without, a batch
+ * of more than one stream goes through an intent (claims first, releases last) that this
+ * call, or the completer after a crash, runs to its end.
  */
 export async function handleCommands(
   store: EventStore,
@@ -185,10 +197,19 @@ export async function handleCommands(
 ): Promise<CommandResult<unknown, AnyEvent>[]> {
   const maxAttempts = options.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
+    const batchId = store.atomicBatches ? undefined : newId();
     const decided = await Promise.all(
       items.map((item) => load(store, item.decider, item.streamName, item.command, context, item.eventIds)),
     );
     const changed = decided.filter((d) => d.events.length > 0);
+    if (batchId && changed.length > 1) {
+      try {
+        return await runIntent(store, items, decided, context, batchId);
+      } catch (error) {
+        if (error instanceof ConcurrencyError && attempt < maxAttempts) continue;
+        throw error;
+      }
+    }
     try {
       const written = await store.appendMany(
         changed.map((d) => ({
@@ -206,6 +227,54 @@ export async function handleCommands(
       throw error;
     }
   }
+}
+
+async function runIntent(
+  store: EventStore,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  items: BatchItem<any, any, any>[],
+  decided: Decided<unknown, AnyEvent>[],
+  context: CommandContext,
+  batchId: string,
+): Promise<CommandResult<unknown, AnyEvent>[]> {
+  const intentContext = {
+    tenantId: context.tenantId,
+    actor: context.actor,
+    correlationId: context.correlationId,
+    now: context.now.toISOString(),
+    ...(context.causationId ? { causationId: context.causationId } : {}),
+    ...(context.requestId ? { requestId: context.requestId } : {}),
+  };
+  const intent: BatchIntent = {
+    batchId,
+    context: intentContext,
+    items: items.map((item, index) => {
+      const d = decided[index]!;
+      const given = item.eventIds ? d.events.map((_, i) => item.eventIds!(i)) : undefined;
+      return {
+        streamName: item.streamName,
+        decider: deciderName(item.decider),
+        command: item.command,
+        stage: item.stage ?? 'main',
+        ...(item.partOf !== undefined ? { partOf: item.partOf } : {}),
+        ...(item.undo !== undefined ? { undo: item.undo } : {}),
+        ...(given ? { eventIds: given } : {}),
+        expectedRevision: d.revision < 0 ? ('no_stream' as const) : d.revision,
+        events: itemEvents({ batchId, context: intentContext }, index, d.revision, d.events, given),
+      };
+    }),
+  };
+  await recordIntent(store, intent);
+  const outcome = await completeBatch(store, intent);
+  for (const item of items) forget(store, item.streamName);
+  if (outcome.status === 'aborted') throw outcome.error;
+  const skipped = outcome.items.find((o) => o?.status === 'skipped' && o.error);
+  if (skipped) throw skipped.error;
+  return decided.map((d, index) => {
+    const done = outcome.items[index];
+    if (!done || !done.redecided) return resultOf(items[index]!.decider, d, done && done.position >= 0 ? { position: done.position, nextRevision: done.revision } : undefined);
+    return { state: done.state, events: done.events as AnyEvent[], position: done.position, revision: done.revision };
+  });
 }
 
 /** The highest position a batch wrote, for read-your-writes. */

@@ -4,8 +4,8 @@ import { teamMemberDecider, teamMemberStream, type TeamMemberProfile } from '../
 import type { AccountDoc, TeamMemberDoc } from '../projections/accounts.js';
 import { newId } from '../shared/ids.js';
 import { hashPassword } from '../shared/secrets.js';
-import { reserveUsername } from './accounts.js';
-import { handleCommand, type CommandContext } from './handle-command.js';
+import { usernameClaim, withUsername } from './accounts.js';
+import { handleCommands, lastPosition, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
 /** A team member as responses show it: the spec's fields without the password. */
@@ -29,15 +29,22 @@ export async function registerTeamMember(
   const { id, password, ...profile } = input;
   const teamMemberId = id ?? newId();
   checkPasswordPolicy(password, profile);
-  await reserveUsername(services, context, profile.userName, 'team_member', teamMemberId);
-  const result = await handleCommand(services.eventStore, teamMemberDecider, teamMemberStream(teamMemberId), {
-    type: 'RegisterTeamMember',
-    teamMemberId,
-    clientId: context.tenantId,
-    profile,
-    passwordHash: await hashPassword(password),
-  }, context);
-  await services.readYourWrites(result.position);
+  const register = {
+    streamName: teamMemberStream(teamMemberId),
+    decider: teamMemberDecider,
+    command: {
+      type: 'RegisterTeamMember' as const,
+      teamMemberId,
+      clientId: context.tenantId,
+      profile,
+      passwordHash: await hashPassword(password),
+    },
+  };
+  // The user name is claimed in the same batch, before the team member (src/commands/batch-intents.ts).
+  const results = await withUsername(profile.userName, () =>
+    handleCommands(services.eventStore, [usernameClaim(profile.userName, 'team_member', teamMemberId, 1), register], context),
+  );
+  await services.readYourWrites(lastPosition(results));
   return { id: teamMemberId, ...profile };
 }
 
