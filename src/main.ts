@@ -9,6 +9,7 @@ import type { Bus } from './adapters/bus/port.js';
 import type { EventStore } from './adapters/eventstore/port.js';
 import type { ReadStore } from './adapters/readstore/port.js';
 import { SqliteEventStore } from './adapters/eventstore/sqlite.js';
+import { BatchCompleter } from './workers/batch-completer.js';
 import { EsdbEventStore } from './adapters/eventstore/esdb.js';
 import { EmbeddedReadStore } from './adapters/readstore/embedded.js';
 import { MongoReadStore } from './adapters/readstore/mongo.js';
@@ -77,11 +78,17 @@ export interface Platform {
 }
 
 /** Picks each port's adapter: a configured URL means the real server, else the embedded default. */
-export function createPlatform(config: Config, logger: Logger = createLogger(config.logLevel)): Platform {
+export function createPlatform(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel),
+  wrapEventStore: (store: EventStore) => EventStore = (store) => store,
+): Platform {
   const file = (name: string) => path.join(config.dataDir, name);
-  const eventStore = config.eventStoreUrl
-    ? new EsdbEventStore(config.eventStoreUrl)
-    : new SqliteEventStore(file('events.sqlite'), { synchronous: config.sqliteSynchronous });
+  const eventStore = wrapEventStore(
+    config.eventStoreUrl
+      ? new EsdbEventStore(config.eventStoreUrl)
+      : new SqliteEventStore(file('events.sqlite'), { synchronous: config.sqliteSynchronous }),
+  );
   const readStore = config.mongoUrl
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
     : new EmbeddedReadStore(file('read-models.sqlite'));
@@ -119,10 +126,10 @@ export interface RunningService {
 export async function startService(
   config: Config,
   role: Role = 'all',
-  options: { clock?: Clock; logger?: Logger } = {},
+  options: { clock?: Clock; logger?: Logger; wrapEventStore?: (store: EventStore) => EventStore } = {},
 ): Promise<RunningService> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const platform = createPlatform(config, logger);
+  const platform = createPlatform(config, logger, options.wrapEventStore);
   const runs = (r: Role) => role === 'all' || role === r;
 
   const runner = runs('projections')
@@ -145,6 +152,12 @@ export async function startService(
   };
 
   const workers: Worker[] = runs('workers') ? createWorkers(platform, services, config) : [];
+  // Multi-stream batches on EventStoreDB: finish those a crashed writer left (src/commands/batch-intents.ts).
+  const completer =
+    runs('api') && !platform.eventStore.atomicBatches
+      ? new BatchCompleter(platform.eventStore, platform.readStore, logger.child({ role: 'batch-completer' }))
+      : undefined;
+  if (completer) void retryForever('batch completer', () => completer.start(), logger);
 
   // A real server that is down at start must not stop the process: retry in the background.
   if (runner) void retryForever('projections', () => runner.start(), logger);
@@ -170,6 +183,7 @@ export async function startService(
       server?.closeAllConnections();
       await closed;
       await Promise.allSettled(workers.map((w) => w.stop()));
+      await completer?.stop();
       await relay?.stop();
       await runner?.stop();
       await Promise.allSettled(closers.map((close) => close()));

@@ -98,7 +98,13 @@ export async function saveGuests(
     items.push({ streamName: guestStream(plan.guestId), decider: guestDecider, command });
     items.push(...customIdReservations(eventId, plan, guestItem));
   }
-  const results = await handleCommands(services.eventStore, items, context);
+  const results = await handleCommands(services.eventStore, items, context).catch((error: unknown) => {
+    // A customId another request reserved since the plan was made: the same answer as a known holder.
+    if (error instanceof DomainError && error.details?.code === 'already_taken') {
+      throw new DomainError('conflict', 'customId must be unique within the event', { code: 'custom_id_taken' });
+    }
+    throw error;
+  });
   await services.readYourWrites(lastPosition(results));
   const docs = await Promise.all(plans.map((p) => guests(services).get(p.guestId)));
   return docs.filter((d): d is GuestDoc => d !== null).map(toGuestView);

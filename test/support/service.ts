@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { startService, type RunningService } from '../../src/main.js';
 import type { Role } from '../../src/config.js';
 import type { Clock } from '../../src/shared/clock.js';
+import type { EventStore } from '../../src/adapters/eventstore/port.js';
 
 export const adminKey = 'test-admin-key-0123456789';
 
@@ -18,7 +19,7 @@ export interface TestService extends RunningService {
 /** The real service in this process: embedded adapters in a temp folder, HTTP on an ephemeral port. */
 export async function startTestService(
   env: Record<string, string> = {},
-  options: { role?: Role; clock?: Clock; dataDir?: string } = {},
+  options: { role?: Role; clock?: Clock; dataDir?: string; wrapEventStore?: (store: EventStore) => EventStore } = {},
 ): Promise<TestService> {
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'checkin-test-'));
   const config = loadConfig({
@@ -32,7 +33,10 @@ export async function startTestService(
     SEND_RATE_LIMIT_PER_MINUTE: '0',
     ...env,
   });
-  const service = await startService(config, options.role ?? 'all', { clock: options.clock });
+  const service = await startService(config, options.role ?? 'all', {
+    clock: options.clock,
+    ...(options.wrapEventStore ? { wrapEventStore: options.wrapEventStore } : {}),
+  });
   return {
     ...service,
     url: service.url!,

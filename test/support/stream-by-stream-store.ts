@@ -1,0 +1,102 @@
+import type {
+  AppendResult,
+  EventFilter,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  ReadStreamOptions,
+  StoredEvent,
+  StreamAppend,
+  SubscribeOptions,
+  Subscription,
+} from '../../src/adapters/eventstore/port.js';
+
+/** What the decorator does to the stream appends after the next `after` ones succeed. */
+export interface Fault {
+  after: number;
+  /** `throw`: that one append fails (a transient error); `crash`: every append fails until `restart()`. */
+  mode: 'throw' | 'crash';
+  /** Which streams' appends count towards `after` (default: all); others (background workers) pass. */
+  counts?: (streamName: string) => boolean;
+}
+
+export class InjectedFault extends Error {
+  override readonly name = 'InjectedFault';
+}
+
+/**
+ * EventStoreDB's write semantics over any event store, for tests without a server: no
+ * multi-stream transaction (`atomicBatches` false, `appendMany` appends stream by stream), and
+ * a fault can be injected between any two stream appends. Reads, subscriptions, expected
+ * revisions and event-id idempotency are the inner store's.
+ */
+export class StreamByStreamStore implements EventStore {
+  readonly kind: string;
+  readonly atomicBatches = false;
+  /** Stream appends that reached the inner store. */
+  appends = 0;
+  private fault?: Fault & { seen: number };
+  private crashed = false;
+  /** Runs before each stream append (e.g. a racing writer, or a yield to let others interleave). */
+  beforeAppend?: (streamName: string) => Promise<void>;
+
+  constructor(readonly inner: EventStore) {
+    this.kind = `${inner.kind}, stream by stream`;
+  }
+
+  failAfter(fault: Fault): void {
+    this.fault = { ...fault, seen: 0 };
+  }
+
+  /** The "process" comes back: appends work again. */
+  restart(): void {
+    this.crashed = false;
+    this.fault = undefined;
+  }
+
+  get isCrashed(): boolean {
+    return this.crashed;
+  }
+
+  async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
+    await this.beforeAppend?.(streamName);
+    if (this.crashed) throw new InjectedFault(`crashed: append to ${streamName} refused`);
+    const fault = this.fault;
+    const counted = fault && (fault.counts?.(streamName) ?? true);
+    if (fault && counted && fault.seen >= fault.after) {
+      if (fault.mode === 'crash') this.crashed = true;
+      else this.fault = undefined;
+      throw new InjectedFault(`injected ${this.crashed ? 'crash' : 'failure'} before the append to ${streamName}`);
+    }
+    const result = await this.inner.append(streamName, events, expectedRevision);
+    this.appends += 1;
+    if (fault && counted) fault.seen += 1;
+    return result;
+  }
+
+  async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
+    const results: AppendResult[] = [];
+    for (const a of appends) results.push(await this.append(a.streamName, a.events, a.expectedRevision));
+    return results;
+  }
+
+  readStream(streamName: string, options?: ReadStreamOptions): Promise<StoredEvent[]> {
+    return this.inner.readStream(streamName, options);
+  }
+
+  headPosition(filter?: EventFilter): Promise<number> {
+    return this.inner.headPosition(filter);
+  }
+
+  subscribeToAll(options?: SubscribeOptions): Subscription {
+    return this.inner.subscribeToAll(options);
+  }
+
+  ping(): Promise<void> {
+    return this.inner.ping();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
