@@ -344,25 +344,28 @@ async function pollCheckpoints(readStore: ReadStore, position: number, timeoutMs
   }
 }
 
+/**
+ * /readyz: every probe runs at once with its own deadline, so the answer comes within 2 s
+ * whatever a store does (a stalled server is "not ready", not a hung probe).
+ */
 async function readiness(platform: Platform, runner?: ProjectionRunner): Promise<Readiness> {
+  const probeMs = 1500;
   const check = async (probe: () => Promise<void>) => {
     try {
-      await withTimeout(probe(), 2000);
+      await withTimeout(probe(), probeMs);
       return { ok: true };
     } catch (error) {
       return { ok: false, error: error instanceof Error ? error.message : String(error) };
     }
   };
-  const [eventStore, readStore, bus] = await Promise.all([
+  const [eventStore, readStore, bus, lag] = await Promise.all([
     check(() => platform.eventStore.ping()),
     check(() => platform.readStore.ping()),
     check(() => platform.bus.ping()),
+    runner ? withTimeout(runner.lag(), probeMs).catch(() => undefined) : undefined,
   ]);
   const checks: Readiness['checks'] = { eventStore, readStore, bus };
-  if (runner && eventStore.ok) {
-    const head = await platform.eventStore.headPosition();
-    checks.projections = { ok: true, position: runner.position(), head, lag: Math.max(0, head - runner.position()) };
-  }
+  if (runner && eventStore.ok && lag) checks.projections = { ok: true, ...lag };
   return { ready: Object.values(checks).every((c) => c.ok), checks };
 }
 

@@ -18,8 +18,8 @@ async function main(): Promise<void> {
   try {
     const runner = new ProjectionRunner(platform.eventStore, platform.readStore, projections, logger);
     if (command === 'status') {
-      const head = await platform.eventStore.headPosition();
       for (const projection of projections) {
+        const head = await platform.eventStore.headPosition(projection.filter);
         const position = (await platform.readStore.getCheckpoint(`projection:${projection.name}`)) ?? -1;
         console.log(`${projection.name.padEnd(14)} position ${position}  head ${head}  lag ${Math.max(0, head - position)}`);
       }
@@ -30,7 +30,8 @@ async function main(): Promise<void> {
       { format: 'rebuild {projection} [{bar}] {percentage}% | position {value}/{total} | {events} events | {eta}s left' },
       cliProgress.Presets.shades_classic,
     );
-    const head = await platform.eventStore.headPosition();
+    const selected = projections.filter((p) => names.length === 0 || names.includes(p.name));
+    const head = await platform.eventStore.headPosition({ streamPrefixes: selected.flatMap((p) => p.filter.streamPrefixes ?? ['']) });
     bar.start(Math.max(head, 0), 0, { projection: names.join(',') || 'all', events: 0 });
     const started = Date.now();
     let events = 0;

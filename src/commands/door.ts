@@ -116,8 +116,11 @@ async function rejectUnmatched(
     type: 'UnmatchedScanRejected',
     data: { ...scan, eventId, reason, lookup, ...(candidates.length > 0 ? { candidates } : {}) },
   };
+  // One stream per scan, written with no_stream: a repeated scan id appends nothing, durably on
+  // every store (EventStoreDB deduplicates `any` appends only in memory). The `door-` prefix
+  // keeps them in the guests projection.
   const result = await services.eventStore.append(
-    doorStream(eventId),
+    `${doorStream(eventId)}-scan-${scan.scanId}`,
     [{ id: scan.scanId, type: event.type, data: event.data as unknown as Record<string, unknown>, metadata: {
       tenantId: context.tenantId,
       actor: context.actor,
@@ -125,7 +128,7 @@ async function rejectUnmatched(
       occurredAt: context.now.toISOString(),
       ...(context.requestId ? { requestId: context.requestId } : {}),
     } }],
-    'any',
+    'no_stream',
   );
   await services.readYourWrites(result.position);
   return { result: 'rejected', reason, scanId: scan.scanId, at: scan.at, plusOnesAdmitted: 0, plusOnesLeft: 0, replayed: false };

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { matchesFilter, type EventStore, type Subscription } from '../adapters/eventstore/port.js';
+import { matchesFilter, type EventFilter, type EventStore, type Subscription } from '../adapters/eventstore/port.js';
 import type { Checkpoint, ReadStore, WriteOp } from '../adapters/readstore/port.js';
 import type { Logger } from '../shared/logger.js';
 import type { Projection } from './projection.js';
@@ -56,15 +56,43 @@ export class ProjectionRunner {
     return Math.min(...this.projections.map((p) => this.checkpoints.get(p.name) ?? -1));
   }
 
-  /** Resolves true once every projection has processed `position`, false after `timeoutMs`. */
+  /** The events the runner reads: every projection's streams. */
+  get filter(): EventFilter {
+    return filterOf(this.projections);
+  }
+
+  /**
+   * How far the runner is from the last event it has to process (0 when caught up, even when
+   * the store's tail is events no projection reads).
+   */
+  async lag(): Promise<{ position: number; head: number; lag: number }> {
+    const head = await this.eventStore.headPosition(this.filter);
+    const position = this.position();
+    return { position, head, lag: Math.max(0, head - position) };
+  }
+
+  /**
+   * Resolves true once every projection has processed `position`, false after `timeoutMs`.
+   * A position no projection reads (a reservation, a batch log entry) counts as processed
+   * once the last event they do read before it is: the store reports progress past skipped
+   * events only now and then (EventStoreDB: at checkpoints).
+   */
   async waitFor(position: number, timeoutMs = 2000): Promise<boolean> {
     if (position < 0 || this.position() >= position) return true;
+    const deadline = Date.now() + timeoutMs;
+    try {
+      const head = await withDeadline(this.eventStore.headPosition(this.filter), timeoutMs);
+      position = Math.min(position, head);
+    } catch {
+      // The store did not say: wait for the position itself.
+    }
+    if (this.position() >= position) return true;
     return new Promise((resolve) => {
       const onProgress = () => {
         if (this.position() < position) return;
         done(true);
       };
-      const timer = setTimeout(() => done(false), timeoutMs);
+      const timer = setTimeout(() => done(false), Math.max(0, deadline - Date.now()));
       const done = (value: boolean) => {
         clearTimeout(timer);
         this.progress.off('progress', onProgress);
@@ -94,17 +122,24 @@ export class ProjectionRunner {
       await this.readStore.setCheckpoint(checkpointName(projection), null);
       this.checkpoints.set(projection.name, -1);
     }
-    const head = await this.eventStore.headPosition();
+    const filter = filterOf(targets);
+    const head = await this.eventStore.headPosition(filter);
     let events = 0;
     if (head >= 0) {
-      const subscription = this.eventStore.subscribeToAll({ fromPosition: -1, batchSize: this.options.batchSize ?? 2000 });
-      for await (const batch of subscription) {
-        events += batch.events.length;
-        await this.applyBatch(batch.events, batch.position, targets);
-        for (const projection of targets) onProgress?.({ projection: projection.name, position: batch.position, head, events });
-        if (batch.position >= head) break;
+      const subscription = this.eventStore.subscribeToAll({ fromPosition: -1, filter, batchSize: this.options.batchSize ?? 2000 });
+      let reached = -1;
+      try {
+        for await (const batch of subscription) {
+          events += batch.events.length;
+          await this.applyBatch(batch.events, batch.position, targets);
+          reached = batch.position;
+          for (const projection of targets) onProgress?.({ projection: projection.name, position: batch.position, head, events });
+          if (batch.position >= head) break;
+        }
+      } finally {
+        await subscription.stop();
       }
-      await subscription.stop();
+      if (reached < head) throw new Error(`the event store ended the rebuild at position ${reached}, before ${head}; run it again`);
     }
     if (wasRunning) {
       this.running = true;
@@ -118,7 +153,7 @@ export class ProjectionRunner {
       try {
         this.subscription = this.eventStore.subscribeToAll({
           fromPosition: this.position(),
-          filter: { streamPrefixes: this.projections.flatMap((p) => p.filter.streamPrefixes ?? ['']) },
+          filter: this.filter,
           batchSize: this.options.batchSize ?? 1000,
         });
         for await (const batch of this.subscription) {
@@ -126,6 +161,12 @@ export class ProjectionRunner {
           await this.applyBatch(batch.events, batch.position, this.projections);
           failures = 0;
         }
+        if (!this.running) break;
+        // The store ended the subscription (a server restart, a dropped connection): subscribe again.
+        failures += 1;
+        const delay = backoffMs(failures, this.options.retryDelayMs);
+        this.logger.warn({ position: this.position(), retryInMs: delay }, 'the event store ended the projection subscription; resubscribing from the checkpoint');
+        await sleep(delay);
       } catch (error) {
         if (!this.running) break;
         failures += 1;
@@ -165,3 +206,14 @@ export class ProjectionRunner {
 }
 
 const checkpointName = (projection: Projection): string => `projection:${projection.name}`;
+
+/** The union of the projections' stream filters (a projection without prefixes reads every stream). */
+const filterOf = (projections: Projection[]): EventFilter => ({ streamPrefixes: projections.flatMap((p) => p.filter.streamPrefixes ?? ['']) });
+
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
+}

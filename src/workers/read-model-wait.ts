@@ -1,4 +1,5 @@
 import type { Services } from '../commands/services.js';
+import type { Projection } from '../projections/projection.js';
 import type { Logger } from '../shared/logger.js';
 
 /**
@@ -7,15 +8,16 @@ import type { Logger } from '../shared/logger.js';
  */
 export async function readModelCatchesUp(
   services: Services,
-  projection: string,
+  projection: Pick<Projection, 'name' | 'filter'>,
   options: { logger: Logger; isStopped: () => boolean; timeoutMs?: number },
 ): Promise<void> {
-  const position = await services.eventStore.headPosition();
+  // The last event this projection reads: the events after it never move its checkpoint on every store.
+  const position = await services.eventStore.headPosition(projection.filter);
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   while (Date.now() < deadline && !options.isStopped()) {
-    const checkpoint = await services.readStore.getCheckpoint(`projection:${projection}`);
+    const checkpoint = await services.readStore.getCheckpoint(`projection:${projection.name}`);
     if ((checkpoint ?? -1) >= position) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  options.logger.warn({ projection, position }, 'the read model is behind the event store; resuming from what it has');
+  options.logger.warn({ projection: projection.name, position }, 'the read model is behind the event store; resuming from what it has');
 }

@@ -72,6 +72,12 @@ export class Relay {
           this.published = batch.position;
           failures = 0;
         }
+        if (!this.running) break;
+        // The store ended the subscription (a server restart, a dropped connection): subscribe again.
+        failures += 1;
+        const delay = backoffMs(failures);
+        this.logger.warn({ position: this.published, retryInMs: delay }, 'the event store ended the relay subscription; resubscribing from its checkpoint');
+        await sleep(delay);
       } catch (error) {
         if (!this.running) break;
         failures += 1;

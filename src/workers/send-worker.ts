@@ -97,7 +97,7 @@ export class SendWorker implements Worker {
   /** Re-queues what a previous run left: invitations requested, retrying or cut short mid-attempt. */
   private async resume(): Promise<void> {
     const queue = this.queue!;
-    await readModelCatchesUp(this.services, invitationsProjection.name, { logger: this.logger, isStopped: () => queue.isStopped });
+    await readModelCatchesUp(this.services, invitationsProjection, { logger: this.logger, isStopped: () => queue.isStopped });
     const invitations = this.services.readStore.collection<InvitationDoc>('invitations');
     let resumed = 0;
     for await (const doc of invitations.stream({ status: { $in: ['requested', 'retrying', 'sending'] } })) {

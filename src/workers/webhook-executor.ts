@@ -60,7 +60,7 @@ export class DeliveryExecutor {
   /** Re-queues what a previous run left: pending and retrying deliveries, and unpublished dead letters. */
   async resume(): Promise<void> {
     const { readStore } = this.services;
-    await readModelCatchesUp(this.services, webhookDeliveriesProjection.name, { logger: this.logger, isStopped: () => this.queue.isStopped });
+    await readModelCatchesUp(this.services, webhookDeliveriesProjection, { logger: this.logger, isStopped: () => this.queue.isStopped });
     const deliveries = readStore.collection<DeliveryDoc>('webhook_deliveries');
     let resumed = 0;
     for await (const doc of deliveries.stream({ status: { $in: ['pending', 'retrying'] } })) {

@@ -217,10 +217,10 @@ export class EsdbEventStore implements EventStore {
    * progress past those at server checkpoints, so "caught up" is measured against this.
    */
   async headPosition(filter?: EventFilter, deadlineMs = this.readDeadlineMs): Promise<number> {
-    const pageSize = 256;
     let from: Position | typeof END = END;
     let below = Number.POSITIVE_INFINITY;
-    for (;;) {
+    // The last event usually matches: a small first page, larger ones after.
+    for (let pageSize = 16; ; pageSize = Math.min(pageSize * 4, 1024)) {
       let found = -1;
       let count = 0;
       const start = below;

@@ -200,8 +200,9 @@ export class SqliteEventStore implements EventStore {
     if (!filter) return Number(this.statements.head.get()?.position ?? -1);
     const matches = compileFilter(filter);
     let before = Number.MAX_SAFE_INTEGER;
-    for (;;) {
-      const rows = this.statements.before.all(before, 500);
+    // The last event usually matches: a small first page, larger ones after.
+    for (let page = 16; ; page = Math.min(page * 4, 4096)) {
+      const rows = this.statements.before.all(before, page);
       if (rows.length === 0) return -1;
       const hit = rows.find((row) => matches(row as Row));
       if (hit) return hit.position;
