@@ -7,6 +7,7 @@ import { EsdbEventStore } from '../../src/adapters/eventstore/esdb.js';
 import { ConcurrencyError, type EventStore } from '../../src/adapters/eventstore/port.js';
 import { realServer } from '../support/real-servers.js';
 import { eventStoreContract, newEvent } from '../contract/eventstore.contract.js';
+import { StreamByStreamStore } from '../support/stream-by-stream-store.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'es-contract-'));
 const file = path.join(dir, 'events.sqlite');
@@ -18,6 +19,13 @@ afterAll(async () => {
 
 eventStoreContract('sqlite', async () => {
   const store = new SqliteEventStore(file, { pollIntervalMs: 20 });
+  opened.push(store);
+  return store;
+});
+
+// EventStoreDB's write semantics (stream by stream) over the embedded store: the port's other promises hold.
+eventStoreContract('sqlite, stream by stream', async () => {
+  const store = new StreamByStreamStore(new SqliteEventStore(path.join(dir, 'stream-by-stream.sqlite'), { pollIntervalMs: 20 }));
   opened.push(store);
   return store;
 });

@@ -9,6 +9,7 @@ import type {
   StreamAppend,
   SubscribeOptions,
   Subscription,
+  SubscriptionBatch,
 } from '../../src/adapters/eventstore/port.js';
 
 /** What the decorator does to the stream appends after the next `after` ones succeed. */
@@ -39,6 +40,10 @@ export class StreamByStreamStore implements EventStore {
   private crashed = false;
   /** Runs before each stream append (e.g. a racing writer, or a yield to let others interleave). */
   beforeAppend?: (streamName: string) => Promise<void>;
+  /** When set, every subscription ends (as a server that drops it) after this many batches. */
+  endSubscriptionsAfter?: number;
+  /** Subscriptions opened so far. */
+  subscriptions = 0;
 
   constructor(readonly inner: EventStore) {
     this.kind = `${inner.kind}, stream by stream`;
@@ -89,7 +94,23 @@ export class StreamByStreamStore implements EventStore {
   }
 
   subscribeToAll(options?: SubscribeOptions): Subscription {
-    return this.inner.subscribeToAll(options);
+    this.subscriptions += 1;
+    const inner = this.inner.subscribeToAll(options);
+    const limit = this.endSubscriptionsAfter;
+    if (limit === undefined) return inner;
+    async function* ending(): AsyncGenerator<SubscriptionBatch> {
+      let delivered = 0;
+      try {
+        for await (const batch of inner) {
+          yield batch;
+          if (++delivered >= limit!) return;
+        }
+      } finally {
+        await inner.stop();
+      }
+    }
+    const iterator = ending();
+    return { [Symbol.asyncIterator]: () => iterator, stop: () => inner.stop() };
   }
 
   ping(): Promise<void> {
