@@ -44,6 +44,21 @@ export class StreamByStreamStore implements EventStore {
   endSubscriptionsAfter?: number;
   /** Subscriptions opened so far. */
   subscriptions = 0;
+  /** When set, every read, append and probe fails with it (a server that is down or refuses). */
+  failure?: Error;
+  /** When true, every read, append and probe waits until it is false again (a stalled server). */
+  stalled = false;
+  private unstall: (() => void)[] = [];
+
+  setStalled(stalled: boolean): void {
+    this.stalled = stalled;
+    if (!stalled) for (const resume of this.unstall.splice(0)) resume();
+  }
+
+  private async gate(): Promise<void> {
+    if (this.stalled) await new Promise<void>((resolve) => this.unstall.push(resolve));
+    if (this.failure) throw this.failure;
+  }
 
   constructor(readonly inner: EventStore) {
     this.kind = `${inner.kind}, stream by stream`;
@@ -65,6 +80,7 @@ export class StreamByStreamStore implements EventStore {
 
   async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
     await this.beforeAppend?.(streamName);
+    await this.gate();
     if (this.crashed) throw new InjectedFault(`crashed: append to ${streamName} refused`);
     const fault = this.fault;
     const counted = fault && (fault.counts?.(streamName) ?? true);
@@ -85,11 +101,13 @@ export class StreamByStreamStore implements EventStore {
     return results;
   }
 
-  readStream(streamName: string, options?: ReadStreamOptions): Promise<StoredEvent[]> {
+  async readStream(streamName: string, options?: ReadStreamOptions): Promise<StoredEvent[]> {
+    await this.gate();
     return this.inner.readStream(streamName, options);
   }
 
-  headPosition(filter?: EventFilter): Promise<number> {
+  async headPosition(filter?: EventFilter): Promise<number> {
+    await this.gate();
     return this.inner.headPosition(filter);
   }
 
@@ -113,7 +131,8 @@ export class StreamByStreamStore implements EventStore {
     return { [Symbol.asyncIterator]: () => iterator, stop: () => inner.stop() };
   }
 
-  ping(): Promise<void> {
+  async ping(): Promise<void> {
+    await this.gate();
     return this.inner.ping();
   }
 

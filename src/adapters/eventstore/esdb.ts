@@ -52,7 +52,7 @@ export function connectionStringProblem(connectionString: string): string | unde
 }
 
 /** The server's correlation projection ($by_correlation_id) follows these two metadata fields. */
-function toEsdbMetadata(metadata: EventMetadata): Record<string, unknown> {
+export function toEsdbMetadata(metadata: EventMetadata): Record<string, unknown> {
   return {
     ...metadata,
     $correlationId: metadata.correlationId,
@@ -60,7 +60,7 @@ function toEsdbMetadata(metadata: EventMetadata): Record<string, unknown> {
   };
 }
 
-function fromEsdbMetadata(raw: unknown): EventMetadata {
+export function fromEsdbMetadata(raw: unknown): EventMetadata {
   const { $correlationId: _c, $causationId: _k, ...metadata } = (raw ?? {}) as Record<string, unknown>;
   return metadata as unknown as EventMetadata;
 }
