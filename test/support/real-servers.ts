@@ -51,7 +51,7 @@ async function startContainer(server: RealServer): Promise<{ url: string; contai
     return { url: `mongodb://${container.getHost()}:${container.getMappedPort(27017)}/`, container };
   }
   if (server === 'eventstore') {
-    const container = await new GenericContainer('eventstore/eventstore:24.10')
+    const container = await new GenericContainer('eventstore/eventstore:24.10.0-bookworm-slim')
       .withEnvironment({ EVENTSTORE_INSECURE: 'true', EVENTSTORE_RUN_PROJECTIONS: 'None', EVENTSTORE_MEM_DB: 'true' })
       .withExposedPorts(2113)
       .withWaitStrategy(Wait.forHttp('/health/live', 2113).forStatusCode(204))
