@@ -147,7 +147,7 @@ export async function startService(
     readYourWrites: async (position) => {
       if (position < 0) return;
       if (runner) await runner.waitFor(position, config.readYourWritesTimeoutMs);
-      else await pollCheckpoints(platform.readStore, position, config.readYourWritesTimeoutMs);
+      else await pollCheckpoints(platform.eventStore, platform.readStore, position, config.readYourWritesTimeoutMs);
     },
   };
 
@@ -335,8 +335,12 @@ async function retryForever(what: string, start: () => Promise<void>, logger: Lo
 }
 
 /** Read-your-writes when the projections run in another process: poll their checkpoints. */
-async function pollCheckpoints(readStore: ReadStore, position: number, timeoutMs: number): Promise<void> {
+async function pollCheckpoints(eventStore: EventStore, readStore: ReadStore, position: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  // A position no projection reads counts once the last event they read before it is processed.
+  const filter = { streamPrefixes: projections.flatMap((p) => p.filter.streamPrefixes ?? ['']) };
+  const head = await withTimeout(eventStore.headPosition(filter), timeoutMs).catch(() => position);
+  position = Math.min(position, head);
   while (Date.now() < deadline) {
     const positions = await Promise.all(projections.map((p) => readStore.getCheckpoint(`projection:${p.name}`)));
     if (positions.every((p) => (p ?? -1) >= position)) return;

@@ -132,6 +132,8 @@ export class EsdbEventStore implements EventStore {
   private readonly client: EventStoreDBClient;
   private readonly readDeadlineMs: number;
   private readonly pingDeadlineMs: number;
+  /** Stops of the open subscriptions: `dispose()` cancels their calls without ending their streams. */
+  private readonly openSubscriptions = new Set<() => Promise<void>>();
 
   constructor(connectionString: string, options: EsdbOptions = {}) {
     const problem = connectionStringProblem(connectionString);
@@ -298,9 +300,16 @@ export class EsdbEventStore implements EventStore {
     const release = async () => {
       if (released) return;
       released = true;
+      this.openSubscriptions.delete(stop);
       await subscription.unsubscribe().catch(() => {});
       subscription.destroy();
     };
+    const stop = async () => {
+      stopped = true;
+      signal();
+      await release();
+    };
+    this.openSubscriptions.add(stop);
 
     async function* batches(): AsyncGenerator<SubscriptionBatch> {
       let delivered = from;
@@ -334,14 +343,7 @@ export class EsdbEventStore implements EventStore {
       }
     }
     const iterator = batches();
-    return {
-      [Symbol.asyncIterator]: () => iterator,
-      stop: async () => {
-        stopped = true;
-        signal();
-        await release();
-      },
-    };
+    return { [Symbol.asyncIterator]: () => iterator, stop };
   }
 
   /** One event of `$all` (needs the read right on it), within a short deadline. */
@@ -353,7 +355,9 @@ export class EsdbEventStore implements EventStore {
     }
   }
 
+  /** Ends every open subscription's iterator, then closes the connection. */
   async close(): Promise<void> {
+    await Promise.allSettled([...this.openSubscriptions].map((stop) => stop()));
     await this.client.dispose();
   }
 }
