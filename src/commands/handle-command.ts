@@ -29,7 +29,11 @@ export interface CommandResult<State, Event> {
 
 export interface HandleOptions {
   maxAttempts?: number;
-  /** Derive event ids (e.g. from a bus message or a scanner nonce) so a repeated command appends nothing new. */
+  /**
+   * Derive event ids (e.g. from a bus message or a scanner nonce) so a repeated command appends
+   * nothing new: when the first id is already in the stream, nothing is decided (durably, on
+   * every store).
+   */
   eventIds?: (index: number) => string;
 }
 
@@ -83,16 +87,24 @@ async function load<State, Command, Event extends AnyEvent>(
   eventIds?: (index: number) => string,
   useCache = false,
 ): Promise<Decided<State, Event>> {
-  const cached = useCache ? folded.get(store)?.get(streamName) : undefined;
+  // With caller-chosen ids the stream is read, not the cache: the ids are looked for in it.
+  const cached = useCache && !eventIds ? folded.get(store)?.get(streamName) : undefined;
   let state = cached?.state as State | undefined;
   let revision = cached?.revision ?? -1;
+  let applied = false;
   if (state === undefined) {
     const history = await store.readStream(streamName);
     state = decider.initialState();
     for (const stored of history) state = decider.evolve(state, stored as unknown as Event);
     revision = history.length > 0 ? history[history.length - 1]!.revision : -1;
+    // Check first: a command whose ids are already in the stream was applied. The store's own
+    // id check covers only a retry at the same revision (EventStoreDB), not one decided later.
+    if (eventIds) {
+      const first = eventIds(0);
+      applied = history.some((stored) => stored.id === first);
+    }
   }
-  const events = decider.decide(command, state);
+  const events = applied ? [] : decider.decide(command, state);
   const metadata = metadataOf(context);
   const toAppend = events.map((event, index) => ({
     id: eventIds?.(index) ?? newId(),

@@ -72,4 +72,18 @@ describe('the command loop', () => {
     ).rejects.toThrow('over the maximum');
     expect(await store.readStream('count-c')).toEqual([]);
   });
+
+  it('decides nothing for a command whose caller-chosen ids are already in the stream, even after other writes', async () => {
+    const stream = 'count-f';
+    const id = crypto.randomUUID();
+    const first = await handleCommand(store, counter, stream, { type: 'Count', by: 1, max: 9 }, context, { eventIds: () => id });
+    expect(first.events).toHaveLength(1);
+    // Another writer moves the stream on: a retry now decides at another revision, where
+    // EventStoreDB's own id check would not see the first write.
+    await store.append(stream, [{ id: crypto.randomUUID(), type: 'Counted', data: { by: 1 }, metadata: { ...context, occurredAt: 'x' } }], 0);
+    const again = await handleCommand(store, counter, stream, { type: 'Count', by: 1, max: 9 }, context, { eventIds: () => id });
+    expect(again.events).toEqual([]);
+    expect(again.state).toBe(2);
+    expect((await store.readStream(stream)).filter((e) => e.id === id)).toHaveLength(1);
+  });
 });
