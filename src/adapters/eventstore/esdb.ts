@@ -265,7 +265,7 @@ export class EsdbEventStore implements EventStore {
     const filter = options.filter;
     const prefixes = filter?.streamPrefixes;
     const serverFilter =
-      prefixes && !prefixes.includes('')
+      prefixes && prefixes.length > 0 && !prefixes.includes('')
         ? streamNameFilter({ prefixes, checkpointInterval: 1 })
         : filter?.eventTypes
           ? eventTypeFilter({ prefixes: filter.eventTypes, checkpointInterval: 1 })
