@@ -186,7 +186,8 @@ async function applyItem(store: EventStore, intent: BatchIntent, index: number, 
     if (decided.length === 0) return { status: 'applied', state: fresh.state, redecided: true, events: [], position: -1, revision: fresh.revision };
     base = { state: fresh.state, revision: fresh.revision };
     expected = fresh.revision < 0 ? 'no_stream' : fresh.revision;
-    events = itemEvents(intent, index, fresh.revision, decided, item.eventIds);
+    // Caller-chosen ids belong to the item's own command, never to its undo.
+    events = itemEvents(intent, index, fresh.revision, decided, planned ? item.eventIds : undefined);
   }
 }
 
