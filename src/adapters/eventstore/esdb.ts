@@ -118,6 +118,8 @@ export interface EsdbOptions {
   readDeadlineMs?: number;
   /** Deadline of the reachability probe. */
   pingDeadlineMs?: number;
+  /** A client to use instead of one made from the connection string (tests). */
+  client?: EventStoreDBClient;
 }
 
 /**
@@ -138,7 +140,7 @@ export class EsdbEventStore implements EventStore {
   constructor(connectionString: string, options: EsdbOptions = {}) {
     const problem = connectionStringProblem(connectionString);
     if (problem) throw new Error(`EVENTSTORE_URL is not a valid esdb connection string: ${problem}`);
-    this.client = EventStoreDBClient.connectionString(connectionString);
+    this.client = options.client ?? EventStoreDBClient.connectionString(connectionString);
     this.readDeadlineMs = options.readDeadlineMs ?? 10_000;
     this.pingDeadlineMs = options.pingDeadlineMs ?? 1_500;
   }

@@ -1,0 +1,217 @@
+import { Readable } from 'node:stream';
+import type { EventStoreDBClient } from '@eventstore/db-client';
+import { describe, expect, it } from 'vitest';
+import { EsdbEventStore } from '../../src/adapters/eventstore/esdb.js';
+import { StoreUnavailableError, type SubscriptionBatch } from '../../src/adapters/eventstore/port.js';
+
+/**
+ * The EventStoreDB adapter's reading logic against a stand-in for @eventstore/db-client 6.x
+ * (no server runs here): the client's subscription is an object-mode stream whose checkpoint
+ * callback runs in order with the events (its Transform awaits it before taking the next
+ * message), the client's reads have no deadline of their own, and `dispose()` cancels calls
+ * without ending their streams. The real server runs the contract suite (docs/eventstore.md).
+ */
+
+type Item = { position: number; stream: string; type?: string } | { checkpoint: number } | 'end';
+
+const resolved = (position: number, stream: string, type = 'Happened') => ({
+  event: {
+    id: `00000000-0000-4000-8000-${String(position).padStart(12, '0')}`,
+    type,
+    data: {},
+    metadata: { tenantId: 't', actor: { type: 'system', id: 'x' }, correlationId: 'c', occurredAt: 'x', $correlationId: 'c' },
+    streamId: stream,
+    revision: 0n,
+    created: new Date(0),
+    position: { commit: BigInt(position), prepare: BigInt(position) },
+  },
+});
+
+/** The client's subscription: items produced only when the reader asks (a paused gRPC stream). */
+class FakeSubscription extends Readable {
+  produced = 0;
+  unsubscribed = false;
+  private waiting = false;
+
+  constructor(
+    private readonly items: Item[],
+    private readonly checkpointReached: ((s: unknown, p: { commit: bigint; prepare: bigint }) => void) | undefined,
+    highWaterMark: number,
+  ) {
+    super({ objectMode: true, highWaterMark });
+  }
+
+  override _read(): void {
+    for (;;) {
+      const item = this.items.shift();
+      if (item === undefined) {
+        this.waiting = true; // live: nothing more for now
+        return;
+      }
+      if (item === 'end') {
+        this.push(null);
+        return;
+      }
+      if ('checkpoint' in item) {
+        this.checkpointReached?.(this, { commit: BigInt(item.checkpoint), prepare: BigInt(item.checkpoint) });
+        continue;
+      }
+      this.produced += 1;
+      this.push(resolved(item.position, item.stream, item.type));
+      return;
+    }
+  }
+
+  /** More from the server while live. */
+  feed(...items: Item[]): void {
+    this.items.push(...items);
+    if (this.waiting) {
+      this.waiting = false;
+      this._read();
+    }
+  }
+
+  async unsubscribe(): Promise<void> {
+    this.unsubscribed = true;
+  }
+}
+
+/** A client read: its events, or (`endless`) a server that never answers. */
+function readable(events: unknown[], endless = false) {
+  const stream = endless ? new Readable({ objectMode: true, read() {} }) : Readable.from(events, { objectMode: true });
+  return Object.assign(stream, { cancel: async () => void stream.destroy() });
+}
+
+function fakeClient(all: { position: number; stream: string; type?: string }[], script: Item[] = []) {
+  const subscriptions: FakeSubscription[] = [];
+  const client = {
+    subscribeToAll: (options: { filter?: { checkpointReached?: FakeSubscription['checkpointReached'] } }, readableOptions: { highWaterMark: number }) => {
+      const subscription = new FakeSubscription([...script], options.filter?.checkpointReached, readableOptions.highWaterMark);
+      subscriptions.push(subscription);
+      return subscription;
+    },
+    readAll: (options: { fromPosition: 'end' | { commit: bigint }; maxCount: number }) => {
+      // Backwards from a position, that position included (the adapter must not count it twice).
+      const below = options.fromPosition === 'end' ? Number.POSITIVE_INFINITY : Number(options.fromPosition.commit);
+      const page = all.filter((e) => e.position <= below).sort((a, b) => b.position - a.position).slice(0, options.maxCount);
+      return readable(page.map((e) => resolved(e.position, e.stream, e.type)));
+    },
+    readStream: () => readable([], true),
+    dispose: async () => {},
+  };
+  return { client: client as unknown as EventStoreDBClient, subscriptions };
+}
+
+async function take(iterator: AsyncIterator<SubscriptionBatch>): Promise<SubscriptionBatch> {
+  const next = await iterator.next();
+  if (next.done) throw new Error('the iterator ended');
+  return next.value;
+}
+
+describe('EventStoreDB adapter reading logic (client stand-in)', () => {
+  it('moves to a checkpoint only once every event before it was handed out', async () => {
+    const { client } = fakeClient([], [
+      { position: 10, stream: 'want-1' },
+      { position: 20, stream: 'want-1' },
+      { checkpoint: 50 },
+    ]);
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client });
+    const subscription = store.subscribeToAll({ filter: { streamPrefixes: ['want-'] }, batchSize: 1 });
+    const iterator = subscription[Symbol.asyncIterator]();
+    const first = await take(iterator);
+    expect(first.events.map((e) => e.position)).toEqual([10]);
+    expect(first.position).toBe(10);
+    const second = await take(iterator);
+    expect(second.events.map((e) => e.position)).toEqual([20]);
+    expect(second.events[0]!.metadata).not.toHaveProperty('$correlationId');
+    // The checkpoint comes with this batch or the next one, never before the events it covers.
+    const last = second.position === 50 ? second : await take(iterator);
+    expect(last.position).toBe(50);
+    expect(last === second || last.events.length === 0).toBe(true);
+    await subscription.stop();
+  });
+
+  it('reports progress past skipped events at a checkpoint with an empty batch', async () => {
+    const { client } = fakeClient([], [{ position: 5, stream: 'other-1' }, { checkpoint: 7 }]);
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client });
+    const subscription = store.subscribeToAll({ filter: { streamPrefixes: ['want-'] } });
+    const iterator = subscription[Symbol.asyncIterator]();
+    expect(await take(iterator)).toEqual({ events: [], position: 7 });
+    await subscription.stop();
+  });
+
+  it('pulls from the client only as the consumer reads (bounded buffer)', async () => {
+    const script: Item[] = Array.from({ length: 10_000 }, (_, i) => ({ position: i + 1, stream: 'want-1' }));
+    const { client, subscriptions } = fakeClient([], script);
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client });
+    const subscription = store.subscribeToAll({ filter: { streamPrefixes: ['want-'] }, batchSize: 100 });
+    const iterator = subscription[Symbol.asyncIterator]();
+    const first = await take(iterator);
+    expect(first.events).toHaveLength(100);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Produced: the batch handed out plus at most a buffer's worth, not the 10,000 on offer.
+    expect(subscriptions[0]!.produced).toBeLessThanOrEqual(300);
+    await subscription.stop();
+  });
+
+  it('ends the iterator when the client stream ends, and when stopped while live', async () => {
+    const { client, subscriptions } = fakeClient([], [{ position: 1, stream: 'want-1' }, 'end']);
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client });
+    const ended = store.subscribeToAll({ filter: { streamPrefixes: ['want-'] } });
+    const seen: number[] = [];
+    for await (const batch of ended) seen.push(...batch.events.map((e) => e.position));
+    expect(seen).toEqual([1]);
+
+    const { client: live, subscriptions: liveSubs } = fakeClient([], []);
+    const liveStore = new EsdbEventStore('esdb://localhost:2113?tls=false', { client: live });
+    const subscription = liveStore.subscribeToAll({ filter: { streamPrefixes: ['want-'] } });
+    const reading = (async () => {
+      const got: number[] = [];
+      for await (const batch of subscription) got.push(...batch.events.map((e) => e.position));
+      return got;
+    })();
+    liveSubs[0]!.feed({ position: 3, stream: 'want-2' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await subscription.stop();
+    expect(await reading).toEqual([3]);
+    expect(liveSubs[0]!.unsubscribed).toBe(true);
+    expect(liveSubs[0]!.destroyed).toBe(true);
+    expect(subscriptions[0]!.destroyed).toBe(true);
+  });
+
+  it('ends open subscriptions on close (the client’s dispose cancels calls without ending them)', async () => {
+    const { client, subscriptions } = fakeClient([], []);
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client });
+    const subscription = store.subscribeToAll({ filter: { streamPrefixes: ['want-'] } });
+    const reading = (async () => {
+      for await (const _batch of subscription) {
+        // nothing arrives
+      }
+      return 'ended';
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await store.close();
+    expect(await reading).toBe('ended');
+    expect(subscriptions[0]!.destroyed).toBe(true);
+  });
+
+  it('finds the filtered head below system events and streams nobody reads, page by page', async () => {
+    const all = [
+      { position: 1, stream: 'want-1' },
+      ...Array.from({ length: 100 }, (_, i) => ({ position: 2 + i, stream: i % 2 ? '$stats-1' : 'other-1', type: i % 2 ? '$statsCollected' : 'Noise' })),
+    ];
+    const { client } = fakeClient(all);
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client });
+    expect(await store.headPosition({ streamPrefixes: ['want-'] })).toBe(1);
+    expect(await store.headPosition()).toBe(100); // the last event that is not the server's own
+    expect(await store.headPosition({ streamPrefixes: ['none-'] })).toBe(-1);
+  });
+
+  it('gives a read that never answers a deadline, as a retryable StoreUnavailableError', async () => {
+    const { client } = fakeClient([]);
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client, readDeadlineMs: 50 });
+    const failure = await store.readStream('any-1').catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect(failure).toMatchObject({ reason: 'deadline_exceeded', retryable: true });
+  });
+});
