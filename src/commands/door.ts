@@ -71,6 +71,20 @@ async function scannedBy(services: Services, context: CommandContext): Promise<S
   return { id, username: account?.userName ?? id };
 }
 
+/**
+ * `force` overrides a block or validity window: the client may, and a team member whose
+ * client set `canForce` on them; anyone else is refused (403) before the scan is recorded.
+ */
+async function checkMayForce(services: Services, context: CommandContext): Promise<void> {
+  if (context.actor.type !== 'team_member') return;
+  const member = await services.readStore.collection<TeamMemberDoc>('team_members').get(context.actor.id);
+  if (member?.canForce !== true) {
+    throw new DomainError('forbidden', 'this team member may not force a scan; the client can allow it with canForce on the team member', {
+      code: 'force_not_allowed',
+    });
+  }
+}
+
 async function scanInfo(services: Services, context: CommandContext, eventId: string, request: ScanRequest): Promise<ScanInfo> {
   if (request.at && Date.parse(request.at) > context.now.getTime() + maxClockSkewMs) {
     throw new DomainError('validation_error', 'the scan time `at` is in the future', {
@@ -155,6 +169,7 @@ export async function scan(
   direction: 'in' | 'out',
 ): Promise<ScanResponse> {
   await getEvent(services, context.tenantId, eventId);
+  if (request.force) await checkMayForce(services, context);
   const info = await scanInfo(services, context, eventId, request);
   const found = await findGuests(services, eventId, request);
   if (found.length !== 1) {

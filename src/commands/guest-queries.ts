@@ -7,6 +7,7 @@ import { getEvent } from './events.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
 import type { ScanDoc } from '../projections/guests.js';
+import type { TeamMemberDoc } from '../projections/accounts.js';
 
 /** A literal text as a case-insensitive regex: the caller's text is never a pattern. */
 const literal = (text: string) => ({ $regex: text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), $options: 'i' });
@@ -89,11 +90,25 @@ interface TeamStatsDoc {
   activity?: Record<string, number>;
 }
 
-/** Spec: Team member event statistics, with activity grouped into buckets of `bucketMinutes`. */
+/**
+ * Spec: Team member event statistics, with activity grouped into buckets of `bucketMinutes`.
+ * Every team member of the client is listed (zeros when they scanned nothing here), and so is
+ * the client itself when it scanned; sorted by username.
+ */
 export async function teamStats(services: Services, clientId: string, eventId: string, bucketMinutes: number) {
   await getEvent(services, clientId, eventId);
+  const docs = new Map<string, TeamStatsDoc>();
+  for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ eventId })) {
+    if (doc.clientId === clientId) docs.set(doc.teamMemberId, doc);
+  }
+  for await (const member of services.readStore.collection<TeamMemberDoc>('team_members').stream({ clientId })) {
+    if (!docs.has(member._id)) {
+      docs.set(member._id, { _id: `${eventId}:${member._id}`, eventId, clientId, teamMemberId: member._id, username: member.userName, checkedIn: 0, checkedOut: 0 });
+    }
+  }
+  const sorted = [...docs.values()].sort((a, b) => (a.username < b.username ? -1 : a.username > b.username ? 1 : 0));
   const stats: unknown[] = [];
-  for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ eventId }, { sort: { username: 1 } })) {
+  for (const doc of sorted) {
     const buckets = new Map<number, number>();
     for (const [key, count] of Object.entries(doc.activity ?? {})) {
       const start = Math.floor(Number(key.slice(1)) / bucketMinutes) * bucketMinutes;
@@ -123,8 +138,13 @@ interface EventStatsDoc {
   annulled?: number;
 }
 
-const decodeKeys = <T>(map: Record<string, T> | undefined) =>
-  Object.fromEntries(Object.entries(map ?? {}).map(([k, v]) => [decodeURIComponent(k), v]));
+/** Gates and devices by name; one whose every admission was annulled is left out, as a recount of the scans would. */
+const decodeKeys = (map: Record<string, { admissions: number; people: number }> | undefined) =>
+  Object.fromEntries(
+    Object.entries(map ?? {})
+      .filter(([, v]) => v.admissions !== 0)
+      .map(([k, v]) => [decodeURIComponent(k), v]),
+  );
 
 /** The organizer's overview of one event. */
 export async function eventStats(services: Services, clientId: string, eventId: string) {

@@ -82,6 +82,8 @@ export type GuestEvent =
         at: string;
         people: number;
         scannedBy: ScanInfo['scannedBy'];
+        /** Gate and device of the annulled scan, so the event's counts by gate and device drop it too. */
+        admittedVia?: { gate?: string; device?: string };
         annulledBy: string;
         admittedAt: string;
         /** The admission state the guest returns to. */
@@ -112,6 +114,8 @@ export interface LastAdmission {
   previousAdmitted?: string;
   people: number;
   scannedBy: ScanInfo['scannedBy'];
+  gate?: string;
+  device?: string;
 }
 
 /** What a scan decided, kept per nonce so an offline scanner's repeat gets the first answer. */
@@ -242,6 +246,8 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
           previousAdmitted: state.admitted,
           people: d.people,
           scannedBy: d.scannedBy,
+          ...(d.gate !== undefined ? { gate: d.gate } : {}),
+          ...(d.device !== undefined ? { device: d.device } : {}),
         },
       }, d.nonce, outcome);
     }
@@ -315,8 +321,9 @@ function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, stat
   }
   const allowed = state.details.plusOnes ?? 0;
   const left = state.inside ? allowed - state.admittedPlusOnes : allowed;
-  // Without a count: a group brings everyone; otherwise the guest alone, or one late plus one.
-  const wanted = command.plusOnes ?? (state.details.isGroup ? left : state.inside ? Math.min(1, left) : 0);
+  // Without a count: a group brings everyone; otherwise the guest alone. A guest who is inside
+  // brings late plus ones only when the scan says how many, so an accidental double scan admits nobody.
+  const wanted = command.plusOnes ?? (state.details.isGroup ? left : 0);
   const plusOnesAdmitted = Math.max(0, Math.min(wanted, left));
   if (state.inside && plusOnesAdmitted === 0) return reject('already_admitted');
   const guestEntered = !state.inside;
@@ -424,6 +431,10 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
               at: command.now,
               people: last.people,
               scannedBy: last.scannedBy,
+              admittedVia: {
+                ...(last.gate !== undefined ? { gate: last.gate } : {}),
+                ...(last.device !== undefined ? { device: last.device } : {}),
+              },
               annulledBy: command.annulledBy,
               admittedAt: last.at,
               restored: {

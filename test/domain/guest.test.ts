@@ -40,9 +40,14 @@ describe('guest decider: check-in', () => {
       { type: 'GuestAdmitted', data: { plusOnesAdmitted: 2, admittedPlusOnes: 2 } },
     ]));
 
-  it('admits a late plus one on a second scan', () =>
-    given([registered({ plusOnes: 2 }), admitted()]).when(checkIn()).then([
+  it('admits late plus ones on a second scan that says how many', () =>
+    given([registered({ plusOnes: 2 }), admitted()]).when(checkIn({ plusOnes: 1 })).then([
       { type: 'GuestAdmitted', data: { guestEntered: false, plusOnesAdmitted: 1, admittedPlusOnes: 1, people: 1 } },
+    ]));
+
+  it('admits no phantom plus one: a second scan without plusOnes of a guest inside is already_admitted', () =>
+    given([registered({ plusOnes: 2 }), admitted()]).when(checkIn()).then([
+      { type: 'GuestScanRejected', data: { reason: 'already_admitted' } },
     ]));
 
   it('rejects a guest inside with no plus ones left: already_admitted', () =>
