@@ -152,6 +152,17 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
       return [guestUpdate(id, at, { blockedDate: event.data.at, blockedReason: event.data.reason })];
     case 'GuestUnblocked':
       return [guestUpdate(id, at, {}, { $unset: { blockedDate: '', blockedReason: '' } })];
+    case 'GuestAdmissionImported': {
+      const d = event.data;
+      return [
+        guestUpdate(id, at, {
+          admitted: d.admitted,
+          admittedPlusOnes: d.admittedPlusOnes,
+          inside: d.inside,
+          ...(d.discharged ? { discharged: d.discharged } : {}),
+        }),
+      ];
+    }
     case 'InvitationRequested':
       // The send and its outcome are the invitation's own read models (comms work).
       return [];

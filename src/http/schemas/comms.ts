@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { mergeTokens } from '../../comms/merge-tokens.js';
+import { isPublicDomainName } from '../../domain/domain-name.js';
 import { registry } from '../openapi.js';
 import { Guid, PageQuery } from './common.js';
 
@@ -102,7 +103,13 @@ export const IdParam = z.object({ id: z.string().min(1).max(200) });
 export const DomainBody = registry.register(
   'SendingDomainRequest',
   z.object({
-    domain: z.string().trim().min(3).max(253).openapi({ description: 'The domain sends come from, e.g. example.com', example: 'example.com' }),
+    domain: z
+      .string()
+      .trim()
+      .min(3)
+      .max(254)
+      .refine(isPublicDomainName, 'must be a public domain name such as example.com (not localhost or an IP address)')
+      .openapi({ description: 'The domain sends come from, e.g. example.com', example: 'example.com' }),
     subdomain: z
       .string()
       .trim()
