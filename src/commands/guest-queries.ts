@@ -49,8 +49,27 @@ export async function listGuests(services: Services, clientId: string, eventId: 
   return { items: page.items.map(toGuestView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
 }
 
-/** Spec: guests whose additionalInfo contains the text (case-insensitive), by last then first name. */
+const byName = { lastNameLower: 1, firstNameLower: 1 } as const;
+
+/**
+ * Spec: "array of guest objects whose additional info matches" (contains the text, any case),
+ * by last then first name: every match, as a stream the route writes out as it reads.
+ */
 export async function guestsByInfo(
+  services: Services,
+  clientId: string,
+  eventId: string,
+  additionalInfo: string,
+): Promise<AsyncIterable<GuestView>> {
+  await getEvent(services, clientId, eventId);
+  const docs = guests(services).stream({ eventId, additionalInfo: literal(additionalInfo) }, { sort: byName });
+  return (async function* views() {
+    for await (const doc of docs) yield toGuestView(doc);
+  })();
+}
+
+/** byinfo one page at a time, when the caller asks for paging (`limit` or `cursor`). */
+export async function guestsByInfoPage(
   services: Services,
   clientId: string,
   eventId: string,
@@ -59,7 +78,7 @@ export async function guestsByInfo(
   await getEvent(services, clientId, eventId);
   const page = await guests(services).find(
     { eventId, additionalInfo: literal(query.additionalInfo) },
-    { sort: { lastNameLower: 1, firstNameLower: 1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
+    { sort: byName, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
   );
   return { items: page.items.map(toGuestView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
 }

@@ -302,3 +302,23 @@ describe('item 11: small ones', () => {
     }
   });
 });
+
+describe('item 7: byinfo returns every match', () => {
+  it('without limit or cursor, all matches in one JSON array (more than a page); paging only when asked', async () => {
+    const eventId = await newEvent(alice);
+    const records = Array.from({ length: 150 }, (_, i) => ({ firstName: `G${String(i).padStart(3, '0')}`, lastName: 'Same', additionalInfo: i % 2 ? 'Row A' : 'row a, aisle' }));
+    expect((await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [...records, { firstName: 'Other', additionalInfo: 'balcony' }])).status).toBe(200);
+    const all = await alice.call('GET', `/checkin/v1/api/guests/${eventId}/byinfo?additionalInfo=ROW%20a`);
+    expect(all.status).toBe(200);
+    expect(all.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(all.headers.get('x-next-cursor')).toBeNull();
+    expect(all.body).toHaveLength(150);
+    expect(all.body.map((g: { firstName: string }) => g.firstName)).toEqual(records.map((r) => r.firstName));
+    const page = await alice.call('GET', `/checkin/v1/api/guests/${eventId}/byinfo?additionalInfo=row%20a&limit=100`);
+    expect(page.body).toHaveLength(100);
+    const rest = await alice.call('GET', `/checkin/v1/api/guests/${eventId}/byinfo?additionalInfo=row%20a&cursor=${page.headers.get('x-next-cursor')}`);
+    expect(rest.body).toHaveLength(50);
+    expect((await alice.call('GET', `/checkin/v1/api/guests/${eventId}/byinfo?additionalInfo=nothing-like-it`)).body).toEqual([]);
+    expect((await bob.call('GET', `/checkin/v1/api/guests/${eventId}/byinfo?additionalInfo=row`)).status).toBe(404);
+  });
+});

@@ -95,7 +95,12 @@ const booleanQuery = z
 
 export const UpsertQuery = z.object({ removeObsoleteTags: booleanQuery.optional() });
 
-export const ByInfoQuery = PageQuery.extend({ additionalInfo: z.string().min(1).max(1000) });
+/** byinfo: every match unless the caller pages (then `limit` defaults to 100). */
+export const ByInfoQuery = z.object({
+  additionalInfo: z.string().min(1).max(1000),
+  limit: z.coerce.number().int().min(1).max(1000).optional().openapi({ description: 'Page size (1-1000); without limit and cursor, every match' }),
+  cursor: PageQuery.shape.cursor.openapi({ description: 'The X-Next-Cursor of the previous page' }),
+});
 
 export const GuestListQuery = PageQuery.extend({
   tag: z.string().max(200).optional(),
