@@ -143,13 +143,13 @@ export function guestsRouter(services: Services): Router {
     {
       method: 'post',
       path: '/checkin/v1/api/guests/:eventId/checkin',
-      summary: 'Check a guest in (by id, barcode or customId); rejections are answered and recorded',
+      summary: 'Check a guest in (by id, barcode or customId); rejections are answered and recorded; `force` needs the client or a team member with canForce (else 403)',
       tags: doorTags,
       params: EventIdParams,
       body: ScanBody,
       response: ScanResponse,
       roles: [...door],
-      errors: [404],
+      errors: [403, 404],
     },
     ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'in'),
   );

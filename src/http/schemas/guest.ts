@@ -119,7 +119,7 @@ export const ScanBody = registry.register(
       barcode: z.string().min(1).max(500).optional(),
       customId: z.string().min(1).max(200).optional(),
       plusOnes: z.number().int().min(0).max(10_000).optional().openapi({ description: 'Plus ones entering with this scan' }),
-      force: z.boolean().optional().openapi({ description: 'Supervisor override of block and validity' }),
+      force: z.boolean().optional().openapi({ description: 'Override of block and validity: the client, or a team member with canForce (else 403)' }),
       nonce: z.string().min(1).max(200).optional().openapi({ description: 'A repeat with the same nonce returns the first result' }),
       at: DateTime.optional().openapi({ description: 'Scan time of an offline scanner (default: now)' }),
       gate: z.string().max(100).optional(),
