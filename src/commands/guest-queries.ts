@@ -62,7 +62,7 @@ export async function guestsByInfo(
   additionalInfo: string,
 ): Promise<AsyncIterable<GuestView>> {
   await getEvent(services, clientId, eventId);
-  const docs = guests(services).stream({ eventId, additionalInfo: literal(additionalInfo) }, { sort: byName });
+  const docs = guests(services).stream({ eventId, additionalInfo: literal(additionalInfo) }, { sort: byName, readOnly: true });
   return (async function* views() {
     for await (const doc of docs) yield toGuestView(doc);
   })();
