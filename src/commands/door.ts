@@ -15,6 +15,7 @@ import type { GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
 import { getEvent } from './events.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
+import { findTeamMember } from './team-members.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -77,7 +78,7 @@ async function scannedBy(services: Services, context: CommandContext): Promise<S
  */
 async function checkMayForce(services: Services, context: CommandContext): Promise<void> {
   if (context.actor.type !== 'team_member') return;
-  const member = await services.readStore.collection<TeamMemberDoc>('team_members').get(context.actor.id);
+  const member = await findTeamMember(services, context.tenantId, context.actor.id);
   if (member?.canForce !== true) {
     throw new DomainError('forbidden', 'this team member may not force a scan; the client can allow it with canForce on the team member', {
       code: 'force_not_allowed',

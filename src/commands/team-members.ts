@@ -22,6 +22,12 @@ export const toTeamMemberView = (doc: TeamMemberDoc): TeamMemberView => ({
   canForce: doc.canForce ?? false,
 });
 
+/** A team member of this client by id, or null (another client's is not seen). */
+export async function findTeamMember(services: Services, clientId: string, teamMemberId: string): Promise<TeamMemberDoc | null> {
+  const doc = await services.readStore.collection<TeamMemberDoc>('team_members').get(teamMemberId);
+  return doc?.clientId === clientId ? doc : null;
+}
+
 /**
  * A create retried with an id this client already used: the same content (password included)
  * answers the stored team member, other content is 409 (docs/guests.md, "Retried creates").
