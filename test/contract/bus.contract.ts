@@ -232,10 +232,9 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
           }
         });
         await eventually(() => started.includes('in-flight'), 'the handler to start');
-        // close() abandons the pending handler instead of waiting for it.
-        const closeStarted = Date.now();
+        // close() abandons the pending handler instead of waiting for it: the handler is released only
+        // after close() resolved, so a close() that waited would never return (the test timeout is the hang guard).
         await first.consumer.close();
-        expect(Date.now() - closeStarted).toBeLessThan(5_000);
         // The abandoned handler finishing late must not commit for the closed consumer.
         release();
         await sleep(100);
