@@ -146,6 +146,26 @@ export class KafkaBus implements Bus {
     await withTimeout(check(), this.pingTimeoutMs, `kafka did not answer within ${this.pingTimeoutMs} ms`);
   }
 
+  async consumerLag(groupId: string, topics: string[]): Promise<{ topic: string; messages: number }[]> {
+    const admin = await this.connectedAdmin();
+    const existing = new Set(await admin.listTopics());
+    const present = topics.filter((topic) => existing.has(topic));
+    const committed = present.length > 0 ? await admin.fetchOffsets({ groupId, topics: present }) : [];
+    return Promise.all(
+      topics.map(async (topic) => {
+        if (!existing.has(topic)) return { topic, messages: 0 };
+        const ends = await admin.fetchTopicOffsets(topic);
+        const group = new Map((committed.find((c) => c.topic === topic)?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+        let messages = 0;
+        for (const end of ends) {
+          const done = group.get(end.partition) ?? -1;
+          messages += Math.max(0, Number(end.high) - (done >= 0 ? done : Number(end.low)));
+        }
+        return { topic, messages };
+      }),
+    );
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.consumers].map((consumer) => consumer.close()));
     const clients = [this.producer, this.admin];
