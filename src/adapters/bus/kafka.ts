@@ -150,11 +150,11 @@ export class KafkaBus implements Bus {
     const admin = await this.connectedAdmin();
     const existing = new Set(await admin.listTopics());
     const present = topics.filter((topic) => existing.has(topic));
-    const committed = present.length > 0 ? await admin.fetchOffsets({ groupId, topics: present }) : [];
+    const committed = present.length > 0 ? await retryRetriable(() => admin.fetchOffsets({ groupId, topics: present })) : [];
     return Promise.all(
       topics.map(async (topic) => {
         if (!existing.has(topic)) return { topic, messages: 0 };
-        const ends = await admin.fetchTopicOffsets(topic);
+        const ends = await retryRetriable(() => admin.fetchTopicOffsets(topic));
         const group = new Map((committed.find((c) => c.topic === topic)?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
         let messages = 0;
         for (const end of ends) {
@@ -355,3 +355,14 @@ function headersToStrings(headers: IHeaders | undefined): Record<string, string>
   return result;
 }
 
+/** Retries a Kafka admin call on a retriable error (a group's coordinator still loading answers NOT_COORDINATOR). */
+async function retryRetriable<T>(call: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      if (attempt >= attempts || !(error as { retriable?: boolean }).retriable) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
+  }
+}
