@@ -20,7 +20,8 @@ export interface OverloadOptions {
  * waits in the event loop before any of its work starts, so the event-loop delay is the early
  * sign. While it is above the threshold, new API requests get 503 `overloaded` with Retry-After
  * at once, which costs next to nothing, and the requests already accepted finish in time.
- * /healthz, /readyz and /metrics are mounted before the guard and keep answering.
+ * /healthz, /readyz and /metrics are mounted before the guard and keep answering; so do the dev
+ * identity provider's discovery and keys, which the service's own token checks fetch.
  */
 export class OverloadGuard {
   private readonly histogram?: IntervalHistogram;
@@ -47,8 +48,9 @@ export class OverloadGuard {
 
   middleware(): RequestHandler {
     const retryAfter = String(this.options.retryAfterSeconds);
-    return (_req, _res, next) => {
-      if (!this.overloaded) return next();
+    return (req, _res, next) => {
+      // The dev identity provider's discovery and keys: the service's own token checks fetch them.
+      if (!this.overloaded || req.path.startsWith('/core/.well-known/')) return next();
       this.options.metrics?.countOverloadRefusal();
       next(new HttpError(503, 'overloaded', `the service is overloaded; retry after ${retryAfter} s`, undefined, { 'Retry-After': retryAfter }));
     };
