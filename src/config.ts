@@ -54,6 +54,8 @@ export interface Config {
 export interface ObservabilityConfig {
   /** METRICS_TOKEN: GET /metrics then needs `Authorization: Bearer <token>`; unset, it answers only on loopback. */
   metricsToken?: string;
+  /** METRICS_PORT: for a process without the api role, a listener of its own for /metrics and /healthz. */
+  metricsPort?: number;
   /** OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: above this mean event-loop delay, new requests get 503 (default 50; 0 = off). */
   overloadMaxEventLoopDelayMs: number;
   /** OVERLOAD_RETRY_AFTER_SECONDS: the Retry-After of those 503s (default 1). */
@@ -121,6 +123,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     comms: commsConfig(env, problems, int),
     observability: {
       metricsToken: env.METRICS_TOKEN || undefined,
+      metricsPort: env.METRICS_PORT ? int('METRICS_PORT', 0) : undefined,
       overloadMaxEventLoopDelayMs: int('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 50),
       overloadRetryAfterSeconds: int('OVERLOAD_RETRY_AFTER_SECONDS', 1),
     },

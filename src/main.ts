@@ -57,6 +57,7 @@ import { Metrics } from './observability/metrics.js';
 import { observedEventStore } from './observability/observed-event-store.js';
 import { pipelineProbe } from './observability/pipeline-lag.js';
 import { OverloadGuard } from './http/middleware/overload.js';
+import { startMetricsServer } from './observability/metrics-server.js';
 import { relayCheckpoint } from './workers/relay.js';
 import { sendWorkerGroup } from './workers/send-worker.js';
 import { dispatcherGroup } from './workers/webhook-dispatcher.js';
@@ -185,6 +186,12 @@ export async function startService(
   const server = api?.server;
   const url = api?.url;
   if (url) logger.info({ url, role }, 'listening');
+  const { metricsPort, metricsToken } = config.observability;
+  if (!api && metricsPort !== undefined) {
+    const scrape = await startMetricsServer({ metrics, port: metricsPort, host: config.host, ...(metricsToken ? { token: metricsToken } : {}) });
+    closers.push(() => new Promise<void>((resolve) => scrape.server.close(() => resolve())));
+    logger.info({ url: `${scrape.url}/metrics`, role }, 'metrics listening');
+  }
 
   return {
     platform,

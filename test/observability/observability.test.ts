@@ -148,6 +148,30 @@ describe('GET /metrics (issue 12 item 1)', () => {
   });
 });
 
+describe('METRICS_PORT (a process without the api role)', () => {
+  it('serves /metrics on a listener of its own, so the workers’ send and webhook counters can be scraped', async () => {
+    const logged: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logged.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    const workers = await startTestService({ METRICS_PORT: '0' }, { role: 'workers', logger: createLogger('info', sink) });
+    try {
+      const line = logged.find((l) => l.msg === 'metrics listening');
+      expect(line).toMatchObject({ role: 'workers', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/) });
+      const reply = await fetch(String(line!.url));
+      expect(reply.status).toBe(200);
+      const text = await reply.text();
+      expect(text).toContain('# TYPE invitation_sends_total counter');
+      expect(text).toContain('# TYPE webhook_attempts_total counter');
+    } finally {
+      await workers.close();
+    }
+  });
+});
+
 describe('one request followed end to end (issue 12 item 2)', () => {
   it('keeps the caller’s traceparent and request id from the guest create to its comms.sent webhook', async () => {
     const { client, receiver, eventId, templateId } = await invitingClient();

@@ -11,6 +11,8 @@ export interface OverloadOptions {
   retryAfterSeconds: number;
   /** How often the delay is sampled (ms). */
   sampleIntervalMs?: number;
+  /** While overloaded, this many accepted requests may still be in flight, so the service keeps making progress. */
+  minInFlight?: number;
   metrics?: Metrics;
   logger?: Logger;
 }
@@ -19,7 +21,9 @@ export interface OverloadOptions {
  * Load shedding (docs/operations.md "Overload"): when the process cannot keep up, a request
  * waits in the event loop before any of its work starts, so the event-loop delay is the early
  * sign. While it is above the threshold, new API requests get 503 `overloaded` with Retry-After
- * at once, which costs next to nothing, and the requests already accepted finish in time.
+ * at once, which costs next to nothing, and the requests already accepted finish in time; a
+ * few (`minInFlight`) are still accepted at a time, so the service keeps serving at its pace
+ * instead of refusing everyone until the delay clears.
  * /healthz, /readyz and /metrics are mounted before the guard and keep answering; so do the dev
  * identity provider's discovery and keys, which the service's own token checks fetch.
  */
@@ -28,12 +32,13 @@ export class OverloadGuard {
   private readonly timer?: NodeJS.Timeout;
   private delayMs = 0;
   private overloaded = false;
+  private inFlight = 0;
 
   constructor(private readonly options: OverloadOptions) {
     if (options.maxEventLoopDelayMs <= 0) return;
     this.histogram = monitorEventLoopDelay({ resolution: 10 });
     this.histogram.enable();
-    this.timer = setInterval(() => this.sample(), options.sampleIntervalMs ?? 250);
+    this.timer = setInterval(() => this.sample(), options.sampleIntervalMs ?? 100);
     this.timer.unref();
   }
 
@@ -48,9 +53,17 @@ export class OverloadGuard {
 
   middleware(): RequestHandler {
     const retryAfter = String(this.options.retryAfterSeconds);
-    return (req, _res, next) => {
+    const minInFlight = this.options.minInFlight ?? 8;
+    const finished = () => {
+      this.inFlight -= 1;
+    };
+    return (req, res, next) => {
       // The dev identity provider's discovery and keys: the service's own token checks fetch them.
-      if (!this.overloaded || req.path.startsWith('/core/.well-known/')) return next();
+      if (!this.overloaded || this.inFlight < minInFlight || req.path.startsWith('/core/.well-known/')) {
+        this.inFlight += 1;
+        res.once('close', finished);
+        return next();
+      }
       this.options.metrics?.countOverloadRefusal();
       next(new HttpError(503, 'overloaded', `the service is overloaded; retry after ${retryAfter} s`, undefined, { 'Retry-After': retryAfter }));
     };
