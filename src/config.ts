@@ -60,6 +60,8 @@ export interface ObservabilityConfig {
   overloadMaxEventLoopDelayMs: number;
   /** OVERLOAD_RETRY_AFTER_SECONDS: the Retry-After of those 503s (default 1). */
   overloadRetryAfterSeconds: number;
+  /** OVERLOAD_MIN_IN_FLIGHT: requests still accepted at a time while overloaded, so work goes on (default 8). */
+  overloadMinInFlight: number;
 }
 
 export interface CommsConfig {
@@ -126,6 +128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       metricsPort: env.METRICS_PORT ? int('METRICS_PORT', 0) : undefined,
       overloadMaxEventLoopDelayMs: int('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 50),
       overloadRetryAfterSeconds: int('OVERLOAD_RETRY_AFTER_SECONDS', 1),
+      overloadMinInFlight: int('OVERLOAD_MIN_IN_FLIGHT', 8),
     },
   };
   if (config.observability.metricsToken !== undefined && config.observability.metricsToken.length < 16) {

@@ -272,6 +272,7 @@ async function startApi(
   const overload = new OverloadGuard({
     maxEventLoopDelayMs: config.observability.overloadMaxEventLoopDelayMs,
     retryAfterSeconds: config.observability.overloadRetryAfterSeconds,
+    minInFlight: config.observability.overloadMinInFlight,
     metrics,
     logger: services.logger,
   });
