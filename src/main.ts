@@ -2,6 +2,7 @@
  * Composition root: the only place that reads configuration and knows which adapter runs.
  * `npm start` runs every role in one process; `node dist/src/main.js <role>` runs one.
  */
+import { answerClientErrors } from './http/client-errors.js';
 import path from 'node:path';
 import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
@@ -266,6 +267,7 @@ async function startApi(
   every(60_000, 'export sweep', () => sweepExpiredExports(services, exportSettings(config)), closers, services.logger);
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
+    answerClientErrors(s);
     s.once('error', reject);
   });
   const address = server.address();

@@ -7,6 +7,9 @@ import { openApiDocument } from './openapi.js';
 import { commsGates } from './auth.js';
 import { idempotency } from './middleware/idempotency.js';
 import type { RateLimits } from './middleware/rate-limit.js';
+import { declaredLengthLimit, jsonOnly, verifyUtf8 } from './middleware/body-guards.js';
+import { methodGuard } from './middleware/methods.js';
+import { declaredRoutes } from './route.js';
 import { docsRouter } from './docs-page.js';
 import { adminAuth, adminRouter } from './routes/admin.js';
 import { eventsRouter } from './routes/events.js';
@@ -49,6 +52,8 @@ export interface AppOptions {
   comms?: { linkPolicy: LinkPolicy; domains: DomainAuthenticator; sendgridEventPublicKey?: string };
 }
 
+const apiAreas = ['/checkin/v1', '/comms/v1', '/users/v1', '/admin/v1'];
+
 const requestIds: RequestHandler = (req, res, next) => {
   const incoming = req.get('x-request-id');
   res.locals.requestId = incoming && incoming.length <= 200 ? incoming : newId();
@@ -89,25 +94,25 @@ export function createApp(options: AppOptions): Express {
   if (options.identityProvider) app.use('/core', options.identityProvider);
 
   if (options.comms?.sendgridEventPublicKey) app.use(providerEventsRouter(services, options.comms.sendgridEventPublicKey));
-  app.use(express.json({ limit: options.bodyLimit, strict: false }));
+
+  const routers = [eventsRouter(services), guestsRouter(services), teamMembersRouter(services), usersRouter(services)];
+  if (options.webhooks) routers.push(webhooksRouter(services, options.webhooks));
+  if (options.exports) routers.push(exportRouter(services, options.exports));
+  if (options.comms) routers.push(commsRouter(services, options.comms.linkPolicy), sendingDomainRouter(services, options.comms.domains));
+  const admin = options.adminApiKey ? adminRouter(services) : undefined;
+  // Before authentication: which methods a path takes is public (it is in /openapi.json).
+  app.use(methodGuard(declaredRoutes(admin ? [...routers, admin] : routers)));
+  app.use(apiAreas, declaredLengthLimit(options.bodyLimit), jsonOnly);
+  app.use(express.json({ limit: options.bodyLimit, strict: false, type: ['application/json', 'application/*+json'], verify: verifyUtf8 }));
   // Every API area needs authentication; routers declare their full paths.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], options.authenticate);
   app.use('/comms/v1', commsGates());
   // After the gates, so a refusal is not stored and replayed once the account is enabled.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], idempotency(services.readStore, { now: () => services.clock.now() }));
-  app.use(eventsRouter(services));
-  app.use(guestsRouter(services));
-  app.use(teamMembersRouter(services));
-  app.use(usersRouter(services));
-  if (options.webhooks) app.use(webhooksRouter(services, options.webhooks));
-  if (options.exports) app.use(exportRouter(services, options.exports));
-  if (options.comms) {
-    app.use(commsRouter(services, options.comms.linkPolicy));
-    app.use(sendingDomainRouter(services, options.comms.domains));
-  }
-  if (options.adminApiKey) {
-    app.use('/admin/v1', adminAuth(options.adminApiKey));
-    app.use(adminRouter(services));
+  for (const router of routers) app.use(router);
+  if (admin) {
+    app.use('/admin/v1', adminAuth(options.adminApiKey!));
+    app.use(admin);
   }
 
   app.use(unknownRoute);

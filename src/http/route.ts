@@ -3,6 +3,7 @@ import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z, type ZodType } from 'zod';
 import { ErrorBody, registry } from './openapi.js';
 import { fromZodError, HttpError } from './errors.js';
+import type { KnownRoute } from './middleware/methods.js';
 import { principalOf, type Principal } from './context.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -43,6 +44,7 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
   handler: (input: RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>) => Promise<unknown>,
 ): void {
   register(spec);
+  declared.set(router, [...(declared.get(router) ?? []), { method: spec.method, path: spec.path }]);
   const roles = spec.roles ?? ['client'];
   router[spec.method](spec.path, async (req, res) => {
     if (spec.secured !== false && !roles.includes(principalOf(res).role)) {
@@ -65,6 +67,11 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
   });
 }
 
+const declared = new WeakMap<Router, KnownRoute[]>();
+
+/** The routes `defineRoute` declared on these routers (for 405 and OPTIONS). */
+export const declaredRoutes = (routers: Router[]): KnownRoute[] => routers.flatMap((r) => declared.get(r) ?? []);
+
 const errorText: Record<number, string> = {
   400: 'Validation error',
   401: 'Missing, invalid or expired bearer token, or a wrong subscription key',
@@ -72,7 +79,9 @@ const errorText: Record<number, string> = {
   404: 'Not found, or owned by another client',
   406: 'Not acceptable: the Accept header allows no format this route can send',
   409: 'Conflict',
+  405: 'Method not allowed on this path (see Allow)',
   413: 'Body too large',
+  415: 'The body is not JSON',
   422: 'Unprocessable',
   429: 'Rate limit',
 };
