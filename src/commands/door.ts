@@ -12,7 +12,7 @@ import {
 } from '../domain/guest.js';
 import type { AccountDoc, TeamMemberDoc } from '../projections/accounts.js';
 import type { GuestDoc } from '../projections/guests.js';
-import { newId } from '../shared/ids.js';
+import { newId, scopedKey } from '../shared/ids.js';
 import { getEvent } from './events.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
@@ -64,7 +64,9 @@ function scanIdFor(context: CommandContext, eventId: string, nonce?: string): st
 async function scannedBy(services: Services, context: CommandContext): Promise<ScanInfo['scannedBy']> {
   const id = context.actor.id;
   if (context.actor.type === 'team_member') {
-    const member = await services.readStore.collection<TeamMemberDoc>('team_members').get(id);
+    const members = services.readStore.collection<TeamMemberDoc>('team_members');
+    const legacy = async () => ((doc) => (doc?.clientId === context.tenantId ? doc : null))(await members.get(id));
+    const member = (await members.get(scopedKey(context.tenantId, id))) ?? (await legacy());
     return { id, username: member?.userName ?? id };
   }
   const account = await services.readStore.collection<AccountDoc>('accounts').get(id);
@@ -88,12 +90,15 @@ async function scanInfo(services: Services, context: CommandContext, eventId: st
 }
 
 /** The guests of this event that a lookup names (0, 1, or several for a shared barcode). */
-async function findGuests(services: Services, eventId: string, lookup: GuestLookup): Promise<GuestDoc[]> {
+async function findGuests(services: Services, clientId: string, eventId: string, lookup: GuestLookup): Promise<GuestDoc[]> {
   if (lookup.guestId) {
     const doc = await guests(services).get(lookup.guestId);
-    return doc && doc.eventId === eventId ? [doc] : [];
+    return doc && doc.clientId === clientId && doc.eventId === eventId ? [doc] : [];
   }
-  const filter = lookup.barcode !== undefined ? { barcode: lookup.barcode, eventId } : { customIdLower: lookup.customId!.toLowerCase(), eventId };
+  const filter =
+    lookup.barcode !== undefined
+      ? { barcode: lookup.barcode, clientId, eventId }
+      : { customIdLower: lookup.customId!.toLowerCase(), clientId, eventId };
   return (await guests(services).find(filter, { limit: 10 })).items;
 }
 
@@ -117,7 +122,7 @@ async function rejectUnmatched(
     data: { ...scan, eventId, reason, lookup, ...(candidates.length > 0 ? { candidates } : {}) },
   };
   const result = await services.eventStore.append(
-    doorStream(eventId),
+    doorStream(context.tenantId, eventId),
     [{ id: scan.scanId, type: event.type, data: event.data as unknown as Record<string, unknown>, metadata: {
       tenantId: context.tenantId,
       actor: context.actor,
@@ -156,7 +161,7 @@ export async function scan(
 ): Promise<ScanResponse> {
   await getEvent(services, context.tenantId, eventId);
   const info = await scanInfo(services, context, eventId, request);
-  const found = await findGuests(services, eventId, request);
+  const found = await findGuests(services, context.tenantId, eventId, request);
   if (found.length !== 1) {
     return rejectUnmatched(services, context, eventId, info, found.length === 0 ? 'not_found' : 'ambiguous', lookupOf(request), found.map((g) => g._id));
   }
@@ -228,7 +233,7 @@ export async function setBlocked(
     else targets.add(doc._id);
   }
   for (const [i, barcode] of (request.barcodes ?? []).entries()) {
-    const docs = await findGuests(services, eventId, { barcode });
+    const docs = await findGuests(services, context.tenantId, eventId, { barcode });
     if (docs.length === 0) errors.push({ path: `barcodes.${i}`, message: 'no guest of this event has this barcode' });
     for (const doc of docs) targets.add(doc._id);
   }

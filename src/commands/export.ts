@@ -115,7 +115,7 @@ export async function createExport(
   const partial = `${target}.part`;
   await fs.promises.mkdir(settings.dir, { recursive: true });
   const zone = await timeZoneOf(services, context.tenantId, event);
-  const rows = guests(services).stream({ eventId: event.id }, { sort: GUEST_ORDER });
+  const rows = guests(services).stream({ clientId: context.tenantId, eventId: event.id }, { sort: GUEST_ORDER });
   let rowCount: number;
   try {
     if (type === 'CSV') {

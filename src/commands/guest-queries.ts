@@ -3,7 +3,7 @@ import type { Filter } from '../adapters/readstore/port.js';
 import { DomainError } from '../domain/decider.js';
 import { guestDecider, guestStream, type GuestEvent } from '../domain/guest.js';
 import { invitationStream } from '../domain/invitation.js';
-import { getEvent } from './events.js';
+import { eventKey, getEvent } from './events.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
 import type { ScanDoc } from '../projections/guests.js';
@@ -32,7 +32,7 @@ const stateFilters: Record<NonNullable<GuestListQuery['state']>, Filter> = {
 /** Guests of an event, filtered; sorted by name, or by change time for offline sync. */
 export async function listGuests(services: Services, clientId: string, eventId: string, query: GuestListQuery) {
   await getEvent(services, clientId, eventId);
-  const clauses: Filter[] = [{ eventId }];
+  const clauses: Filter[] = [{ clientId, eventId }];
   if (query.tag) clauses.push({ tagList: query.tag.trim().toLowerCase() });
   if (query.state) clauses.push(stateFilters[query.state]);
   if (query.q) {
@@ -57,7 +57,7 @@ export async function guestsByInfo(
 ): Promise<{ items: GuestView[]; nextCursor?: string }> {
   await getEvent(services, clientId, eventId);
   const page = await guests(services).find(
-    { eventId, additionalInfo: literal(query.additionalInfo) },
+    { clientId, eventId, additionalInfo: literal(query.additionalInfo) },
     { sort: { lastNameLower: 1, firstNameLower: 1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
   );
   return { items: page.items.map(toGuestView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
@@ -71,7 +71,7 @@ export async function listScans(
 ) {
   await getEvent(services, clientId, eventId);
   const page = await services.readStore.collection<ScanDoc>('scans').find(
-    { eventId, ...(query.result ? { result: query.result } : {}) },
+    { clientId, eventId, ...(query.result ? { result: query.result } : {}) },
     { sort: { at: -1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
   );
   const items = page.items.map(({ _id, clientId: _c, ...scan }) => ({ scanId: _id, ...scan }));
@@ -93,14 +93,14 @@ interface TeamStatsDoc {
 export async function teamStats(services: Services, clientId: string, eventId: string, bucketMinutes: number) {
   await getEvent(services, clientId, eventId);
   const stats: unknown[] = [];
-  for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ eventId }, { sort: { username: 1 } })) {
+  for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ clientId, eventId }, { sort: { username: 1 } })) {
     const buckets = new Map<number, number>();
     for (const [key, count] of Object.entries(doc.activity ?? {})) {
       const start = Math.floor(Number(key.slice(1)) / bucketMinutes) * bucketMinutes;
       buckets.set(start, (buckets.get(start) ?? 0) + count);
     }
     stats.push({
-      id: doc._id,
+      id: `${doc.eventId}:${doc.teamMemberId}`,
       eventId: doc.eventId,
       teamMemberId: doc.teamMemberId,
       username: doc.username,
@@ -137,7 +137,7 @@ export async function eventStats(services: Services, clientId: string, eventId: 
   let plusOnesInvited = 0;
   let plusOnesAdmitted = 0;
   let blocked = 0;
-  for await (const guest of collection.stream({ eventId })) {
+  for await (const guest of collection.stream({ clientId, eventId })) {
     invited += 1;
     plusOnesInvited += guest.plusOnes ?? 0;
     if (guest.admitted) admitted += 1;
@@ -148,7 +148,7 @@ export async function eventStats(services: Services, clientId: string, eventId: 
     }
     if (guest.blockedDate) blocked += 1;
   }
-  const counters = await services.readStore.collection<EventStatsDoc>('event_stats').get(eventId);
+  const counters = await services.readStore.collection<EventStatsDoc>('event_stats').get(eventKey(clientId, eventId));
   return {
     eventId,
     invited,

@@ -95,7 +95,7 @@ export async function saveGuests(
             invitationId: newId(),
           };
     items.push({ streamName: guestStream(plan.guestId), decider: guestDecider, command });
-    items.push(...customIdReservations(eventId, plan));
+    items.push(...customIdReservations(context.tenantId, eventId, plan));
   }
   const results = await handleCommands(services.eventStore, items, context);
   await services.readYourWrites(lastPosition(results));
@@ -134,12 +134,12 @@ async function checkInvitations(
 }
 
 /** Reserve a new customId (and release the old one) in the same batch as the guest's change. */
-function customIdReservations(eventId: string, plan: Planned): BatchItem[] {
+function customIdReservations(clientId: string, eventId: string, plan: Planned): BatchItem[] {
   const wanted = plan.input.customId;
   const current = plan.existing?.customId;
   if (wanted === undefined || (current !== undefined && reservationKey(current) === reservationKey(wanted))) return [];
   const reserve: BatchItem = {
-    streamName: customIdStream(eventId, wanted),
+    streamName: customIdStream(clientId, eventId, wanted),
     decider: reservationDecider,
     command: { type: 'Reserve', key: wanted, ownerType: 'guest', ownerId: plan.guestId } satisfies ReservationCommand,
   };
@@ -147,7 +147,7 @@ function customIdReservations(eventId: string, plan: Planned): BatchItem[] {
   return [
     reserve,
     {
-      streamName: customIdStream(eventId, current),
+      streamName: customIdStream(clientId, eventId, current),
       decider: reservationDecider,
       command: { type: 'Release', key: current, ownerId: plan.guestId } satisfies ReservationCommand,
     },
@@ -178,7 +178,7 @@ async function planGuests(
         throw new DomainError('conflict', `a guest with id ${input.id} already exists`, { code: 'guest_exists' });
       }
     } else if (input.customId && mode === 'upsert') {
-      existing = await guests(services).findOne({ eventId, customIdLower: reservationKey(input.customId) });
+      existing = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: reservationKey(input.customId) });
     }
     const guestId = existing?._id ?? input.id ?? newId();
     if (seenIds.has(guestId)) errors.push({ path: at(input.id ? 'id' : 'customId'), message: `the same guest as record ${seenIds.get(guestId)}` });
@@ -187,7 +187,7 @@ async function planGuests(
       const key = reservationKey(input.customId);
       if (seenCustomIds.has(key)) errors.push({ path: at('customId'), message: `repeats record ${seenCustomIds.get(key)}'s customId` });
       seenCustomIds.set(key, index);
-      const holder = await guests(services).findOne({ eventId, customIdLower: key });
+      const holder = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: key });
       if (holder && holder._id !== guestId) errors.push({ path: at('customId'), message: 'already used by another guest of this event' });
     }
     plans.push({ guestId, existing, input });

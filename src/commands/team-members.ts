@@ -1,8 +1,8 @@
 import { DomainError } from '../domain/decider.js';
 import { checkPasswordPolicy } from '../domain/password-policy.js';
 import { teamMemberDecider, teamMemberStream, type TeamMemberProfile } from '../domain/team-member.js';
-import type { AccountDoc, TeamMemberDoc } from '../projections/accounts.js';
-import { newId } from '../shared/ids.js';
+import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
+import { newId, normalizeId } from '../shared/ids.js';
 import { hashPassword } from '../shared/secrets.js';
 import { reserveUsername } from './accounts.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
@@ -14,7 +14,7 @@ export interface TeamMemberView extends TeamMemberProfile {
 }
 
 export const toTeamMemberView = (doc: TeamMemberDoc): TeamMemberView => ({
-  id: doc._id,
+  id: teamMemberIdOf(doc),
   userName: doc.userName,
   email: doc.email,
   ...(doc.firstName !== undefined ? { firstName: doc.firstName } : {}),
@@ -27,10 +27,10 @@ export async function registerTeamMember(
   input: TeamMemberProfile & { id?: string; password: string },
 ): Promise<TeamMemberView> {
   const { id, password, ...profile } = input;
-  const teamMemberId = id ?? newId();
+  const teamMemberId = normalizeId(id ?? newId());
   checkPasswordPolicy(password, profile);
   await reserveUsername(services, context, profile.userName, 'team_member', teamMemberId);
-  const result = await handleCommand(services.eventStore, teamMemberDecider, teamMemberStream(teamMemberId), {
+  const result = await handleCommand(services.eventStore, teamMemberDecider, teamMemberStream(context.tenantId, teamMemberId), {
     type: 'RegisterTeamMember',
     teamMemberId,
     clientId: context.tenantId,

@@ -1,3 +1,4 @@
+import { scopedKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
 
 /**
@@ -178,7 +179,7 @@ export const guestStream = (guestId: string): string => `guest-${guestId}`;
  * Scans that match no single guest (unknown barcode, or one shared by several guests) are
  * still recorded, on the event's door stream, so the organizer sees them.
  */
-export const doorStream = (eventId: string): string => `door-${eventId}`;
+export const doorStream = (clientId: string, eventId: string): string => `door-${scopedKey(clientId, eventId)}`;
 
 export type DoorEvent = {
   type: 'UnmatchedScanRejected';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Guid } from './common.js';
+import { Guid, PlainId } from './common.js';
 
 const name = z.string().trim().max(200);
 const email = z.string().trim().email().max(320);
@@ -24,7 +24,7 @@ export const UserEmailQuery = z.object({ email: z.string().trim().min(1).max(320
 export const UserUpdateBody = registry.register(
   'UserUpdate',
   z.object({
-    id: Guid,
+    id: PlainId,
     firstName: name.optional(),
     lastName: name.optional(),
     userName: z.string().trim().min(1).max(200).optional(),
@@ -42,7 +42,7 @@ export const UserUpdateBody = registry.register(
 export const PasswordChangeBody = registry.register(
   'PasswordChangeRequest',
   z.object({
-    id: Guid,
+    id: PlainId,
     oldPassword: z.string().min(1).max(1000),
     newPassword: z.string().min(1).max(1000),
     signOutAllSessions: z.boolean().optional(),
@@ -55,7 +55,7 @@ export const TeamMemberBody = registry.register(
     userName: z.string().trim().min(1).max(200),
     password: z.string().min(1).max(1000),
     email,
-    id: Guid.optional(),
+    id: PlainId.optional().openapi({ description: 'Team member id, any string of 1-128 characters; generated when absent' }),
     firstName: name.optional(),
     lastName: name.optional(),
   }),
@@ -108,5 +108,5 @@ export const AccountCreatedResponse = registry.register(
   }),
 );
 
-export const AccountIdParams = z.object({ id: Guid });
-export const KeyParams = z.object({ id: Guid, keyId: Guid });
+export const AccountIdParams = z.object({ id: PlainId });
+export const KeyParams = z.object({ id: PlainId, keyId: Guid });

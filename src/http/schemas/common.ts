@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import '../openapi.js';
+import { normalizeId } from '../../shared/ids.js';
 
 /** Any RFC 4122 textual UUID, case-insensitive; stored lowercase. */
 export const Guid = z
@@ -7,6 +8,19 @@ export const Guid = z
   .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a GUID')
   .transform((v) => v.toLowerCase())
   .openapi({ type: 'string', format: 'uuid', example: '3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f' });
+
+/**
+ * Every id the spec does not mark GUID (Event.id, TeamMember.id, eventId, customId, user and client
+ * ids): a plain string of 1-128 characters without control characters (docs/identifiers.md).
+ * A GUID-shaped value is stored lowercase, like a GUID field.
+ */
+export const PlainId = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(128, 'must be at most 128 characters')
+  .refine((v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v), { message: 'must not contain control characters' })
+  .transform(normalizeId)
+  .openapi({ type: 'string', minLength: 1, maxLength: 128, example: 'gala-2026' });
 
 /** ISO 8601 date-time with an offset; normalised to UTC with milliseconds. */
 export const DateTime = z

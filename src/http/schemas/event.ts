@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { DateTime, Guid } from './common.js';
+import { DateTime, PlainId } from './common.js';
 import { registry } from '../openapi.js';
 
 export const EventBody = registry.register(
   'Event',
   z.object({
-    id: Guid.optional().openapi({ description: 'Event id; generated when absent. An existing id updates that event.' }),
+    id: PlainId.optional().openapi({ description: 'Event id, any string of 1-128 characters (scoped to the caller); generated when absent. An existing id updates that event.' }),
     title: z.string().trim().min(1).max(500),
     startTime: DateTime,
     endTime: DateTime,
@@ -32,4 +32,4 @@ export const EventResponse = registry.register(
   }),
 );
 
-export const IdParams = z.object({ id: z.string().min(1).max(200) });
+export const IdParams = z.object({ id: PlainId });

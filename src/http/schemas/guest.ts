@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { DateTime, Guid, PageQuery } from './common.js';
+import { DateTime, Guid, PageQuery, PlainId } from './common.js';
 
 /** Optional in the spec; CRMs often send null for "no value": null is treated as absent. */
 const optional = <T extends z.ZodType>(schema: T) =>
@@ -30,13 +30,13 @@ export const GuestBody = registry.register(
     admitted: z.unknown().optional().openapi({ description: 'Read-only: changed only by check-in' }),
     blockedDate: z.unknown().optional().openapi({ description: 'Read-only: changed only by block/unblock' }),
     blockedReason: z.unknown().optional().openapi({ description: 'Read-only: changed only by block/unblock' }),
-    eventId: optional(Guid),
+    eventId: optional(PlainId),
     validFrom: optional(DateTime),
     validTo: optional(DateTime),
     isGroup: optional(z.boolean()),
     discharged: z.unknown().optional().openapi({ description: 'Read-only: changed only by check-out' }),
     image: optional(image),
-    customId: optional(text(200).min(1)),
+    customId: optional(PlainId),
     commsTemplateId: z
       .union([Guid, z.literal(''), z.null()])
       .optional()
@@ -78,7 +78,7 @@ export const GuestResponse = registry.register(
 /** Spec Limits: at most 200 records per call. */
 export const GuestBatch = z.array(GuestBody).max(200, 'at most 200 records per call').openapi({ maxItems: 200 });
 
-export const EventIdParams = z.object({ eventId: Guid });
+export const EventIdParams = z.object({ eventId: PlainId });
 export const GuestIdParams = z.object({ id: Guid });
 
 const booleanQuery = z
@@ -104,7 +104,7 @@ export const ScanBody = registry.register(
     .object({
       guestId: Guid.optional(),
       barcode: z.string().min(1).max(500).optional(),
-      customId: z.string().min(1).max(200).optional(),
+      customId: PlainId.optional(),
       plusOnes: z.number().int().min(0).max(10_000).optional().openapi({ description: 'Plus ones entering with this scan' }),
       force: z.boolean().optional().openapi({ description: 'Supervisor override of block and validity' }),
       nonce: z.string().min(1).max(200).optional().openapi({ description: 'A repeat with the same nonce returns the first result' }),
