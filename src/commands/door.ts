@@ -191,14 +191,18 @@ export async function scan(
 const lookupOf = (request: GuestLookup): GuestLookup =>
   request.guestId ? { guestId: request.guestId } : request.barcode !== undefined ? { barcode: request.barcode } : { customId: request.customId! };
 
-/** Undo a check-in (by scan id or nonce) within the undo window; the annulment is itself an event. */
+/**
+ * Undo a check-in within the undo window, named by scan id or nonce, or by the guest (guestId or
+ * customId: that guest's last check-in); the annulment is itself an event.
+ */
 export async function undoCheckIn(
   services: Services,
   context: CommandContext,
   eventId: string,
-  request: { scanId?: string; nonce?: string },
+  request: { scanId?: string; nonce?: string; guestId?: string; customId?: string },
 ): Promise<{ annulled: string; guest: GuestView }> {
   await getEvent(services, context.tenantId, eventId);
+  if (request.guestId !== undefined || request.customId !== undefined) return undoLatest(services, context, eventId, request);
   const scanId = request.scanId ?? scanIdFor(context, eventId, request.nonce);
   const scanDoc = await services.readStore.collection<{ _id: string; guestId?: string; eventId: string; clientId: string }>('scans').get(scanId);
   if (!scanDoc?.guestId || scanDoc.eventId !== eventId || scanDoc.clientId !== context.tenantId) {
@@ -216,12 +220,33 @@ export async function undoCheckIn(
   return { annulled: scanId, guest: toGuestView(doc!) };
 }
 
-/** Block or unblock guests named by id or barcode; all are checked before any is changed. */
+async function undoLatest(
+  services: Services,
+  context: CommandContext,
+  eventId: string,
+  lookup: GuestLookup,
+): Promise<{ annulled: string; guest: GuestView }> {
+  const [found] = await findGuests(services, context.tenantId, eventId, lookup);
+  if (!found) throw new DomainError('not_found', 'no guest of this event has this id or customId');
+  const result = await handleCommand(services.eventStore, guestDecider, guestStream(found._id), {
+    type: 'AnnulCheckIn',
+    latest: true,
+    now: context.now.toISOString(),
+    undoWindowMs,
+    annulledBy: context.actor.id,
+  }, context);
+  await services.readYourWrites(result.position);
+  const doc = await guests(services).get(found._id);
+  const annulled = result.events.find((e) => e.type === 'GuestAdmissionAnnulled') as { data: { scanId: string } } | undefined;
+  return { annulled: annulled!.data.scanId, guest: toGuestView(doc!) };
+}
+
+/** Block or unblock guests named by id, customId or barcode; all are checked before any is changed. */
 export async function setBlocked(
   services: Services,
   context: CommandContext,
   eventId: string,
-  request: { ids?: string[]; barcodes?: string[]; reason?: string },
+  request: { ids?: string[]; customIds?: string[]; barcodes?: string[]; reason?: string },
   blocked: boolean,
 ): Promise<GuestView[]> {
   await getEvent(services, context.tenantId, eventId);
@@ -230,6 +255,11 @@ export async function setBlocked(
   for (const [i, id] of (request.ids ?? []).entries()) {
     const doc = await guests(services).get(id);
     if (!doc || doc.eventId !== eventId || doc.clientId !== context.tenantId) errors.push({ path: `ids.${i}`, message: 'no such guest in this event' });
+    else targets.add(doc._id);
+  }
+  for (const [i, customId] of (request.customIds ?? []).entries()) {
+    const [doc] = await findGuests(services, context.tenantId, eventId, { customId });
+    if (!doc) errors.push({ path: `customIds.${i}`, message: 'no guest of this event has this customId' });
     else targets.add(doc._id);
   }
   for (const [i, barcode] of (request.barcodes ?? []).entries()) {

@@ -11,6 +11,7 @@ import { customIdStream, reservationDecider, reservationKey, type ReservationCom
 import type { GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
 import { getEvent } from './events.js';
+import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import { templates } from './templates.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
@@ -203,9 +204,7 @@ async function planGuests(
   return plans;
 }
 
-/** One guest of this client; another client's guest is not found. */
-export async function getGuest(services: Services, clientId: string, guestId: string): Promise<GuestView> {
-  const doc = await guests(services).get(guestId.toLowerCase());
-  if (!doc || doc.clientId !== clientId) throw new DomainError('not_found', 'guest not found');
-  return toGuestView(doc);
+/** One guest of this client, by id or customId (guest-lookup.ts); another client's guest is not found. */
+export async function getGuest(services: Services, clientId: string, idOrCustomId: string, eventId?: string): Promise<GuestView> {
+  return toGuestView(await findGuestByIdOrCustomId(services, clientId, idOrCustomId, eventId));
 }

@@ -167,7 +167,8 @@ export type GuestCommand =
     }
   | { type: 'CheckIn'; scan: ScanInfo; plusOnes?: number; force: boolean; recordedAt: string }
   | { type: 'CheckOut'; scan: ScanInfo }
-  | { type: 'AnnulCheckIn'; scanId?: string; nonce?: string; now: string; undoWindowMs: number; annulledBy: string }
+  /** Names the check-in by scan id or nonce, or `latest`: the guest's last check-in (undo named by guest). */
+  | { type: 'AnnulCheckIn'; scanId?: string; nonce?: string; latest?: boolean; now: string; undoWindowMs: number; annulledBy: string }
   /** An explicit send (POST /comms/v1/api/comms/send): always a new invitation, even of the same template. */
   | { type: 'RequestInvitation'; templateId: string; invitationId: string; correlationId?: string }
   | { type: 'Block'; reason: string; at: string }
@@ -405,9 +406,10 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
       case 'AnnulCheckIn': {
         const last = state.lastAdmission;
         const matches =
-          last && ((command.scanId && last.scanId === command.scanId) || (command.nonce && last.nonce === command.nonce));
+          last &&
+          (command.latest || (command.scanId && last.scanId === command.scanId) || (command.nonce && last.nonce === command.nonce));
         if (!last || !matches) {
-          throw new DomainError('not_found', 'no check-in with this scan id or nonce that can still be undone', {
+          throw new DomainError('not_found', command.latest ? 'the guest has no check-in that can still be undone' : 'no check-in with this scan id or nonce that can still be undone', {
             code: 'check_in_not_found',
           });
         }

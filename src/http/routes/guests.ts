@@ -17,6 +17,7 @@ import {
   GuestBody,
   GuestIdParams,
   GuestListQuery,
+  GuestLookupQuery,
   GuestResponse,
   HistoryQuery,
   ScanBody,
@@ -47,8 +48,18 @@ export function guestsRouter(services: Services): Router {
   );
   defineRoute(
     router,
-    { method: 'get', path: '/checkin/v1/api/guest/:id', summary: 'Read a guest', tags, params: GuestIdParams, response: GuestResponse, roles: [...door], errors: [404] },
-    ({ params, res }) => getGuest(services, principalOf(res).tenantId, params.id),
+    {
+      method: 'get',
+      path: '/checkin/v1/api/guest/:id',
+      summary: 'Read a guest, by id or customId',
+      tags,
+      params: GuestIdParams,
+      query: GuestLookupQuery,
+      response: GuestResponse,
+      roles: [...door],
+      errors: [404, 409],
+    },
+    ({ params, query, res }) => getGuest(services, principalOf(res).tenantId, params.id, query.eventId),
   );
   defineRoute(
     router,
@@ -59,9 +70,9 @@ export function guestsRouter(services: Services): Router {
       tags,
       params: GuestIdParams,
       query: HistoryQuery,
-      errors: [404],
+      errors: [404, 409],
     },
-    ({ params, query, res }) => guestHistory(services, principalOf(res).tenantId, params.id, query.asOf),
+    ({ params, query, res }) => guestHistory(services, principalOf(res).tenantId, params.id, query),
   );
   defineRoute(
     router,
@@ -167,7 +178,7 @@ export function guestsRouter(services: Services): Router {
     {
       method: 'post',
       path: '/checkin/v1/api/guests/:eventId/checkin/undo',
-      summary: 'Annul a check-in by scan id or nonce, within 5 minutes',
+      summary: 'Annul a check-in by scan id or nonce, or the last check-in of a guest (guestId or customId), within 5 minutes',
       tags: doorTags,
       params: EventIdParams,
       body: UndoBody,
@@ -182,7 +193,7 @@ export function guestsRouter(services: Services): Router {
       {
         method: 'post',
         path: `/checkin/v1/api/guests/:eventId/${blocked ? 'block' : 'unblock'}`,
-        summary: `${blocked ? 'Block' : 'Unblock'} up to 200 guests by id or barcode; all or nothing`,
+        summary: `${blocked ? 'Block' : 'Unblock'} up to 200 guests by id, customId or barcode; all or nothing`,
         tags: doorTags,
         params: EventIdParams,
         body: BlockBody,

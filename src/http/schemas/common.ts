@@ -11,7 +11,8 @@ export const Guid = z
 
 /**
  * Every id the spec does not mark GUID (Event.id, TeamMember.id, eventId, customId, user and client
- * ids): a plain string of 1-128 characters without control characters (docs/identifiers.md).
+ * ids): a plain string of 1-128 characters without control characters, other than `.` and `..`
+ * (docs/identifiers.md).
  * A GUID-shaped value is stored lowercase, like a GUID field.
  */
 export const PlainId = z
@@ -19,6 +20,8 @@ export const PlainId = z
   .min(1, 'must not be empty')
   .max(128, 'must be at most 128 characters')
   .refine((v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v), { message: 'must not contain control characters' })
+  // URLs resolve `.` and `..` path segments (even percent-encoded) before they reach us: no route could name them.
+  .refine((v) => v !== '.' && v !== '..', { message: 'must not be . or ..' })
   .transform(normalizeId)
   .openapi({ type: 'string', minLength: 1, maxLength: 128, example: 'gala-2026' });
 

@@ -79,7 +79,14 @@ export const GuestResponse = registry.register(
 export const GuestBatch = z.array(GuestBody).max(200, 'at most 200 records per call').openapi({ maxItems: 200 });
 
 export const EventIdParams = z.object({ eventId: PlainId });
-export const GuestIdParams = z.object({ id: Guid });
+export const GuestIdParams = z.object({
+  id: PlainId.openapi({ description: 'The guest id (GUID) or its customId (docs/identifiers.md)' }),
+});
+
+/** With a customId used in several of the caller's events, `eventId` says which (else 409 ambiguous_custom_id). */
+export const GuestLookupQuery = z.object({
+  eventId: PlainId.optional().openapi({ description: 'The event of the guest; needed when a customId is used in several events' }),
+});
 
 const booleanQuery = z
   .enum(['true', 'false', 'True', 'False', '1', '0'])
@@ -96,7 +103,7 @@ export const GuestListQuery = PageQuery.extend({
   changedSince: DateTime.optional().openapi({ description: 'Offline sync: guests changed after this time, oldest first' }),
 });
 
-export const HistoryQuery = z.object({ asOf: DateTime.optional() });
+export const HistoryQuery = GuestLookupQuery.extend({ asOf: DateTime.optional() });
 
 export const ScanBody = registry.register(
   'Scan',
@@ -134,9 +141,14 @@ export const ScanResponse = registry.register(
 );
 
 export const UndoBody = z
-  .object({ scanId: Guid.optional(), nonce: z.string().min(1).max(200).optional() })
-  .refine((b) => (b.scanId === undefined) !== (b.nonce === undefined), {
-    message: 'give exactly one of scanId or nonce',
+  .object({
+    scanId: Guid.optional(),
+    nonce: z.string().min(1).max(200).optional(),
+    guestId: Guid.optional().openapi({ description: 'Undo this guest’s last check-in' }),
+    customId: PlainId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
+  })
+  .refine((b) => [b.scanId, b.nonce, b.guestId, b.customId].filter((v) => v !== undefined).length === 1, {
+    message: 'give exactly one of scanId, nonce, guestId or customId',
     path: ['scanId'],
   });
 
@@ -145,12 +157,16 @@ export const BlockBody = registry.register(
   z
     .object({
       ids: z.array(Guid).optional(),
+      customIds: z.array(PlainId).optional().openapi({ description: 'Guests named by customId (usable instead of id)' }),
       barcodes: z.array(z.string().min(1).max(500)).optional(),
       reason: z.string().max(1000).optional(),
     })
-    .refine((b) => (b.ids?.length ?? 0) + (b.barcodes?.length ?? 0) >= 1, { message: 'name at least one guest', path: ['ids'] })
-    .refine((b) => (b.ids?.length ?? 0) + (b.barcodes?.length ?? 0) <= 200, {
-      message: 'at most 200 ids and barcodes per call',
+    .refine((b) => (b.ids?.length ?? 0) + (b.customIds?.length ?? 0) + (b.barcodes?.length ?? 0) >= 1, {
+      message: 'name at least one guest',
+      path: ['ids'],
+    })
+    .refine((b) => (b.ids?.length ?? 0) + (b.customIds?.length ?? 0) + (b.barcodes?.length ?? 0) <= 200, {
+      message: 'at most 200 ids, customIds and barcodes per call',
       path: ['ids'],
     }),
 );
