@@ -12,7 +12,7 @@ import type { Config } from '../config.js';
 import { DomainError } from '../domain/decider.js';
 import { CSV_MEDIA_TYPE, writeGuestsCsv } from '../exports/csv.js';
 import { XLSX_MEDIA_TYPE, writeGuestsExcel, type SummaryValue } from '../exports/excel.js';
-import { isTimeZone } from '../exports/wall-clock.js';
+import { ianaZone } from '../shared/time-zones.js';
 import { newId } from '../shared/ids.js';
 import { getEvent, type EventView } from './events.js';
 import { eventStats } from './guest-queries.js';
@@ -219,12 +219,17 @@ interface ZoneChoice {
   source: string;
 }
 
-/** The event's zone, else the account's, else UTC; names Intl does not know are skipped. */
+/**
+ * The event's zone, else the account's, else UTC. IANA and Windows names are both taken (a
+ * Windows name is shown as the IANA zone it maps to); names that are neither are skipped.
+ */
 async function timeZoneOf(services: Services, clientId: string, event: EventView): Promise<ZoneChoice> {
-  if (event.timeZoneId && isTimeZone(event.timeZoneId)) return { name: event.timeZoneId, source: 'the event' };
+  const eventZone = event.timeZoneId ? ianaZone(event.timeZoneId) : undefined;
+  if (eventZone) return { name: eventZone, source: 'the event' };
   const account = await services.readStore.collection<{ _id: string; timeZoneId?: string }>('accounts').get(clientId);
-  const skipped = event.timeZoneId ? ` (the event's "${event.timeZoneId}" is not an IANA time zone)` : '';
-  if (account?.timeZoneId && isTimeZone(account.timeZoneId)) return { name: account.timeZoneId, source: `the account${skipped}` };
+  const skipped = event.timeZoneId ? ` (the event's "${event.timeZoneId}" is not a known time zone)` : '';
+  const accountZone = account?.timeZoneId ? ianaZone(account.timeZoneId) : undefined;
+  if (accountZone) return { name: accountZone, source: `the account${skipped}` };
   return { name: 'UTC', source: `default${skipped}` };
 }
 

@@ -8,6 +8,7 @@ import { XLSX_MEDIA_TYPE } from '../../exports/excel.js';
 import { commandContext, principalOf } from '../context.js';
 import { HttpError } from '../errors.js';
 import { defineRoute } from '../route.js';
+import { eventTimeZone, fields } from '../time-zone.js';
 import { doNotStoreResponse } from '../middleware/idempotency.js';
 import { ExportBody, ExportIdParams, ExportQuery, ExportResponse } from '../schemas/export.js';
 
@@ -34,6 +35,7 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
       body: ExportBody,
       response: ExportResponse,
       errors: [403, 404, 406],
+      timeZone: eventTimeZone(services, ({ body }) => ({ timeZoneId: fields(body).timeZoneId, eventId: fields(body).id })),
     },
     async ({ query, body, req, res }) => {
       const { type, direct } = negotiate(req, query.type);

@@ -7,6 +7,7 @@ import type { Services } from '../../commands/services.js';
 import { commandContext, principalOf } from '../context.js';
 import { HttpError } from '../errors.js';
 import { defineRoute } from '../route.js';
+import { eventTimeZone, fields } from '../time-zone.js';
 import { pageOf } from '../schemas/common.js';
 import { IdParams } from '../schemas/event.js';
 import {
@@ -30,14 +31,19 @@ import {
 
 const door = ['client', 'team_member'] as const;
 
+
 export function guestsRouter(services: Services): Router {
   const router = Router();
   const tags = ['Guests'];
   const ctx = (res: Parameters<typeof commandContext>[0]) => commandContext(res, services.clock);
+  // Date-times without an offset are read in the zone of the event the request names.
+  const timeZone = eventTimeZone(services, ({ params, body, query }) => ({
+    eventId: params.eventId ?? params.id ?? fields(body).eventId ?? fields(query).eventId,
+  }));
 
   defineRoute(
     router,
-    { method: 'post', path: '/checkin/v1/api/guest', summary: 'Create a guest', tags, body: GuestBody, response: GuestResponse, errors: [404, 409] },
+    { method: 'post', path: '/checkin/v1/api/guest', summary: 'Create a guest', tags, body: GuestBody, response: GuestResponse, errors: [404, 409], timeZone },
     async ({ body, res }) => {
       if (!body.eventId) {
         throw new HttpError(400, 'validation_error', 'eventId is required', [{ path: 'eventId', message: 'required' }]);
@@ -71,6 +77,7 @@ export function guestsRouter(services: Services): Router {
       params: GuestIdParams,
       query: HistoryQuery,
       errors: [404, 409],
+      timeZone: eventTimeZone(services, ({ query }) => ({ eventId: fields(query).eventId })),
     },
     ({ params, query, res }) => guestHistory(services, principalOf(res).tenantId, params.id, query),
   );
@@ -86,6 +93,7 @@ export function guestsRouter(services: Services): Router {
       body: GuestBatch,
       status: 204,
       errors: [404, 409],
+      timeZone,
     },
     async ({ params, query, body, res }) => {
       await saveGuests(services, ctx(res), params.eventId, body, { mode: 'upsert', removeObsoleteTags: query.removeObsoleteTags });
@@ -103,6 +111,7 @@ export function guestsRouter(services: Services): Router {
       body: GuestBatch,
       response: z.array(GuestResponse),
       errors: [404, 409],
+      timeZone,
     },
     ({ params, query, body, res }) =>
       saveGuests(services, ctx(res), params.eventId, body, { mode: 'upsert', removeObsoleteTags: query.removeObsoleteTags }),
@@ -119,6 +128,7 @@ export function guestsRouter(services: Services): Router {
       response: pageOf(GuestResponse),
       roles: [...door],
       errors: [404],
+      timeZone,
     },
     ({ params, query, res }) => listGuests(services, principalOf(res).tenantId, params.eventId, query),
   );
@@ -155,6 +165,7 @@ export function guestsRouter(services: Services): Router {
       response: ScanResponse,
       roles: [...door],
       errors: [404],
+      timeZone,
     },
     ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'in'),
   );
@@ -170,6 +181,7 @@ export function guestsRouter(services: Services): Router {
       response: ScanResponse,
       roles: [...door],
       errors: [404, 409],
+      timeZone,
     },
     ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'out'),
   );

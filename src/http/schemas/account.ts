@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Guid, PlainId } from './common.js';
+import { Guid, PlainId, TimeZoneId } from './common.js';
 
 const name = z.string().trim().max(200);
 const email = z.string().trim().email().max(320);
@@ -29,7 +29,7 @@ export const UserUpdateBody = registry.register(
     lastName: name.optional(),
     userName: z.string().trim().min(1).max(200).optional(),
     email: email.optional(),
-    timeZoneId: z.string().max(100).optional(),
+    timeZoneId: TimeZoneId.optional(),
     companyName: name.optional(),
     customData: z.string().max(100_000).optional(),
     password: z
@@ -83,7 +83,7 @@ export const AccountCreateBody = registry.register(
     firstName: name.optional(),
     lastName: name.optional(),
     companyName: name.optional(),
-    timeZoneId: z.string().max(100).optional(),
+    timeZoneId: TimeZoneId.optional(),
     commsApiEnabled: z.boolean().optional(),
     senderTrusted: z.boolean().optional(),
   }),

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import '../openapi.js';
 import { normalizeId } from '../../shared/ids.js';
+import { parseDateTime } from '../../shared/date-time.js';
+import { ianaZone } from '../../shared/time-zones.js';
 
 /** Any RFC 4122 textual UUID, case-insensitive; stored lowercase. */
 export const Guid = z
@@ -25,14 +27,53 @@ export const PlainId = z
   .transform(normalizeId)
   .openapi({ type: 'string', minLength: 1, maxLength: 128, example: 'gala-2026' });
 
-/** ISO 8601 date-time with an offset; normalised to UTC with milliseconds. */
+/** A time zone by IANA name (`Europe/Berlin`) or Windows name (`W. Europe Standard Time`); stored as given. */
+export const TimeZoneId = z
+  .string()
+  .max(100)
+  .refine((v) => ianaZone(v) !== undefined, {
+    message: 'must be an IANA time zone (e.g. Europe/Berlin) or a Windows time zone name (e.g. W. Europe Standard Time)',
+  })
+  .openapi({ example: 'Europe/Berlin', description: 'IANA or Windows time zone name' });
+
+let readingZone = 'UTC';
+
+/**
+ * Runs `parse` with date-times that carry no offset read on the clocks of `timeZone` (an IANA
+ * name). zod parses synchronously, so the setting cannot leak into another request.
+ */
+export function readingTimesIn<T>(timeZone: string, parse: () => T): T {
+  const previous = readingZone;
+  readingZone = timeZone;
+  try {
+    return parse();
+  } finally {
+    readingZone = previous;
+  }
+}
+
+/**
+ * ISO 8601 date-time, normalised to UTC with milliseconds. With an offset (`Z`, `+01:00`,
+ * `+0100`, `+01`) it is that instant; without one it is a wall time read in the zone of
+ * `readingTimesIn` (the event's, else the client's, else UTC: docs/identifiers.md). A date
+ * that does not exist (2026-02-30) is refused, not rolled over.
+ */
 export const DateTime = z
   .string()
-  .refine((v) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(v) && !Number.isNaN(Date.parse(v)), {
-    message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-11-21T10:00:00Z',
+  .transform((v, ctx) => {
+    const parsed = parseDateTime(v, readingZone);
+    if (parsed === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'must be an existing ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z or 2026-11-21T11:00:00+01:00' });
+      return z.NEVER;
+    }
+    return parsed;
   })
-  .transform((v) => new Date(v).toISOString())
-  .openapi({ type: 'string', format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
+  .openapi({
+    type: 'string',
+    format: 'date-time',
+    example: '2026-11-21T10:00:00.000Z',
+    description: 'ISO 8601; without an offset, read in the event’s time zone (else the client’s, else UTC)',
+  });
 
 export const PageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(100).openapi({ description: 'Page size (1-1000, default 100)' }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, PlainId } from './common.js';
+import { DateTime, PlainId, TimeZoneId } from './common.js';
 import { registry } from '../openapi.js';
 
 export const EventBody = registry.register(
@@ -10,7 +10,7 @@ export const EventBody = registry.register(
     startTime: DateTime,
     endTime: DateTime,
     active: z.boolean().optional(),
-    timeZoneId: z.string().max(100).optional(),
+    timeZoneId: TimeZoneId.optional(),
     tags: z.string().max(4000).optional(),
     customData: z.string().max(100_000).optional(),
   }),
