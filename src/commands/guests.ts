@@ -12,7 +12,7 @@ import type { GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId } from './guest-lookup.js';
-import { templates } from './templates.js';
+import { findTemplateDoc } from './templates.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -122,7 +122,7 @@ async function checkInvitations(
     const templateId = plan.input.commsTemplateId;
     if (!templateId || templateId === plan.existing?.commsTemplateId) continue;
     if (!usable.has(templateId)) {
-      const template = await templates(services).get(templateId);
+      const template = await findTemplateDoc(services, clientId, templateId);
       usable.set(templateId, template?.clientId === clientId && template.eventId === eventId);
     }
     if (!usable.get(templateId)) throw new DomainError('not_found', `template ${templateId} not found in this event`);
