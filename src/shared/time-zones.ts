@@ -1,6 +1,19 @@
-import { findIana } from 'windows-iana';
+import { findIana, WINDOWS_TO_IANA_MAP } from 'windows-iana';
 
 const known = new Map<string, string | undefined>();
+let canonical: Set<string> | undefined;
+const canonicalZones = (): Set<string> => (canonical ??= new Set(Intl.supportedValuesOf('timeZone')));
+
+/** Whether Intl knows the zone: its canonical names at once, aliases (`US/Pacific`) by trying. */
+function isIntlZone(name: string): boolean {
+  if (canonicalZones().has(name)) return true;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * The IANA name of a time zone given by its IANA name (`Europe/Berlin`) or its Windows name
@@ -9,15 +22,7 @@ const known = new Map<string, string | undefined>();
  */
 export function ianaZone(name: string): string | undefined {
   if (known.has(name)) return known.get(name);
-  const candidates = [name, ...findIana(name)];
-  const zone = candidates.find((candidate) => {
-    try {
-      new Intl.DateTimeFormat('en-US', { timeZone: candidate });
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  const zone = [name, ...findIana(name)].find(isIntlZone);
   if (known.size < 10_000) known.set(name, zone);
   return zone;
 }
@@ -59,4 +64,10 @@ export function wallTimeToInstant(wall: number, timeZone: string): number {
   const shows = (t: number) => t + offsetAt(t, timeZone) === wall;
   const valid = [before, after].filter(shows).sort((a, b) => a - b);
   return valid[0] ?? before;
+}
+
+/** Every name `ianaZone` maps, for the interface document: canonical IANA names, UTC, and Windows names. */
+export function knownTimeZoneNames(): string[] {
+  const windows = WINDOWS_TO_IANA_MAP.filter((entry) => entry.iana.some((zone) => canonicalZones().has(zone))).map((entry) => entry.windowsName);
+  return [...new Set(['UTC', ...canonicalZones(), ...windows])];
 }

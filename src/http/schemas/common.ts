@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import '../openapi.js';
+import { registry } from '../openapi.js';
 import { normalizeId } from '../../shared/ids.js';
 import { parseDateTime } from '../../shared/date-time.js';
-import { ianaZone } from '../../shared/time-zones.js';
+import { ianaZone, knownTimeZoneNames } from '../../shared/time-zones.js';
 
 /** Any RFC 4122 textual UUID, case-insensitive; stored lowercase. */
 export const Guid = z
@@ -20,21 +20,37 @@ export const Guid = z
 export const PlainId = z
   .string()
   .min(1, 'must not be empty')
-  .max(128, 'must be at most 128 characters')
+  // Characters are Unicode code points, as JSON Schema's maxLength counts them (an emoji is one).
+  .refine((v) => [...v].length <= 128, { message: 'must be at most 128 characters' })
   .refine((v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v), { message: 'must not contain control characters' })
   // URLs resolve `.` and `..` path segments (even percent-encoded) before they reach us: no route could name them.
   .refine((v) => v !== '.' && v !== '..', { message: 'must not be . or ..' })
   .transform(normalizeId)
-  .openapi({ type: 'string', minLength: 1, maxLength: 128, example: 'gala-2026' });
+  .openapi({
+    type: 'string',
+    minLength: 1,
+    maxLength: 128,
+    pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$',
+    not: { enum: ['.', '..'] },
+    example: 'gala-2026',
+    description: 'Any string of 1-128 characters without control characters, except . and .. (docs/identifiers.md)',
+  });
 
 /** A time zone by IANA name (`Europe/Berlin`) or Windows name (`W. Europe Standard Time`); stored as given. */
-export const TimeZoneId = z
-  .string()
-  .max(100)
-  .refine((v) => ianaZone(v) !== undefined, {
-    message: 'must be an IANA time zone (e.g. Europe/Berlin) or a Windows time zone name (e.g. W. Europe Standard Time)',
-  })
-  .openapi({ example: 'Europe/Berlin', description: 'IANA or Windows time zone name' });
+export const TimeZoneId = registry.register(
+  'TimeZoneId',
+  z
+    .string()
+    .max(100)
+    .refine((v) => ianaZone(v) !== undefined, {
+      message: 'must be an IANA time zone (e.g. Europe/Berlin) or a Windows time zone name (e.g. W. Europe Standard Time)',
+    })
+    .openapi({
+      example: 'Europe/Berlin',
+      enum: knownTimeZoneNames(),
+      description: 'An IANA time zone (canonical names listed; aliases Intl knows are accepted too) or a Windows time zone name',
+    }),
+);
 
 let readingZone = 'UTC';
 
