@@ -129,6 +129,27 @@ describe('ids are scoped per client (issue 10 item 12)', () => {
   });
 });
 
+describe('data from before ids were scoped', () => {
+  it('keeps using an event’s old `event-<guid>` stream, and another client’s same id is still their own event', async () => {
+    const id = randomUUID();
+    const appended = await service.platform.eventStore.append(`event-${id}`, [{
+      id: randomUUID(),
+      type: 'EventCreated',
+      data: { eventId: id, clientId: alice.id, title: 'Old', ...times },
+      metadata: { tenantId: alice.id, actor: { type: 'client', id: alice.id }, correlationId: randomUUID(), occurredAt: new Date().toISOString() },
+    }], 'no_stream');
+    await service.runner!.waitFor(appended.position);
+    expect((await alice.call('GET', `/checkin/v1/api/event/${id}`)).body.title).toBe('Old');
+    const updated = await alice.call('POST', '/checkin/v1/api/event', { id: id.toUpperCase(), title: 'Old, updated', ...times });
+    expect(updated.body).toMatchObject({ id, title: 'Old, updated' });
+    expect((await service.platform.eventStore.readStream(`event-${id}`)).map((e) => e.type)).toEqual(['EventCreated', 'EventUpdated']);
+    expect(await service.platform.eventStore.readStream(`event-${alice.id}:${id}`)).toEqual([]);
+    const bobs = await bob.call('POST', '/checkin/v1/api/event', { id, title: 'Bob’s', ...times });
+    expect(bobs.body.title).toBe('Bob’s');
+    expect((await alice.call('GET', `/checkin/v1/api/event/${id}`)).body.title).toBe('Old, updated');
+  });
+});
+
 describe('customId usable instead of id (issue 10 item 2)', () => {
   let first: { id: string };
 
