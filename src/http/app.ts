@@ -21,6 +21,7 @@ import type { LinkPolicy } from '../comms/link-safety.js';
 import { commsRouter } from './routes/comms.js';
 import { providerEventsRouter } from './routes/provider-events.js';
 import { sendingDomainRouter } from './routes/sending-domain.js';
+import { analyticsRouter } from './routes/analytics.js';
 import type { DomainAuthenticator } from '../adapters/domains/port.js';
 
 export interface Readiness {
@@ -101,6 +102,7 @@ export function createApp(options: AppOptions): Express {
   app.use(usersRouter(services));
   if (options.webhooks) app.use(webhooksRouter(services, options.webhooks));
   if (options.exports) app.use(exportRouter(services, options.exports));
+  app.use(analyticsRouter(services, options.exports));
   if (options.comms) {
     app.use(commsRouter(services, options.comms.linkPolicy));
     app.use(sendingDomainRouter(services, options.comms.domains));
