@@ -6,14 +6,18 @@ import { ExportQuery } from './export.js';
 /** An event id as the events routes take it (IdParams). */
 const EventId = z.string().min(1).max(200);
 
-export const TimelineQuery = z
-  .object({
+const TimelineFields = z.object({
     bucket: z.coerce.number().int().min(1).max(1440).default(5).openapi({ description: 'Bucket size in minutes of the event’s local clock (1-1440, default 5)' }),
     by: z.enum(['gate', 'device']).optional().openapi({ description: 'Also split every bucket by gate or by device' }),
     from: DateTime.optional().openapi({ description: 'First instant to show (default: the first activity)' }),
     to: DateTime.optional().openapi({ description: 'Instant to show up to (default: the last activity)' }),
-  })
-  .refine((q) => !q.from || !q.to || q.from < q.to, { message: 'from must be before to', path: ['to'] });
+});
+const fromBeforeTo: [(q: { from?: string; to?: string }) => boolean, { message: string; path: string[] }] = [
+  (q) => !q.from || !q.to || q.from < q.to,
+  { message: 'from must be before to', path: ['to'] },
+];
+
+export const TimelineQuery = TimelineFields.refine(...fromBeforeTo);
 
 const Counts = z.object({
   admissions: z.number().int().openapi({ description: 'Scans that let someone in' }),
@@ -44,16 +48,19 @@ export const TimelineResponse = registry.register(
   }),
 );
 
-export const TimelineExportQuery = ExportQuery.and(TimelineQuery);
+export const TimelineExportQuery = ExportQuery.extend(TimelineFields.shape).refine(...fromBeforeTo);
 
-export const FunnelQuery = z
-  .object({
-    eventId: EventId.optional(),
-    templateId: Guid.optional(),
-  })
-  .refine((q) => q.eventId !== undefined || q.templateId !== undefined, { message: 'name an eventId, a templateId, or both', path: ['eventId'] });
+const FunnelFields = z.object({
+  eventId: EventId.optional(),
+  templateId: Guid.optional(),
+});
+const eventOrTemplate: [(q: { eventId?: string; templateId?: string }) => boolean, { message: string; path: string[] }] = [
+  (q) => q.eventId !== undefined || q.templateId !== undefined,
+  { message: 'name an eventId, a templateId, or both', path: ['eventId'] },
+];
 
-export const FunnelExportQuery = ExportQuery.and(FunnelQuery);
+export const FunnelQuery = FunnelFields.refine(...eventOrTemplate);
+export const FunnelExportQuery = ExportQuery.extend(FunnelFields.shape).refine(...eventOrTemplate);
 
 const Rate = z.number().nullable();
 const FunnelFigures = z.object({
