@@ -22,6 +22,7 @@ import { commsRouter } from './routes/comms.js';
 import { providerEventsRouter } from './routes/provider-events.js';
 import { sendingDomainRouter } from './routes/sending-domain.js';
 import { analyticsRouter } from './routes/analytics.js';
+import { dashboardRouter, type DashboardOptions } from '../dashboard/page.js';
 import type { DomainAuthenticator } from '../adapters/domains/port.js';
 
 export interface Readiness {
@@ -46,6 +47,8 @@ export interface AppOptions {
   webhooks?: WebhookSettings;
   /** Mounts the guest export routes (/checkin/v1/api/event/export...) when set. */
   exports?: ExportSettings;
+  /** The /dashboard page's settings (its token endpoint; default the dev provider's). */
+  dashboard?: DashboardOptions;
   /** Mounts templates, send and invitations (and the provider event intake when its key is set). */
   comms?: { linkPolicy: LinkPolicy; domains: DomainAuthenticator; sendgridEventPublicKey?: string };
 }
@@ -85,6 +88,7 @@ export function createApp(options: AppOptions): Express {
   });
   app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
   app.use(docsRouter('/openapi.json'));
+  app.use(dashboardRouter(options.dashboard));
   // Spec Limits: every request to the API host counts, the token endpoint included (password guessing).
   if (options.rateLimits) app.use(options.rateLimits.all, options.rateLimits.send);
   if (options.identityProvider) app.use('/core', options.identityProvider);
