@@ -1,4 +1,4 @@
-/** npm run bench -- <suite ...>: store, auth, checkin, export, webhooks, sends (default: store auth checkin). */
+/** npm run bench -- <suite ...>: store, auth, checkin, export, webhooks, sends, analytics (default: store auth checkin). */
 import { storeBench } from './store.js';
 
 const suites: Record<string, () => Promise<void>> = {
@@ -7,6 +7,7 @@ const suites: Record<string, () => Promise<void>> = {
   checkin: async () => (await import('./checkin.js')).checkinBench(),
   export: async () => (await import('./export.js')).exportBench(),
   sends: async () => (await import('./sends.js')).sendsBench(),
+  analytics: async () => (await import('./analytics.js')).analyticsBench(),
   webhooks: async () => {
     await import('./webhooks.js');
   },

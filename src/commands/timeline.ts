@@ -11,6 +11,7 @@ import type { Services } from './services.js';
 
 export type TimelineSplit = 'gate' | 'device';
 
+
 export interface TimelineQuery {
   /** Bucket size in minutes. */
   bucket: number;
@@ -77,37 +78,50 @@ interface Accumulated {
 export async function eventTimeline(services: Services, clientId: string, eventId: string, query: TimelineQuery): Promise<Timeline> {
   const event = await getEvent(services, clientId, eventId);
   const zone = await timeZoneOf(services, clientId, event);
-  const toWall = wallClock(zone.name);
   const size = query.bucket;
-  /** Wall-clock minute (minutes since the epoch, as if the local time were UTC) of a UTC minute. */
-  const wallMinute = (minute: number) => Math.floor(toWall(new Date(minute * 60_000)).getTime() / 60_000);
-  const bucketOf = (minute: number) => Math.floor(wallMinute(minute) / size) * size;
+  const minutes = services.readStore.collection<TimelineMinuteDoc>(TIMELINE_COLLECTION);
+  const read = async (split: 'total' | TimelineSplit) => {
+    const docs: TimelineMinuteDoc[] = [];
+    for await (const doc of minutes.stream({ eventId: event.id, split }, { sort: { minute: 1 }, batchSize: 2000 })) docs.push(doc);
+    return docs;
+  };
+  const totalsDocs = await read('total');
+  const splitDocs = query.by ? await read(query.by) : [];
+
+  const from = query.from ? Math.floor(Date.parse(query.from) / 60_000) : undefined;
+  const to = query.to ? Math.ceil(Date.parse(query.to) / 60_000) - 1 : undefined;
+  const clock = localClock(zone.name, Math.min(from ?? Infinity, totalsDocs[0]?.minute ?? Infinity), Math.max(to ?? -Infinity, totalsDocs.at(-1)?.minute ?? -Infinity));
+  const bucketOf = (minute: number) => Math.floor(clock.wallMinute(minute) / size) * size;
 
   const byBucket = new Map<number, Accumulated>();
-  const totals = { ...emptyCounts(), annulled: 0, insideNow: 0 };
-  const minutes = services.readStore.collection<TimelineMinuteDoc>(TIMELINE_COLLECTION);
-  for await (const doc of minutes.stream({ eventId: event.id }, { sort: { minute: 1 }, batchSize: 1000 })) {
-    const key = bucketOf(doc.minute);
+  const accumulated = (minute: number) => {
+    const key = bucketOf(minute);
     let acc = byBucket.get(key);
     if (!acc) byBucket.set(key, (acc = { counts: emptyCounts(), annulled: 0, groups: new Map() }));
+    return acc;
+  };
+  const totals = { ...emptyCounts(), annulled: 0, insideNow: 0 };
+  for (const doc of totalsDocs) {
+    const acc = accumulated(doc.minute);
     addCounts(acc.counts, doc);
     addCounts(totals, doc);
     acc.annulled += doc.annulled ?? 0;
     totals.annulled += doc.annulled ?? 0;
-    if (query.by) {
-      for (const [name, counts] of Object.entries((query.by === 'gate' ? doc.gates : doc.devices) ?? {})) {
-        const group = decodeURIComponent(name);
-        let target = acc.groups.get(group);
-        if (!target) acc.groups.set(group, (target = emptyCounts()));
-        addCounts(target, counts);
-      }
+  }
+  for (const doc of splitDocs) {
+    const acc = accumulated(doc.minute);
+    for (const [name, counts] of Object.entries(doc.groups ?? {})) {
+      const group = decodeURIComponent(name);
+      let target = acc.groups.get(group);
+      if (!target) acc.groups.set(group, (target = emptyCounts()));
+      addCounts(target, counts);
     }
   }
   totals.insideNow = totals.admitted - totals.exits;
 
   const keys = [...byBucket.keys()].sort((a, b) => a - b);
-  const first = query.from ? bucketOf(Math.floor(Date.parse(query.from) / 60_000)) : keys[0];
-  const last = query.to ? bucketOf(Math.ceil(Date.parse(query.to) / 60_000) - 1) : keys[keys.length - 1];
+  const first = from !== undefined ? bucketOf(from) : keys[0];
+  const last = to !== undefined ? bucketOf(to) : keys[keys.length - 1];
   const buckets: TimelineBucket[] = [];
   if (first !== undefined && last !== undefined && last >= first) {
     const count = (last - first) / size + 1;
@@ -123,14 +137,13 @@ export async function eventTimeline(services: Services, clientId: string, eventI
       const { counts } = byBucket.get(key)!;
       inside += counts.admitted - counts.exits;
     }
-    const toUtc = utcOfWall(zone.name);
     for (let key = first; key <= last; key += size) {
       const acc = byBucket.get(key);
       const counts = acc?.counts ?? emptyCounts();
       inside += counts.admitted - counts.exits;
       buckets.push({
-        start: toUtc(key).toISOString(),
-        end: toUtc(key + size).toISOString(),
+        start: new Date(clock.utcMinute(key) * 60_000).toISOString(),
+        end: new Date(clock.utcMinute(key + size) * 60_000).toISOString(),
         localStart: new Date(key * 60_000).toISOString().slice(0, 16),
         ...counts,
         annulled: acc?.annulled ?? 0,
@@ -142,16 +155,25 @@ export async function eventTimeline(services: Services, clientId: string, eventI
   return { eventId: event.id, timeZone: zone.name, bucketMinutes: size, ...(query.by ? { by: query.by } : {}), totals, buckets };
 }
 
+/** A span no zone changes its offset twice in (clock changes are months apart). */
+const STEADY_SPAN_MINUTES = 14 * 24 * 60;
+
 /**
- * The UTC instant of a local wall-clock minute. Around a clock change the offset is taken at
- * the instant the wall time would have under the offset an hour before (docs/analytics.md).
+ * Converts between UTC minutes and the zone's wall-clock minutes (minutes since the epoch as
+ * if the local time were UTC). When the offset is the same at both ends of a short span (no
+ * clock change in it, the usual case) it is one subtraction; otherwise each minute asks Intl.
+ * Around a clock change a wall time is placed with the offset an hour before it.
  */
-function utcOfWall(timeZone: string): (wallMinute: number) => Date {
+function localClock(timeZone: string, firstMinute: number, lastMinute: number) {
   const toWall = wallClock(timeZone);
-  return (wallMinute) => {
-    const wall = wallMinute * 60_000;
-    const guess = wall - (toWall(new Date(wall)).getTime() - wall);
-    const offset = toWall(new Date(guess)).getTime() - guess;
-    return new Date(wall - offset);
+  const offsetAt = (minute: number) => (toWall(new Date(minute * 60_000)).getTime() - minute * 60_000) / 60_000;
+  const steady =
+    Number.isFinite(firstMinute) && lastMinute - firstMinute <= STEADY_SPAN_MINUTES && offsetAt(firstMinute) === offsetAt(lastMinute)
+      ? offsetAt(firstMinute)
+      : undefined;
+  if (steady !== undefined) return { wallMinute: (minute: number) => minute + steady, utcMinute: (wall: number) => wall - steady };
+  return {
+    wallMinute: (minute: number) => minute + offsetAt(minute),
+    utcMinute: (wall: number) => wall - offsetAt(wall - offsetAt(wall)),
   };
 }
