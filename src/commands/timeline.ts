@@ -162,7 +162,7 @@ const STEADY_SPAN_MINUTES = 14 * 24 * 60;
  * Converts between UTC minutes and the zone's wall-clock minutes (minutes since the epoch as
  * if the local time were UTC). When the offset is the same at both ends of a short span (no
  * clock change in it, the usual case) it is one subtraction; otherwise each minute asks Intl.
- * Around a clock change a wall time is placed with the offset an hour before it.
+ * A wall time the clocks show twice maps to its first instant; one they skip, to the change.
  */
 function localClock(timeZone: string, firstMinute: number, lastMinute: number) {
   const toWall = wallClock(timeZone);
@@ -172,8 +172,14 @@ function localClock(timeZone: string, firstMinute: number, lastMinute: number) {
       ? offsetAt(firstMinute)
       : undefined;
   if (steady !== undefined) return { wallMinute: (minute: number) => minute + steady, utcMinute: (wall: number) => wall - steady };
+  const wallMinute = (minute: number) => minute + offsetAt(minute);
   return {
-    wallMinute: (minute: number) => minute + offsetAt(minute),
-    utcMinute: (wall: number) => wall - offsetAt(wall - offsetAt(wall)),
+    wallMinute,
+    utcMinute: (wall: number) => {
+      const before = wall - offsetAt(wall - 1440);
+      const after = wall - offsetAt(wall + 1440);
+      const shown = [before, after].filter((utc) => wallMinute(utc) === wall);
+      return shown.length > 0 ? Math.min(...shown) : before;
+    },
   };
 }

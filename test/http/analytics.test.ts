@@ -115,6 +115,20 @@ describe('GET /checkin/v1/api/event/{id}/timeline', () => {
     expect(after.body.totals.insideNow).toBe(1);
   });
 
+  it('follows the event’s clock across a change: the hour the clocks go back is one local bucket of two real hours', async () => {
+    // Berlin, 25 October 2026: 03:00 CEST (01:00Z) becomes 02:00 CET.
+    const dst = await eventOf(alice);
+    for (const at of ['2026-10-24T23:30:00Z', '2026-10-25T00:30:00Z', '2026-10-25T01:30:00Z', '2026-10-25T02:30:00Z']) {
+      await scan(alice, dst, 'checkin', { guestId: await guestOf(alice, dst), at });
+    }
+    const reply = await alice.call('GET', `/checkin/v1/api/event/${dst}/timeline?bucket=60`);
+    expect(reply.body.buckets.map((b: Record<string, unknown>) => [b.localStart, b.start, b.end, b.admissions])).toEqual([
+      ['2026-10-25T01:00', '2026-10-24T23:00:00.000Z', '2026-10-25T00:00:00.000Z', 1],
+      ['2026-10-25T02:00', '2026-10-25T00:00:00.000Z', '2026-10-25T02:00:00.000Z', 2],
+      ['2026-10-25T03:00', '2026-10-25T02:00:00.000Z', '2026-10-25T03:00:00.000Z', 1],
+    ]);
+  });
+
   it('answers another client’s event with 404 and bad parameters with 400', async () => {
     const foreign = await bob.call('GET', `/checkin/v1/api/event/${eventId}/timeline`);
     expect(foreign.status).toBe(404);
