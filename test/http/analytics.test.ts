@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordProviderReports } from '../../src/commands/invitations.js';
 import type { StoredEvent } from '../../src/adapters/eventstore/port.js';
 import { median } from '../../src/commands/funnel.js';
-import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, passwordToken, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually } from '../webhooks/receiver.js';
 
 let service: TestService;
@@ -113,6 +113,17 @@ describe('GET /checkin/v1/api/event/{id}/timeline', () => {
     await scan(alice, other, 'checkin', { guestId: guest, at: '2026-11-01T20:00:00Z' });
     const after = await alice.call('GET', `/checkin/v1/api/event/${other}/timeline`);
     expect(after.body.totals.insideNow).toBe(1);
+  });
+
+  it('lets a team member read the timeline (the door manager), but not export it', async () => {
+    const userName = `door-${Date.now()}`;
+    await alice.call('POST', '/checkin/v1/api/teammember', { userName, password: 'door staff pass 1', email: `${userName}@example.com` });
+    const asMember = { authorization: `Bearer ${await passwordToken(service.url, userName, 'door staff pass 1')}` };
+    const read = await alice.call('GET', `/checkin/v1/api/event/${eventId}/timeline`, undefined, asMember);
+    expect(read.status).toBe(200);
+    expect(read.body.totals.insideNow).toBe(3);
+    const exported = await alice.call('POST', `/checkin/v1/api/event/${eventId}/timeline/export?type=CSV`, undefined, asMember);
+    expect(exported.status).toBe(403);
   });
 
   it('follows the event’s clock across a change: the hour the clocks go back is one local bucket of two real hours', async () => {
