@@ -80,9 +80,15 @@ export async function eventTimeline(services: Services, clientId: string, eventI
   const zone = await timeZoneOf(services, clientId, event);
   const size = query.bucket;
   const minutes = services.readStore.collection<TimelineMinuteDoc>(TIMELINE_COLLECTION);
+  // Pages rather than a stream: an evening is a page or two, and a page is one call to the store.
   const read = async (split: 'total' | TimelineSplit) => {
     const docs: TimelineMinuteDoc[] = [];
-    for await (const doc of minutes.stream({ eventId: event.id, split }, { sort: { minute: 1 }, batchSize: 2000 })) docs.push(doc);
+    let cursor: string | undefined;
+    do {
+      const page = await minutes.find({ eventId: event.id, split }, { sort: { minute: 1 }, limit: 1000, ...(cursor ? { cursor } : {}) });
+      docs.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor);
     return docs;
   };
   const totalsDocs = await read('total');
