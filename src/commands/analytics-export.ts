@@ -70,7 +70,7 @@ export async function exportTimeline(
     auditType: 'TimelineExported',
     write: (file) =>
       type === 'CSV'
-        ? writeCsv(rows, file, columns)
+        ? writeCsv(rows, file, columns, { timeZone: zone.name })
         : writeExcel(rows, file, {
             sheetName: 'Timeline',
             columns,
@@ -128,7 +128,7 @@ export async function exportFunnel(
     auditType: 'FunnelExported',
     write: (file) =>
       type === 'CSV'
-        ? writeCsv(rows, file, funnelColumns)
+        ? writeCsv(rows, file, funnelColumns, { timeZone: zone.name })
         : writeExcel(rows, file, { sheetName: 'Funnel', columns: funnelColumns, timeZone: zone.name, summary: () => summary }),
   });
 }

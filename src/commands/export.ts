@@ -117,7 +117,7 @@ export async function createExport(
     auditType: 'GuestsExported',
     write: async (file) => {
       const rows = guests(services).stream({ eventId: event.id }, { sort: GUEST_ORDER });
-      if (type === 'CSV') return writeGuestsCsv(rows, file);
+      if (type === 'CSV') return writeGuestsCsv(rows, file, { timeZone: zone.name });
       const stats = await eventStats(services, context.tenantId, event.id);
       return writeGuestsExcel(rows, file, {
         timeZone: zone.name,

@@ -158,7 +158,7 @@ describe('GET /checkin/v1/api/event/{id}/timeline', () => {
     const file = await fetch(`${service.url}${csv.body.url}`, { headers: auth(alice) });
     expect(file.status).toBe(200);
     const rows = parse(await file.text(), { columns: true, bom: true }) as Record<string, string>[];
-    expect(rows[0]).toMatchObject({ start: '2026-11-01T18:00:00.000Z', gate: '(all)', admitted: '4', insideNow: '4', rejected_blocked: '1' });
+    expect(rows[0]).toMatchObject({ start: '2026-11-01T19:00:00.000+01:00', gate: '(all)', admitted: '4', insideNow: '4', rejected_blocked: '1' });
     expect(rows.filter((r) => r.gate === 'A')[0]).toMatchObject({ admitted: '3', insideNow: '' });
 
     const excel = await fetch(`${service.url}/checkin/v1/api/event/${eventId}/timeline/export?type=EXCEL`, {
