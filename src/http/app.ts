@@ -23,6 +23,8 @@ import type { LinkPolicy } from '../comms/link-safety.js';
 import { commsRouter } from './routes/comms.js';
 import { providerEventsRouter } from './routes/provider-events.js';
 import { sendingDomainRouter } from './routes/sending-domain.js';
+import { analyticsRouter } from './routes/analytics.js';
+import { dashboardRouter, type DashboardOptions } from '../dashboard/page.js';
 import type { DomainAuthenticator } from '../adapters/domains/port.js';
 import type { Metrics } from '../observability/metrics.js';
 import { traceContext } from './middleware/trace-context.js';
@@ -51,6 +53,8 @@ export interface AppOptions {
   webhooks?: WebhookSettings;
   /** Mounts the guest export routes (/checkin/v1/api/event/export...) when set. */
   exports?: ExportSettings;
+  /** The /dashboard page's settings (its token endpoint; default the dev provider's). */
+  dashboard?: DashboardOptions;
   /** Mounts templates, send and invitations (and the provider event intake when its key is set). */
   comms?: { linkPolicy: LinkPolicy; domains: DomainAuthenticator; sendgridEventPublicKey?: string };
   /** Mounts GET /metrics and observes every request (docs/operations.md "Metrics"). */
@@ -89,6 +93,7 @@ export function createApp(options: AppOptions): Express {
 
   app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
   app.use(docsRouter('/openapi.json'));
+  app.use(dashboardRouter(options.dashboard));
   // Spec Limits: every request to the API host counts, the token endpoint included (password guessing).
   if (options.rateLimits) app.use(options.rateLimits.all, options.rateLimits.send);
   if (options.identityProvider) app.use('/core', options.identityProvider);
@@ -98,6 +103,7 @@ export function createApp(options: AppOptions): Express {
   const routers = [eventsRouter(services), guestsRouter(services), teamMembersRouter(services), usersRouter(services)];
   if (options.webhooks) routers.push(webhooksRouter(services, options.webhooks));
   if (options.exports) routers.push(exportRouter(services, options.exports));
+  routers.push(analyticsRouter(services, options.exports));
   if (options.comms) routers.push(commsRouter(services, options.comms.linkPolicy), sendingDomainRouter(services, options.comms.domains));
   const admin = options.adminApiKey ? adminRouter(services) : undefined;
   // Before authentication: which methods a path takes is public (it is in /openapi.json).
