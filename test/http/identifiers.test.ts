@@ -109,6 +109,8 @@ describe('ids are scoped per client (issue 10 item 12)', () => {
     expect((await alice.call('GET', '/checkin/v1/api/event/shared-event/stats')).body.admitted).toBe(0);
     expect((await bob.call('GET', '/checkin/v1/api/event/shared-event/stats')).body.admitted).toBe(1);
     expect((await alice.call('GET', '/checkin/v1/api/event/shared-event/scans')).body.items).toEqual([]);
+    expect((await alice.call('GET', '/checkin/v1/api/event/shared-event/timeline')).body.totals.admissions).toBe(0);
+    expect((await bob.call('GET', '/checkin/v1/api/event/shared-event/timeline')).body.totals.admissions).toBe(1);
   });
 
   it('lets two clients use the same team member id; each logs in as their own', async () => {
