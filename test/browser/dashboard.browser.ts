@@ -77,7 +77,7 @@ describe('/dashboard in a real browser', () => {
     const insideNow = page.locator('#inside-now');
     await expect.poll(() => insideNow.textContent(), { timeout: 15_000 }).toBe('4');
     expect(await page.locator('#rejected').textContent()).toBe('1');
-    await expect.poll(() => page.locator('#gates').textContent()).toContain('North');
+    await expect.poll(() => page.locator('#gates').textContent(), { timeout: 15_000 }).toContain('North');
     expect(await page.locator('#rejects').textContent()).toContain('not found');
     await expect.poll(() => page.locator('#funnel').textContent(), { timeout: 15_000 }).toContain('Invitation');
     expect(await page.locator('#arrivals-chart canvas').count()).toBeGreaterThan(0);
@@ -94,7 +94,7 @@ describe('/dashboard in a real browser', () => {
 
     // Phone width: nothing wider than the screen.
     await page.setViewportSize({ width: 390, height: 844 });
-    await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth), { timeout: 15_000 }).toBeLessThanOrEqual(390);
 
     expect([...origins]).toEqual([service.url]);
     expect(consoleErrors).toEqual([]);
@@ -108,7 +108,8 @@ describe('/dashboard in a real browser', () => {
     await page.getByLabel('Password').fill('wrong password');
     await page.getByLabel('Subscription key').fill(client.subscriptionKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.locator('#login-error').textContent()).toContain('Could not sign in');
+    // Hang guard only: the password check is deliberately slow, more so on a loaded machine.
+    await expect.poll(() => page.locator('#login-error').textContent(), { timeout: 20_000 }).toContain('Could not sign in');
     expect(await page.locator('#board').isHidden()).toBe(true);
     await page.close();
   });
