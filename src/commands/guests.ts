@@ -12,7 +12,8 @@ import { customIdStream, reservationDecider, reservationKey, type ReservationCom
 import type { GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
 import { getEvent } from './events.js';
-import { templates } from './templates.js';
+import { findGuestByIdOrCustomId } from './guest-lookup.js';
+import { findTemplateDoc } from './templates.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -128,7 +129,7 @@ export async function saveGuests(
           };
     const guestItem = items.length;
     items.push({ streamName: guestStream(plan.guestId), decider: guestDecider, command });
-    items.push(...customIdReservations(eventId, plan, guestItem));
+    items.push(...customIdReservations(context.tenantId, eventId, plan, guestItem));
   }
   const results = await handleCommands(services.eventStore, items, context).catch((error: unknown) => {
     // A customId another request reserved since the plan was made: the same answer as a known holder.
@@ -160,7 +161,7 @@ async function checkInvitations(
     const templateId = plan.input.commsTemplateId;
     if (!templateId || templateId === plan.existing?.commsTemplateId) continue;
     if (!usable.has(templateId)) {
-      const template = await templates(services).get(templateId);
+      const template = await findTemplateDoc(services, clientId, templateId);
       usable.set(templateId, template?.clientId === clientId && template.eventId === eventId);
     }
     if (!usable.get(templateId)) throw new DomainError('not_found', `template ${templateId} not found in this event`);
@@ -180,12 +181,12 @@ async function checkInvitations(
  * the reservation is a claim (taken before the guest is written, given back if the batch
  * aborts), the release comes after the guest gave the key up (src/commands/batch-intents.ts).
  */
-function customIdReservations(eventId: string, plan: Planned, guestItem: number): BatchItem[] {
+function customIdReservations(clientId: string, eventId: string, plan: Planned, guestItem: number): BatchItem[] {
   const wanted = plan.input.customId;
   const current = plan.existing?.customId;
   if (wanted === undefined || (current !== undefined && reservationKey(current) === reservationKey(wanted))) return [];
   const reserve: BatchItem = {
-    streamName: customIdStream(eventId, wanted),
+    streamName: customIdStream(clientId, eventId, wanted),
     decider: reservationDecider,
     command: { type: 'Reserve', key: wanted, ownerType: 'guest', ownerId: plan.guestId } satisfies ReservationCommand,
     stage: 'claim',
@@ -196,7 +197,7 @@ function customIdReservations(eventId: string, plan: Planned, guestItem: number)
   return [
     reserve,
     {
-      streamName: customIdStream(eventId, current),
+      streamName: customIdStream(clientId, eventId, current),
       decider: reservationDecider,
       command: { type: 'Release', key: current, ownerId: plan.guestId } satisfies ReservationCommand,
       stage: 'release',
@@ -226,7 +227,7 @@ async function planGuests(
         throw new DomainError('not_found', `guest ${input.id} not found in this event`);
       }
     } else if (input.customId && mode === 'upsert') {
-      existing = await guests(services).findOne({ eventId, customIdLower: reservationKey(input.customId) });
+      existing = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: reservationKey(input.customId) });
     }
     errors.push(...recordErrors(input, mode === 'create' ? null : existing, eventId, at));
     const guestId = existing?._id ?? input.id ?? newId();
@@ -236,7 +237,7 @@ async function planGuests(
       const key = reservationKey(input.customId);
       if (seenCustomIds.has(key)) errors.push({ path: at('customId'), message: `repeats record ${seenCustomIds.get(key)}'s customId` });
       seenCustomIds.set(key, index);
-      const holder = await guests(services).findOne({ eventId, customIdLower: key });
+      const holder = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: key });
       if (holder && holder._id !== guestId) errors.push({ path: at('customId'), message: 'already used by another guest of this event' });
     }
     plans.push({ guestId, existing, input });
@@ -252,9 +253,7 @@ async function planGuests(
   return plans;
 }
 
-/** One guest of this client; another client's guest is not found. */
-export async function getGuest(services: Services, clientId: string, guestId: string): Promise<GuestView> {
-  const doc = await guests(services).get(guestId.toLowerCase());
-  if (!doc || doc.clientId !== clientId) throw new DomainError('not_found', 'guest not found');
-  return toGuestView(doc);
+/** One guest of this client, by id or customId (guest-lookup.ts); another client's guest is not found. */
+export async function getGuest(services: Services, clientId: string, idOrCustomId: string, eventId?: string): Promise<GuestView> {
+  return toGuestView(await findGuestByIdOrCustomId(services, clientId, idOrCustomId, eventId));
 }

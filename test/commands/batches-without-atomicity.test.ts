@@ -5,7 +5,7 @@ import { batchLogStream, completeOpenBatches } from '../../src/commands/batch-in
 import { accountDecider } from '../../src/domain/account.js';
 import { guestDecider, type GuestState } from '../../src/domain/guest.js';
 import { customIdStream, reservationDecider, reservationKey, usernameStream } from '../../src/domain/reservation.js';
-import { teamMemberDecider } from '../../src/domain/team-member.js';
+import { teamMemberDecider, teamMemberStream } from '../../src/domain/team-member.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { StreamByStreamStore } from '../support/stream-by-stream-store.js';
 
@@ -69,10 +69,11 @@ async function assertUniqueKeys() {
   for (const stream of streams) {
     if (stream.startsWith('guest-')) {
       const guest = (await fold(guestDecider, stream)) as GuestState;
-      if (guest.exists && guest.details.customId) expected.set(customIdStream(guest.eventId!, guest.details.customId), guest.guestId!);
+      if (guest.exists && guest.details.customId) expected.set(customIdStream(guest.clientId!, guest.eventId!, guest.details.customId), guest.guestId!);
     } else if (stream.startsWith('teammember-')) {
       const member = await fold(teamMemberDecider, stream);
-      if (member.status === 'registered') expected.set(usernameStream(member.profile.userName), stream.slice('teammember-'.length));
+      const [registered] = await store.readStream(stream, { maxCount: 1 });
+      if (member.status === 'registered') expected.set(usernameStream(member.profile.userName), (registered!.data as { teamMemberId: string }).teamMemberId);
     } else if (stream.startsWith('account-')) {
       const account = await fold(accountDecider, stream);
       if (account.status === 'registered') expected.set(usernameStream(account.profile.userName), stream.slice('account-'.length));
@@ -102,7 +103,7 @@ describe.each(['crash', 'throw'] as const)('guest create with a customId, a %s a
       expect(reply.status).toBe(after < gaps ? 500 : 200);
       await restart();
       const guest = (await fold(guestDecider, `guest-${id}`)) as GuestState;
-      const reservation = await fold(reservationDecider, customIdStream(eventId, customId));
+      const reservation = await fold(reservationDecider, customIdStream(alice.id, eventId, customId));
       if (after === 0) {
         // The intent was never written: nothing of the request is.
         expect(guest.exists).toBe(false);
@@ -144,7 +145,7 @@ describe('a batch refused while it runs (a racer took a customId between decisio
   for (let after = 0; after <= gaps; after++) {
     it(`crash after ${after} append(s): nothing of the batch remains, the racer keeps its key`, async () => {
       const tag = `${after}-${randomUUID().slice(0, 6)}`;
-      const contested = customIdStream(eventId, `b-${tag}`);
+      const contested = customIdStream(alice.id, eventId, `b-${tag}`);
       let raced = false;
       store.beforeAppend = async (stream) => {
         if (stream !== contested || raced) return;
@@ -161,7 +162,7 @@ describe('a batch refused while it runs (a racer took a customId between decisio
       // The racer is still there when the completer runs the batch again.
       await restart();
       store.beforeAppend = undefined;
-      expect((await fold(reservationDecider, customIdStream(eventId, `a-${tag}`))).ownerId).toBeUndefined();
+      expect((await fold(reservationDecider, customIdStream(alice.id, eventId, `a-${tag}`))).ownerId).toBeUndefined();
       expect((await fold(reservationDecider, contested)).ownerId).toBe(after === 0 ? undefined : 'racer');
       expect(await guestCount(`a-${tag}`)).toBe(0);
       await assertUniqueKeys();
@@ -196,7 +197,7 @@ describe.each(['crash', 'throw'] as const)('team member registration, a %s at ev
       const reply = await alice.call('POST', '/checkin/v1/api/teammember', { id, userName, password: 'door staff pass 1', email: `${userName}@example.com` });
       expect(reply.status).toBe(after < gaps ? 500 : 200);
       await restart();
-      const member = await fold(teamMemberDecider, `teammember-${id}`);
+      const member = await fold(teamMemberDecider, teamMemberStream(alice.id, id));
       const name = await fold(reservationDecider, usernameStream(userName));
       expect(member.status).toBe(after === 0 ? 'none' : 'registered');
       expect(name.ownerId).toBe(after === 0 ? undefined : id);

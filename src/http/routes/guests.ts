@@ -8,6 +8,7 @@ import { commandContext, principalOf } from '../context.js';
 import { HttpError } from '../errors.js';
 import { sendJsonArray } from '../json-array.js';
 import { defineRoute } from '../route.js';
+import { eventTimeZone, fields } from '../time-zone.js';
 import { pageOf } from '../schemas/common.js';
 import { IdParams } from '../schemas/event.js';
 import {
@@ -18,6 +19,7 @@ import {
   GuestBody,
   GuestIdParams,
   GuestListQuery,
+  GuestLookupQuery,
   GuestResponse,
   HistoryQuery,
   ScanBody,
@@ -30,14 +32,19 @@ import {
 
 const door = ['client', 'team_member'] as const;
 
+
 export function guestsRouter(services: Services): Router {
   const router = Router();
   const tags = ['Guests'];
   const ctx = (res: Parameters<typeof commandContext>[0]) => commandContext(res, services.clock);
+  // Date-times without an offset are read in the zone of the event the request names.
+  const timeZone = eventTimeZone(services, ({ params, body, query }) => ({
+    eventId: params.eventId ?? params.id ?? fields(body).eventId ?? fields(query).eventId,
+  }));
 
   defineRoute(
     router,
-    { method: 'post', path: '/checkin/v1/api/guest', summary: 'Create a guest', tags, body: GuestBody, response: GuestResponse, errors: [404, 409] },
+    { method: 'post', path: '/checkin/v1/api/guest', summary: 'Create a guest', tags, body: GuestBody, response: GuestResponse, errors: [404, 409], timeZone },
     async ({ body, res }) => {
       if (!body.eventId) {
         throw new HttpError(400, 'validation_error', 'eventId is required', [{ path: 'eventId', message: 'required' }]);
@@ -48,8 +55,18 @@ export function guestsRouter(services: Services): Router {
   );
   defineRoute(
     router,
-    { method: 'get', path: '/checkin/v1/api/guest/:id', summary: 'Read a guest', tags, params: GuestIdParams, response: GuestResponse, roles: [...door], errors: [404] },
-    ({ params, res }) => getGuest(services, principalOf(res).tenantId, params.id),
+    {
+      method: 'get',
+      path: '/checkin/v1/api/guest/:id',
+      summary: 'Read a guest, by id or customId',
+      tags,
+      params: GuestIdParams,
+      query: GuestLookupQuery,
+      response: GuestResponse,
+      roles: [...door],
+      errors: [404, 409],
+    },
+    ({ params, query, res }) => getGuest(services, principalOf(res).tenantId, params.id, query.eventId),
   );
   defineRoute(
     router,
@@ -60,9 +77,10 @@ export function guestsRouter(services: Services): Router {
       tags,
       params: GuestIdParams,
       query: HistoryQuery,
-      errors: [404],
+      errors: [404, 409],
+      timeZone: eventTimeZone(services, ({ query }) => ({ eventId: fields(query).eventId })),
     },
-    ({ params, query, res }) => guestHistory(services, principalOf(res).tenantId, params.id, query.asOf),
+    ({ params, query, res }) => guestHistory(services, principalOf(res).tenantId, params.id, query),
   );
   defineRoute(
     router,
@@ -76,6 +94,7 @@ export function guestsRouter(services: Services): Router {
       body: GuestBatch,
       status: 204,
       errors: [404, 409],
+      timeZone,
     },
     async ({ params, query, body, res }) => {
       await saveGuests(services, ctx(res), params.eventId, body, { mode: 'upsert', removeObsoleteTags: query.removeObsoleteTags });
@@ -93,6 +112,7 @@ export function guestsRouter(services: Services): Router {
       body: GuestBatch,
       response: z.array(GuestResponse),
       errors: [404, 409],
+      timeZone,
     },
     ({ params, query, body, res }) =>
       saveGuests(services, ctx(res), params.eventId, body, { mode: 'upsert', removeObsoleteTags: query.removeObsoleteTags }),
@@ -109,6 +129,7 @@ export function guestsRouter(services: Services): Router {
       response: pageOf(GuestResponse),
       roles: [...door],
       errors: [404],
+      timeZone,
     },
     ({ params, query, res }) => listGuests(services, principalOf(res).tenantId, params.eventId, query),
   );
@@ -150,6 +171,7 @@ export function guestsRouter(services: Services): Router {
       response: ScanResponse,
       roles: [...door],
       errors: [403, 404],
+      timeZone,
     },
     ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'in'),
   );
@@ -165,6 +187,7 @@ export function guestsRouter(services: Services): Router {
       response: ScanResponse,
       roles: [...door],
       errors: [404, 409],
+      timeZone,
     },
     ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'out'),
   );
@@ -173,7 +196,7 @@ export function guestsRouter(services: Services): Router {
     {
       method: 'post',
       path: '/checkin/v1/api/guests/:eventId/checkin/undo',
-      summary: 'Annul a check-in by scan id or nonce, within 5 minutes',
+      summary: 'Annul a check-in by scan id or nonce, or the last check-in of a guest (guestId or customId), within 5 minutes',
       tags: doorTags,
       params: EventIdParams,
       body: UndoBody,
@@ -188,7 +211,7 @@ export function guestsRouter(services: Services): Router {
       {
         method: 'post',
         path: `/checkin/v1/api/guests/:eventId/${blocked ? 'block' : 'unblock'}`,
-        summary: `${blocked ? 'Block' : 'Unblock'} up to 200 guests by id or barcode; all or nothing`,
+        summary: `${blocked ? 'Block' : 'Unblock'} up to 200 guests by id, customId or barcode; all or nothing`,
         tags: doorTags,
         params: EventIdParams,
         body: BlockBody,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Guid } from './common.js';
+import { Guid, PlainId, TimeZoneId } from './common.js';
 
 const name = z.string().trim().max(200);
 const email = z.string().trim().email().max(320);
@@ -24,12 +24,12 @@ export const UserEmailQuery = z.object({ email: z.string().trim().min(1).max(320
 export const UserUpdateBody = registry.register(
   'UserUpdate',
   z.object({
-    id: Guid,
+    id: PlainId,
     firstName: name.optional(),
     lastName: name.optional(),
     userName: z.string().trim().min(1).max(200).optional(),
     email: email.optional(),
-    timeZoneId: z.string().max(100).optional(),
+    timeZoneId: TimeZoneId.optional(),
     companyName: name.optional(),
     customData: z.string().max(100_000).optional(),
     password: z
@@ -42,7 +42,7 @@ export const UserUpdateBody = registry.register(
 export const PasswordChangeBody = registry.register(
   'PasswordChangeRequest',
   z.object({
-    id: Guid,
+    id: PlainId,
     oldPassword: z.string().min(1).max(1000),
     newPassword: z.string().min(1).max(1000),
     signOutAllSessions: z.boolean().optional(),
@@ -55,7 +55,7 @@ export const TeamMemberBody = registry.register(
     userName: z.string().trim().min(1).max(200),
     password: z.string().min(1).max(1000),
     email,
-    id: Guid.optional(),
+    id: PlainId.optional().openapi({ description: 'Team member id, any string of 1-128 characters; generated when absent' }),
     firstName: name.optional(),
     lastName: name.optional(),
     canForce: z
@@ -88,7 +88,7 @@ export const AccountCreateBody = registry.register(
     firstName: name.optional(),
     lastName: name.optional(),
     companyName: name.optional(),
-    timeZoneId: z.string().max(100).optional(),
+    timeZoneId: TimeZoneId.optional(),
     commsApiEnabled: z.boolean().optional(),
     senderTrusted: z.boolean().optional(),
   }),
@@ -113,5 +113,5 @@ export const AccountCreatedResponse = registry.register(
   }),
 );
 
-export const AccountIdParams = z.object({ id: Guid });
-export const KeyParams = z.object({ id: Guid, keyId: Guid });
+export const AccountIdParams = z.object({ id: PlainId });
+export const KeyParams = z.object({ id: PlainId, keyId: Guid });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Guid } from './common.js';
+import { Guid, PlainId } from './common.js';
 import { EventBody } from './event.js';
 
 /** Spec: query `type`, CSV or EXCEL; we accept any case. Absent: CSV, or what `Accept` names (docs/export.md). */
@@ -15,7 +15,7 @@ export const ExportQuery = z.object({
 export const ExportBody = registry.register(
   'ExportRequest',
   EventBody.extend({
-    id: Guid.openapi({ description: 'The event to export (required: an event of the caller)' }),
+    id: PlainId.openapi({ description: 'The event to export (required: an event of the caller)' }),
   }),
 );
 
