@@ -3,7 +3,7 @@
  * `npm start` runs every role in one process; `node dist/src/main.js <role>` runs one.
  */
 import path from 'node:path';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import type { Bus } from './adapters/bus/port.js';
 import type { EventStore } from './adapters/eventstore/port.js';
@@ -280,7 +280,6 @@ async function startApi(
   const app = createApp({
     services,
     metrics: { registry: metrics, ...(config.observability.metricsToken ? { token: config.observability.metricsToken } : {}) },
-    overload: overload.middleware(),
     readiness: () => readiness(platform, runner),
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
@@ -314,7 +313,8 @@ async function startApi(
   every(3_600_000, 'idempotency key purge', () => purgeExpiredIdempotencyKeys(platform.readStore), closers, services.logger);
   every(60_000, 'export sweep', () => sweepExpiredExports(services, exportSettings(config)), closers, services.logger);
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
+    // The overload guard answers before the app while the process cannot keep up (src/http/middleware/overload.ts).
+    const s = createServer(overload.handler(app)).listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
   });
   const address = server.address();
