@@ -91,6 +91,7 @@ describe('templates (spec: Comms template, Comms rule 1)', () => {
     expect(reply.body).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       ...templateBody(eventId),
+      fromAddress: null,
       fromName: 'Gala Team',
       replyTo: 'desk@example.com',
       attachPdf: true,
@@ -99,6 +100,27 @@ describe('templates (spec: Comms template, Comms rule 1)', () => {
     expect((await client.call('GET', `${api}/template/${reply.body.id}`)).body).toEqual(reply.body);
     const list = await client.call('GET', `${api}/templates?eventId=${eventId}`);
     expect(list.body.items).toEqual([reply.body]);
+    // Spec: GET /api/comms/template[s]: the singular path lists too.
+    expect((await client.call('GET', `${api}/template?eventId=${eventId}`)).body).toEqual(list.body);
+  });
+
+  it('shows every field: unset optional ones as null, and the default subject the send will use', async () => {
+    const client = await commsClient();
+    const eventId = await eventOf(client);
+    const { subject: _s, ...withoutSubject } = templateBody(eventId);
+    const reply = await client.call('POST', `${api}/template`, withoutSubject);
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({
+      subject: 'Your invitation to {{eventTitle}}',
+      fromAddress: null,
+      fromName: null,
+      replyTo: null,
+      attachPdf: false,
+      created: expect.any(String),
+    });
+    expect(Object.keys(reply.body).sort()).toEqual(
+      ['id', 'eventId', 'name', 'html', 'subject', 'fromAddress', 'fromName', 'replyTo', 'attachPdf', 'created'].sort(),
+    );
   });
 
   it('returns the existing template for a create with an id that exists, changing nothing', async () => {
