@@ -2,9 +2,8 @@
  * Composition root: the only place that reads configuration and knows which adapter runs.
  * `npm start` runs every role in one process; `node dist/src/main.js <role>` runs one.
  */
-import { answerClientErrors } from './http/client-errors.js';
 import path from 'node:path';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import type { Bus } from './adapters/bus/port.js';
 import type { EventStore } from './adapters/eventstore/port.js';
@@ -18,6 +17,7 @@ import { KafkaBus } from './adapters/bus/kafka.js';
 import type { Services } from './commands/services.js';
 import { loadConfig, roles, type Config, type Role } from './config.js';
 import { createApp, type Readiness } from './http/app.js';
+import { answerClientErrors } from './http/client-errors.js';
 import { authenticate } from './http/auth.js';
 import { createRateLimits, type RateLimitStore } from './http/middleware/rate-limit.js';
 import { purgeExpiredIdempotencyKeys } from './http/middleware/idempotency.js';
@@ -285,7 +285,6 @@ async function startApi(
   const app = createApp({
     services,
     metrics: { registry: metrics, ...(config.observability.metricsToken ? { token: config.observability.metricsToken } : {}) },
-    overload: overload.middleware(),
     readiness: () => readiness(platform, runner),
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
@@ -319,7 +318,8 @@ async function startApi(
   every(3_600_000, 'idempotency key purge', () => purgeExpiredIdempotencyKeys(platform.readStore), closers, services.logger);
   every(60_000, 'export sweep', () => sweepExpiredExports(services, exportSettings(config)), closers, services.logger);
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
+    // The overload guard answers before the app while the process cannot keep up (src/http/middleware/overload.ts).
+    const s = createServer(overload.handler(app)).listen(config.port, config.host, () => resolve(s));
     answerClientErrors(s);
     s.once('error', reject);
   });

@@ -15,6 +15,7 @@ const cli = (script: string, args: string[]) =>
     env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
   });
 
+// Each command is a fresh `node --import tsx` (10-16 s apiece on a loaded 2-core machine): the timeouts are hang guards only.
 describe('operator command lines', () => {
   it('creates an account that logs in and reads itself once the service runs on the same data', async () => {
     const { stdout } = await cli('admin.ts', ['create-account', '--email', 'op@example.com', '--password', 'operator passphrase', '--comms-api-enabled', 'true']);
@@ -35,12 +36,12 @@ describe('operator command lines', () => {
     }
     const trusted = JSON.parse((await cli('admin.ts', ['set-access', account.id, '--sender-trusted', 'true'])).stdout);
     expect(trusted).toMatchObject({ commsApiEnabled: true, senderTrusted: true });
-  }, 60_000);
+  }, 240_000);
 
   it('explains a wrong command and exits non-zero', async () => {
     await expect(cli('admin.ts', ['frobnicate'])).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('unknown command') });
     await expect(cli('relay.ts', ['reset', 'x'])).rejects.toMatchObject({ stderr: expect.stringContaining('reset needs a position') });
-  }, 30_000);
+  }, 180_000);
 
   it('rebuilds read models with progress and reports checkpoints', async () => {
     const { stdout } = await cli('projections.ts', ['rebuild']);
@@ -49,5 +50,5 @@ describe('operator command lines', () => {
     expect(status).toMatch(/accounts\s+position \d+\s+head \d+\s+lag 0/);
     const relay = (await cli('relay.ts', ['reset', '-1'])).stdout;
     expect(relay).toContain('to the beginning');
-  }, 60_000);
+  }, 240_000);
 });
