@@ -47,6 +47,17 @@ export interface Config {
   exportTtlMinutes: number;
   /** Invitation emails (spec: Comms template, check-in rule 1); see commsConfig. */
   comms: CommsConfig;
+  /** Graceful shutdown on SIGTERM (docs/operations.md, Shutdown). */
+  shutdown: ShutdownConfig;
+}
+
+export interface ShutdownConfig {
+  /** SHUTDOWN_IDLE_GRACE_MS: how long a kept-alive client has to send its next request (answered with Connection: close) before idle sockets are closed; default 1000. */
+  idleGraceMs: number;
+  /** SHUTDOWN_DRAIN_TIMEOUT_MS: requests still in flight after this are cut off; default 8000. */
+  drainTimeoutMs: number;
+  /** SHUTDOWN_TIMEOUT_MS: the process exits by then whatever is left (exit code 1, naming the step); default 14000. */
+  timeoutMs: number;
 }
 
 export interface CommsConfig {
@@ -108,6 +119,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportDir: path.resolve(env.EXPORT_DIR || path.join(env.DATA_DIR || './data', 'exports')),
     exportTtlMinutes: int('EXPORT_TTL_MINUTES', 60),
     comms: commsConfig(env, problems, int),
+    shutdown: {
+      idleGraceMs: int('SHUTDOWN_IDLE_GRACE_MS', 1000),
+      drainTimeoutMs: int('SHUTDOWN_DRAIN_TIMEOUT_MS', 8000),
+      timeoutMs: int('SHUTDOWN_TIMEOUT_MS', 14_000),
+    },
   };
   if (config.exportTtlMinutes < 1) problems.push('EXPORT_TTL_MINUTES must be at least 1');
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {

@@ -53,6 +53,7 @@ import { Relay } from './workers/relay.js';
 import { relayRoutes } from './workers/topics.js';
 import type { Worker } from './workers/worker.js';
 import { backoffMs, sleep } from './shared/backoff.js';
+import { trackForDrain, type HttpDrain } from './http/drain.js';
 
 export const projections: Projection[] = [
   eventsProjection,
@@ -113,7 +114,12 @@ export interface RunningService {
   services: Services;
   /** Base URL of the HTTP server when the api role runs. */
   url?: string;
-  stop(): Promise<void>;
+  /**
+   * Stops in order (docs/operations.md, Shutdown): drain HTTP, stop the workers (leases handed
+   * back), the relay and the projections (offsets and checkpoints committed), then the stores.
+   * `onStep` hears each step as it starts, so a caller with a deadline can name the one that hung.
+   */
+  stop(onStep?: (step: string) => void): Promise<void>;
 }
 
 export async function startService(
@@ -165,15 +171,21 @@ export async function startService(
     server,
     services,
     url,
-    stop: async () => {
-      const closed = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-      server?.closeAllConnections();
-      await closed;
-      await Promise.allSettled(workers.map((w) => w.stop()));
-      await relay?.stop();
-      await runner?.stop();
-      await Promise.allSettled(closers.map((close) => close()));
-      await platform.close();
+    stop: async (onStep) => {
+      const step = async (name: string, run: () => Promise<unknown>) => {
+        onStep?.(name);
+        const started = Date.now();
+        const result = await run();
+        logger.info({ step: name, ms: Date.now() - started, ...(result && typeof result === 'object' && !Array.isArray(result) ? result : {}) }, 'shutdown step done');
+      };
+      if (api) {
+        await step('http drain', () => api.drain.drain({ idleGraceMs: config.shutdown.idleGraceMs, deadlineMs: config.shutdown.drainTimeoutMs }));
+      }
+      await step('workers', () => Promise.allSettled(workers.map((w) => w.stop())));
+      if (relay) await step('relay', () => relay.stop());
+      if (runner) await step('projections', () => runner.stop());
+      await step('periodic jobs and rate-limit store', () => Promise.allSettled(closers.map((close) => close())));
+      await step('stores and bus', () => platform.close());
     },
   };
 }
@@ -221,7 +233,7 @@ async function startApi(
   services: Services,
   runner: ProjectionRunner | undefined,
   closers: (() => Promise<void>)[],
-): Promise<{ server: Server; url: string }> {
+): Promise<{ server: Server; url: string; drain: HttpDrain }> {
   // The issuer URL of the dev provider depends on the port actually bound (0 = ephemeral).
   let devIssuer = '';
   const issuer = () => config.oidcIssuer ?? devIssuer;
@@ -264,15 +276,17 @@ async function startApi(
   // expired guest exports (files and records) every minute.
   every(3_600_000, 'idempotency key purge', () => purgeExpiredIdempotencyKeys(platform.readStore), closers, services.logger);
   every(60_000, 'export sweep', () => sweepExpiredExports(services, exportSettings(config)), closers, services.logger);
+  let drain: HttpDrain | undefined;
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
+    drain = trackForDrain(s);
     s.once('error', reject);
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host}:${port}`;
   devIssuer = `${config.publicUrl ?? url}/core`;
-  return { server, url };
+  return { server, url, drain: drain! };
 }
 
 /** A periodic clean-up that never keeps the process alive and stops with the service. */
@@ -380,13 +394,28 @@ async function main(): Promise<void> {
     logger.fatal({ err: error }, (error as Error).message);
     process.exit(1);
   }
+  let stopping = false;
   const shutdown = async (signal: string) => {
-    logger.info({ signal }, 'stopping');
-    await service.stop();
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, timeoutMs: config.shutdown.timeoutMs }, 'stopping');
+    let current = 'start';
+    // Whatever hangs, the process goes within the bound, saying which step it left unfinished.
+    setTimeout(() => {
+      logger.error({ step: current, timeoutMs: config.shutdown.timeoutMs }, 'shutdown did not finish in time; exiting anyway');
+      process.exit(1);
+    }, config.shutdown.timeoutMs).unref();
+    try {
+      await service.stop((step) => (current = step));
+    } catch (error) {
+      logger.error({ err: error, step: current }, 'shutdown step failed; exiting');
+      process.exit(1);
+    }
+    logger.info({ signal }, 'stopped');
     process.exit(0);
   };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) void main();

@@ -30,6 +30,8 @@ export async function startTestService(
     SQLITE_SYNCHRONOUS: 'NORMAL',
     RATE_LIMIT_PER_MINUTE: '0',
     SEND_RATE_LIMIT_PER_MINUTE: '0',
+    // In-process tests have no kept-alive client to wait for: idle sockets close at once.
+    SHUTDOWN_IDLE_GRACE_MS: '0',
     ...env,
   });
   const service = await startService(config, options.role ?? 'all', { clock: options.clock });
