@@ -54,6 +54,7 @@ import { relayRoutes } from './workers/topics.js';
 import type { Worker } from './workers/worker.js';
 import { backoffMs, sleep } from './shared/backoff.js';
 import { trackForDrain, type HttpDrain } from './http/drain.js';
+import { holdProjections } from './projections/holder.js';
 
 export const projections: Projection[] = [
   eventsProjection,
@@ -153,6 +154,8 @@ export async function startService(
   const workers: Worker[] = runs('workers') ? createWorkers(platform, services, config) : [];
 
   // A real server that is down at start must not stop the process: retry in the background.
+  // The heartbeat that tells `projections rebuild` this read store is in use.
+  const holder = runner ? holdProjections(platform.readStore, logger.child({ role: 'projections' })) : undefined;
   if (runner) void retryForever('projections', () => runner.start(), logger);
   if (relay) void retryForever('relay', () => relay.start(), logger);
   for (const worker of workers) void retryForever(worker.name, () => worker.start(), logger);
@@ -183,7 +186,10 @@ export async function startService(
       }
       await step('workers', () => Promise.allSettled(workers.map((w) => w.stop())));
       if (relay) await step('relay', () => relay.stop());
-      if (runner) await step('projections', () => runner.stop());
+      if (runner) await step('projections', async () => {
+        await runner.stop();
+        await holder?.stop();
+      });
       await step('periodic jobs and rate-limit store', () => Promise.allSettled(closers.map((close) => close())));
       await step('stores and bus', () => platform.close());
     },
