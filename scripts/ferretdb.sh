@@ -8,6 +8,8 @@
 #
 # Env: FERRETDB_PORT (default 27018), FERRETDB_DEBUG_PORT (default 18088),
 #      FERRETDB_VERSION (default v1.24.2), FERRETDB_START_TIMEOUT (seconds, default 60),
+#      FERRETDB_START_ATTEMPTS (default 3: a start that exits early is retried on fresh ports),
+#      CHECKIN_SERVERS_RUNTIME_DIR (a second, private instance: its own runtime dir and ports),
 #      XDG_CACHE_HOME / TMPDIR (cache and runtime locations).
 # State: $RUNTIME/ferretdb.env with MONGO_URL=mongodb://127.0.0.1:<port>/
 set -euo pipefail
@@ -134,22 +136,11 @@ mongo_ping() {
   tcp_open "$port"
 }
 
-cmd_start() {
-  cmd_install
-  if is_running; then
-    log "$NAME" "already running (pid $(cat "$PID_FILE")); restarting with fresh data"
-    cmd_stop
-  fi
-  rm -rf "$RUN_DIR"
-  rm -f "$ENV_FILE"
-  mkdir -p "$DATA_DIR" "$STATE_DIR"
-
-  local port debug_port
-  port="$(choose_port "$NAME" "${FERRETDB_PORT:-27018}")" || die "$NAME" "no free port"
-  debug_port="$(choose_port "$NAME" "${FERRETDB_DEBUG_PORT:-18088}" "$port")" || die "$NAME" "no free debug port"
-
+# launch_once PORT DEBUG_PORT -> 0 when FerretDB answers a ping on PORT; 1 when the process
+# exited during startup (the caller retries); dies on a timeout.
+launch_once() {
+  local port="$1" debug_port="$2" t0
   log "$NAME" "starting on 127.0.0.1:$port (debug 127.0.0.1:$debug_port), data in $DATA_DIR, log $LOG_FILE"
-  local t0
   t0="$(now_s)"
   spawn_detached "$PID_FILE" "$LOG_FILE" "$BIN" \
     --handler=sqlite \
@@ -159,16 +150,18 @@ cmd_start() {
     "--debug-addr=127.0.0.1:${debug_port}" \
     --telemetry=disable \
     "--log-level=${FERRETDB_LOG_LEVEL:-warn}" ||
-    { show_log_tail "$NAME" "$LOG_FILE"; die "$NAME" "could not launch $BIN"; }
+    { show_log_tail "$NAME" "$LOG_FILE"; return 1; }
 
   local deadline=$((t0 + START_TIMEOUT))
   while :; do
     if ! is_running; then
       show_log_tail "$NAME" "$LOG_FILE"
-      die "$NAME" "process exited during startup"
+      log "$NAME" "process exited during startup (ports $port/$debug_port)"
+      return 1
     fi
     if tcp_open "$port" && mongo_ping "$port"; then
-      break
+      log "$NAME" "started on 127.0.0.1:$port in $(($(now_s) - t0))s (pid $(cat "$PID_FILE"))"
+      return 0
     fi
     if (($(now_s) >= deadline)); then
       show_log_tail "$NAME" "$LOG_FILE"
@@ -177,11 +170,41 @@ cmd_start() {
     fi
     sleep 0.2
   done
+}
 
-  printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port" >"$ENV_FILE"
-  log "$NAME" "started on 127.0.0.1:$port in $(($(now_s) - t0))s (pid $(cat "$PID_FILE"))"
-  log "$NAME" "wrote $ENV_FILE"
-  printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port"
+cmd_start() {
+  cmd_install
+  if is_running; then
+    log "$NAME" "already running (pid $(cat "$PID_FILE")); restarting with fresh data"
+    cmd_stop
+  fi
+  rm -rf "$RUN_DIR"
+  rm -f "$ENV_FILE"
+
+  # A start can lose a race (a port taken between choosing and binding it, by a parallel test):
+  # retry with fresh ports and fresh data, keeping each failed attempt's log next to the new one.
+  local attempts="${FERRETDB_START_ATTEMPTS:-3}" attempt port debug_port
+  for ((attempt = 1; attempt <= attempts; attempt++)); do
+    rm -rf "$DATA_DIR" "$STATE_DIR"
+    mkdir -p "$DATA_DIR" "$STATE_DIR"
+    if ((attempt == 1)); then
+      port="$(choose_port "$NAME" "${FERRETDB_PORT:-27018}")" || die "$NAME" "no free port"
+      debug_port="$(choose_port "$NAME" "${FERRETDB_DEBUG_PORT:-18088}" "$port")" || die "$NAME" "no free debug port"
+    else
+      port="$(free_port)" || die "$NAME" "no free port"
+      debug_port="$(choose_port "$NAME" "$(free_port)" "$port")" || die "$NAME" "no free debug port"
+    fi
+    if launch_once "$port" "$debug_port"; then
+      printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port" >"$ENV_FILE"
+      log "$NAME" "wrote $ENV_FILE"
+      printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port"
+      return 0
+    fi
+    [[ -f "$LOG_FILE" ]] && mv -f "$LOG_FILE" "$LOG_FILE.attempt-$attempt"
+    log "$NAME" "attempt $attempt of $attempts failed; its log is kept at $LOG_FILE.attempt-$attempt"
+    rm -f "$PID_FILE"
+  done
+  die "$NAME" "could not start after $attempts attempts; logs: $RUN_DIR/ferretdb.log.attempt-*"
 }
 
 cmd_stop() {
