@@ -200,6 +200,13 @@ export async function startService(
 function createWorkers(platform: Platform, services: Services, config: Config): Worker[] {
   const { comms } = config;
   const mailer = createMailer(config, services.logger);
+  // Temporary files of a write a kill cut short (the finished files are whole: written, synced, linked).
+  if (mailer instanceof OutboxMailer) {
+    void mailer.removeLeftovers().then(
+      (removed) => removed > 0 && services.logger.info({ removed, outboxDir: config.comms.outboxDir }, 'outbox temporary files of an interrupted run removed'),
+      (error: unknown) => services.logger.warn({ err: error }, 'outbox temporary files not cleaned up'),
+    );
+  }
   const sends = new SendWorker(platform.bus, services, {
     mailer,
     pdf: createPdfRenderer({ threads: Math.max(1, availableParallelism() - 1) }),
