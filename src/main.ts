@@ -19,6 +19,7 @@ import { loadConfig, roles, type Config, type Role } from './config.js';
 import { createApp, type Readiness } from './http/app.js';
 import { authenticate } from './http/auth.js';
 import { createRateLimits, type RateLimitStore } from './http/middleware/rate-limit.js';
+import { chooseCounterStore } from './http/middleware/rate-limit-store.js';
 import { purgeExpiredIdempotencyKeys } from './http/middleware/idempotency.js';
 import { openSqliteFile } from './adapters/sqlite-file.js';
 import { MongoClient } from 'mongodb';
@@ -281,7 +282,7 @@ async function startApi(
     rateLimits: createRateLimits({
       perMinute: config.rateLimitPerMinute,
       sendPerMinute: config.sendRateLimitPerMinute,
-      store: rateLimitStore(config, closers),
+      store: await rateLimitStore(config, closers, services.logger),
       logger: services.logger,
     }),
   });
@@ -316,16 +317,17 @@ function every(
 }
 
 /**
- * Rate-limit counters shared by every instance: MongoDB when configured, else a SQLite file
- * of their own (a short busy timeout: better-sqlite3 waits synchronously, and on timeout the
+ * Rate-limit counters shared by every instance: MongoDB when configured and able to count
+ * atomically, else a SQLite file of their own (a short busy timeout: better-sqlite3 waits synchronously, and on timeout the
  * limiter's in-memory insurance takes over).
  */
-function rateLimitStore(config: Config, closers: (() => Promise<void>)[]): RateLimitStore {
+async function rateLimitStore(config: Config, closers: (() => Promise<void>)[], logger: Logger): Promise<RateLimitStore> {
   if (config.rateLimitPerMinute === 0 && config.sendRateLimitPerMinute === 0) return { kind: 'memory' };
   if (config.mongoUrl) {
     const client = new MongoClient(config.mongoUrl);
     closers.push(() => client.close());
-    return { kind: 'mongo', client, dbName: config.mongoDb };
+    // Only a server that counts atomically may hold them (src/http/middleware/rate-limit-store.ts).
+    if ((await chooseCounterStore(client, logger)) === 'mongo') return { kind: 'mongo', client, dbName: config.mongoDb };
   }
   const db = openSqliteFile(path.join(config.dataDir, 'rate-limits.sqlite'), 'rate limit store', 'NORMAL');
   db.pragma('busy_timeout = 100');
