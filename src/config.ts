@@ -49,6 +49,11 @@ export interface Config {
   comms: CommsConfig;
   /** Graceful shutdown on SIGTERM (docs/operations.md, Shutdown). */
   shutdown: ShutdownConfig;
+  /**
+   * READ_STORE_MISMATCH: what to do when the read store holds another event store's read models
+   * (src/projections/store-identity.ts): `refuse` (default) or `rebuild` (projections role).
+   */
+  readStoreMismatch: 'refuse' | 'rebuild';
 }
 
 export interface ShutdownConfig {
@@ -124,7 +129,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       drainTimeoutMs: int('SHUTDOWN_DRAIN_TIMEOUT_MS', 8000),
       timeoutMs: int('SHUTDOWN_TIMEOUT_MS', 14_000),
     },
+    readStoreMismatch: env.READ_STORE_MISMATCH === 'rebuild' ? 'rebuild' : 'refuse',
   };
+  if (env.READ_STORE_MISMATCH && !['refuse', 'rebuild'].includes(env.READ_STORE_MISMATCH)) {
+    problems.push(`READ_STORE_MISMATCH must be refuse or rebuild, got "${env.READ_STORE_MISMATCH}"`);
+  }
   if (config.exportTtlMinutes < 1) problems.push('EXPORT_TTL_MINUTES must be at least 1');
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
     problems.push('ADMIN_API_KEY must be at least 16 characters');

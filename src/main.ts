@@ -56,6 +56,8 @@ import type { Worker } from './workers/worker.js';
 import { backoffMs, sleep } from './shared/backoff.js';
 import { trackForDrain, type HttpDrain } from './http/drain.js';
 import { holdProjections } from './projections/holder.js';
+import { checkStoreIdentity, StoreMismatchError, type IdentityCheck } from './projections/store-identity.js';
+import { relayCheckpoint } from './workers/relay.js';
 
 export const projections: Projection[] = [
   eventsProjection,
@@ -154,12 +156,17 @@ export async function startService(
 
   const workers: Worker[] = runs('workers') ? createWorkers(platform, services, config) : [];
 
+  // The read store must belong to this event store before anything reads its checkpoints.
+  const startWaits = { waiting: true };
+  const identityReady = storeIdentityChecked(config, platform, runs('projections'), logger, startWaits);
+  await Promise.race([identityReady, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]).finally(() => (startWaits.waiting = false));
+
   // A real server that is down at start must not stop the process: retry in the background.
   // The heartbeat that tells `projections rebuild` this read store is in use.
   const holder = runner ? holdProjections(platform.readStore, logger.child({ role: 'projections' })) : undefined;
-  if (runner) void retryForever('projections', () => runner.start(), logger);
-  if (relay) void retryForever('relay', () => relay.start(), logger);
-  for (const worker of workers) void retryForever(worker.name, () => worker.start(), logger);
+  if (runner) void retryForever('projections', async () => (await identityReady, await runner.start()), logger);
+  if (relay) void retryForever('relay', async () => (await identityReady, await relay.start()), logger);
+  for (const worker of workers) void retryForever(worker.name, async () => (await identityReady, await worker.start()), logger);
 
   const closers: (() => Promise<void>)[] = [];
   const api = runs('api') ? await startApi(config, platform, services, runner, closers) : undefined;
@@ -192,10 +199,86 @@ export async function startService(
         await holder?.stop();
       });
       await step('periodic jobs and rate-limit store', () => Promise.allSettled(closers.map((close) => close())));
+      await step('event store identity', () => Promise.allSettled([...pendingRecords].map((record) => record())));
       await step('stores and bus', () => platform.close());
     },
   };
 }
+
+/**
+ * Checks (src/projections/store-identity.ts) that the read store belongs to this event store.
+ * A refusal rejects (at start: startService rejects; later: the process exits 1); a server
+ * that does not answer is retried in the background. While the store is empty its identity
+ * is recorded once it has a first event.
+ */
+function storeIdentityChecked(
+  config: Config,
+  platform: Platform,
+  mayRebuild: boolean,
+  logger: Logger,
+  start: { waiting: boolean },
+): Promise<void> {
+  const check: IdentityCheck = {
+    eventStore: platform.eventStore,
+    readStore: platform.readStore,
+    eventStoreDescription: config.eventStoreUrl ? `EventStoreDB at ${withoutCredentials(config.eventStoreUrl)}` : `SQLite file ${path.join(config.dataDir, 'events.sqlite')}`,
+    readStoreDescription: config.mongoUrl ? `${withoutCredentials(config.mongoUrl)} database ${config.mongoDb}` : `SQLite file ${path.join(config.dataDir, 'read-models.sqlite')}`,
+    projections,
+    otherCheckpoints: [relayCheckpoint],
+    rebuildOnMismatch: mayRebuild && config.readStoreMismatch === 'rebuild',
+    logger,
+  };
+  const checked = (async () => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { recorded } = await checkStoreIdentity(check);
+        if (!recorded) recordLater(check, logger);
+        return;
+      } catch (error) {
+        if (error instanceof StoreMismatchError) {
+          // The start has moved on (the first check outlasted its wait): nothing else can stop it.
+          if (!start.waiting) {
+            logger.fatal({ err: error }, error.message);
+            process.exit(1);
+          }
+          throw error;
+        }
+        const delay = backoffMs(attempt, 500);
+        logger.error({ err: error, attempt, retryInMs: delay }, 'could not check which event store the read store belongs to; is its server up? retrying');
+        await sleep(delay);
+      }
+    }
+  })();
+  checked.catch(() => {});
+  return checked;
+}
+
+/** While the store is empty at start: record its identity once its first event exists (and at the latest on stop). */
+const pendingRecords = new Set<() => Promise<void>>();
+function recordLater(check: IdentityCheck, logger: Logger): void {
+  let busy = false;
+  const attempt = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const { recorded } = await checkStoreIdentity({ ...check, rebuildOnMismatch: false });
+      if (recorded) done();
+    } catch (error) {
+      logger.error({ err: error }, 'event store identity not recorded yet; trying again');
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = setInterval(() => void attempt(), 1_000);
+  timer.unref();
+  const done = () => {
+    clearInterval(timer);
+    pendingRecords.delete(attempt);
+  };
+  pendingRecords.add(attempt);
+}
+
+const withoutCredentials = (url: string): string => url.replace(/\/\/[^@/]*@/, '//');
 
 /** The `workers` role: bus consumers and schedulers. */
 function createWorkers(platform: Platform, services: Services, config: Config): Worker[] {
