@@ -84,6 +84,13 @@ export interface CommsConfig {
   sendRetryDelaysMs: number[];
   /** SEND_CONCURRENCY: emails in flight at once in one worker process. */
   sendConcurrency: number;
+  /**
+   * SEND_LEASE_MS: how long a send attempt is held without a heartbeat (renewed every third of
+   * it while it runs); after a kill another worker takes it over once this passes. Default 10 s.
+   */
+  sendLeaseMs: number;
+  /** WORKER_SWEEP_MS: how often a worker looks for sends and webhook deliveries no live worker holds. Default 5 s. */
+  sweepMs: number;
 }
 
 export type Role = 'api' | 'projections' | 'relay' | 'workers' | 'all';
@@ -195,6 +202,8 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: str
     blockedLinkDomains: list(env.SPAM_BLOCKED_DOMAINS).map((d) => d.toLowerCase()),
     sendRetryDelaysMs: delays,
     sendConcurrency: concurrency,
+    sendLeaseMs: int('SEND_LEASE_MS', 10_000),
+    sweepMs: int('WORKER_SWEEP_MS', 5_000),
   };
 }
 

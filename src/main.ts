@@ -298,7 +298,8 @@ function createWorkers(platform: Platform, services: Services, config: Config): 
     sender: { address: comms.sendingAddress, ...(comms.senderName ? { name: comms.senderName } : {}) },
     retryDelaysMs: comms.sendRetryDelaysMs,
     concurrency: comms.sendConcurrency,
-    attemptLeaseMs: 120_000,
+    attemptLeaseMs: comms.sendLeaseMs,
+    sweepMs: comms.sweepMs,
   });
   return [createWebhookDispatcher(platform.bus, services, webhookSettings(config)), sends];
 }
