@@ -3,6 +3,7 @@
 #
 #   scripts/ferretdb.sh install   build ferretdb with `go install` into the cache (skipped if present)
 #   scripts/ferretdb.sh start     (install if needed,) wipe runtime data, start, wait for a ping
+#   scripts/ferretdb.sh resume    start again on the last start's data and ports (after a stop)
 #   scripts/ferretdb.sh stop      stop it (no error if not running)
 #   scripts/ferretdb.sh status    print whether it runs, and where
 #
@@ -195,6 +196,7 @@ cmd_start() {
       debug_port="$(choose_port "$NAME" "$(free_port)" "$port")" || die "$NAME" "no free debug port"
     fi
     if launch_once "$port" "$debug_port"; then
+      printf '%s %s\n' "$port" "$debug_port" >"$RUN_DIR/ports"
       printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port" >"$ENV_FILE"
       log "$NAME" "wrote $ENV_FILE"
       printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port"
@@ -207,6 +209,21 @@ cmd_start() {
   die "$NAME" "could not start after $attempts attempts; logs: $RUN_DIR/ferretdb.log.attempt-*"
 }
 
+# cmd_resume: start again on the data and ports of the last start (a server stopped by a test
+# comes back with its databases).
+cmd_resume() {
+  [[ -f "$RUN_DIR/ports" ]] || die "$NAME" "nothing to resume in $RUN_DIR: run start first"
+  if is_running; then
+    log "$NAME" "already running (pid $(cat "$PID_FILE"))"
+    return 0
+  fi
+  local port debug_port
+  read -r port debug_port <"$RUN_DIR/ports"
+  launch_once "$port" "$debug_port" || die "$NAME" "could not resume on 127.0.0.1:$port; log $LOG_FILE"
+  printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port" >"$ENV_FILE"
+  printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port"
+}
+
 cmd_stop() {
   stop_pid "$NAME" "$PID_FILE" "ferretdb" 15
   rm -f "$ENV_FILE"
@@ -217,10 +234,11 @@ cmd_status() { server_status "$NAME" "$PID_FILE" "ferretdb" "$LOG_FILE" "$ENV_FI
 case "${1:-}" in
   install) cmd_install ;;
   start) cmd_start ;;
+  resume) cmd_resume ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   *)
-    echo "usage: $0 install|start|stop|status" >&2
+    echo "usage: $0 install|start|resume|stop|status" >&2
     exit 2
     ;;
 esac
