@@ -84,6 +84,7 @@ describe.skipIf(javaMissing && process.env.CI !== 'true')('faults on Kafka + Fer
     const mails = await readOutbox(outbox);
     const perInvitation = new Map<string, number>();
     for (const mail of mails) perInvitation.set(mail.trackingArgs.attendeeInvitationId ?? mail.messageKey, (perInvitation.get(mail.trackingArgs.attendeeInvitationId ?? mail.messageKey) ?? 0) + 1);
+    expect(mails).toHaveLength(emailsBefore + invitations.length);
     const ours = invitations.map((id) => perInvitation.get(id) ?? 0);
     expect(ours.filter((n) => n === 1)).toHaveLength(invitations.length);
     const webhooks = sentWebhooks();

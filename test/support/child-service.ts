@@ -88,7 +88,10 @@ export async function spawnService(
     },
   };
   let buffered = '';
+  // CHILD_LOG_DIR: keep each child's log lines in a file too (for a failed fault test).
+  const logFile = process.env.CHILD_LOG_DIR ? path.join(process.env.CHILD_LOG_DIR, `${role}-${child.pid}.log`) : undefined;
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    if (logFile) fs.appendFileSync(logFile, chunk);
     buffered += chunk;
     let newline: number;
     while ((newline = buffered.indexOf('\n')) >= 0) {

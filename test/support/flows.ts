@@ -28,9 +28,13 @@ export async function commsSetup(service: { url: string }): Promise<CommsSetup> 
   return { client, eventId: event.body.id, templateId: template.body.id };
 }
 
-/** Creates `count` guests with distinct emails, 200 a batch (the bulk limit); returns their ids in order. */
+/**
+ * Creates `count` guests with distinct emails, 200 a batch (the bulk limit); returns their ids.
+ * The answer lists the guests the read models show once the write waited for them (2 s at most):
+ * when the projections lag more (a loaded machine, a real read store), the ids come from the list.
+ */
 export async function addGuests(setup: CommsSetup, count: number, prefix = 'guest'): Promise<string[]> {
-  const ids: string[] = [];
+  let answered = 0;
   for (let start = 0; start < count; start += 200) {
     const batch = Array.from({ length: Math.min(200, count - start) }, (_, i) => ({
       firstName: `G${start + i}`,
@@ -38,9 +42,18 @@ export async function addGuests(setup: CommsSetup, count: number, prefix = 'gues
     }));
     const reply = await setup.client.call('POST', `/checkin/v1/api/guests/${setup.eventId}`, batch);
     if (reply.status !== 200) throw new Error(`guests create: ${reply.status} ${JSON.stringify(reply.body).slice(0, 300)}`);
-    ids.push(...(reply.body as { id: string }[]).map((g) => g.id));
+    answered += (reply.body as unknown[]).length;
   }
-  return ids;
+  return until(async () => {
+    const ids: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await setup.client.call('GET', `/checkin/v1/api/guests/${setup.eventId}?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      for (const guest of page.body.items as { id: string; email: string | null }[]) if (guest.email?.startsWith(`${prefix}-`)) ids.push(guest.id);
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    return ids.length === count ? ids : undefined;
+  }, `${count} guests ${prefix}-* listed (${answered} in the create answers)`, 120_000);
 }
 
 /** Asks for one invitation per guest, 200 a request; returns the attendee invitation ids. */
