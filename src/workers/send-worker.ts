@@ -65,6 +65,8 @@ export class SendWorker implements Worker {
   private queue?: FairQueue;
   private sweeper?: NodeJS.Timeout;
   private sweeping = false;
+  /** Invitations queued because a bus message asked for them (again): only those report comms.skipped. */
+  private readonly requestedByBus = new Set<string>();
   private readonly logger: Logger;
 
   constructor(
@@ -167,13 +169,17 @@ export class SendWorker implements Worker {
       eventId: derivedId('invitation', stored.id, 'requested'),
     });
     // Also for a request seen before: the send then finds it sent and reports comms.skipped.
+    this.requestedByBus.add(ids.attendeeInvitationId);
     this.queue!.enqueue(ids.attendeeInvitationId, ids.clientId, Date.now());
   }
 
   /** One turn of an invitation: check, start an attempt, hand the email over, record the outcome. */
   private async send(invitationId: string, clientId: string): Promise<void> {
+    const repeatedRequest = this.requestedByBus.delete(invitationId);
     const state = await this.load(invitationId);
     if (state.status === 'none' || state.status === 'failed') return;
+    // Queued by a sweep or a resume from a read model that lags: sent is done, not a request to skip.
+    if (state.status === 'sent' && !repeatedRequest) return;
     if (state.status === 'retrying' && Date.parse(state.retryAt!) > Date.now()) {
       this.queue!.enqueue(invitationId, clientId, Date.parse(state.retryAt!));
       return;
