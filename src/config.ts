@@ -54,6 +54,8 @@ export interface Config {
    * (src/projections/store-identity.ts): `refuse` (default) or `rebuild` (projections role).
    */
   readStoreMismatch: 'refuse' | 'rebuild';
+  /** Metrics and load shedding (docs/operations.md); see observabilityConfig. */
+  observability: ObservabilityConfig;
 }
 
 export interface ShutdownConfig {
@@ -63,6 +65,19 @@ export interface ShutdownConfig {
   drainTimeoutMs: number;
   /** SHUTDOWN_TIMEOUT_MS: the process exits by then whatever is left (exit code 1, naming the step); default 14000. */
   timeoutMs: number;
+}
+
+export interface ObservabilityConfig {
+  /** METRICS_TOKEN: GET /metrics then needs `Authorization: Bearer <token>`; unset, it answers only on loopback. */
+  metricsToken?: string;
+  /** METRICS_PORT: for a process without the api role, a listener of its own for /metrics and /healthz. */
+  metricsPort?: number;
+  /** OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: above this mean event-loop delay, new requests get 503 (default 50; 0 = off). */
+  overloadMaxEventLoopDelayMs: number;
+  /** OVERLOAD_RETRY_AFTER_SECONDS: the Retry-After of those 503s (default 1). */
+  overloadRetryAfterSeconds: number;
+  /** OVERLOAD_MIN_IN_FLIGHT: requests still accepted at a time while overloaded, so work goes on (default 8). */
+  overloadMinInFlight: number;
 }
 
 export interface CommsConfig {
@@ -137,10 +152,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: int('SHUTDOWN_TIMEOUT_MS', 14_000),
     },
     readStoreMismatch: env.READ_STORE_MISMATCH === 'rebuild' ? 'rebuild' : 'refuse',
+    observability: {
+      metricsToken: env.METRICS_TOKEN || undefined,
+      metricsPort: env.METRICS_PORT ? int('METRICS_PORT', 0) : undefined,
+      overloadMaxEventLoopDelayMs: int('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 50),
+      overloadRetryAfterSeconds: int('OVERLOAD_RETRY_AFTER_SECONDS', 1),
+      overloadMinInFlight: int('OVERLOAD_MIN_IN_FLIGHT', 8),
+    },
   };
   if (env.READ_STORE_MISMATCH && !['refuse', 'rebuild'].includes(env.READ_STORE_MISMATCH)) {
     problems.push(`READ_STORE_MISMATCH must be refuse or rebuild, got "${env.READ_STORE_MISMATCH}"`);
   }
+  if (config.observability.metricsToken !== undefined && config.observability.metricsToken.length < 16) {
+    problems.push('METRICS_TOKEN must be at least 16 characters');
+  }
+  if (config.observability.overloadRetryAfterSeconds < 1) problems.push('OVERLOAD_RETRY_AFTER_SECONDS must be at least 1');
   if (config.exportTtlMinutes < 1) problems.push('EXPORT_TTL_MINUTES must be at least 1');
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
     problems.push('ADMIN_API_KEY must be at least 16 characters');

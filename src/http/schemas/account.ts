@@ -58,6 +58,10 @@ export const TeamMemberBody = registry.register(
     id: Guid.optional(),
     firstName: name.optional(),
     lastName: name.optional(),
+    canForce: z
+      .boolean()
+      .optional()
+      .openapi({ description: 'May this team member force a scan past a block or validity window (default false)' }),
   }),
 );
 
@@ -69,6 +73,7 @@ export const TeamMemberResponse = registry.register(
     email: z.string(),
     firstName: z.string().optional(),
     lastName: z.string().optional(),
+    canForce: z.boolean(),
   }),
 );
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { mergeTokens } from '../../comms/merge-tokens.js';
+import { isPublicDomainName } from '../../domain/domain-name.js';
 import { registry } from '../openapi.js';
 import { Guid, PageQuery } from './common.js';
 
@@ -32,10 +33,10 @@ export const TemplateResponse = registry.register(
     eventId: z.string(),
     name: z.string(),
     html: z.string(),
-    subject: z.string().optional(),
-    fromAddress: z.string().optional(),
-    fromName: z.string().optional(),
-    replyTo: z.string().optional(),
+    subject: z.string().openapi({ description: 'The subject the send uses: the one given, else "Your invitation to {{eventTitle}}"' }),
+    fromAddress: z.string().nullable().openapi({ description: 'null: the account’s sending address is used' }),
+    fromName: z.string().nullable(),
+    replyTo: z.string().nullable(),
     attachPdf: z.boolean(),
     created: z.string(),
   }),
@@ -102,7 +103,13 @@ export const IdParam = z.object({ id: z.string().min(1).max(200) });
 export const DomainBody = registry.register(
   'SendingDomainRequest',
   z.object({
-    domain: z.string().trim().min(3).max(253).openapi({ description: 'The domain sends come from, e.g. example.com', example: 'example.com' }),
+    domain: z
+      .string()
+      .trim()
+      .min(3)
+      .max(254)
+      .refine(isPublicDomainName, 'must be a public domain name such as example.com (not localhost or an IP address)')
+      .openapi({ description: 'The domain sends come from, e.g. example.com', example: 'example.com' }),
     subdomain: z
       .string()
       .trim()
