@@ -53,7 +53,7 @@ export async function addGuests(setup: CommsSetup, count: number, prefix = 'gues
       cursor = page.body.nextCursor;
     } while (cursor);
     return ids.length === count ? ids : undefined;
-  }, `${count} guests ${prefix}-* listed (${answered} in the create answers)`, 120_000);
+  }, `${count} guests ${prefix}-* listed (${answered} in the create answers)`, 300_000);
 }
 
 /** Asks for one invitation per guest, 200 a request; returns the attendee invitation ids. */
