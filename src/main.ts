@@ -43,6 +43,8 @@ import type { DomainAuthenticator } from './adapters/domains/port.js';
 import { SendGridDomainAuthenticator } from './adapters/domains/sendgrid.js';
 import { EmbeddedDomainAuthenticator } from './adapters/domains/embedded.js';
 import { sendingDomainsProjection } from './projections/sending-domains.js';
+import { timelineProjection } from './projections/timeline.js';
+import { funnelProjection } from './projections/funnel.js';
 import { webhookSettings } from './commands/webhooks.js';
 import { exportSettings, sweepExpiredExports } from './commands/export.js';
 import { createWebhookDispatcher } from './workers/webhook-dispatcher.js';
@@ -78,6 +80,8 @@ export const projections: Projection[] = [
   templatesProjection,
   invitationsProjection,
   sendingDomainsProjection,
+  timelineProjection,
+  funnelProjection,
 ];
 
 export interface Platform {

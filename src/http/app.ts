@@ -20,6 +20,8 @@ import type { LinkPolicy } from '../comms/link-safety.js';
 import { commsRouter } from './routes/comms.js';
 import { providerEventsRouter } from './routes/provider-events.js';
 import { sendingDomainRouter } from './routes/sending-domain.js';
+import { analyticsRouter } from './routes/analytics.js';
+import { dashboardRouter, type DashboardOptions } from '../dashboard/page.js';
 import type { DomainAuthenticator } from '../adapters/domains/port.js';
 import type { Metrics } from '../observability/metrics.js';
 import { traceContext } from './middleware/trace-context.js';
@@ -48,6 +50,8 @@ export interface AppOptions {
   webhooks?: WebhookSettings;
   /** Mounts the guest export routes (/checkin/v1/api/event/export...) when set. */
   exports?: ExportSettings;
+  /** The /dashboard page's settings (its token endpoint; default the dev provider's). */
+  dashboard?: DashboardOptions;
   /** Mounts templates, send and invitations (and the provider event intake when its key is set). */
   comms?: { linkPolicy: LinkPolicy; domains: DomainAuthenticator; sendgridEventPublicKey?: string };
   /** Mounts GET /metrics and observes every request (docs/operations.md "Metrics"). */
@@ -84,6 +88,7 @@ export function createApp(options: AppOptions): Express {
 
   app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
   app.use(docsRouter('/openapi.json'));
+  app.use(dashboardRouter(options.dashboard));
   // Spec Limits: every request to the API host counts, the token endpoint included (password guessing).
   if (options.rateLimits) app.use(options.rateLimits.all, options.rateLimits.send);
   if (options.identityProvider) app.use('/core', options.identityProvider);
@@ -101,6 +106,7 @@ export function createApp(options: AppOptions): Express {
   app.use(usersRouter(services));
   if (options.webhooks) app.use(webhooksRouter(services, options.webhooks));
   if (options.exports) app.use(exportRouter(services, options.exports));
+  app.use(analyticsRouter(services, options.exports));
   if (options.comms) {
     app.use(commsRouter(services, options.comms.linkPolicy));
     app.use(sendingDomainRouter(services, options.comms.domains));

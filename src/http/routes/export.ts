@@ -70,7 +70,7 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
  * and CSV is the default. The file is sent directly when Accept prefers the format's media
  * type to JSON; an Accept that allows neither is 406 (e.g. `type=EXCEL` with `Accept: text/csv`).
  */
-function negotiate(req: Request, asked: ExportType | undefined): { type: ExportType; direct: boolean } {
+export function negotiate(req: Request, asked: ExportType | undefined): { type: ExportType; direct: boolean } {
   const type = asked ?? (req.accepts([JSON_TYPE, CSV_TYPE, XLSX_MEDIA_TYPE]) === XLSX_MEDIA_TYPE ? 'EXCEL' : 'CSV');
   const fileType = type === 'CSV' ? CSV_TYPE : XLSX_MEDIA_TYPE;
   const preferred = req.accepts([JSON_TYPE, fileType]);
@@ -80,7 +80,7 @@ function negotiate(req: Request, asked: ExportType | undefined): { type: ExportT
   return { type, direct: preferred === fileType };
 }
 
-async function sendExport(res: Response, file: ExportFile): Promise<void> {
+export async function sendExport(res: Response, file: ExportFile): Promise<void> {
   const { export: view } = file;
   res.status(200).set({
     'Content-Type': contentTypeOf(view.type),
