@@ -35,7 +35,7 @@ describe('operator command lines', () => {
     }
     const trusted = JSON.parse((await cli('admin.ts', ['set-access', account.id, '--sender-trusted', 'true'])).stdout);
     expect(trusted).toMatchObject({ commsApiEnabled: true, senderTrusted: true });
-  }, 60_000);
+  }, 180_000);
 
   it('explains a wrong command and exits non-zero', async () => {
     await expect(cli('admin.ts', ['frobnicate'])).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('unknown command') });
@@ -49,7 +49,7 @@ describe('operator command lines', () => {
     expect(status).toMatch(/accounts\s+position \d+\s+head \d+\s+lag 0/);
     const relay = (await cli('relay.ts', ['reset', '-1'])).stdout;
     expect(relay).toContain('to the beginning');
-  }, 60_000);
+  }, 180_000);
 });
 
 describe('operator command lines: help and refusals', () => {
@@ -64,7 +64,7 @@ describe('operator command lines: help and refusals', () => {
       for (const command of commands) expect(stdout, `${script} --help`).toMatch(new RegExp(`example: npm run \\w+ -- ${command}`));
       expect(stdout).toContain('--init');
     }
-  }, 60_000);
+  }, 180_000);
 
   it('refuses a DATA_DIR that holds no store, naming the path, and creates one with --init', async () => {
     const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-empty-'));
@@ -86,7 +86,7 @@ describe('operator command lines: help and refusals', () => {
     } finally {
       fs.rmSync(empty, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 180_000);
 
   it('refuses to rebuild while a projections role holds the read store, and rebuilds once it stopped', async () => {
     const service = await startTestService({}, { dataDir });
@@ -100,5 +100,5 @@ describe('operator command lines: help and refusals', () => {
     }
     const { stdout } = await cli('projections.ts', ['rebuild']);
     expect(stdout).toMatch(/rebuilt every projection: \d+ events/);
-  }, 60_000);
+  }, 180_000);
 });
