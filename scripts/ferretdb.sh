@@ -3,11 +3,14 @@
 #
 #   scripts/ferretdb.sh install   build ferretdb with `go install` into the cache (skipped if present)
 #   scripts/ferretdb.sh start     (install if needed,) wipe runtime data, start, wait for a ping
+#   scripts/ferretdb.sh resume    start again on the last start's data and ports (after a stop)
 #   scripts/ferretdb.sh stop      stop it (no error if not running)
 #   scripts/ferretdb.sh status    print whether it runs, and where
 #
 # Env: FERRETDB_PORT (default 27018), FERRETDB_DEBUG_PORT (default 18088),
 #      FERRETDB_VERSION (default v1.24.2), FERRETDB_START_TIMEOUT (seconds, default 60),
+#      FERRETDB_START_ATTEMPTS (default 3: a start that exits early is retried on fresh ports),
+#      CHECKIN_SERVERS_RUNTIME_DIR (a second, private instance: its own runtime dir and ports),
 #      XDG_CACHE_HOME / TMPDIR (cache and runtime locations).
 # State: $RUNTIME/ferretdb.env with MONGO_URL=mongodb://127.0.0.1:<port>/
 set -euo pipefail
@@ -134,22 +137,11 @@ mongo_ping() {
   tcp_open "$port"
 }
 
-cmd_start() {
-  cmd_install
-  if is_running; then
-    log "$NAME" "already running (pid $(cat "$PID_FILE")); restarting with fresh data"
-    cmd_stop
-  fi
-  rm -rf "$RUN_DIR"
-  rm -f "$ENV_FILE"
-  mkdir -p "$DATA_DIR" "$STATE_DIR"
-
-  local port debug_port
-  port="$(choose_port "$NAME" "${FERRETDB_PORT:-27018}")" || die "$NAME" "no free port"
-  debug_port="$(choose_port "$NAME" "${FERRETDB_DEBUG_PORT:-18088}" "$port")" || die "$NAME" "no free debug port"
-
+# launch_once PORT DEBUG_PORT -> 0 when FerretDB answers a ping on PORT; 1 when the process
+# exited during startup (the caller retries); dies on a timeout.
+launch_once() {
+  local port="$1" debug_port="$2" t0
   log "$NAME" "starting on 127.0.0.1:$port (debug 127.0.0.1:$debug_port), data in $DATA_DIR, log $LOG_FILE"
-  local t0
   t0="$(now_s)"
   spawn_detached "$PID_FILE" "$LOG_FILE" "$BIN" \
     --handler=sqlite \
@@ -159,16 +151,18 @@ cmd_start() {
     "--debug-addr=127.0.0.1:${debug_port}" \
     --telemetry=disable \
     "--log-level=${FERRETDB_LOG_LEVEL:-warn}" ||
-    { show_log_tail "$NAME" "$LOG_FILE"; die "$NAME" "could not launch $BIN"; }
+    { show_log_tail "$NAME" "$LOG_FILE"; return 1; }
 
   local deadline=$((t0 + START_TIMEOUT))
   while :; do
     if ! is_running; then
       show_log_tail "$NAME" "$LOG_FILE"
-      die "$NAME" "process exited during startup"
+      log "$NAME" "process exited during startup (ports $port/$debug_port)"
+      return 1
     fi
     if tcp_open "$port" && mongo_ping "$port"; then
-      break
+      log "$NAME" "started on 127.0.0.1:$port in $(($(now_s) - t0))s (pid $(cat "$PID_FILE"))"
+      return 0
     fi
     if (($(now_s) >= deadline)); then
       show_log_tail "$NAME" "$LOG_FILE"
@@ -177,10 +171,56 @@ cmd_start() {
     fi
     sleep 0.2
   done
+}
 
+cmd_start() {
+  cmd_install
+  if is_running; then
+    log "$NAME" "already running (pid $(cat "$PID_FILE")); restarting with fresh data"
+    cmd_stop
+  fi
+  rm -rf "$RUN_DIR"
+  rm -f "$ENV_FILE"
+
+  # A start can lose a race (a port taken between choosing and binding it, by a parallel test):
+  # retry with fresh ports and fresh data, keeping each failed attempt's log next to the new one.
+  local attempts="${FERRETDB_START_ATTEMPTS:-3}" attempt port debug_port
+  for ((attempt = 1; attempt <= attempts; attempt++)); do
+    rm -rf "$DATA_DIR" "$STATE_DIR"
+    mkdir -p "$DATA_DIR" "$STATE_DIR"
+    if ((attempt == 1)); then
+      port="$(choose_port "$NAME" "${FERRETDB_PORT:-27018}")" || die "$NAME" "no free port"
+      debug_port="$(choose_port "$NAME" "${FERRETDB_DEBUG_PORT:-18088}" "$port")" || die "$NAME" "no free debug port"
+    else
+      port="$(free_port)" || die "$NAME" "no free port"
+      debug_port="$(choose_port "$NAME" "$(free_port)" "$port")" || die "$NAME" "no free debug port"
+    fi
+    if launch_once "$port" "$debug_port"; then
+      printf '%s %s\n' "$port" "$debug_port" >"$RUN_DIR/ports"
+      printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port" >"$ENV_FILE"
+      log "$NAME" "wrote $ENV_FILE"
+      printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port"
+      return 0
+    fi
+    [[ -f "$LOG_FILE" ]] && mv -f "$LOG_FILE" "$LOG_FILE.attempt-$attempt"
+    log "$NAME" "attempt $attempt of $attempts failed; its log is kept at $LOG_FILE.attempt-$attempt"
+    rm -f "$PID_FILE"
+  done
+  die "$NAME" "could not start after $attempts attempts; logs: $RUN_DIR/ferretdb.log.attempt-*"
+}
+
+# cmd_resume: start again on the data and ports of the last start (a server stopped by a test
+# comes back with its databases).
+cmd_resume() {
+  [[ -f "$RUN_DIR/ports" ]] || die "$NAME" "nothing to resume in $RUN_DIR: run start first"
+  if is_running; then
+    log "$NAME" "already running (pid $(cat "$PID_FILE"))"
+    return 0
+  fi
+  local port debug_port
+  read -r port debug_port <"$RUN_DIR/ports"
+  launch_once "$port" "$debug_port" || die "$NAME" "could not resume on 127.0.0.1:$port; log $LOG_FILE"
   printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port" >"$ENV_FILE"
-  log "$NAME" "started on 127.0.0.1:$port in $(($(now_s) - t0))s (pid $(cat "$PID_FILE"))"
-  log "$NAME" "wrote $ENV_FILE"
   printf 'MONGO_URL=mongodb://127.0.0.1:%s/\n' "$port"
 }
 
@@ -194,10 +234,11 @@ cmd_status() { server_status "$NAME" "$PID_FILE" "ferretdb" "$LOG_FILE" "$ENV_FI
 case "${1:-}" in
   install) cmd_install ;;
   start) cmd_start ;;
+  resume) cmd_resume ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   *)
-    echo "usage: $0 install|start|stop|status" >&2
+    echo "usage: $0 install|start|resume|stop|status" >&2
     exit 2
     ;;
 esac

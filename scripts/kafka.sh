@@ -212,6 +212,26 @@ cmd_start() {
     die "$NAME" "kafka.tools.StorageTool format failed"
   fi
 
+  printf '%s %s\n' "$port" "$cport" >"$RUN_DIR/ports"
+  launch_and_wait "$port" "$cport" "$t0"
+}
+
+# cmd_resume: start again on the data and ports of the last start (a broker stopped by a test
+# comes back with its topics, messages and committed offsets).
+cmd_resume() {
+  [[ -f "$CONFIG" && -f "$RUN_DIR/ports" ]] || die "$NAME" "nothing to resume in $RUN_DIR: run start first"
+  if is_running; then
+    log "$NAME" "already running (pid $(cat "$PID_FILE"))"
+    return 0
+  fi
+  local port cport
+  read -r port cport <"$RUN_DIR/ports"
+  launch_and_wait "$port" "$cport" "$(now_s)"
+}
+
+# launch_and_wait PORT CONTROLLER_PORT T0: start the broker on the written config, wait for it.
+launch_and_wait() {
+  local port="$1" cport="$2" t0="$3"
   log "$NAME" "starting broker+controller on 127.0.0.1:$port (controller 127.0.0.1:$cport), log $LOG_FILE"
   # shellcheck disable=SC2086  # HEAP_OPTS is a list of JVM flags
   spawn_detached "$PID_FILE" "$LOG_FILE" java $HEAP_OPTS \
@@ -276,6 +296,7 @@ cmd_run() {
 case "${1:-}" in
   install) cmd_install ;;
   start) cmd_start ;;
+  resume) cmd_resume ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   run)
@@ -283,7 +304,7 @@ case "${1:-}" in
     cmd_run "$@"
     ;;
   *)
-    echo "usage: $0 install|start|stop|status|run CLASS [ARGS...]" >&2
+    echo "usage: $0 install|start|resume|stop|status|run CLASS [ARGS...]" >&2
     exit 2
     ;;
 esac

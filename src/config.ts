@@ -48,8 +48,24 @@ export interface Config {
   exportTtlMinutes: number;
   /** Invitation emails (spec: Comms template, check-in rule 1); see commsConfig. */
   comms: CommsConfig;
+  /** Graceful shutdown on SIGTERM (docs/operations.md, Shutdown). */
+  shutdown: ShutdownConfig;
+  /**
+   * READ_STORE_MISMATCH: what to do when the read store holds another event store's read models
+   * (src/projections/store-identity.ts): `refuse` (default) or `rebuild` (projections role).
+   */
+  readStoreMismatch: 'refuse' | 'rebuild';
   /** Metrics and load shedding (docs/operations.md); see observabilityConfig. */
   observability: ObservabilityConfig;
+}
+
+export interface ShutdownConfig {
+  /** SHUTDOWN_IDLE_GRACE_MS: how long a kept-alive client has to send its next request (answered with Connection: close) before idle sockets are closed; default 1000. */
+  idleGraceMs: number;
+  /** SHUTDOWN_DRAIN_TIMEOUT_MS: requests still in flight after this are cut off; default 8000. */
+  drainTimeoutMs: number;
+  /** SHUTDOWN_TIMEOUT_MS: the process exits by then whatever is left (exit code 1, naming the step); default 14000. */
+  timeoutMs: number;
 }
 
 export interface ObservabilityConfig {
@@ -84,6 +100,13 @@ export interface CommsConfig {
   sendRetryDelaysMs: number[];
   /** SEND_CONCURRENCY: emails in flight at once in one worker process. */
   sendConcurrency: number;
+  /**
+   * SEND_LEASE_MS: how long a send attempt is held without a heartbeat (renewed every third of
+   * it while it runs); after a kill another worker takes it over once this passes. Default 10 s.
+   */
+  sendLeaseMs: number;
+  /** WORKER_SWEEP_MS: how often a worker looks for sends and webhook deliveries no live worker holds. Default 5 s. */
+  sweepMs: number;
 }
 
 export type Role = 'api' | 'projections' | 'relay' | 'workers' | 'all';
@@ -124,6 +147,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportDir: path.resolve(env.EXPORT_DIR || path.join(env.DATA_DIR || './data', 'exports')),
     exportTtlMinutes: int('EXPORT_TTL_MINUTES', 60),
     comms: commsConfig(env, problems, int),
+    shutdown: {
+      idleGraceMs: int('SHUTDOWN_IDLE_GRACE_MS', 1000),
+      drainTimeoutMs: int('SHUTDOWN_DRAIN_TIMEOUT_MS', 8000),
+      timeoutMs: int('SHUTDOWN_TIMEOUT_MS', 14_000),
+    },
+    readStoreMismatch: env.READ_STORE_MISMATCH === 'rebuild' ? 'rebuild' : 'refuse',
     observability: {
       metricsToken: env.METRICS_TOKEN || undefined,
       metricsPort: env.METRICS_PORT ? int('METRICS_PORT', 0) : undefined,
@@ -135,6 +164,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.eventStoreUrl) {
     const problem = connectionStringProblem(config.eventStoreUrl);
     if (problem) problems.push(`EVENTSTORE_URL must be an EventStoreDB connection string such as esdb://localhost:2113?tls=false: ${problem}`);
+  }
+  if (env.READ_STORE_MISMATCH && !['refuse', 'rebuild'].includes(env.READ_STORE_MISMATCH)) {
+    problems.push(`READ_STORE_MISMATCH must be refuse or rebuild, got "${env.READ_STORE_MISMATCH}"`);
   }
   if (config.observability.metricsToken !== undefined && config.observability.metricsToken.length < 16) {
     problems.push('METRICS_TOKEN must be at least 16 characters');
@@ -201,6 +233,8 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: str
     blockedLinkDomains: list(env.SPAM_BLOCKED_DOMAINS).map((d) => d.toLowerCase()),
     sendRetryDelaysMs: delays,
     sendConcurrency: concurrency,
+    sendLeaseMs: int('SEND_LEASE_MS', 10_000),
+    sweepMs: int('WORKER_SWEEP_MS', 5_000),
   };
 }
 

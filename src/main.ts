@@ -2,9 +2,8 @@
  * Composition root: the only place that reads configuration and knows which adapter runs.
  * `npm start` runs every role in one process; `node dist/src/main.js <role>` runs one.
  */
-import { answerClientErrors } from './http/client-errors.js';
 import path from 'node:path';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import type { Bus } from './adapters/bus/port.js';
 import type { EventStore } from './adapters/eventstore/port.js';
@@ -19,8 +18,10 @@ import { KafkaBus } from './adapters/bus/kafka.js';
 import type { Services } from './commands/services.js';
 import { loadConfig, roles, type Config, type Role } from './config.js';
 import { createApp, type Readiness } from './http/app.js';
+import { answerClientErrors } from './http/client-errors.js';
 import { authenticate } from './http/auth.js';
 import { createRateLimits, type RateLimitStore } from './http/middleware/rate-limit.js';
+import { chooseCounterStore } from './http/middleware/rate-limit-store.js';
 import { purgeExpiredIdempotencyKeys } from './http/middleware/idempotency.js';
 import { openSqliteFile } from './adapters/sqlite-file.js';
 import { MongoClient } from 'mongodb';
@@ -57,6 +58,9 @@ import { Relay } from './workers/relay.js';
 import { relayRoutes } from './workers/topics.js';
 import type { Worker } from './workers/worker.js';
 import { backoffMs, sleep } from './shared/backoff.js';
+import { trackForDrain, type HttpDrain } from './http/drain.js';
+import { holdProjections } from './projections/holder.js';
+import { checkStoreIdentity, StoreMismatchError, type IdentityCheck } from './projections/store-identity.js';
 import { Metrics } from './observability/metrics.js';
 import { observedEventStore } from './observability/observed-event-store.js';
 import { pipelineProbe } from './observability/pipeline-lag.js';
@@ -141,7 +145,12 @@ export interface RunningService {
   metrics: Metrics;
   /** Base URL of the HTTP server when the api role runs. */
   url?: string;
-  stop(): Promise<void>;
+  /**
+   * Stops in order (docs/operations.md, Shutdown): drain HTTP, stop the workers (leases handed
+   * back), the relay and the projections (offsets and checkpoints committed), then the stores.
+   * `onStep` hears each step as it starts, so a caller with a deadline can name the one that hung.
+   */
+  stop(onStep?: (step: string) => void): Promise<void>;
 }
 
 export async function startService(
@@ -194,12 +203,26 @@ export async function startService(
     runs('api') && !platform.eventStore.atomicBatches
       ? new BatchCompleter(platform.eventStore, platform.readStore, logger.child({ role: 'batch-completer' }))
       : undefined;
-  if (completer) void retryForever('batch completer', () => completer.start(), logger);
+
+  // The read store must belong to this event store before anything reads its checkpoints.
+  const startWaits = { waiting: true };
+  const identityReady = storeIdentityChecked(config, platform, runs('projections'), logger, startWaits);
+  await Promise.race([identityReady, new Promise((resolve) => setTimeout(resolve, 5_000).unref())])
+    .catch(async (error: unknown) => {
+      // Refused: nothing started; the stores close before the caller hears why.
+      await Promise.allSettled(workers.map((w) => w.stop()));
+      await platform.close();
+      throw error;
+    })
+    .finally(() => (startWaits.waiting = false));
 
   // A real server that is down at start must not stop the process: retry in the background.
-  if (runner) void retryForever('projections', () => runner.start(), logger);
-  if (relay) void retryForever('relay', () => relay.start(), logger);
-  for (const worker of workers) void retryForever(worker.name, () => worker.start(), logger);
+  // The heartbeat that tells `projections rebuild` this read store is in use.
+  const holder = runner ? holdProjections(platform.readStore, logger.child({ role: 'projections' })) : undefined;
+  if (runner) void retryForever('projections', async () => (await identityReady, await runner.start()), logger);
+  if (relay) void retryForever('relay', async () => (await identityReady, await relay.start()), logger);
+  for (const worker of workers) void retryForever(worker.name, async () => (await identityReady, await worker.start()), logger);
+  if (completer) void retryForever('batch completer', async () => (await identityReady, await completer.start()), logger);
 
   const closers: (() => Promise<void>)[] = [];
   const api = runs('api') ? await startApi(config, platform, services, runner, closers, metrics) : undefined;
@@ -222,24 +245,116 @@ export async function startService(
     services,
     metrics,
     url,
-    stop: async () => {
-      const closed = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-      server?.closeAllConnections();
-      await closed;
-      await Promise.allSettled(workers.map((w) => w.stop()));
-      await completer?.stop();
-      await relay?.stop();
-      await runner?.stop();
-      await Promise.allSettled(closers.map((close) => close()));
-      await platform.close();
+    stop: async (onStep) => {
+      const step = async (name: string, run: () => Promise<unknown>) => {
+        onStep?.(name);
+        const started = Date.now();
+        const result = await run();
+        logger.info({ step: name, ms: Date.now() - started, ...(result && typeof result === 'object' && !Array.isArray(result) ? result : {}) }, 'shutdown step done');
+      };
+      if (api) {
+        await step('http drain', () => api.drain.drain({ idleGraceMs: config.shutdown.idleGraceMs, deadlineMs: config.shutdown.drainTimeoutMs }));
+      }
+      await step('workers', () => Promise.allSettled(workers.map((w) => w.stop())));
+      if (completer) await step('batch completer', () => completer.stop());
+      if (relay) await step('relay', () => relay.stop());
+      if (runner) await step('projections', async () => {
+        await runner.stop();
+        await holder?.stop();
+      });
+      await step('periodic jobs and rate-limit store', () => Promise.allSettled(closers.map((close) => close())));
+      await step('event store identity', () => Promise.allSettled([...pendingRecords].map((record) => record())));
+      await step('stores and bus', () => platform.close());
     },
   };
 }
+
+/**
+ * Checks (src/projections/store-identity.ts) that the read store belongs to this event store.
+ * A refusal rejects (at start: startService rejects; later: the process exits 1); a server
+ * that does not answer is retried in the background. While the store is empty its identity
+ * is recorded once it has a first event.
+ */
+function storeIdentityChecked(
+  config: Config,
+  platform: Platform,
+  mayRebuild: boolean,
+  logger: Logger,
+  start: { waiting: boolean },
+): Promise<void> {
+  const check: IdentityCheck = {
+    eventStore: platform.eventStore,
+    readStore: platform.readStore,
+    eventStoreDescription: config.eventStoreUrl ? `EventStoreDB at ${withoutCredentials(config.eventStoreUrl)}` : `SQLite file ${path.join(config.dataDir, 'events.sqlite')}`,
+    readStoreDescription: config.mongoUrl ? `${withoutCredentials(config.mongoUrl)} database ${config.mongoDb}` : `SQLite file ${path.join(config.dataDir, 'read-models.sqlite')}`,
+    projections,
+    otherCheckpoints: [relayCheckpoint],
+    rebuildOnMismatch: mayRebuild && config.readStoreMismatch === 'rebuild',
+    logger,
+  };
+  const checked = (async () => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { recorded } = await checkStoreIdentity(check);
+        if (!recorded) recordLater(check, logger);
+        return;
+      } catch (error) {
+        if (error instanceof StoreMismatchError) {
+          // The start has moved on (the first check outlasted its wait): nothing else can stop it.
+          if (!start.waiting) {
+            logger.fatal({ err: error }, error.message);
+            process.exit(1);
+          }
+          throw error;
+        }
+        const delay = backoffMs(attempt, 500);
+        logger.error({ err: error, attempt, retryInMs: delay }, 'could not check which event store the read store belongs to; is its server up? retrying');
+        await sleep(delay);
+      }
+    }
+  })();
+  checked.catch(() => {});
+  return checked;
+}
+
+/** While the store is empty at start: record its identity once its first event exists (and at the latest on stop). */
+const pendingRecords = new Set<() => Promise<void>>();
+function recordLater(check: IdentityCheck, logger: Logger): void {
+  let busy = false;
+  const attempt = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const { recorded } = await checkStoreIdentity({ ...check, rebuildOnMismatch: false });
+      if (recorded) done();
+    } catch (error) {
+      logger.error({ err: error }, 'event store identity not recorded yet; trying again');
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = setInterval(() => void attempt(), 1_000);
+  timer.unref();
+  const done = () => {
+    clearInterval(timer);
+    pendingRecords.delete(attempt);
+  };
+  pendingRecords.add(attempt);
+}
+
+const withoutCredentials = (url: string): string => url.replace(/\/\/[^@/]*@/, '//');
 
 /** The `workers` role: bus consumers and schedulers. */
 function createWorkers(platform: Platform, services: Services, config: Config, metrics: Metrics): Worker[] {
   const { comms } = config;
   const mailer = createMailer(config, services.logger);
+  // Temporary files of a write a kill cut short (the finished files are whole: written, synced, linked).
+  if (mailer instanceof OutboxMailer) {
+    void mailer.removeLeftovers().then(
+      (removed) => removed > 0 && services.logger.info({ removed, outboxDir: config.comms.outboxDir }, 'outbox temporary files of an interrupted run removed'),
+      (error: unknown) => services.logger.warn({ err: error }, 'outbox temporary files not cleaned up'),
+    );
+  }
   const sends = new SendWorker(platform.bus, services, {
     mailer,
     pdf: createPdfRenderer({ threads: Math.max(1, availableParallelism() - 1) }),
@@ -247,7 +362,8 @@ function createWorkers(platform: Platform, services: Services, config: Config, m
     sender: { address: comms.sendingAddress, ...(comms.senderName ? { name: comms.senderName } : {}) },
     retryDelaysMs: comms.sendRetryDelaysMs,
     concurrency: comms.sendConcurrency,
-    attemptLeaseMs: 120_000,
+    attemptLeaseMs: comms.sendLeaseMs,
+    sweepMs: comms.sweepMs,
     metrics,
   });
   return [createWebhookDispatcher(platform.bus, services, webhookSettings(config), metrics), sends];
@@ -281,7 +397,7 @@ async function startApi(
   runner: ProjectionRunner | undefined,
   closers: (() => Promise<void>)[],
   metrics: Metrics,
-): Promise<{ server: Server; url: string }> {
+): Promise<{ server: Server; url: string; drain: HttpDrain }> {
   // The issuer URL of the dev provider depends on the port actually bound (0 = ephemeral).
   let devIssuer = '';
   const issuer = () => config.oidcIssuer ?? devIssuer;
@@ -301,7 +417,6 @@ async function startApi(
   const app = createApp({
     services,
     metrics: { registry: metrics, ...(config.observability.metricsToken ? { token: config.observability.metricsToken } : {}) },
-    overload: overload.middleware(),
     readiness: () => readiness(platform, runner),
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
@@ -326,7 +441,7 @@ async function startApi(
     rateLimits: createRateLimits({
       perMinute: config.rateLimitPerMinute,
       sendPerMinute: config.sendRateLimitPerMinute,
-      store: rateLimitStore(config, closers),
+      store: await rateLimitStore(config, closers, services.logger),
       logger: services.logger,
     }),
   });
@@ -334,16 +449,19 @@ async function startApi(
   // expired guest exports (files and records) every minute.
   every(3_600_000, 'idempotency key purge', () => purgeExpiredIdempotencyKeys(platform.readStore), closers, services.logger);
   every(60_000, 'export sweep', () => sweepExpiredExports(services, exportSettings(config)), closers, services.logger);
+  let drain: HttpDrain | undefined;
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
+    // The overload guard answers before the app while the process cannot keep up (src/http/middleware/overload.ts).
+    const s = createServer(overload.handler(app)).listen(config.port, config.host, () => resolve(s));
     answerClientErrors(s);
+    drain = trackForDrain(s);
     s.once('error', reject);
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host}:${port}`;
   devIssuer = `${config.publicUrl ?? url}/core`;
-  return { server, url };
+  return { server, url, drain: drain! };
 }
 
 /** A periodic clean-up that never keeps the process alive and stops with the service. */
@@ -360,16 +478,17 @@ function every(
 }
 
 /**
- * Rate-limit counters shared by every instance: MongoDB when configured, else a SQLite file
- * of their own (a short busy timeout: better-sqlite3 waits synchronously, and on timeout the
+ * Rate-limit counters shared by every instance: MongoDB when configured and able to count
+ * atomically, else a SQLite file of their own (a short busy timeout: better-sqlite3 waits synchronously, and on timeout the
  * limiter's in-memory insurance takes over).
  */
-function rateLimitStore(config: Config, closers: (() => Promise<void>)[]): RateLimitStore {
+async function rateLimitStore(config: Config, closers: (() => Promise<void>)[], logger: Logger): Promise<RateLimitStore> {
   if (config.rateLimitPerMinute === 0 && config.sendRateLimitPerMinute === 0) return { kind: 'memory' };
   if (config.mongoUrl) {
     const client = new MongoClient(config.mongoUrl);
     closers.push(() => client.close());
-    return { kind: 'mongo', client, dbName: config.mongoDb };
+    // Only a server that counts atomically may hold them (src/http/middleware/rate-limit-store.ts).
+    if ((await chooseCounterStore(client, logger)) === 'mongo') return { kind: 'mongo', client, dbName: config.mongoDb };
   }
   const db = openSqliteFile(path.join(config.dataDir, 'rate-limits.sqlite'), 'rate limit store', 'NORMAL');
   db.pragma('busy_timeout = 100');
@@ -458,13 +577,28 @@ async function main(): Promise<void> {
     logger.fatal({ err: error }, (error as Error).message);
     process.exit(1);
   }
+  let stopping = false;
   const shutdown = async (signal: string) => {
-    logger.info({ signal }, 'stopping');
-    await service.stop();
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, timeoutMs: config.shutdown.timeoutMs }, 'stopping');
+    let current = 'start';
+    // Whatever hangs, the process goes within the bound, saying which step it left unfinished.
+    setTimeout(() => {
+      logger.error({ step: current, timeoutMs: config.shutdown.timeoutMs }, 'shutdown did not finish in time; exiting anyway');
+      process.exit(1);
+    }, config.shutdown.timeoutMs).unref();
+    try {
+      await service.stop((step) => (current = step));
+    } catch (error) {
+      logger.error({ err: error, step: current }, 'shutdown step failed; exiting');
+      process.exit(1);
+    }
+    logger.info({ signal }, 'stopped');
     process.exit(0);
   };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) void main();

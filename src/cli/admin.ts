@@ -16,12 +16,34 @@ import { createPlatform } from '../main.js';
 import { systemClock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import { createLogger } from '../shared/logger.js';
+import { cliStart, requireStore, type CliHelp } from './common.js';
+
+const help: CliHelp = {
+  name: 'admin',
+  summary: 'Accounts, as the admin API (/admin/v1) manages them. Prints JSON; secrets are shown once.',
+  commands: [
+    {
+      usage: 'create-account --email <email> --password <password> [--user-name x] [--first-name x] [--last-name x] [--company-name x] [--time-zone-id x] [--comms-api-enabled true|false] [--sender-trusted true|false]',
+      does: 'opens an account; prints its id, client secret and subscription key',
+      example: "create-account --email ops@example.com --password 'a long passphrase' --comms-api-enabled true",
+    },
+    {
+      usage: 'set-access <accountId> [--comms-api-enabled true|false] [--sender-trusted true|false]',
+      does: 'switches the comms API and sender trust of an account',
+      example: 'set-access 3f2a... --sender-trusted true',
+    },
+    { usage: 'issue-key <accountId>', does: 'issues a new subscription key', example: 'issue-key 3f2a...' },
+    { usage: 'revoke-key <accountId> <keyId>', does: 'revokes a subscription key', example: 'revoke-key 3f2a... key_1' },
+  ],
+};
 
 const flag = (value: string | boolean | undefined): boolean | undefined =>
   value === undefined ? undefined : value === true || value === 'true';
 
 async function main(): Promise<void> {
+  const { args, init } = cliStart(help, process.argv.slice(2));
   const { positionals, values } = parseArgs({
+    args,
     allowPositionals: true,
     options: {
       email: { type: 'string' },
@@ -38,7 +60,12 @@ async function main(): Promise<void> {
   const [command, accountId, keyId] = positionals;
   // Only events are written here; the service's projections pick them up (they poll the store).
   const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
-  const platform = createPlatform(loadConfig(), logger);
+  const config = loadConfig();
+  if (!command || !['create-account', 'set-access', 'issue-key', 'revoke-key'].includes(command)) {
+    throw new Error(`unknown command "${command ?? ''}"; use create-account, set-access, issue-key or revoke-key (--help shows examples)`);
+  }
+  requireStore(config, init);
+  const platform = createPlatform(config, logger);
   const services: Services = {
     eventStore: platform.eventStore,
     readStore: platform.readStore,
@@ -86,7 +113,7 @@ async function main(): Promise<void> {
         result = { revoked: keyId };
         break;
       default:
-        throw new Error(`unknown command "${command ?? ''}"; use create-account, set-access, issue-key or revoke-key`);
+        throw new Error(`unknown command "${command ?? ''}"; use create-account, set-access, issue-key or revoke-key (--help shows examples)`);
     }
     console.log(JSON.stringify(result, null, 2));
   } finally {

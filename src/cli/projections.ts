@@ -2,17 +2,36 @@
  * npm run projections -- rebuild [name ...]   rebuild read models from the event store
  * npm run projections -- status               checkpoints and lag
  *
- * With the embedded read store, stop the service first: it keeps documents in memory.
+ * `rebuild` refuses while a projections role holds the read store (its heartbeat, see
+ * src/projections/holder.ts): stop that role first. docs/operations.md, Operator commands.
  */
 import cliProgress from 'cli-progress';
 import { loadConfig } from '../config.js';
 import { createPlatform, projections } from '../main.js';
 import { ProjectionRunner } from '../projections/runner.js';
 import { createLogger } from '../shared/logger.js';
+import { projectionsHolder } from '../projections/holder.js';
+import { cliStart, requireStore, type CliHelp } from './common.js';
+
+const help: CliHelp = {
+  name: 'projections',
+  summary: 'Read models (projections): their checkpoints, and rebuilding them from the event store.',
+  commands: [
+    { usage: 'status', does: 'each projection\'s checkpoint, the event store head and the lag', example: 'status' },
+    {
+      usage: 'rebuild [name ...]',
+      does: `empties the named projections (all when none is named) and replays every event into them. Refuses while a projections role runs on the same read store: stop it first (a killed one counts as gone after its heartbeat is 20 s old). Names: ${projections.map((p) => p.name).join(', ')}`,
+      example: 'rebuild guests invitations',
+    },
+  ],
+};
 
 async function main(): Promise<void> {
-  const [command = 'status', ...names] = process.argv.slice(2);
+  const { args, init } = cliStart(help, process.argv.slice(2));
+  const [command = 'status', ...names] = args;
+  if (command !== 'status' && command !== 'rebuild') throw new Error(`unknown command "${command}"; use rebuild [name ...] or status (--help shows examples)`);
   const config = loadConfig();
+  requireStore(config, init);
   const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
   const platform = createPlatform(config, logger);
   try {
@@ -25,7 +44,13 @@ async function main(): Promise<void> {
       }
       return;
     }
-    if (command !== 'rebuild') throw new Error(`unknown command "${command}"; use rebuild [name ...] or status`);
+    const holder = await projectionsHolder(platform.readStore);
+    if (holder) {
+      throw new Error(
+        `a projections role (pid ${holder.pid} on ${holder.host}, running since ${holder.startedAt}, last heartbeat ${holder.heartbeatAt}) ` +
+          'holds this read store; stop it (or the whole service) first, then run rebuild again',
+      );
+    }
     const bar = new cliProgress.SingleBar(
       { format: 'rebuild {projection} [{bar}] {percentage}% | position {value}/{total} | {events} events | {eta}s left' },
       cliProgress.Presets.shades_classic,

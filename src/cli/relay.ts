@@ -8,17 +8,34 @@ import { loadConfig } from '../config.js';
 import { createPlatform } from '../main.js';
 import { createLogger } from '../shared/logger.js';
 import { relayCheckpoint } from '../workers/relay.js';
+import { cliStart, requireStore, type CliHelp } from './common.js';
+
+const help: CliHelp = {
+  name: 'relay',
+  summary: 'The relay (event store -> bus): its checkpoint, and re-publishing history.',
+  commands: [
+    { usage: 'status', does: 'the relay checkpoint and the event store head', example: 'status' },
+    {
+      usage: 'reset <position>',
+      does: 're-publishes every event after <position> (-1: all history); consumers dedupe on the event id. Stop the relay role first',
+      example: 'reset -1',
+    },
+  ],
+};
 
 async function main(): Promise<void> {
-  const [command = 'status', value] = process.argv.slice(2);
-  const platform = createPlatform(loadConfig(), createLogger(process.env.LOG_LEVEL ?? 'warn'));
+  const { args, init } = cliStart(help, process.argv.slice(2));
+  const [command = 'status', value] = args;
+  if (command !== 'status' && command !== 'reset') throw new Error(`unknown command "${command}"; use status or reset <position> (--help shows examples)`);
+  const config = loadConfig();
+  requireStore(config, init);
+  const platform = createPlatform(config, createLogger(process.env.LOG_LEVEL ?? 'warn'));
   try {
     const current = await platform.readStore.getCheckpoint(relayCheckpoint);
     if (command === 'status') {
       console.log(`relay checkpoint ${current ?? 'none'}; event store head ${await platform.eventStore.headPosition()}`);
       return;
     }
-    if (command !== 'reset') throw new Error(`unknown command "${command}"; use status or reset <position>`);
     const position = Number(value);
     if (value === undefined || !Number.isInteger(position) || position < -1) {
       throw new Error('reset needs a position: an integer >= -1 (-1 re-publishes all history)');

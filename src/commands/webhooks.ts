@@ -29,6 +29,10 @@ export interface WebhookSettings {
   /** Attempts in flight at once, in all and per account (a slow receiver holds only its own). */
   concurrency: number;
   perAccountConcurrency: number;
+  /** How long an attempt is held without a heartbeat before another worker may make it (issue 12, item 4). */
+  leaseMs?: number;
+  /** How often a dispatcher looks for deliveries no live worker holds; 0 or unset: never. */
+  sweepMs?: number;
 }
 
 /** About 10 attempts over about 8 hours: 5 s, 30 s, 2 min, 5 min, 15 min, 30 min, 1 h, 2 h, 4 h. */
@@ -54,6 +58,8 @@ export function webhookSettings(config: Config): WebhookSettings {
       timeoutMs: config.webhookTimeoutMs,
       concurrency: 128,
       perAccountConcurrency: 4,
+      leaseMs: config.comms.sendLeaseMs,
+      sweepMs: config.comms.sweepMs,
     };
     settingsByConfig.set(config, settings);
   }

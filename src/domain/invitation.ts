@@ -57,6 +57,8 @@ export type InvitationEvent =
       /** `leaseUntil`: until then the attempt is taken to be in progress, and no other worker starts one. */
       data: { attendeeInvitationId: string; attempt: number; to: string; at: string; leaseUntil: string };
     }
+  /** The worker still holds the attempt (a heartbeat): no other worker takes it before `leaseUntil`. */
+  | { type: 'SendLeaseRenewed'; data: { attendeeInvitationId: string; attempt: number; leaseUntil: string } }
   | {
       type: 'SendAttemptFailed';
       data: { attendeeInvitationId: string; attempt: number; code: SendFailureCode; error: string; retryAt: string };
@@ -80,6 +82,8 @@ export type InvitationCommand =
    * short by a crash may be repeated; with any other provider it may not (see decide).
    */
   | { type: 'StartAttempt'; to: string; at: string; leaseMs: number; idempotentProvider: boolean }
+  /** The heartbeat of an attempt in progress: extends its lease (issue 12, item 4). */
+  | { type: 'RenewLease'; attempt: number; at: string; leaseMs: number }
   | { type: 'RecordSent'; attempt: number; provider: string; providerMessageId: string; at: string; attachedPdf: boolean }
   /** `retryAt` absent: no retry is left (or the failure is permanent). */
   | { type: 'RecordAttemptFailed'; attempt: number; code: SendFailureCode; error: string; permanent: boolean; retryAt?: string; at: string }
@@ -117,6 +121,8 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
     switch (event.type) {
       case 'SendStarted':
         return { ...state, status: 'sending', attempts: event.data.attempt, to: event.data.to, leaseUntil: event.data.leaseUntil };
+      case 'SendLeaseRenewed':
+        return state.status === 'sending' && state.attempts === event.data.attempt ? { ...state, leaseUntil: event.data.leaseUntil } : state;
       case 'SendAttemptFailed':
         return { ...state, status: 'retrying', retryAt: event.data.retryAt };
       case 'SendSucceeded':
@@ -138,6 +144,12 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
     switch (command.type) {
       case 'StartAttempt':
         return startAttempt(command, state);
+      case 'RenewLease': {
+        // Only the attempt still in progress: one that was taken over or finished stays so.
+        if (state.status !== 'sending' || command.attempt !== state.attempts) return [];
+        const leaseUntil = new Date(Date.parse(command.at) + command.leaseMs).toISOString();
+        return [{ type: 'SendLeaseRenewed', data: { attendeeInvitationId: state.ids.attendeeInvitationId, attempt: command.attempt, leaseUntil } }];
+      }
       case 'RecordSent':
         if (state.status !== 'sending' || command.attempt !== state.attempts) return [];
         return [

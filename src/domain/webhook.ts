@@ -242,7 +242,15 @@ export type DeliveryEvent =
   | { type: 'WebhookDeliveryFailed'; data: { deliveryId: string; reason: string } }
   | { type: 'WebhookDeliveryExhausted'; data: { deliveryId: string; attempts: number; reason: string } }
   | { type: 'WebhookDeliveryDeadLettered'; data: { deliveryId: string; topic: string } }
-  | { type: 'WebhookRedeliveryRequested'; data: { deliveryId: string; clientId: string } };
+  | { type: 'WebhookRedeliveryRequested'; data: { deliveryId: string; clientId: string } }
+  /**
+   * A worker took the next attempt (issue 12, item 4): no other worker makes it before
+   * `leaseUntil`; the worker's heartbeat extends it (WebhookDeliveryLeaseRenewed).
+   */
+  | { type: 'WebhookDeliveryAttemptStarted'; data: { deliveryId: string; attempt: number; leaseUntil: string } }
+  | { type: 'WebhookDeliveryLeaseRenewed'; data: { deliveryId: string; attempt: number; leaseUntil: string } }
+  /** The worker stopped before the attempt's outcome (a shutdown): any worker may make it now. */
+  | { type: 'WebhookDeliveryLeaseReleased'; data: { deliveryId: string; attempt: number } };
 
 export type DeliveryCommand =
   | { type: 'ScheduleDelivery'; deliveryId: string; source: DeliverySource }
@@ -261,7 +269,11 @@ export type DeliveryCommand =
       jitter: number;
     }
   | { type: 'MarkDeadLettered'; deliveryId: string; topic: string }
-  | { type: 'RequestRedelivery'; deliveryId: string; clientId: string };
+  | { type: 'RequestRedelivery'; deliveryId: string; clientId: string }
+  /** Take the next attempt: refused (no event) while another worker's lease runs or before it is due. */
+  | { type: 'StartAttempt'; deliveryId: string; at: string; leaseMs: number }
+  | { type: 'RenewAttemptLease'; deliveryId: string; attempt: number; at: string; leaseMs: number }
+  | { type: 'ReleaseAttemptLease'; deliveryId: string; attempt: number };
 
 export type DeliveryState =
   | { status: 'none' }
@@ -273,6 +285,8 @@ export type DeliveryState =
       budgetStart: number;
       nextAttemptAt?: string;
       deadLettered: boolean;
+      /** The attempt a worker holds, until when (absent: none is held). */
+      lease?: { attempt: number; until: string };
     } & DeliverySource);
 
 export const deliveryStream = (deliveryId: string): string => `webhookdelivery-${deliveryId}`;
@@ -302,8 +316,13 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
     }
     if (state.status === 'none') return state;
     switch (event.type) {
+      case 'WebhookDeliveryAttemptStarted':
+      case 'WebhookDeliveryLeaseRenewed':
+        return { ...state, lease: { attempt: event.data.attempt, until: event.data.leaseUntil } };
+      case 'WebhookDeliveryLeaseReleased':
+        return state.lease?.attempt === event.data.attempt ? { ...state, lease: undefined } : state;
       case 'WebhookDeliveryAttempted':
-        return { ...state, attempts: event.data.attempt };
+        return { ...state, attempts: event.data.attempt, lease: undefined };
       case 'WebhookDelivered':
         return { ...state, status: 'delivered', nextAttemptAt: undefined };
       case 'WebhookDeliveryRetryScheduled':
@@ -340,6 +359,22 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
           : [];
       case 'RecordAttempt':
         return recordAttempt(command, state);
+      case 'StartAttempt': {
+        if (!isActive(state)) return [];
+        if (state.lease && Date.parse(state.lease.until) > Date.parse(command.at)) return [];
+        if (state.nextAttemptAt && Date.parse(state.nextAttemptAt) > Date.parse(command.at)) return [];
+        const leaseUntil = new Date(Date.parse(command.at) + command.leaseMs).toISOString();
+        return [{ type: 'WebhookDeliveryAttemptStarted', data: { deliveryId, attempt: state.attempts + 1, leaseUntil } }];
+      }
+      case 'RenewAttemptLease': {
+        if (!isActive(state) || state.lease?.attempt !== command.attempt) return [];
+        const leaseUntil = new Date(Date.parse(command.at) + command.leaseMs).toISOString();
+        return [{ type: 'WebhookDeliveryLeaseRenewed', data: { deliveryId, attempt: command.attempt, leaseUntil } }];
+      }
+      case 'ReleaseAttemptLease':
+        return isActive(state) && state.lease?.attempt === command.attempt
+          ? [{ type: 'WebhookDeliveryLeaseReleased', data: { deliveryId, attempt: command.attempt } }]
+          : [];
     }
   },
 };

@@ -59,8 +59,6 @@ export interface AppOptions {
   comms?: { linkPolicy: LinkPolicy; domains: DomainAuthenticator; sendgridEventPublicKey?: string };
   /** Mounts GET /metrics and observes every request (docs/operations.md "Metrics"). */
   metrics?: { registry: Metrics; token?: string };
-  /** Load shedding: 503 + Retry-After while overloaded; /healthz, /readyz and /metrics stay before it. */
-  overload?: RequestHandler;
 }
 
 const apiAreas = ['/checkin/v1', '/comms/v1', '/users/v1', '/admin/v1'];
@@ -80,7 +78,6 @@ export function createApp(options: AppOptions): Express {
     res.status(readiness.ready ? 200 : 503).json(readiness);
   });
   if (options.metrics) app.get('/metrics', metricsEndpoint(options.metrics.registry, options.metrics.token));
-  if (options.overload) app.use(options.overload);
   if (services.logger.isLevelEnabled('info')) {
     app.use(
       pinoHttp({

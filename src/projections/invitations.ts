@@ -89,6 +89,9 @@ export const invitationsProjection: Projection = {
         };
         return [{ kind: 'replace', collection: 'invitations', id, doc }];
       }
+      case 'SendLeaseRenewed':
+        // Not history (a heartbeat): only when the attempt was last heard of, for the send worker's sweep.
+        return [{ kind: 'update', collection: 'invitations', id, update: { $set: { updatedAt: at } } }];
       case 'SendStarted':
         return [step('sending', { attempts: event.data.attempt, to: event.data.to }, { type: 'attempt_started', at, attempt: event.data.attempt })];
       case 'SendAttemptFailed':

@@ -40,6 +40,8 @@ export interface DeliveryDoc {
   createdAt: string;
   updatedAt: string;
   nextAttemptAt?: string;
+  /** Until when a worker holds the attempt in progress (issue 12, item 4). */
+  leaseUntil?: string;
   lastAttemptAt?: string;
   lastStatusCode?: number;
   lastError?: string;
@@ -135,6 +137,12 @@ export const webhookDeliveriesProjection: Projection = {
           $push: { attemptLog: attempt },
         });
       }
+      case 'WebhookDeliveryAttemptStarted':
+      case 'WebhookDeliveryLeaseRenewed':
+        // For the dispatcher's sweep: a delivery no live worker holds is one not heard of for a lease.
+        return op({ $set: { leaseUntil: event.data.leaseUntil } });
+      case 'WebhookDeliveryLeaseReleased':
+        return op({ $unset: { leaseUntil: '' } });
       case 'WebhookDelivered':
         return op({ $set: { status: 'delivered', deliveredAt: event.data.deliveredAt }, $unset: { nextAttemptAt: '' } });
       case 'WebhookDeliveryRetryScheduled':

@@ -42,8 +42,13 @@ export interface SendSettings {
   retryDelaysMs: number[];
   /** Sends in flight at once in this process; an account gets at most half (at least 1). */
   concurrency: number;
-  /** How long an attempt may run before another worker takes it for interrupted. */
+  /**
+   * How long an attempt is held without a heartbeat before another worker takes it for
+   * interrupted; the heartbeat renews it every third of that while the attempt runs.
+   */
   attemptLeaseMs: number;
+  /** How often this worker looks for sends no live worker holds (another worker was killed); 0: never. */
+  sweepMs?: number;
   /** Counts outcomes in invitation_sends_total. */
   metrics?: Pick<Metrics, 'countSend'>;
 }
@@ -65,6 +70,10 @@ export class SendWorker implements Worker {
   readonly name = 'send-worker';
   private consumer?: Consumer;
   private queue?: FairQueue;
+  private sweeper?: NodeJS.Timeout;
+  private sweeping = false;
+  /** Invitations queued because a bus message asked for them (again): only those report comms.skipped. */
+  private readonly requestedByBus = new Set<string>();
   private readonly logger: Logger;
 
   constructor(
@@ -85,11 +94,16 @@ export class SendWorker implements Worker {
         what: 'invitation send (recording it)',
       });
       await this.resume();
+      if (this.settings.sweepMs) {
+        this.sweeper = setInterval(() => void this.sweep(), this.settings.sweepMs);
+        this.sweeper.unref();
+      }
     }
     this.consumer ??= await this.bus.consume({ groupId: sendWorkerGroup, topics: [topics.invitations] }, (message) => this.handle(message));
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.sweeper);
     await this.consumer?.close();
     await this.queue?.stop();
     await this.settings.mailer.close();
@@ -114,6 +128,34 @@ export class SendWorker implements Worker {
     if (resumed > 0) this.logger.info({ resumed }, 'invitation sends resumed');
   }
 
+  /**
+   * Takes over what no live worker holds (issue 12, item 4): sends another worker process took
+   * from the bus and then died with, queued in its memory or mid-attempt. Requested or retrying
+   * invitations older than a lease, and attempts whose lease ran out, are queued here; the
+   * invitation's stream decides (optimistic concurrency), so a send two workers both queue is
+   * still made once.
+   */
+  private async sweep(): Promise<void> {
+    const queue = this.queue;
+    if (!queue || queue.isStopped || this.sweeping) return;
+    this.sweeping = true;
+    try {
+      const now = Date.now();
+      const staleBefore = new Date(now - this.settings.attemptLeaseMs).toISOString();
+      const invitations = this.services.readStore.collection<InvitationDoc>('invitations');
+      for await (const doc of invitations.stream({ status: { $in: ['requested', 'retrying', 'sending'] } })) {
+        if (queue.isStopped) return;
+        const updatedAt = (doc as { updatedAt?: string }).updatedAt ?? doc.requestedAt;
+        if (updatedAt > staleBefore) continue;
+        queue.enqueue(doc._id, doc.clientId, now);
+      }
+    } catch (error) {
+      this.logger.warn({ err: error }, 'sweep for orphaned sends failed; it runs again');
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
   private async handle(message: BusMessage): Promise<void> {
     const stored = fromMessage(message.value);
     if (stored.type !== 'InvitationRequested') return;
@@ -134,6 +176,7 @@ export class SendWorker implements Worker {
       eventId: derivedId('invitation', stored.id, 'requested'),
     });
     // Also for a request seen before: the send then finds it sent and reports comms.skipped.
+    this.requestedByBus.add(ids.attendeeInvitationId);
     this.queue!.enqueue(ids.attendeeInvitationId, ids.clientId, Date.now());
   }
 
@@ -148,8 +191,11 @@ export class SendWorker implements Worker {
 
   /** One turn of an invitation: check, start an attempt, hand the email over, record the outcome. */
   private async send(invitationId: string, clientId: string): Promise<void> {
+    const repeatedRequest = this.requestedByBus.delete(invitationId);
     const state = await this.load(invitationId);
     if (state.status === 'none' || state.status === 'failed') return;
+    // Queued by a sweep or a resume from a read model that lags: sent is done, not a request to skip.
+    if (state.status === 'sent' && !repeatedRequest) return;
     if (state.status === 'retrying' && Date.parse(state.retryAt!) > Date.now()) {
       this.queue!.enqueue(invitationId, clientId, Date.parse(state.retryAt!));
       return;
@@ -177,6 +223,14 @@ export class SendWorker implements Worker {
 
   private async attempt(invitationId: string, clientId: string, attempt: number, prepared: Prepared): Promise<void> {
     let message = prepared.message;
+    // The heartbeat: while this attempt runs, its lease stays a full lease ahead.
+    const leaseMs = this.settings.attemptLeaseMs;
+    const heartbeat = setInterval(() => {
+      void this.decide(clientId, invitationId, { type: 'RenewLease', attempt, at: this.now(), leaseMs }).catch((error: unknown) =>
+        this.logger.warn({ err: error, invitationId }, 'send lease not renewed; retrying at the next beat'),
+      );
+    }, Math.max(100, Math.floor(leaseMs / 3)));
+    heartbeat.unref();
     try {
       if (prepared.attachPdf) {
         const content = await this.settings.pdf.render(message.html, { title: prepared.templateName });
@@ -194,6 +248,8 @@ export class SendWorker implements Worker {
     } catch (error) {
       if (this.queue!.isStopped) return;
       await this.recordFailure(invitationId, clientId, attempt, error);
+    } finally {
+      clearInterval(heartbeat);
     }
   }
 

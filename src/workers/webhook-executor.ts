@@ -40,6 +40,8 @@ import { runInCarriedTrace } from '../observability/trace.js';
 export class DeliveryExecutor {
   private readonly queue: FairQueue;
   private readonly abort = new AbortController();
+  private sweeper?: NodeJS.Timeout;
+  private sweeping = false;
 
   constructor(
     private readonly services: Services,
@@ -74,6 +76,36 @@ export class DeliveryExecutor {
       await this.deadLetter(doc._id, doc.clientId, doc.failureReason ?? 'attempts exhausted');
     }
     if (resumed > 0) this.logger.info({ resumed }, 'webhook deliveries resumed');
+    if (this.settings.sweepMs && !this.sweeper) {
+      this.sweeper = setInterval(() => void this.sweep(), this.settings.sweepMs);
+      this.sweeper.unref();
+    }
+  }
+
+  /**
+   * Takes over deliveries no live worker holds (another worker process was killed with them
+   * queued or mid-attempt): pending or retrying ones not heard of for a lease. The delivery's
+   * stream decides who makes the attempt (StartAttempt, a lease), so two dispatchers that both
+   * queue it make it once.
+   */
+  private async sweep(): Promise<void> {
+    if (this.queue.isStopped || this.sweeping) return;
+    this.sweeping = true;
+    try {
+      const now = Date.now();
+      const staleBefore = new Date(now - (this.settings.leaseMs ?? 10_000)).toISOString();
+      const deliveries = this.services.readStore.collection<DeliveryDoc>('webhook_deliveries');
+      for await (const doc of deliveries.stream({ status: { $in: ['pending', 'retrying'] } })) {
+        if (this.queue.isStopped) return;
+        if (doc.updatedAt > staleBefore) continue;
+        if (doc.leaseUntil && Date.parse(doc.leaseUntil) > now) continue;
+        this.enqueue(doc._id, doc.clientId, doc.nextAttemptAt ? Math.max(now, Date.parse(doc.nextAttemptAt)) : now);
+      }
+    } catch (error) {
+      this.logger.warn({ err: error }, 'sweep for orphaned webhook deliveries failed; it runs again');
+    } finally {
+      this.sweeping = false;
+    }
   }
 
   /** Attempt this delivery at `dueAt` (epoch ms), unless an earlier attempt is already queued. */
@@ -83,6 +115,7 @@ export class DeliveryExecutor {
 
   /** Stops at once: attempts in flight are abandoned unrecorded and resumed by the next run. */
   async stop(): Promise<void> {
+    clearInterval(this.sweeper);
     this.abort.abort();
     await this.queue.stop();
   }
@@ -105,6 +138,39 @@ export class DeliveryExecutor {
     let state: DeliveryState = deliveryDecider.initialState();
     for (const event of await eventStore.readStream(stream)) state = deliveryDecider.evolve(state, event as never);
     if (!isActive(state)) return;
+    const leaseMs = this.settings.leaseMs ?? 10_000;
+    // Due later, or held by another worker: come back then (the queue may hold an early copy).
+    const heldUntil = state.lease ? Date.parse(state.lease.until) : 0;
+    const dueAt = Math.max(state.nextAttemptAt ? Date.parse(state.nextAttemptAt) : 0, heldUntil);
+    if (dueAt > clock.now().getTime()) {
+      this.enqueue(deliveryId, state.clientId, dueAt + 1);
+      return;
+    }
+    // Take the attempt: of two workers, the stream lets one (optimistic concurrency).
+    const taken = await this.decide(state.clientId, deliveryId, { type: 'StartAttempt', deliveryId, at: clock.now().toISOString(), leaseMs });
+    const started = taken.events.find((e) => e.type === 'WebhookDeliveryAttemptStarted');
+    if (!started || started.type !== 'WebhookDeliveryAttemptStarted') return;
+    const heartbeat = setInterval(() => {
+      void this.decide(state.clientId, deliveryId, { type: 'RenewAttemptLease', deliveryId, attempt: started.data.attempt, at: clock.now().toISOString(), leaseMs }).catch(
+        (error: unknown) => this.logger.warn({ err: error, deliveryId }, 'webhook lease not renewed; retrying at the next beat'),
+      );
+    }, Math.max(100, Math.floor(leaseMs / 3)));
+    heartbeat.unref();
+    try {
+      await this.attemptHeld(deliveryId, state);
+    } finally {
+      clearInterval(heartbeat);
+    }
+    // Stopped mid-attempt (a shutdown): hand the lease back, so the next worker need not wait it out.
+    if (this.queue.isStopped) {
+      await this.decide(state.clientId, deliveryId, { type: 'ReleaseAttemptLease', deliveryId, attempt: started.data.attempt }).catch(
+        (error: unknown) => this.logger.warn({ err: error, deliveryId }, 'webhook lease not handed back; it runs out by itself'),
+      );
+    }
+  }
+
+  private async attemptHeld(deliveryId: string, state: Exclude<DeliveryState, { status: 'none' }>): Promise<void> {
+    const { readStore, clock } = this.services;
 
     // Read at each attempt: a rotation or URL change applies to the very next attempt.
     const webhook = await readStore.collection<WebhookDoc>('webhooks').get(state.clientId);
@@ -196,16 +262,25 @@ export class DeliveryExecutor {
     this.logger.warn({ deliveryId, clientId, reason }, 'webhook delivery dead-lettered');
   }
 
-  /** Runs a delivery command; its event ids come from the delivery and `step`, so a repeat appends nothing. */
-  private decide(clientId: string, deliveryId: string, command: DeliveryCommand, step: string) {
+  /**
+   * Runs a delivery command; its event ids come from the delivery and `step`, so a repeat appends
+   * nothing. Without `step` (taking and renewing a lease) they are random: two workers racing for
+   * one attempt must not write the same id, or both would think they took it.
+   */
+  private decide(clientId: string, deliveryId: string, command: DeliveryCommand, step?: string) {
     const context: CommandContext = {
       tenantId: clientId,
       actor: { type: 'system', id: 'webhook-dispatcher' },
       correlationId: deliveryId,
       now: this.services.clock.now(),
     };
-    return handleCommand(this.services.eventStore, deliveryDecider, deliveryStream(deliveryId), command, context, {
-      eventIds: (index) => derivedId('webhookdelivery', deliveryId, step, String(index)),
-    });
+    return handleCommand(
+      this.services.eventStore,
+      deliveryDecider,
+      deliveryStream(deliveryId),
+      command,
+      context,
+      step === undefined ? {} : { eventIds: (index) => derivedId('webhookdelivery', deliveryId, step, String(index)) },
+    );
   }
 }

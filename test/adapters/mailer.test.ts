@@ -286,3 +286,20 @@ async function closedPort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   return port;
 }
+
+describe('outbox leftovers of a killed process', () => {
+  it('removes temp files whose writer is gone, keeps those of a live writer and the finished files', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'outbox-leftovers-'));
+    try {
+      const dead = 2 ** 22 + 12345; // above the default pid_max: no such process
+      fs.writeFileSync(path.join(dir, `.a.eml.${dead}.0f0e0d0c-0b0a-4908-8706-050403020100.tmp`), 'half');
+      fs.writeFileSync(path.join(dir, `.b.eml.${process.pid}.0f0e0d0c-0b0a-4908-8706-050403020101.tmp`), 'being written');
+      fs.writeFileSync(path.join(dir, 'c.eml'), 'whole');
+      const removed = await new OutboxMailer(dir).removeLeftovers();
+      expect(removed).toBe(1);
+      expect(fs.readdirSync(dir).sort()).toEqual([`.b.eml.${process.pid}.0f0e0d0c-0b0a-4908-8706-050403020101.tmp`, 'c.eml']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -15,9 +15,10 @@ const cli = (script: string, args: string[]) =>
     env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
   });
 
+// Each command is a fresh `node --import tsx` (10-16 s apiece on a loaded 2-core machine): the timeouts are hang guards only.
 describe('operator command lines', () => {
   it('creates an account that logs in and reads itself once the service runs on the same data', async () => {
-    const { stdout } = await cli('admin.ts', ['create-account', '--email', 'op@example.com', '--password', 'operator passphrase', '--comms-api-enabled', 'true']);
+    const { stdout } = await cli('admin.ts', ['create-account', '--init', '--email', 'op@example.com', '--password', 'operator passphrase', '--comms-api-enabled', 'true']);
     const account = JSON.parse(stdout);
     expect(account).toMatchObject({ email: 'op@example.com', commsApiEnabled: true, senderTrusted: false });
     expect(account.clientSecret).toMatch(/^cs_/);
@@ -35,12 +36,12 @@ describe('operator command lines', () => {
     }
     const trusted = JSON.parse((await cli('admin.ts', ['set-access', account.id, '--sender-trusted', 'true'])).stdout);
     expect(trusted).toMatchObject({ commsApiEnabled: true, senderTrusted: true });
-  }, 60_000);
+  }, 240_000);
 
   it('explains a wrong command and exits non-zero', async () => {
     await expect(cli('admin.ts', ['frobnicate'])).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('unknown command') });
     await expect(cli('relay.ts', ['reset', 'x'])).rejects.toMatchObject({ stderr: expect.stringContaining('reset needs a position') });
-  }, 30_000);
+  }, 240_000);
 
   it('rebuilds read models with progress and reports checkpoints', async () => {
     const { stdout } = await cli('projections.ts', ['rebuild']);
@@ -49,5 +50,56 @@ describe('operator command lines', () => {
     expect(status).toMatch(/accounts\s+position \d+\s+head \d+\s+lag 0/);
     const relay = (await cli('relay.ts', ['reset', '-1'])).stdout;
     expect(relay).toContain('to the beginning');
-  }, 60_000);
+  }, 240_000);
+});
+
+describe('operator command lines: help and refusals', () => {
+  it('lists every subcommand with an example under --help', async () => {
+    const expected: Record<string, string[]> = {
+      'admin.ts': ['create-account', 'set-access', 'issue-key', 'revoke-key'],
+      'projections.ts': ['status', 'rebuild'],
+      'relay.ts': ['status', 'reset'],
+    };
+    for (const [script, commands] of Object.entries(expected)) {
+      const { stdout } = await cli(script, ['--help']);
+      for (const command of commands) expect(stdout, `${script} --help`).toMatch(new RegExp(`example: npm run \\w+ -- ${command}`));
+      expect(stdout).toContain('--init');
+    }
+  }, 240_000);
+
+  it('refuses a DATA_DIR that holds no store, naming the path, and creates one with --init', async () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-empty-'));
+    const inEmpty = (script: string, args: string[]) =>
+      run(process.execPath, ['--import', 'tsx', path.join('src', 'cli', script), ...args], {
+        env: { ...process.env, DATA_DIR: empty, LOG_LEVEL: 'silent' },
+      });
+    try {
+      for (const [script, args] of [['projections.ts', ['rebuild']], ['relay.ts', ['status']], ['admin.ts', ['issue-key', 'x']]] as const) {
+        await expect(inEmpty(script, [...args])).rejects.toMatchObject({
+          code: 1,
+          stderr: expect.stringContaining(`no event store at ${path.join(empty, 'events.sqlite')}`),
+        });
+      }
+      expect(fs.readdirSync(empty)).toEqual([]);
+      const { stdout } = await inEmpty('projections.ts', ['rebuild', '--init']);
+      expect(stdout).toMatch(/rebuilt every projection: 0 events/);
+      expect(fs.existsSync(path.join(empty, 'events.sqlite'))).toBe(true);
+    } finally {
+      fs.rmSync(empty, { recursive: true, force: true });
+    }
+  }, 240_000);
+
+  it('refuses to rebuild while a projections role holds the read store, and rebuilds once it stopped', async () => {
+    const service = await startTestService({}, { dataDir });
+    try {
+      await expect(cli('projections.ts', ['rebuild'])).rejects.toMatchObject({
+        code: 1,
+        stderr: expect.stringMatching(new RegExp(`a projections role \\(pid ${process.pid} .*holds this read store; stop it`)),
+      });
+    } finally {
+      await service.stop();
+    }
+    const { stdout } = await cli('projections.ts', ['rebuild']);
+    expect(stdout).toMatch(/rebuilt every projection: \d+ events/);
+  }, 240_000);
 });

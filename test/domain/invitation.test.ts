@@ -100,3 +100,23 @@ describe('invitation decider: an attempt that never reported', () => {
     given([requested, started()]).when(refuse(later(61_000))).then([{ type: 'SendFailed', data: { code: 'previous_send_permanently_failed' } }]);
   });
 });
+
+describe('invitation decider: the lease heartbeat (issue 12, item 4)', () => {
+  const renewed = (at: string): InvitationEvent => ({ type: 'SendLeaseRenewed', data: { attendeeInvitationId: 'i1', attempt: 1, leaseUntil: later(Date.parse(at) - Date.parse(t0) + 10_000) } });
+
+  it('extends the lease of the attempt in progress', () =>
+    given([requested, started()]).when({ type: 'RenewLease', attempt: 1, at: later(50_000), leaseMs: 10_000 }).then([
+      { type: 'SendLeaseRenewed', data: { attempt: 1, leaseUntil: later(60_000) } },
+    ]));
+
+  it('renews nothing for an attempt already finished or taken over', () => {
+    given([requested, started(), succeeded]).when({ type: 'RenewLease', attempt: 1, at: later(1_000), leaseMs: 10_000 }).then([]);
+    given([requested, started(1), started(2, later(70_000))]).when({ type: 'RenewLease', attempt: 1, at: later(71_000), leaseMs: 10_000 }).then([]);
+  });
+
+  it('keeps another worker out while renewed, and lets it in once the renewals stop', () => {
+    const history = [requested, started(), renewed(later(55_000))];
+    given(history).when(start(later(61_000), true)).then([]);
+    given(history).when(start(later(65_000), true)).then([{ type: 'SendStarted', data: { attempt: 2 } }]);
+  });
+});

@@ -32,6 +32,8 @@ export async function startTestService(
     SQLITE_SYNCHRONOUS: 'NORMAL',
     RATE_LIMIT_PER_MINUTE: '0',
     SEND_RATE_LIMIT_PER_MINUTE: '0',
+    // In-process tests have no kept-alive client to wait for: idle sockets close at once.
+    SHUTDOWN_IDLE_GRACE_MS: '0',
     // Tests share a loaded machine: load shedding would refuse their requests at random (test/http/overload.test.ts turns it on).
     OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
     ...env,

@@ -125,6 +125,19 @@ describe('delivery decider (spec: Delivery behaviour)', () => {
     { type: 'WebhookDeliveryRetryScheduled', data: { deliveryId, nextAttemptAt: 'x' } },
   ];
 
+  it('leases an attempt to one worker: refused while the lease or its renewal runs, open once it ran out or was handed back', () => {
+    const at = (ms: number) => new Date(Date.parse('2026-01-01T00:00:00.000Z') + ms).toISOString();
+    const take = (ms: number): DeliveryCommand => ({ type: 'StartAttempt', deliveryId, at: at(ms), leaseMs: 10_000 });
+    const [started] = given(deliveryDecider, [scheduled]).when(take(0));
+    expect(started).toEqual({ type: 'WebhookDeliveryAttemptStarted', data: { deliveryId, attempt: 1, leaseUntil: at(10_000) } });
+    expect(given(deliveryDecider, [scheduled, started!]).when(take(5_000))).toEqual([]);
+    const [renewed] = given(deliveryDecider, [scheduled, started!]).when({ type: 'RenewAttemptLease', deliveryId, attempt: 1, at: at(8_000), leaseMs: 10_000 });
+    expect(given(deliveryDecider, [scheduled, started!, renewed!]).when(take(12_000))).toEqual([]);
+    expect(given(deliveryDecider, [scheduled, started!, renewed!]).when(take(18_000))).toHaveLength(1);
+    const [released] = given(deliveryDecider, [scheduled, started!]).when({ type: 'ReleaseAttemptLease', deliveryId, attempt: 1 });
+    expect(given(deliveryDecider, [scheduled, started!, released!]).when(take(1_000))).toHaveLength(1);
+  });
+
   it('schedules once: a repeated schedule decides nothing', () => {
     const { type: _t, data } = scheduled;
     const { deliveryId: _d, ...source } = data as typeof scheduled.data;

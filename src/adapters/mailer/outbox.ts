@@ -22,6 +22,36 @@ export class OutboxMailer implements Mailer {
 
   constructor(private readonly dir: string) {}
 
+  /**
+   * Removes temporary files a killed process left (issue 12, item 4). A temp file names the
+   * pid that wrote it: it is left only while that process lives on this host, else removed
+   * (and any temp file older than an hour, from another host sharing the folder). Returns
+   * how many it removed.
+   */
+  async removeLeftovers(now = Date.now()): Promise<number> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.dir);
+    } catch {
+      return 0;
+    }
+    let removed = 0;
+    for (const name of names) {
+      const match = /^\..+\.(\d+)\.[0-9a-f-]+\.tmp$/.exec(name) ?? /^\..+\.[0-9a-f-]+\.tmp$/.exec(name);
+      if (!match) continue;
+      const file = path.join(this.dir, name);
+      const pid = match[1] ? Number(match[1]) : undefined;
+      const stat = await fs.stat(file).catch(() => undefined);
+      if (!stat) continue;
+      const orphan = (pid !== undefined && pid !== process.pid && !processAlive(pid)) || now - stat.mtimeMs > 3_600_000 || pid === undefined;
+      if (orphan) {
+        await fs.rm(file, { force: true });
+        removed += 1;
+      }
+    }
+    return removed;
+  }
+
   async send(message: MailMessage): Promise<MailReceipt> {
     const fileName = `${checkedMessageKey(message.messageKey)}.eml`;
     const receipt = { providerMessageId: fileName };
@@ -85,6 +115,15 @@ function asciiJson(value: Record<string, string>): string {
   return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 async function exists(file: string): Promise<boolean> {
   return fs.access(file, constants.F_OK).then(
     () => true,
@@ -98,7 +137,7 @@ async function exists(file: string): Promise<boolean> {
  * concurrent hand-overs of one message still leave exactly one, complete file.
  */
 async function writeOnce(target: string, content: Buffer): Promise<void> {
-  const temp = path.join(path.dirname(target), `.${path.basename(target)}.${randomUUID()}.tmp`);
+  const temp = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomUUID()}.tmp`);
   const handle = await fs.open(temp, 'wx');
   try {
     await handle.writeFile(content);

@@ -1,7 +1,9 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import type { RequestHandler } from 'express';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Logger } from '../../shared/logger.js';
+import { acceptableRequestId } from '../../observability/trace.js';
+import { newId } from '../../shared/ids.js';
 import { HttpError } from '../errors.js';
 
 export interface OverloadOptions {
@@ -24,8 +26,10 @@ export interface OverloadOptions {
  * at once, which costs next to nothing, and the requests already accepted finish in time; a
  * few (`minInFlight`) are still accepted at a time, so the service keeps serving at its pace
  * instead of refusing everyone until the delay clears.
- * /healthz, /readyz and /metrics are mounted before the guard and keep answering; so do the dev
- * identity provider's discovery and keys, which the service's own token checks fetch.
+ * The guard sits in front of the express app (`handler`): a refusal must cost far less than
+ * the work it saves, so it is written directly, in the error body shape, without the app's
+ * middleware. /healthz, /readyz and /metrics pass and keep answering; so do the dev identity
+ * provider's discovery and keys, which the service's own token checks fetch.
  */
 export class OverloadGuard {
   private readonly histogram?: IntervalHistogram;
@@ -51,21 +55,30 @@ export class OverloadGuard {
     return this.overloaded;
   }
 
-  middleware(): RequestHandler {
+  /** The server's request listener: `app` behind the guard. */
+  handler(app: RequestListener): RequestListener {
     const retryAfter = String(this.options.retryAfterSeconds);
+    const refusal = new HttpError(503, 'overloaded', `the service is overloaded; retry after ${retryAfter} s`);
+    const body = JSON.stringify({ code: refusal.code, message: refusal.message });
     const minInFlight = this.options.minInFlight ?? 8;
     const finished = () => {
       this.inFlight -= 1;
     };
-    return (req, res, next) => {
-      // The dev identity provider's discovery and keys: the service's own token checks fetch them.
-      if (!this.overloaded || this.inFlight < minInFlight || req.path.startsWith('/core/.well-known/')) {
+    return (req: IncomingMessage, res: ServerResponse) => {
+      if (!this.overloaded || this.inFlight < minInFlight || exempt(req.url ?? '')) {
         this.inFlight += 1;
         res.once('close', finished);
-        return next();
+        return app(req, res);
       }
       this.options.metrics?.countOverloadRefusal();
-      next(new HttpError(503, 'overloaded', `the service is overloaded; retry after ${retryAfter} s`, undefined, { 'Retry-After': retryAfter }));
+      const incoming = req.headers['x-request-id'];
+      res.writeHead(refusal.status, {
+        'Content-Type': 'application/json; charset=utf-8',
+        'Content-Length': Buffer.byteLength(body),
+        'Retry-After': retryAfter,
+        'X-Request-Id': typeof incoming === 'string' && acceptableRequestId(incoming) ? incoming : newId(),
+      });
+      res.end(body);
     };
   }
 
@@ -87,4 +100,9 @@ export class OverloadGuard {
       else this.options.logger?.info(fields, 'no longer overloaded: accepting requests again');
     }
   }
+}
+
+/** Paths that pass even while overloaded: health, metrics, and the dev provider's keys. */
+function exempt(url: string): boolean {
+  return url === '/healthz' || url === '/readyz' || url === '/metrics' || url.startsWith('/metrics?') || url.startsWith('/core/.well-known/');
 }
