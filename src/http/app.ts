@@ -4,6 +4,7 @@ import type { Services } from '../commands/services.js';
 import { newId } from '../shared/ids.js';
 import { errorHandler, unknownRoute } from './errors.js';
 import { openApiDocument } from './openapi.js';
+import './webhooks-doc.js';
 import { commsGates } from './auth.js';
 import { idempotency } from './middleware/idempotency.js';
 import type { RateLimits } from './middleware/rate-limit.js';

@@ -18,6 +18,18 @@ export function eventsRouter(services: Services): Router {
       body: EventBody,
       response: EventResponse,
       errors: [404],
+      links: {
+        GetEvent: { operationId: 'getCheckinV1ApiEventId', parameters: { id: '$response.body#/id' } },
+        EventStats: { operationId: 'getCheckinV1ApiEventIdStats', parameters: { id: '$response.body#/id' } },
+        EventScans: { operationId: 'getCheckinV1ApiEventIdScans', parameters: { id: '$response.body#/id' } },
+        TeamStats: { operationId: 'getCheckinV1ApiTeamEventId', parameters: { id: '$response.body#/id' } },
+        ListGuests: { operationId: 'getCheckinV1ApiGuestsEventId', parameters: { eventId: '$response.body#/id' } },
+        GuestsByInfo: { operationId: 'getCheckinV1ApiGuestsEventIdByinfo', parameters: { eventId: '$response.body#/id' } },
+        SaveGuests: { operationId: 'postCheckinV1ApiGuestsEventId', parameters: { eventId: '$response.body#/id' } },
+        UpsertGuests: { operationId: 'putCheckinV1ApiGuestsEventIdUpsert', parameters: { eventId: '$response.body#/id' } },
+        CheckIn: { operationId: 'postCheckinV1ApiGuestsEventIdCheckin', parameters: { eventId: '$response.body#/id' } },
+        Block: { operationId: 'postCheckinV1ApiGuestsEventIdBlock', parameters: { eventId: '$response.body#/id' } },
+      },
     },
     ({ body, res }) => saveEvent(services, commandContext(res, services.clock), body),
   );

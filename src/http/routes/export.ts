@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
+import { getOpenApiMetadata } from '@asteasolutions/zod-to-openapi';
 import { contentTypeOf, createExport, openExport, type ExportFile, type ExportSettings, type ExportType } from '../../commands/export.js';
 import type { Services } from '../../commands/services.js';
 import { CSV_MEDIA_TYPE } from '../../exports/csv.js';
@@ -13,6 +14,17 @@ import { ExportBody, ExportIdParams, ExportQuery, ExportResponse } from '../sche
 
 const JSON_TYPE = 'application/json';
 const CSV_TYPE = CSV_MEDIA_TYPE.split(';')[0]!;
+
+const csvExample = 'id,firstName,lastName,email,barcode,admitted\r\n3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f,Ada,Lovelace,ada@example.com,GALA-0001,2026-12-12T19:42:10.000+01:00\r\n';
+/** The file itself, for the document: CSV text or an xlsx workbook. */
+const fileContent = {
+  [CSV_TYPE]: { schema: { type: 'string' as const }, example: csvExample },
+  [XLSX_MEDIA_TYPE]: { schema: { type: 'string' as const, contentMediaType: XLSX_MEDIA_TYPE, contentEncoding: 'binary' } },
+};
+const fileHeaders = {
+  'Content-Disposition': { description: 'attachment; filename="..."; filename*=UTF-8\'\'...', schema: { type: 'string' as const } },
+  'X-Export-Id': { description: 'The export id', schema: { type: 'string' as const } },
+};
 
 /**
  * Spec: POST /checkin/v1/api/event/export. The answer is the JSON description of the stored
@@ -33,7 +45,14 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
       query: ExportQuery,
       body: ExportBody,
       response: ExportResponse,
+      responseContent: {
+        [JSON_TYPE]: { schema: ExportResponse, example: getOpenApiMetadata(ExportResponse).example },
+        ...fileContent,
+      },
       errors: [403, 404, 406],
+      links: {
+        Download: { operationId: 'getCheckinV1ApiEventExportExportId', parameters: { exportId: '$response.body#/exportId' } },
+      },
     },
     async ({ query, body, req, res }) => {
       const { type, direct } = negotiate(req, query.type);
@@ -55,6 +74,8 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
       summary: 'Download an export (only by the client that made it, until it expires)',
       tags,
       params: ExportIdParams,
+      responseContent: fileContent,
+      responseHeaders: fileHeaders,
       errors: [403, 404],
     },
     async ({ params, res }) => {

@@ -13,21 +13,38 @@ import {
   BlockBody,
   ByInfoQuery,
   EventIdParams,
+  EventStatsResponse,
   GuestBatch,
-  GuestBody,
+  GuestCreateBody,
+  GuestHistoryResponse,
   GuestIdParams,
   GuestListQuery,
   GuestResponse,
   HistoryQuery,
   ScanBody,
   ScanListQuery,
+  ScanPage,
   ScanResponse,
   TeamStatsQuery,
+  TeamStatsResponse,
   UndoBody,
+  UndoResponse,
   UpsertQuery,
 } from '../schemas/guest.js';
 
 const door = ['client', 'team_member'] as const;
+
+/** A created guest's id and event lead to the routes that read and scan it. */
+const guestLinks = {
+  GetGuest: { operationId: 'getCheckinV1ApiGuestId', parameters: { id: '$response.body#/id' } },
+  GetGuestHistory: { operationId: 'getCheckinV1ApiGuestIdHistory', parameters: { id: '$response.body#/id' } },
+  ListGuests: { operationId: 'getCheckinV1ApiGuestsEventId', parameters: { eventId: '$response.body#/eventId' } },
+  CheckIn: {
+    operationId: 'postCheckinV1ApiGuestsEventIdCheckin',
+    parameters: { eventId: '$response.body#/eventId' },
+    requestBody: { guestId: '$response.body#/id' },
+  },
+};
 
 export function guestsRouter(services: Services): Router {
   const router = Router();
@@ -36,7 +53,16 @@ export function guestsRouter(services: Services): Router {
 
   defineRoute(
     router,
-    { method: 'post', path: '/checkin/v1/api/guest', summary: 'Create a guest', tags, body: GuestBody, response: GuestResponse, errors: [404, 409] },
+    {
+      method: 'post',
+      path: '/checkin/v1/api/guest',
+      summary: 'Create a guest',
+      tags,
+      body: GuestCreateBody,
+      response: GuestResponse,
+      errors: [404, 409],
+      links: guestLinks,
+    },
     async ({ body, res }) => {
       if (!body.eventId) {
         throw new HttpError(400, 'validation_error', 'eventId is required', [{ path: 'eventId', message: 'required' }]);
@@ -59,7 +85,8 @@ export function guestsRouter(services: Services): Router {
       tags,
       params: GuestIdParams,
       query: HistoryQuery,
-      errors: [404],
+      response: GuestHistoryResponse,
+      errors: [403, 404],
     },
     ({ params, query, res }) => guestHistory(services, principalOf(res).tenantId, params.id, query.asOf),
   );
@@ -171,6 +198,7 @@ export function guestsRouter(services: Services): Router {
       tags: doorTags,
       params: EventIdParams,
       body: UndoBody,
+      response: UndoResponse,
       roles: [...door],
       errors: [404, 409],
     },
@@ -201,7 +229,8 @@ export function guestsRouter(services: Services): Router {
       tags: doorTags,
       params: IdParams,
       query: ScanListQuery,
-      errors: [404],
+      response: ScanPage,
+      errors: [403, 404],
     },
     ({ params, query, res }) => listScans(services, principalOf(res).tenantId, params.id, query),
   );
@@ -213,7 +242,8 @@ export function guestsRouter(services: Services): Router {
       summary: 'Invited, admitted, inside now, plus ones, blocked, rejections by reason, admissions by gate and device',
       tags: doorTags,
       params: IdParams,
-      errors: [404],
+      response: EventStatsResponse,
+      errors: [403, 404],
     },
     ({ params, res }) => eventStats(services, principalOf(res).tenantId, params.id),
   );
@@ -226,6 +256,7 @@ export function guestsRouter(services: Services): Router {
       tags: ['Team members'],
       params: IdParams,
       query: TeamStatsQuery,
+      response: TeamStatsResponse,
       roles: [...door],
       errors: [404],
     },
