@@ -72,7 +72,8 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
     };
     const params = parse(spec.params, req.params);
     const query = parse(spec.query, req.query);
-    const body = parse(spec.body, spec.body ? (req.body ?? {}) : undefined);
+    // No body reads as {}; a JSON null is a body, and is refused like any other non-object.
+    const body = parse(spec.body, spec.body ? (req.body === undefined ? {} : req.body) : undefined);
     const value = await handler({ body, query, params, req, res } as RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>);
     if (res.headersSent) return;
     const status = spec.status ?? 200;

@@ -79,6 +79,7 @@ export function commsRouter(services: Services, linkPolicy: LinkPolicy): Router 
       method: 'post',
       path: `${base}/send`,
       summary: 'Email a template to guests of its event now (at most 200; each gets a new attendeeInvitationId); outcomes arrive as comms webhooks',
+      description: 'A guest that is not of the template’s event is 404; a guest without an email address is 400 (each named in `errors`).',
       tags: ['Invitations'],
       body: SendBody,
       response: SendResponse,

@@ -165,6 +165,9 @@ export function guestsRouter(services: Services): Router {
       method: 'post',
       path: '/checkin/v1/api/guests/:eventId/checkin',
       summary: 'Check a guest in (by id, barcode or customId); rejections are answered and recorded',
+      description:
+        'Always 200 for a scan that was judged: `result` admitted or rejected with a `reason`. `at` (an offline scanner’s time) ' +
+        'may be at most 5 minutes ahead of the server (else 400 on `at`). `nonce` makes a retry return the first result.',
       tags: doorTags,
       params: EventIdParams,
       body: ScanBody,
@@ -211,6 +214,7 @@ export function guestsRouter(services: Services): Router {
         method: 'post',
         path: `/checkin/v1/api/guests/:eventId/${blocked ? 'block' : 'unblock'}`,
         summary: `${blocked ? 'Block' : 'Unblock'} up to 200 guests by id or barcode; all or nothing`,
+        description: 'An id or barcode that no guest of the event has is 400 (each named in `errors`), and nothing changes.',
         tags: doorTags,
         params: EventIdParams,
         body: BlockBody,

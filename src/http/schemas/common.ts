@@ -7,7 +7,7 @@ export const Guid = z
   .string()
   .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a GUID')
   .transform((v) => v.toLowerCase())
-  .openapi({ type: 'string', format: 'uuid', example: '3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f' });
+  .openapi({ format: 'uuid', example: '3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f' });
 
 /** ISO 8601 date-time with an offset; normalised to UTC with milliseconds. */
 export const DateTime = z
@@ -16,7 +16,7 @@ export const DateTime = z
     message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-11-21T10:00:00Z',
   })
   .transform((v) => new Date(v).toISOString())
-  .openapi({ type: 'string', format: 'date-time', example: '2026-11-21T10:00:00.000Z' });
+  .openapi({ format: 'date-time' });
 
 /**
  * An email address as the service accepts it. The same pattern validates and is published,
@@ -39,7 +39,6 @@ export const Cursor = z
     description:
       'The `nextCursor` of the previous page of the same query (opaque base64url text, at most 2000 characters). ' +
       'A cursor this query did not return is 400 `validation_error` on `cursor`.',
-    example: 'WyJzdGFydFRpbWU6MSxfaWQ6MSIsIjIwMjYtMTItMTJUMTg6MDA6MDAuMDAwWiIsIm15LWV2ZW50LTEiXQ',
   });
 
 export const PageQuery = z.object({

@@ -152,14 +152,31 @@ export const IdParam = z.object({ id: z.string().min(1).max(200) });
 export const DomainBody = registry.register(
   'SendingDomainRequest',
   z.object({
-    domain: z.string().trim().min(3).max(253).openapi({ description: 'The domain sends come from, e.g. example.com', example: 'example.com' }),
+    domain: z
+      .string()
+      .trim()
+      .min(3)
+      .max(253)
+      .openapi({
+        description: 'The domain sends come from: a public DNS name such as example.com (not localhost, not an IP address)',
+        pattern: '^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}$',
+        example: 'example.com',
+      }),
     subdomain: z
       .string()
       .trim()
       .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i, 'must be a single DNS label')
       .optional()
       .openapi({ description: 'Subdomain for the provider’s return path (default chosen by the provider)' }),
-    sendingAddress: z.string().trim().max(320).optional().openapi({ description: 'From address at the domain, or its local part (default invites@<domain>)' }),
+    sendingAddress: z
+      .string()
+      .trim()
+      .max(320)
+      .optional()
+      .openapi({
+        description: 'The local part of the From address at the domain (default `invites`); a whole address at the domain is accepted too',
+        pattern: '^[A-Za-z0-9_+-]+(\\.[A-Za-z0-9_+-]+)*$',
+      }),
   }).openapi({ example: { domain: 'example.com', subdomain: 'mail', sendingAddress: 'invites' } }),
 );
 

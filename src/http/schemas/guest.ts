@@ -44,7 +44,16 @@ export const GuestBody = registry.register(
       .transform((v) => (v ? v : undefined))
       .openapi({ description: 'Template to send after creation; empty or null means no send' }),
     correlationId: optional(text(200)),
-  }).openapi({ description: 'validFrom, when given with validTo, must be before it.', example: guestExample() }),
+  }).openapi({
+    description: 'validFrom, when given with validTo, must be before it. A commsTemplateId needs an email.',
+    // A template to send needs an address to send it to (else 400 on email).
+    anyOf: [
+      { not: { required: ['commsTemplateId'] } },
+      { properties: { commsTemplateId: { enum: ['', null] } } },
+      { required: ['email'], properties: { email: { type: 'string', minLength: 1 } } },
+    ],
+    example: guestExample(),
+  }),
 );
 
 function guestExample() {
