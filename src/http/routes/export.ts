@@ -6,6 +6,7 @@ import { contentTypeOf, createExport, openExport, type ExportFile, type ExportSe
 import type { Services } from '../../commands/services.js';
 import { CSV_MEDIA_TYPE } from '../../exports/csv.js';
 import { XLSX_MEDIA_TYPE } from '../../exports/excel.js';
+import { guestColumns } from '../../exports/columns.js';
 import { commandContext, principalOf } from '../context.js';
 import { HttpError } from '../errors.js';
 import { defineRoute } from '../route.js';
@@ -15,7 +16,26 @@ import { ExportBody, ExportIdParams, ExportQuery, ExportResponse } from '../sche
 const JSON_TYPE = 'application/json';
 const CSV_TYPE = CSV_MEDIA_TYPE.split(';')[0]!;
 
-const csvExample = 'id,firstName,lastName,email,barcode,admitted\r\n3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f,Ada,Lovelace,ada@example.com,GALA-0001,2026-12-12T19:42:10.000+01:00\r\n';
+const csvExampleRow: Record<string, string> = {
+  id: '3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f',
+  firstName: 'Ada',
+  lastName: 'Lovelace',
+  email: 'ada@example.com',
+  plusOnes: '1',
+  admittedPlusOnes: '1',
+  plusOnesLeft: '0',
+  additionalInfo: 'Table 4; vegetarian',
+  barcode: 'GALA-0001',
+  tags: 'vip,speaker',
+  createdBy: 'organizer@example.com',
+  admitted: '2026-12-12T19:42:10.000+01:00',
+  eventId: '6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b',
+  isGroup: 'false',
+  customId: 'CRM-1001',
+};
+const csvLine = (cells: string[]) => cells.map((c) => (/[",\r\n]/.test(c) ? `"${c.replace(/"/g, '""')}"` : c)).join(',');
+/** A whole CSV export of one guest: the header row of every column, then the guest. */
+const csvExample = `${csvLine(guestColumns.map((c) => c.name))}\r\n${csvLine(guestColumns.map((c) => csvExampleRow[c.name] ?? ''))}\r\n`;
 /** The file itself, for the document: CSV text or an xlsx workbook. */
 const fileContent = {
   [CSV_TYPE]: { schema: { type: 'string' as const }, example: csvExample },

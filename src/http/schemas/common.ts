@@ -7,7 +7,7 @@ export const Guid = z
   .string()
   .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a GUID')
   .transform((v) => v.toLowerCase())
-  .openapi({ format: 'uuid', example: '3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f' });
+  .openapi({ type: 'string', format: 'uuid', example: '3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f' });
 
 /** ISO 8601 date-time with an offset; normalised to UTC with milliseconds. */
 export const DateTime = z
@@ -22,7 +22,7 @@ export const DateTime = z
  * An email address as the service accepts it. The same pattern validates and is published,
  * so a client generated from /openapi.json sends only addresses that are accepted.
  */
-export const EMAIL_PATTERN = /^(?!\.)(?!.*\.\.)[A-Za-z0-9_'+\-.]*[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9-]*\.)+[A-Za-z]{2,}$/;
+export const EMAIL_PATTERN = /^([A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9-]*\.)+[A-Za-z]{2,}$/;
 export const Email = z
   .string()
   .max(320)

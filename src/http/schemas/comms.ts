@@ -165,7 +165,7 @@ export const DomainBody = registry.register(
     subdomain: z
       .string()
       .trim()
-      .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i, 'must be a single DNS label')
+      .regex(/^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'must be a single DNS label')
       .optional()
       .openapi({ description: 'Subdomain for the provider’s return path (default chosen by the provider)' }),
     sendingAddress: z

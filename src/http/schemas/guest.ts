@@ -8,6 +8,8 @@ const optional = <T extends z.ZodType>(schema: T) =>
   schema.nullish().transform((v) => (v === null ? undefined : v)) as unknown as z.ZodOptional<T>;
 
 const text = (max: number) => z.string().max(max);
+/** An optional GUID that may be null (read as absent), stated so in the document. */
+const optionalGuid = () => optional(Guid).openapi({ type: ['string', 'null'], format: 'uuid' });
 /** The spec recommends images under 50 kB; 100 kB of base64 is the hard limit. */
 const image = z
   .string()
@@ -17,7 +19,7 @@ const image = z
 export const GuestBody = registry.register(
   'Guest',
   z.object({
-    id: optional(Guid),
+    id: optionalGuid(),
     firstName: optional(text(200)),
     otherNames: optional(text(200)),
     lastName: optional(text(200)),
@@ -31,7 +33,7 @@ export const GuestBody = registry.register(
     admitted: z.unknown().optional().openapi({ description: 'Read-only: changed only by check-in' }),
     blockedDate: z.unknown().optional().openapi({ description: 'Read-only: changed only by block/unblock' }),
     blockedReason: z.unknown().optional().openapi({ description: 'Read-only: changed only by block/unblock' }),
-    eventId: optional(Guid),
+    eventId: optionalGuid(),
     validFrom: optional(DateTime),
     validTo: optional(DateTime),
     isGroup: optional(z.boolean()),
