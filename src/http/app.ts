@@ -83,7 +83,12 @@ export function createApp(options: AppOptions): Express {
     const readiness = await options.readiness();
     res.status(readiness.ready ? 200 : 503).json(readiness);
   });
-  app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
+  // Every route is registered once createApp returns: the document is built on first request and kept.
+  let document: string | undefined;
+  app.get('/openapi.json', (_req, res) => {
+    document ??= JSON.stringify(openApiDocument());
+    res.type('json').send(document);
+  });
   app.use(docsRouter('/openapi.json'));
   // Spec Limits: every request to the API host counts, the token endpoint included (password guessing).
   if (options.rateLimits) app.use(options.rateLimits.all, options.rateLimits.send);

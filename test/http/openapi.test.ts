@@ -134,6 +134,22 @@ describe('OpenAPI document: complete for a generated client', () => {
     expect(linked).toBeGreaterThanOrEqual(8);
   });
 
+  it('refuses a JSON null where the document asks for an object, and changes nothing', async () => {
+    const created = await request(service.url, 'POST', '/admin/v1/accounts', { email: 'null-body@example.com', password: 'a long passphrase 1' }, {
+      authorization: 'Bearer test-admin-key-0123456789',
+    });
+    expect(created.status).toBe(201);
+    const reply = await request(service.url, 'PATCH', `/admin/v1/accounts/${created.body.id}`, 'null', {
+      authorization: 'Bearer test-admin-key-0123456789',
+      'content-type': 'application/json',
+    });
+    expect(reply.status).toBe(400);
+    expect(reply.body.code).toBe('validation_error');
+    const event = await client.call('POST', '/checkin/v1/api/event', 'null');
+    expect(event.status).toBe(400);
+    expect((await client.call('GET', '/checkin/v1/api/events')).body.items).toEqual([]);
+  });
+
   it('documents the export download as a file (CSV or xlsx), not JSON', async () => {
     const doc = (await request(service.url, 'GET', '/openapi.json')).body;
     const download = doc.paths['/checkin/v1/api/event/export/{exportId}'].get.responses['200'];
