@@ -136,7 +136,14 @@ export const AccountAccessBody = registry.register(
   'AdminAccountAccess',
   z
     .object({ commsApiEnabled: z.boolean().optional(), senderTrusted: z.boolean().optional() })
-    .openapi({ example: { commsApiEnabled: true, senderTrusted: true } }),
+    .refine((b) => b.commsApiEnabled !== undefined || b.senderTrusted !== undefined, {
+      message: 'name commsApiEnabled, senderTrusted or both',
+      path: ['commsApiEnabled'],
+    })
+    .openapi({
+      anyOf: [{ required: ['commsApiEnabled'] }, { required: ['senderTrusted'] }],
+      example: { commsApiEnabled: true, senderTrusted: true },
+    }),
 );
 
 const accountExample = { ...userExample, commsApiEnabled: true, senderTrusted: true };
