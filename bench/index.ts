@@ -1,12 +1,14 @@
-/** npm run bench -- <suite ...>: store, auth, checkin, export, webhooks, sends (default: store auth checkin). */
+/** npm run bench -- <suite ...>: store, auth, checkin, byinfo, export, webhooks, sends, overload (default: store auth checkin). */
 import { storeBench } from './store.js';
 
 const suites: Record<string, () => Promise<void>> = {
   store: storeBench,
   auth: async () => (await import('./auth.js')).authBench(),
   checkin: async () => (await import('./checkin.js')).checkinBench(),
+  byinfo: async () => (await import('./byinfo.js')).byinfoBench(),
   export: async () => (await import('./export.js')).exportBench(),
   sends: async () => (await import('./sends.js')).sendsBench(),
+  overload: async () => (await import('./overload.js')).overloadBench(),
   webhooks: async () => {
     await import('./webhooks.js');
   },

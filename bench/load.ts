@@ -5,12 +5,12 @@
  */
 import fs from 'node:fs';
 import autocannon from 'autocannon';
-import type { LoadSpec } from './support.js';
+import { percentile, type LoadSpec } from './support.js';
 
 
 const spec = JSON.parse(fs.readFileSync(process.argv[2]!, 'utf8')) as LoadSpec;
 let next = 0;
-const result = await autocannon({
+const options: autocannon.Options = {
   url: spec.url,
   method: (spec.method ?? 'GET') as autocannon.Request['method'],
   headers: spec.headers ?? {},
@@ -25,7 +25,17 @@ const result = await autocannon({
         ],
       }
     : {}),
+};
+// Latency per answer kind: accepted (2xx) apart from refused (everything else, e.g. 503 overloaded).
+const accepted: number[] = [];
+const refused: number[] = [];
+const result = await new Promise<autocannon.Result>((resolve, reject) => {
+  const instance = autocannon(options, (error, done) => (error ? reject(error) : resolve(done)));
+  instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+    (statusCode >= 200 && statusCode < 300 ? accepted : refused).push(responseTime);
+  });
 });
+const summary = (values: number[]) => ({ count: values.length, p50: percentile(values, 50), p99: percentile(values, 99), max: Math.max(0, ...values) });
 process.stdout.write(
   JSON.stringify({
     requestsPerSec: result.requests.average,
@@ -35,5 +45,8 @@ process.stdout.write(
     errors: result.errors,
     timeouts: result.timeouts,
     non2xx: result.non2xx,
+    durationSec: result.duration,
+    accepted: summary(accepted),
+    refused: summary(refused),
   }),
 );

@@ -16,6 +16,10 @@ export interface LoadResult {
   errors: number;
   timeouts: number;
   non2xx: number;
+  durationSec: number;
+  /** Latency (ms) of the 2xx answers and of the others (e.g. 503 overloaded), apart. */
+  accepted: { count: number; p50: number; p99: number; max: number };
+  refused: { count: number; p50: number; p99: number; max: number };
 }
 
 export interface LoadSpec {

@@ -47,6 +47,21 @@ export interface Config {
   exportTtlMinutes: number;
   /** Invitation emails (spec: Comms template, check-in rule 1); see commsConfig. */
   comms: CommsConfig;
+  /** Metrics and load shedding (docs/operations.md); see observabilityConfig. */
+  observability: ObservabilityConfig;
+}
+
+export interface ObservabilityConfig {
+  /** METRICS_TOKEN: GET /metrics then needs `Authorization: Bearer <token>`; unset, it answers only on loopback. */
+  metricsToken?: string;
+  /** METRICS_PORT: for a process without the api role, a listener of its own for /metrics and /healthz. */
+  metricsPort?: number;
+  /** OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: above this mean event-loop delay, new requests get 503 (default 50; 0 = off). */
+  overloadMaxEventLoopDelayMs: number;
+  /** OVERLOAD_RETRY_AFTER_SECONDS: the Retry-After of those 503s (default 1). */
+  overloadRetryAfterSeconds: number;
+  /** OVERLOAD_MIN_IN_FLIGHT: requests still accepted at a time while overloaded, so work goes on (default 8). */
+  overloadMinInFlight: number;
 }
 
 export interface CommsConfig {
@@ -108,7 +123,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportDir: path.resolve(env.EXPORT_DIR || path.join(env.DATA_DIR || './data', 'exports')),
     exportTtlMinutes: int('EXPORT_TTL_MINUTES', 60),
     comms: commsConfig(env, problems, int),
+    observability: {
+      metricsToken: env.METRICS_TOKEN || undefined,
+      metricsPort: env.METRICS_PORT ? int('METRICS_PORT', 0) : undefined,
+      overloadMaxEventLoopDelayMs: int('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 50),
+      overloadRetryAfterSeconds: int('OVERLOAD_RETRY_AFTER_SECONDS', 1),
+      overloadMinInFlight: int('OVERLOAD_MIN_IN_FLIGHT', 8),
+    },
   };
+  if (config.observability.metricsToken !== undefined && config.observability.metricsToken.length < 16) {
+    problems.push('METRICS_TOKEN must be at least 16 characters');
+  }
+  if (config.observability.overloadRetryAfterSeconds < 1) problems.push('OVERLOAD_RETRY_AFTER_SECONDS must be at least 1');
   if (config.exportTtlMinutes < 1) problems.push('EXPORT_TTL_MINUTES must be at least 1');
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
     problems.push('ADMIN_API_KEY must be at least 16 characters');

@@ -53,6 +53,15 @@ import { Relay } from './workers/relay.js';
 import { relayRoutes } from './workers/topics.js';
 import type { Worker } from './workers/worker.js';
 import { backoffMs, sleep } from './shared/backoff.js';
+import { Metrics } from './observability/metrics.js';
+import { observedEventStore } from './observability/observed-event-store.js';
+import { pipelineProbe } from './observability/pipeline-lag.js';
+import { OverloadGuard } from './http/middleware/overload.js';
+import { startMetricsServer } from './observability/metrics-server.js';
+import { relayCheckpoint } from './workers/relay.js';
+import { sendWorkerGroup } from './workers/send-worker.js';
+import { dispatcherGroup } from './workers/webhook-dispatcher.js';
+import { topics } from './workers/topics.js';
 
 export const projections: Projection[] = [
   eventsProjection,
@@ -77,11 +86,15 @@ export interface Platform {
 }
 
 /** Picks each port's adapter: a configured URL means the real server, else the embedded default. */
-export function createPlatform(config: Config, logger: Logger = createLogger(config.logLevel)): Platform {
+export function createPlatform(config: Config, logger: Logger = createLogger(config.logLevel), metrics?: Metrics): Platform {
   const file = (name: string) => path.join(config.dataDir, name);
-  const eventStore = config.eventStoreUrl
-    ? new EsdbEventStore(config.eventStoreUrl)
-    : new SqliteEventStore(file('events.sqlite'), { synchronous: config.sqliteSynchronous });
+  // Appends are timed, stamped with the current trace and logged (src/observability/observed-event-store.ts).
+  const eventStore = observedEventStore(
+    config.eventStoreUrl
+      ? new EsdbEventStore(config.eventStoreUrl)
+      : new SqliteEventStore(file('events.sqlite'), { synchronous: config.sqliteSynchronous }),
+    { logger, ...(metrics ? { metrics } : {}) },
+  );
   const readStore = config.mongoUrl
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
     : new EmbeddedReadStore(file('read-models.sqlite'));
@@ -111,6 +124,8 @@ export interface RunningService {
   workers: Worker[];
   server?: Server;
   services: Services;
+  /** This process's metrics (served at GET /metrics by the api role). */
+  metrics: Metrics;
   /** Base URL of the HTTP server when the api role runs. */
   url?: string;
   stop(): Promise<void>;
@@ -122,7 +137,22 @@ export async function startService(
   options: { clock?: Clock; logger?: Logger } = {},
 ): Promise<RunningService> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const platform = createPlatform(config, logger);
+  const metrics = new Metrics(logger);
+  const platform = createPlatform(config, logger, metrics);
+  metrics.watchPipeline(
+    pipelineProbe({
+      eventStore: platform.eventStore,
+      readStore: platform.readStore,
+      bus: platform.bus,
+      projections: projections.map((p) => p.name),
+      relayCheckpoint,
+      consumers: [
+        { group: sendWorkerGroup, topics: [topics.invitations] },
+        { group: dispatcherGroup, topics: [topics.commsEvents, topics.webhookRedeliveries] },
+      ],
+      webhookDeliveries: 'webhook_deliveries',
+    }),
+  );
   const runs = (r: Role) => role === 'all' || role === r;
 
   const runner = runs('projections')
@@ -144,7 +174,7 @@ export async function startService(
     },
   };
 
-  const workers: Worker[] = runs('workers') ? createWorkers(platform, services, config) : [];
+  const workers: Worker[] = runs('workers') ? createWorkers(platform, services, config, metrics) : [];
 
   // A real server that is down at start must not stop the process: retry in the background.
   if (runner) void retryForever('projections', () => runner.start(), logger);
@@ -152,10 +182,16 @@ export async function startService(
   for (const worker of workers) void retryForever(worker.name, () => worker.start(), logger);
 
   const closers: (() => Promise<void>)[] = [];
-  const api = runs('api') ? await startApi(config, platform, services, runner, closers) : undefined;
+  const api = runs('api') ? await startApi(config, platform, services, runner, closers, metrics) : undefined;
   const server = api?.server;
   const url = api?.url;
   if (url) logger.info({ url, role }, 'listening');
+  const { metricsPort, metricsToken } = config.observability;
+  if (!api && metricsPort !== undefined) {
+    const scrape = await startMetricsServer({ metrics, port: metricsPort, host: config.host, ...(metricsToken ? { token: metricsToken } : {}) });
+    closers.push(() => new Promise<void>((resolve) => scrape.server.close(() => resolve())));
+    logger.info({ url: `${scrape.url}/metrics`, role }, 'metrics listening');
+  }
 
   return {
     platform,
@@ -164,6 +200,7 @@ export async function startService(
     workers,
     server,
     services,
+    metrics,
     url,
     stop: async () => {
       const closed = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
@@ -179,7 +216,7 @@ export async function startService(
 }
 
 /** The `workers` role: bus consumers and schedulers. */
-function createWorkers(platform: Platform, services: Services, config: Config): Worker[] {
+function createWorkers(platform: Platform, services: Services, config: Config, metrics: Metrics): Worker[] {
   const { comms } = config;
   const mailer = createMailer(config, services.logger);
   const sends = new SendWorker(platform.bus, services, {
@@ -190,8 +227,9 @@ function createWorkers(platform: Platform, services: Services, config: Config): 
     retryDelaysMs: comms.sendRetryDelaysMs,
     concurrency: comms.sendConcurrency,
     attemptLeaseMs: 120_000,
+    metrics,
   });
-  return [createWebhookDispatcher(platform.bus, services, webhookSettings(config)), sends];
+  return [createWebhookDispatcher(platform.bus, services, webhookSettings(config), metrics), sends];
 }
 
 /** The domain-authentication port's adapter: SendGrid when its key is set, else records checked by DNS lookups. */
@@ -221,6 +259,7 @@ async function startApi(
   services: Services,
   runner: ProjectionRunner | undefined,
   closers: (() => Promise<void>)[],
+  metrics: Metrics,
 ): Promise<{ server: Server; url: string }> {
   // The issuer URL of the dev provider depends on the port actually bound (0 = ephemeral).
   let devIssuer = '';
@@ -230,8 +269,18 @@ async function startApi(
     ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
     allowInsecureIssuer: !config.oidcIssuer,
   });
+  const overload = new OverloadGuard({
+    maxEventLoopDelayMs: config.observability.overloadMaxEventLoopDelayMs,
+    retryAfterSeconds: config.observability.overloadRetryAfterSeconds,
+    minInFlight: config.observability.overloadMinInFlight,
+    metrics,
+    logger: services.logger,
+  });
+  closers.push(async () => overload.close());
   const app = createApp({
     services,
+    metrics: { registry: metrics, ...(config.observability.metricsToken ? { token: config.observability.metricsToken } : {}) },
+    overload: overload.middleware(),
     readiness: () => readiness(platform, runner),
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,

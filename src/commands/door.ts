@@ -15,6 +15,7 @@ import type { GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
 import { getEvent } from './events.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
+import { findTeamMember } from './team-members.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -69,6 +70,20 @@ async function scannedBy(services: Services, context: CommandContext): Promise<S
   }
   const account = await services.readStore.collection<AccountDoc>('accounts').get(id);
   return { id, username: account?.userName ?? id };
+}
+
+/**
+ * `force` overrides a block or validity window: the client may, and a team member whose
+ * client set `canForce` on them; anyone else is refused (403) before the scan is recorded.
+ */
+async function checkMayForce(services: Services, context: CommandContext): Promise<void> {
+  if (context.actor.type !== 'team_member') return;
+  const member = await findTeamMember(services, context.tenantId, context.actor.id);
+  if (member?.canForce !== true) {
+    throw new DomainError('forbidden', 'this team member may not force a scan; the client can allow it with canForce on the team member', {
+      code: 'force_not_allowed',
+    });
+  }
 }
 
 async function scanInfo(services: Services, context: CommandContext, eventId: string, request: ScanRequest): Promise<ScanInfo> {
@@ -155,6 +170,7 @@ export async function scan(
   direction: 'in' | 'out',
 ): Promise<ScanResponse> {
   await getEvent(services, context.tenantId, eventId);
+  if (request.force) await checkMayForce(services, context);
   const info = await scanInfo(services, context, eventId, request);
   const found = await findGuests(services, eventId, request);
   if (found.length !== 1) {

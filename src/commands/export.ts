@@ -119,7 +119,7 @@ export async function createExport(
   let rowCount: number;
   try {
     if (type === 'CSV') {
-      rowCount = await writeGuestsCsv(rows, partial);
+      rowCount = await writeGuestsCsv(rows, partial, { timeZone: zone.name });
     } else {
       const stats = await eventStats(services, context.tenantId, event.id);
       rowCount = await writeGuestsExcel(rows, partial, {

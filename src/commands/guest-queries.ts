@@ -7,6 +7,7 @@ import { getEvent } from './events.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
 import type { ScanDoc } from '../projections/guests.js';
+import type { TeamMemberDoc } from '../projections/accounts.js';
 
 /** A literal text as a case-insensitive regex: the caller's text is never a pattern. */
 const literal = (text: string) => ({ $regex: text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), $options: 'i' });
@@ -48,8 +49,27 @@ export async function listGuests(services: Services, clientId: string, eventId: 
   return { items: page.items.map(toGuestView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
 }
 
-/** Spec: guests whose additionalInfo contains the text (case-insensitive), by last then first name. */
+const byName = { lastNameLower: 1, firstNameLower: 1 } as const;
+
+/**
+ * Spec: "array of guest objects whose additional info matches" (contains the text, any case),
+ * by last then first name: every match, as a stream the route writes out as it reads.
+ */
 export async function guestsByInfo(
+  services: Services,
+  clientId: string,
+  eventId: string,
+  additionalInfo: string,
+): Promise<AsyncIterable<GuestView>> {
+  await getEvent(services, clientId, eventId);
+  const docs = guests(services).stream({ eventId, additionalInfo: literal(additionalInfo) }, { sort: byName, readOnly: true });
+  return (async function* views() {
+    for await (const doc of docs) yield toGuestView(doc);
+  })();
+}
+
+/** byinfo one page at a time, when the caller asks for paging (`limit` or `cursor`). */
+export async function guestsByInfoPage(
   services: Services,
   clientId: string,
   eventId: string,
@@ -58,7 +78,7 @@ export async function guestsByInfo(
   await getEvent(services, clientId, eventId);
   const page = await guests(services).find(
     { eventId, additionalInfo: literal(query.additionalInfo) },
-    { sort: { lastNameLower: 1, firstNameLower: 1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
+    { sort: byName, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
   );
   return { items: page.items.map(toGuestView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
 }
@@ -89,11 +109,25 @@ interface TeamStatsDoc {
   activity?: Record<string, number>;
 }
 
-/** Spec: Team member event statistics, with activity grouped into buckets of `bucketMinutes`. */
+/**
+ * Spec: Team member event statistics, with activity grouped into buckets of `bucketMinutes`.
+ * Every team member of the client is listed (zeros when they scanned nothing here), and so is
+ * the client itself when it scanned; sorted by username.
+ */
 export async function teamStats(services: Services, clientId: string, eventId: string, bucketMinutes: number) {
   await getEvent(services, clientId, eventId);
+  const docs = new Map<string, TeamStatsDoc>();
+  for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ eventId })) {
+    if (doc.clientId === clientId) docs.set(doc.teamMemberId, doc);
+  }
+  for await (const member of services.readStore.collection<TeamMemberDoc>('team_members').stream({ clientId })) {
+    if (!docs.has(member._id)) {
+      docs.set(member._id, { _id: `${eventId}:${member._id}`, eventId, clientId, teamMemberId: member._id, username: member.userName, checkedIn: 0, checkedOut: 0 });
+    }
+  }
+  const sorted = [...docs.values()].sort((a, b) => (a.username < b.username ? -1 : a.username > b.username ? 1 : 0));
   const stats: unknown[] = [];
-  for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ eventId }, { sort: { username: 1 } })) {
+  for (const doc of sorted) {
     const buckets = new Map<number, number>();
     for (const [key, count] of Object.entries(doc.activity ?? {})) {
       const start = Math.floor(Number(key.slice(1)) / bucketMinutes) * bucketMinutes;
@@ -123,8 +157,13 @@ interface EventStatsDoc {
   annulled?: number;
 }
 
-const decodeKeys = <T>(map: Record<string, T> | undefined) =>
-  Object.fromEntries(Object.entries(map ?? {}).map(([k, v]) => [decodeURIComponent(k), v]));
+/** Gates and devices by name; one whose every admission was annulled is left out, as a recount of the scans would. */
+const decodeKeys = (map: Record<string, { admissions: number; people: number }> | undefined) =>
+  Object.fromEntries(
+    Object.entries(map ?? {})
+      .filter(([, v]) => v.admissions !== 0)
+      .map(([k, v]) => [decodeURIComponent(k), v]),
+  );
 
 /** The organizer's overview of one event. */
 export async function eventStats(services: Services, clientId: string, eventId: string) {

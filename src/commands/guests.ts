@@ -6,6 +6,7 @@ import {
   parseTags,
   type GuestCommand,
   type GuestDetails,
+  type ImportedState,
 } from '../domain/guest.js';
 import { customIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
 import type { GuestDoc } from '../projections/guests.js';
@@ -15,18 +16,16 @@ import { templates } from './templates.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
-/** A guest record as a request gives it (spec: Guest); every field optional. */
-export type GuestInput = GuestDetails & {
-  id?: string;
-  eventId?: string;
-  tags?: string;
-  /** Ignored on create and upsert (spec rule 3): door operations change these. */
-  admitted?: unknown;
-  admittedPlusOnes?: unknown;
-  blockedDate?: unknown;
-  blockedReason?: unknown;
-  discharged?: unknown;
-};
+/**
+ * A guest record as a request gives it (spec: Guest); every field optional. Admission and block
+ * are taken when the record creates the guest, and never change an existing one (spec rule 3).
+ */
+export type GuestInput = GuestDetails &
+  ImportedState & {
+    id?: string;
+    eventId?: string;
+    tags?: string;
+  };
 
 /** The spec's Guest object. */
 export interface GuestView extends GuestDetails {
@@ -55,6 +54,36 @@ export const guests = (services: Services) => services.readStore.collection<Gues
 const detailsOf = (input: GuestInput): GuestDetails =>
   Object.fromEntries(detailFields.filter((f) => input[f] !== undefined).map((f) => [f, input[f]])) as GuestDetails;
 
+/** The admission and block a record gives; a reason without blockedDate blocks from now. */
+function importedOf(input: GuestInput, now: Date): ImportedState | undefined {
+  const imported: ImportedState = {
+    ...(input.admitted !== undefined ? { admitted: input.admitted } : {}),
+    ...(input.admittedPlusOnes !== undefined ? { admittedPlusOnes: input.admittedPlusOnes } : {}),
+    ...(input.discharged !== undefined ? { discharged: input.discharged } : {}),
+    ...(input.blockedDate !== undefined ? { blockedDate: input.blockedDate } : {}),
+    ...(input.blockedReason !== undefined ? { blockedReason: input.blockedReason } : {}),
+  };
+  return Object.keys(imported).length > 0 ? { ...imported, receivedAt: now.toISOString() } : undefined;
+}
+
+/** Rules one record must keep on its own; `existing` is the guest it updates, if any. */
+function recordErrors(input: GuestInput, existing: GuestDoc | null, eventId: string, at: (field: string) => string) {
+  const errors: { path: string; message: string }[] = [];
+  if (input.eventId !== undefined && input.eventId.toLowerCase() !== eventId.toLowerCase()) {
+    errors.push({ path: at('eventId'), message: 'must be the event of the path (or left out)' });
+  }
+  const validFrom = input.validFrom ?? existing?.validFrom;
+  const validTo = input.validTo ?? existing?.validTo;
+  if (validFrom && validTo && Date.parse(validFrom) > Date.parse(validTo)) {
+    errors.push({ path: at(input.validFrom !== undefined ? 'validFrom' : 'validTo'), message: 'validFrom must not be after validTo' });
+  }
+  if (existing) return errors; // upsert never changes admission and block (spec rule 3)
+  if (input.admittedPlusOnes && !input.admitted) errors.push({ path: at('admittedPlusOnes'), message: 'needs admitted: only an admitted guest has admitted plus ones' });
+  if ((input.admittedPlusOnes ?? 0) > (input.plusOnes ?? 0)) errors.push({ path: at('admittedPlusOnes'), message: 'must not be more than plusOnes' });
+  if (input.discharged && !input.admitted) errors.push({ path: at('discharged'), message: 'needs admitted: only an admitted guest can be checked out' });
+  return errors;
+}
+
 interface Planned {
   guestId: string;
   existing: GuestDoc | null;
@@ -79,11 +108,13 @@ export async function saveGuests(
   const items: BatchItem[] = [];
   for (const plan of plans) {
     const details = detailsOf(plan.input);
-    if (details.createdBy === undefined && !plan.existing) details.createdBy = context.actor.id;
+    // A create retried with the same id compares as the first create did (createdBy included).
+    if (details.createdBy === undefined && (!plan.existing || options.mode === 'create')) details.createdBy = context.actor.id;
     const tags = plan.input.tags !== undefined ? parseTags(plan.input.tags) : undefined;
+    const imported = importedOf(plan.input, context.now);
     const command: GuestCommand =
       options.mode === 'create'
-        ? { type: 'RegisterGuest', guestId: plan.guestId, clientId: context.tenantId, eventId, details, tags: tags ?? [], invitationId: newId() }
+        ? { type: 'RegisterGuest', guestId: plan.guestId, clientId: context.tenantId, eventId, details, tags: tags ?? [], invitationId: newId(), ...(imported ? { imported } : {}) }
         : {
             type: 'MergeGuest',
             guestId: plan.guestId,
@@ -93,6 +124,7 @@ export async function saveGuests(
             ...(tags ? { tags } : {}),
             replaceTags: options.removeObsoleteTags ?? false,
             invitationId: newId(),
+            ...(imported && !plan.existing ? { imported } : {}),
           };
     items.push({ streamName: guestStream(plan.guestId), decider: guestDecider, command });
     items.push(...customIdReservations(eventId, plan));
@@ -130,7 +162,10 @@ async function checkInvitations(
       errors.push({ path, message: 'required when commsTemplateId is set: the invitation is sent by email' });
     }
   }
-  if (errors.length > 0) throw new DomainError('validation_error', 'the batch is not valid: see errors', { errors });
+  if (errors.length > 0) {
+    const what = plans.length > 1 || mode === 'upsert' ? 'batch' : 'guest';
+    throw new DomainError('validation_error', `the ${what} is not valid: see errors`, { errors });
+  }
 }
 
 /** Reserve a new customId (and release the old one) in the same batch as the guest's change. */
@@ -174,12 +209,10 @@ async function planGuests(
         // Another client's guest, or a guest of another event: never reveal which.
         throw new DomainError('not_found', `guest ${input.id} not found in this event`);
       }
-      if (existing && mode === 'create') {
-        throw new DomainError('conflict', `a guest with id ${input.id} already exists`, { code: 'guest_exists' });
-      }
     } else if (input.customId && mode === 'upsert') {
       existing = await guests(services).findOne({ eventId, customIdLower: reservationKey(input.customId) });
     }
+    errors.push(...recordErrors(input, mode === 'create' ? null : existing, eventId, at));
     const guestId = existing?._id ?? input.id ?? newId();
     if (seenIds.has(guestId)) errors.push({ path: at(input.id ? 'id' : 'customId'), message: `the same guest as record ${seenIds.get(guestId)}` });
     seenIds.set(guestId, index);
@@ -196,7 +229,7 @@ async function planGuests(
     const duplicate = errors.some((e) => e.message.startsWith('already used'));
     throw new DomainError(
       duplicate ? 'conflict' : 'validation_error',
-      duplicate ? 'customId must be unique within the event' : 'the batch is not valid: see errors',
+      duplicate ? 'customId must be unique within the event' : `the ${records.length > 1 || mode === 'upsert' ? 'batch' : 'guest'} is not valid: see errors`,
       { errors, ...(duplicate ? { code: 'custom_id_taken' } : {}) },
     );
   }

@@ -3,7 +3,7 @@ import { checkPasswordPolicy } from '../domain/password-policy.js';
 import { teamMemberDecider, teamMemberStream, type TeamMemberProfile } from '../domain/team-member.js';
 import type { AccountDoc, TeamMemberDoc } from '../projections/accounts.js';
 import { newId } from '../shared/ids.js';
-import { hashPassword } from '../shared/secrets.js';
+import { hashPassword, verifyPassword } from '../shared/secrets.js';
 import { reserveUsername } from './accounts.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
@@ -19,7 +19,39 @@ export const toTeamMemberView = (doc: TeamMemberDoc): TeamMemberView => ({
   email: doc.email,
   ...(doc.firstName !== undefined ? { firstName: doc.firstName } : {}),
   ...(doc.lastName !== undefined ? { lastName: doc.lastName } : {}),
+  canForce: doc.canForce ?? false,
 });
+
+/** A team member of this client by id, or null (another client's is not seen). */
+export async function findTeamMember(services: Services, clientId: string, teamMemberId: string): Promise<TeamMemberDoc | null> {
+  const doc = await services.readStore.collection<TeamMemberDoc>('team_members').get(teamMemberId);
+  return doc?.clientId === clientId ? doc : null;
+}
+
+/**
+ * A create retried with an id this client already used: the same content (password included)
+ * answers the stored team member, other content is 409 (docs/guests.md, "Retried creates").
+ */
+async function repeatedCreate(
+  services: Services,
+  clientId: string,
+  teamMemberId: string,
+  input: TeamMemberProfile & { password: string },
+): Promise<TeamMemberView | undefined> {
+  const doc = await services.readStore.collection<TeamMemberDoc>('team_members').get(teamMemberId);
+  if (!doc) return undefined;
+  const stored = toTeamMemberView(doc);
+  const same =
+    doc.clientId === clientId &&
+    stored.userName === input.userName &&
+    stored.email === input.email &&
+    stored.firstName === input.firstName &&
+    stored.lastName === input.lastName &&
+    stored.canForce === (input.canForce ?? false) &&
+    (await verifyPassword(input.password, doc.passwordHash));
+  if (!same) throw new DomainError('conflict', 'a team member with this id already exists, with other content', { code: 'team_member_exists' });
+  return stored;
+}
 
 export async function registerTeamMember(
   services: Services,
@@ -29,6 +61,10 @@ export async function registerTeamMember(
   const { id, password, ...profile } = input;
   const teamMemberId = id ?? newId();
   checkPasswordPolicy(password, profile);
+  if (id) {
+    const repeated = await repeatedCreate(services, context.tenantId, teamMemberId, input);
+    if (repeated) return repeated;
+  }
   await reserveUsername(services, context, profile.userName, 'team_member', teamMemberId);
   const result = await handleCommand(services.eventStore, teamMemberDecider, teamMemberStream(teamMemberId), {
     type: 'RegisterTeamMember',
@@ -38,7 +74,7 @@ export async function registerTeamMember(
     passwordHash: await hashPassword(password),
   }, context);
   await services.readYourWrites(result.position);
-  return { id: teamMemberId, ...profile };
+  return { id: teamMemberId, ...profile, canForce: profile.canForce ?? false };
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { LinkPolicy } from '../comms/link-safety.js';
 import { unsafeLinks } from '../comms/link-safety.js';
-import { checkTemplate } from '../comms/merge-tokens.js';
+import { checkTemplate, defaultSubject } from '../comms/merge-tokens.js';
 import { DomainError } from '../domain/decider.js';
 import { templateDecider, templateStream, type TemplateDetails } from '../domain/template.js';
 import type { TemplateDoc } from '../projections/templates.js';
@@ -9,9 +9,20 @@ import { getEvent } from './events.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
-/** The spec's Comms template object. */
-export interface TemplateView extends TemplateDetails {
+/**
+ * The spec's Comms template object, every field present ("returns all of the fields"): the
+ * subject the send will use (the default when none was given), and null for an unset optional.
+ */
+export interface TemplateView {
   id: string;
+  eventId: string;
+  name: string;
+  html: string;
+  subject: string;
+  fromAddress: string | null;
+  fromName: string | null;
+  replyTo: string | null;
+  attachPdf: boolean;
   created: string;
 }
 
@@ -20,8 +31,18 @@ export type TemplateInput = Omit<TemplateDetails, 'attachPdf'> & { id?: string; 
 export const templates = (services: Services) => services.readStore.collection<TemplateDoc>('templates');
 
 export function toTemplateView(doc: TemplateDoc): TemplateView {
-  const { _id, clientId: _c, ...rest } = doc;
-  return { id: _id, ...rest };
+  return {
+    id: doc._id,
+    eventId: doc.eventId,
+    name: doc.name,
+    html: doc.html,
+    subject: doc.subject ?? defaultSubject,
+    fromAddress: doc.fromAddress ?? null,
+    fromName: doc.fromName ?? null,
+    replyTo: doc.replyTo ?? null,
+    attachPdf: doc.attachPdf,
+    created: doc.created,
+  };
 }
 
 /**

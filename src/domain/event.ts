@@ -39,7 +39,8 @@ export const eventDecider: Decider<EventState, EventCommand, EventEvent> = {
   },
 
   decide(command, state) {
-    const { details } = command;
+    // An update changes the fields it is given and keeps the others (the PUT user rule; docs/guests.md).
+    const details = state.status === 'exists' ? { ...state.details, ...detailsOf(command.details) } : command.details;
     if (Date.parse(details.endTime) <= Date.parse(details.startTime)) {
       throw new DomainError('validation_error', 'endTime must be after startTime', {
         errors: [{ path: 'endTime', message: 'must be after startTime' }],

@@ -40,6 +40,20 @@ export const detailFields = [
   'correlationId',
 ] as const satisfies readonly (keyof GuestDetails)[];
 
+/**
+ * Admission and block as a create gives them (spec: "Guest object (all fields optional)"): a
+ * state brought from elsewhere, recorded as its own events. Upsert never changes them (rule 3).
+ */
+export interface ImportedState {
+  /** When the record was received: the block time of a blockedReason given without blockedDate. */
+  receivedAt?: string;
+  admitted?: string;
+  admittedPlusOnes?: number;
+  discharged?: string;
+  blockedDate?: string;
+  blockedReason?: string;
+}
+
 /** Where a scan happened and who made it; kept with the scan. */
 export interface ScanInfo {
   scanId: string;
@@ -82,6 +96,8 @@ export type GuestEvent =
         at: string;
         people: number;
         scannedBy: ScanInfo['scannedBy'];
+        /** Gate and device of the annulled scan, so the event's counts by gate and device drop it too. */
+        admittedVia?: { gate?: string; device?: string };
         annulledBy: string;
         admittedAt: string;
         /** The admission state the guest returns to. */
@@ -99,6 +115,11 @@ export type GuestEvent =
       data: { guestId: string; eventId: string; attendeeInvitationId: string; templateId: string; correlationId?: string };
     }
   | { type: 'GuestBlocked'; data: { guestId: string; eventId: string; reason: string; at: string } }
+  | {
+      /** A create brought an admission state (no scan: not in the scans list or team statistics). */
+      type: 'GuestAdmissionImported';
+      data: { guestId: string; eventId: string; admitted: string; admittedPlusOnes: number; discharged?: string; inside: boolean };
+    }
   | { type: 'GuestUnblocked'; data: { guestId: string; eventId: string; at: string } };
 
 export interface LastAdmission {
@@ -112,6 +133,8 @@ export interface LastAdmission {
   previousAdmitted?: string;
   people: number;
   scannedBy: ScanInfo['scannedBy'];
+  gate?: string;
+  device?: string;
 }
 
 /** What a scan decided, kept per nonce so an offline scanner's repeat gets the first answer. */
@@ -151,6 +174,7 @@ export type GuestCommand =
       tags: string[];
       /** Used when the guest names a template to send. */
       invitationId: string;
+      imported?: ImportedState;
     }
   | {
       /** Batch upsert and single update: merge the given fields; admission and block are never touched (spec rule 3). */
@@ -163,6 +187,8 @@ export type GuestCommand =
       replaceTags: boolean;
       /** Used when the record names a template to send. */
       invitationId: string;
+      /** Applied only when the record creates the guest: upsert never changes admission and block. */
+      imported?: ImportedState;
     }
   | { type: 'CheckIn'; scan: ScanInfo; plusOnes?: number; force: boolean; recordedAt: string }
   | { type: 'CheckOut'; scan: ScanInfo }
@@ -242,6 +268,8 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
           previousAdmitted: state.admitted,
           people: d.people,
           scannedBy: d.scannedBy,
+          ...(d.gate !== undefined ? { gate: d.gate } : {}),
+          ...(d.device !== undefined ? { device: d.device } : {}),
         },
       }, d.nonce, outcome);
     }
@@ -260,6 +288,10 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
     }
     case 'GuestBlocked':
       return { ...state, blockedDate: event.data.at, blockedReason: event.data.reason };
+    case 'GuestAdmissionImported': {
+      const d = event.data;
+      return { ...state, admitted: d.admitted, admittedPlusOnes: d.admittedPlusOnes, inside: d.inside, discharged: d.discharged, lastAdmission: undefined };
+    }
     case 'GuestUnblocked':
       return { ...state, blockedDate: undefined, blockedReason: undefined };
     case 'InvitationRequested':
@@ -300,6 +332,52 @@ function invitationFor(
   ];
 }
 
+/** The events that record an imported admission and block, after the guest's registration. */
+function importEvents(ids: { guestId: string; eventId: string }, imported: ImportedState | undefined): GuestEvent[] {
+  const events: GuestEvent[] = [];
+  if (imported?.admitted) {
+    const { admitted, discharged } = imported;
+    events.push({
+      type: 'GuestAdmissionImported',
+      data: {
+        ...ids,
+        admitted,
+        admittedPlusOnes: imported.admittedPlusOnes ?? 0,
+        ...(discharged ? { discharged } : {}),
+        // Checked out after the (last) admission means outside.
+        inside: !discharged || Date.parse(discharged) < Date.parse(admitted),
+      },
+    });
+  }
+  const blockedAt = imported?.blockedDate ?? (imported?.blockedReason !== undefined ? imported.receivedAt : undefined);
+  if (blockedAt) events.push({ type: 'GuestBlocked', data: { ...ids, reason: imported?.blockedReason ?? '', at: blockedAt } });
+  return events;
+}
+
+/**
+ * A create retried with the id of a guest that exists: the same content (every detail and tag
+ * as stored, and every admission or block field it gives) is answered with the stored guest.
+ */
+function sameRegistration(command: Extract<GuestCommand, { type: 'RegisterGuest' }>, state: GuestState): boolean {
+  const sorted = (o: object) => JSON.stringify(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1)));
+  const tagKey = (tags: string[]) => tags.map((t) => t.toLowerCase()).sort().join('\u0000');
+  const imported = command.imported ?? {};
+  const stored: ImportedState = {
+    admitted: state.admitted,
+    admittedPlusOnes: state.admittedPlusOnes,
+    discharged: state.discharged,
+    blockedDate: state.blockedDate,
+    blockedReason: state.blockedReason,
+  };
+  return (
+    state.clientId === command.clientId &&
+    state.eventId === command.eventId &&
+    sorted(withoutNulls(command.details)) === sorted(state.details) &&
+    tagKey(command.tags) === tagKey(state.tags) &&
+    (Object.keys(stored) as (keyof ImportedState)[]).every((key) => imported[key] === undefined || imported[key] === stored[key])
+  );
+}
+
 /** Spec: plus ones never exceed `plusOnes`; a group comes in whole. */
 function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, state: GuestState): GuestEvent[] {
   const { scan } = command;
@@ -315,8 +393,9 @@ function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, stat
   }
   const allowed = state.details.plusOnes ?? 0;
   const left = state.inside ? allowed - state.admittedPlusOnes : allowed;
-  // Without a count: a group brings everyone; otherwise the guest alone, or one late plus one.
-  const wanted = command.plusOnes ?? (state.details.isGroup ? left : state.inside ? Math.min(1, left) : 0);
+  // Without a count: a group brings everyone; otherwise the guest alone. A guest who is inside
+  // brings late plus ones only when the scan says how many, so an accidental double scan admits nobody.
+  const wanted = command.plusOnes ?? (state.details.isGroup ? left : 0);
   const plusOnesAdmitted = Math.max(0, Math.min(wanted, left));
   if (state.inside && plusOnesAdmitted === 0) return reject('already_admitted');
   const guestEntered = !state.inside;
@@ -344,6 +423,7 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
         type: 'GuestRegistered',
         data: { ...ids, clientId: command.clientId, ...withoutNulls(command.details), tags: command.tags ?? [] },
       },
+      ...importEvents(ids, command.imported),
       ...invitationFor(command, undefined),
     ];
   }
@@ -370,9 +450,16 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
   evolve,
   decide(command, state) {
     if (command.type === 'RegisterGuest') {
-      if (state.exists) throw new DomainError('conflict', 'a guest with this id already exists', { code: 'guest_exists' });
-      const { type: _t, details, invitationId: _i, ...rest } = command;
-      return [{ type: 'GuestRegistered', data: { ...rest, ...withoutNulls(details) } }, ...invitationFor(command, undefined)];
+      if (state.exists) {
+        if (sameRegistration(command, state)) return [];
+        throw new DomainError('conflict', 'a guest with this id already exists, with other content', { code: 'guest_exists' });
+      }
+      const { type: _t, details, invitationId: _i, imported, ...rest } = command;
+      return [
+        { type: 'GuestRegistered', data: { ...rest, ...withoutNulls(details) } },
+        ...importEvents({ guestId: command.guestId, eventId: command.eventId }, imported),
+        ...invitationFor(command, undefined),
+      ];
     }
     if (command.type === 'MergeGuest') return decideMerge(command, state);
     if (!state.exists) throw new DomainError('not_found', 'guest not found');
@@ -424,6 +511,10 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
               at: command.now,
               people: last.people,
               scannedBy: last.scannedBy,
+              admittedVia: {
+                ...(last.gate !== undefined ? { gate: last.gate } : {}),
+                ...(last.device !== undefined ? { device: last.device } : {}),
+              },
               annulledBy: command.annulledBy,
               admittedAt: last.at,
               restored: {

@@ -5,6 +5,8 @@ export interface TeamMemberProfile {
   email: string;
   firstName?: string;
   lastName?: string;
+  /** The client allows this team member to `force` a scan past a block or validity window (docs/guests.md). */
+  canForce?: boolean;
 }
 
 export type TeamMemberEvent = {

@@ -4,21 +4,24 @@ import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify';
 import type { GuestDoc } from '../projections/guests.js';
 import { guestColumns, neutralise } from './columns.js';
+import { isoInZone } from './wall-clock.js';
 
 export const CSV_MEDIA_TYPE = 'text/csv; charset=utf-8';
 
 /**
  * Writes the guests as RFC 4180 CSV (UTF-8 with BOM so Excel reads accents, CRLF line ends,
- * a header row). Streams with backpressure: the read-store cursor is only pulled as fast as
+ * a header row); timestamps in the export's time zone with their offset. Streams with backpressure: the read-store cursor is only pulled as fast as
  * the file takes the text. Returns the number of guest rows.
  */
-export async function writeGuestsCsv(guests: AsyncIterable<GuestDoc>, file: string): Promise<number> {
+export async function writeGuestsCsv(guests: AsyncIterable<GuestDoc>, file: string, options: { timeZone: string }): Promise<number> {
   let rows = 0;
+  const inZone = isoInZone(options.timeZone);
   async function* records(): AsyncGenerator<unknown[]> {
     for await (const guest of guests) {
       rows += 1;
       yield guestColumns.map((column) => {
         const value = column.value(guest);
+        if (column.kind === 'timestamp' && typeof value === 'string') return inZone(new Date(value));
         return typeof value === 'string' ? neutralise(value) : value;
       });
     }

@@ -61,3 +61,19 @@ export function wallClock(timeZone: string): (instant: Date) => Date {
     return new Date(instant.getTime() + offset);
   };
 }
+
+/**
+ * ISO 8601 in the zone's wall time with its offset (`2026-11-21T11:00:00.000+01:00`): the CSV
+ * shows the same clock time as the Excel cells, and the offset keeps the instant exact.
+ */
+export function isoInZone(timeZone: string): (instant: Date) => string {
+  const toWall = wallClock(timeZone);
+  return (instant) => {
+    const wall = toWall(instant);
+    const offsetMinutes = Math.round((wall.getTime() - instant.getTime()) / 60_000);
+    const sign = offsetMinutes < 0 ? '-' : '+';
+    const abs = Math.abs(offsetMinutes);
+    const offset = `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+    return `${wall.toISOString().slice(0, 23)}${offset}`;
+  };
+}

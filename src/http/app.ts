@@ -1,7 +1,6 @@
 import express, { type Express, type RequestHandler, type Router } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Services } from '../commands/services.js';
-import { newId } from '../shared/ids.js';
 import { errorHandler, unknownRoute } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import './webhooks-doc.js';
@@ -23,6 +22,10 @@ import { commsRouter } from './routes/comms.js';
 import { providerEventsRouter } from './routes/provider-events.js';
 import { sendingDomainRouter } from './routes/sending-domain.js';
 import type { DomainAuthenticator } from '../adapters/domains/port.js';
+import type { Metrics } from '../observability/metrics.js';
+import { traceContext } from './middleware/trace-context.js';
+import { httpMetrics } from './middleware/http-metrics.js';
+import { metricsEndpoint } from './routes/metrics.js';
 
 export interface Readiness {
   ready: boolean;
@@ -48,16 +51,11 @@ export interface AppOptions {
   exports?: ExportSettings;
   /** Mounts templates, send and invitations (and the provider event intake when its key is set). */
   comms?: { linkPolicy: LinkPolicy; domains: DomainAuthenticator; sendgridEventPublicKey?: string };
+  /** Mounts GET /metrics and observes every request (docs/operations.md "Metrics"). */
+  metrics?: { registry: Metrics; token?: string };
+  /** Load shedding: 503 + Retry-After while overloaded; /healthz, /readyz and /metrics stay before it. */
+  overload?: RequestHandler;
 }
-
-const requestIds: RequestHandler = (req, res, next) => {
-  const incoming = req.get('x-request-id');
-  res.locals.requestId = incoming && incoming.length <= 200 ? incoming : newId();
-  const correlation = req.get('x-correlation-id');
-  if (correlation && correlation.length <= 200) res.locals.correlationId = correlation;
-  res.set('X-Request-Id', res.locals.requestId as string);
-  next();
-};
 
 export function createApp(options: AppOptions): Express {
   const { services } = options;
@@ -66,23 +64,25 @@ export function createApp(options: AppOptions): Express {
   app.set('trust proxy', options.trustProxy);
   app.set('etag', false);
   app.set('logger', services.logger);
-  app.use(requestIds);
-  if (services.logger.isLevelEnabled('info')) {
-    app.use(
-      pinoHttp({
-        logger: services.logger,
-        genReqId: (_req, res) => (res as unknown as { locals: { requestId: string } }).locals.requestId,
-        autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
-        redact: ['req.headers.authorization', 'req.headers["ocp-apim-subscription-key"]'],
-      }),
-    );
-  }
-
+  app.use(traceContext);
+  if (options.metrics) app.use(httpMetrics(options.metrics.registry));
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
     const readiness = await options.readiness();
     res.status(readiness.ready ? 200 : 503).json(readiness);
   });
+  if (options.metrics) app.get('/metrics', metricsEndpoint(options.metrics.registry, options.metrics.token));
+  if (options.overload) app.use(options.overload);
+  if (services.logger.isLevelEnabled('info')) {
+    app.use(
+      pinoHttp({
+        logger: services.logger,
+        genReqId: (_req, res) => (res as unknown as { locals: { requestId: string } }).locals.requestId,
+        redact: ['req.headers.authorization', 'req.headers["ocp-apim-subscription-key"]'],
+      }),
+    );
+  }
+
   // Every route is registered once createApp returns: the document is built on first request and kept.
   let document: string | undefined;
   app.get('/openapi.json', (_req, res) => {

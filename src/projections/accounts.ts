@@ -40,6 +40,7 @@ export interface TeamMemberDoc {
   email: string;
   firstName?: string;
   lastName?: string;
+  canForce?: boolean;
   passwordHash: string;
   created: string;
 }

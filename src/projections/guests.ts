@@ -108,12 +108,7 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
         }),
         scanOp(event, { guestId: id, result: 'admitted', people: d.people, plusOnesAdmitted: d.plusOnesAdmitted }),
         ...teamStatsOps(event, d.scannedBy, { checkedIn: d.people }, d.at, d.people),
-        eventStatsOp(event, {
-          [`gates.${fieldKey(d.gate ?? '(none)')}.admissions`]: 1,
-          [`gates.${fieldKey(d.gate ?? '(none)')}.people`]: d.people,
-          [`devices.${fieldKey(d.device ?? '(none)')}.admissions`]: 1,
-          [`devices.${fieldKey(d.device ?? '(none)')}.people`]: d.people,
-        }),
+        eventStatsOp(event, admissionCounts(d, 1)),
       ];
     }
     case 'GuestAdmissionAnnulled': {
@@ -128,7 +123,8 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
         ),
         { kind: 'update', collection: 'scans', id: d.scanId, update: { $set: { annulled: true, annulledAt: d.at } } },
         ...teamStatsOps(event, d.scannedBy, { checkedIn: -d.people }, d.admittedAt, -d.people),
-        eventStatsOp(event, { annulled: 1 }),
+        // Annulments recorded before gate and device were carried on them cannot be taken off those counts.
+        eventStatsOp(event, { annulled: 1, ...(d.admittedVia ? admissionCounts({ ...d.admittedVia, people: d.people }, -1) : {}) }),
       ];
     }
     case 'GuestDischarged': {
@@ -156,6 +152,17 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
       return [guestUpdate(id, at, { blockedDate: event.data.at, blockedReason: event.data.reason })];
     case 'GuestUnblocked':
       return [guestUpdate(id, at, {}, { $unset: { blockedDate: '', blockedReason: '' } })];
+    case 'GuestAdmissionImported': {
+      const d = event.data;
+      return [
+        guestUpdate(id, at, {
+          admitted: d.admitted,
+          admittedPlusOnes: d.admittedPlusOnes,
+          inside: d.inside,
+          ...(d.discharged ? { discharged: d.discharged } : {}),
+        }),
+      ];
+    }
     case 'InvitationRequested':
       // The send and its outcome are the invitation's own read models (comms work).
       return [];
@@ -217,6 +224,18 @@ function teamStatsOps(
       },
     },
   ];
+}
+
+/** An admission's share of the event's counts by gate and device (`sign` -1 takes an annulled one off). */
+function admissionCounts(d: { gate?: string; device?: string; people: number }, sign: 1 | -1): Record<string, number> {
+  const gate = fieldKey(d.gate ?? '(none)');
+  const device = fieldKey(d.device ?? '(none)');
+  return {
+    [`gates.${gate}.admissions`]: sign,
+    [`gates.${gate}.people`]: sign * d.people,
+    [`devices.${device}.admissions`]: sign,
+    [`devices.${device}.people`]: sign * d.people,
+  };
 }
 
 function eventStatsOp(event: StoredEvent & { data: { eventId: string } }, inc: Record<string, number>): WriteOp {

@@ -4,6 +4,7 @@ import type { Checkpoint, ReadStore, WriteOp } from '../adapters/readstore/port.
 import type { Logger } from '../shared/logger.js';
 import type { Projection } from './projection.js';
 import { backoffMs, sleep } from '../shared/backoff.js';
+import { byTrace, runInCarriedTrace } from '../observability/trace.js';
 
 export interface RebuildProgress {
   projection: string;
@@ -124,6 +125,7 @@ export class ProjectionRunner {
         for await (const batch of this.subscription) {
           if (!this.running) break;
           await this.applyBatch(batch.events, batch.position, this.projections);
+          this.logApplied(batch.events);
           failures = 0;
         }
       } catch (error) {
@@ -161,6 +163,16 @@ export class ProjectionRunner {
     );
     for (const { projection } of moved) this.checkpoints.set(projection.name, position);
     this.progress.emit('progress');
+  }
+
+  /** One line per request whose events the live loop applied, in that request's trace (a rebuild logs none). */
+  private logApplied(events: Parameters<Projection['apply']>[0][]): void {
+    if (!this.logger.isLevelEnabled('info')) return;
+    for (const group of byTrace(events)) {
+      runInCarriedTrace(group[0]!.metadata, () =>
+        this.logger.info({ events: group.length, types: [...new Set(group.map((e) => e.type))], position: group[group.length - 1]!.position }, 'projections applied'),
+      );
+    }
   }
 }
 

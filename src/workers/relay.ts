@@ -4,10 +4,11 @@ import type { ReadStore } from '../adapters/readstore/port.js';
 import type { Logger } from '../shared/logger.js';
 import type { RelayRoute } from './topics.js';
 import { backoffMs, sleep } from '../shared/backoff.js';
+import { byTrace, runInCarriedTrace, traceHeaders } from '../observability/trace.js';
 
 export const relayCheckpoint = 'relay';
 
-/** The bus form of a stored event; consumers dedupe on `headers['event-id']`. */
+/** The bus form of a stored event; consumers dedupe on `headers['event-id']`; the request's trace rides along. */
 export function toMessage(event: StoredEvent): OutgoingMessage {
   return {
     key: event.streamName,
@@ -17,6 +18,7 @@ export function toMessage(event: StoredEvent): OutgoingMessage {
       'event-type': event.type,
       'event-position': String(event.position),
       'tenant-id': event.metadata.tenantId,
+      ...traceHeaders(event.metadata),
     },
   };
 }
@@ -85,8 +87,15 @@ export class Relay {
 
   private async publish(events: StoredEvent[]): Promise<void> {
     for (const route of this.routes) {
-      const messages = events.filter((e) => matchesFilter(e, route.filter)).map(toMessage);
-      if (messages.length > 0) await this.bus.publish(route.topic, messages);
+      const routed = events.filter((e) => matchesFilter(e, route.filter));
+      if (routed.length === 0) continue;
+      await this.bus.publish(route.topic, routed.map(toMessage));
+      // One line per request whose events went out, in that request's trace.
+      for (const group of byTrace(routed)) {
+        runInCarriedTrace(group[0]!.metadata, () =>
+          this.logger.info({ topic: route.topic, events: group.length, types: [...new Set(group.map((e) => e.type))], position: group[group.length - 1]!.position }, 'relay published'),
+        );
+      }
     }
   }
 }

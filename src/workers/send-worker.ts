@@ -11,6 +11,7 @@ import {
   invitationDecider,
   invitationStream,
   type InvitationCommand,
+  type InvitationEvent,
   type InvitationIds,
   type InvitationState,
   type SendFailureCode,
@@ -21,6 +22,8 @@ import type { GuestDoc } from '../projections/guests.js';
 import { invitationsProjection, suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
 import type { TemplateDoc } from '../projections/templates.js';
 import type { Logger } from '../shared/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { runInCarriedTrace } from '../observability/trace.js';
 import { FairQueue } from './fair-queue.js';
 import { readModelCatchesUp } from './read-model-wait.js';
 import { fromMessage } from './relay.js';
@@ -39,6 +42,8 @@ export interface SendSettings {
   concurrency: number;
   /** How long an attempt may run before another worker takes it for interrupted. */
   attemptLeaseMs: number;
+  /** Counts outcomes in invitation_sends_total. */
+  metrics?: Pick<Metrics, 'countSend'>;
 }
 
 export const sendWorkerGroup = 'send-worker';
@@ -73,7 +78,7 @@ export class SendWorker implements Worker {
       this.queue = new FairQueue({
         concurrency: this.settings.concurrency,
         perAccountConcurrency: Math.max(1, Math.floor(this.settings.concurrency / 2)),
-        run: (invitationId, clientId) => this.send(invitationId, clientId),
+        run: (invitationId, clientId) => this.sendInTrace(invitationId, clientId),
         logger: this.logger,
         what: 'invitation send (recording it)',
       });
@@ -128,6 +133,15 @@ export class SendWorker implements Worker {
     });
     // Also for a request seen before: the send then finds it sent and reports comms.skipped.
     this.queue!.enqueue(ids.attendeeInvitationId, ids.clientId, Date.now());
+  }
+
+  /**
+   * A queued send runs off the consumer's path: it takes up the trace of the request that asked
+   * for it (kept in the invitation's first event), so its log lines and events carry that request id.
+   */
+  private async sendInTrace(invitationId: string, clientId: string): Promise<void> {
+    const [first] = await this.services.eventStore.readStream(invitationStream(invitationId), { maxCount: 1 });
+    await runInCarriedTrace(first?.metadata, () => this.send(invitationId, clientId));
   }
 
   /** One turn of an invitation: check, start an attempt, hand the email over, record the outcome. */
@@ -237,7 +251,7 @@ export class SendWorker implements Worker {
     return state;
   }
 
-  private decide(
+  private async decide(
     clientId: string,
     invitationId: string,
     command: InvitationCommand,
@@ -251,9 +265,36 @@ export class SendWorker implements Worker {
       now: this.services.clock.now(),
     };
     const eventId = ids.eventId;
-    return handleCommand(this.services.eventStore, invitationDecider, invitationStream(invitationId), command, context, {
+    const result = await handleCommand(this.services.eventStore, invitationDecider, invitationStream(invitationId), command, context, {
       ...(eventId ? { eventIds: (index: number) => derivedId(eventId, String(index)) } : {}),
     });
+    for (const event of result.events) this.report(invitationId, event);
+    return result;
+  }
+
+  /** One log line per step of a send, and its outcome counted. */
+  private report(invitationId: string, event: InvitationEvent): void {
+    const { metrics } = this.settings;
+    switch (event.type) {
+      case 'SendSucceeded':
+        metrics?.countSend('sent');
+        this.logger.info({ invitationId, attempt: event.data.attempt, provider: event.data.provider }, 'invitation sent');
+        return;
+      case 'SendFailed':
+        metrics?.countSend('failed', event.data.code);
+        this.logger.warn({ invitationId, code: event.data.code, error: event.data.error }, 'invitation send failed');
+        return;
+      case 'SendSkipped':
+        metrics?.countSend('skipped', event.data.reason);
+        this.logger.info({ invitationId, reason: event.data.reason }, 'invitation send skipped');
+        return;
+      case 'SendAttemptFailed':
+        metrics?.countSend('attempt_failed', event.data.code);
+        this.logger.warn({ invitationId, attempt: event.data.attempt, code: event.data.code, retryAt: event.data.retryAt }, 'invitation send attempt failed; retrying');
+        return;
+      default:
+        this.logger.info({ invitationId, event: event.type }, `invitation ${event.type}`);
+    }
   }
 
   private now(): string {

@@ -9,6 +9,7 @@ import { topics } from './topics.js';
 import { DeliveryExecutor } from './webhook-executor.js';
 import { WebhookSender } from './webhook-sender.js';
 import type { Worker } from './worker.js';
+import type { Metrics } from '../observability/metrics.js';
 
 export const dispatcherGroup = 'webhook-dispatcher';
 
@@ -32,13 +33,14 @@ export class WebhookDispatcher implements Worker {
     private readonly bus: Bus,
     private readonly services: Services,
     private readonly settings: WebhookSettings,
+    private readonly metrics?: Pick<Metrics, 'countWebhookAttempt'>,
   ) {}
 
   async start(): Promise<void> {
     const logger = this.services.logger.child({ worker: this.name });
     if (!this.executor) {
       this.sender = new WebhookSender({ policy: this.settings.urlPolicy, resolver: this.settings.resolver, timeoutMs: this.settings.timeoutMs });
-      this.executor = new DeliveryExecutor(this.services, this.bus, this.settings, this.sender, logger);
+      this.executor = new DeliveryExecutor(this.services, this.bus, this.settings, this.sender, logger, this.metrics);
       await this.executor.resume();
     }
     this.consumer ??= await this.bus.consume(
@@ -98,9 +100,16 @@ export class WebhookDispatcher implements Worker {
       },
       { eventIds: (index) => derivedId('webhookdelivery', event.id, 'scheduled', String(index)) },
     );
-    if (result.events.length > 0) executor.enqueue(event.id, event.clientId, Date.now());
+    if (result.events.length > 0) {
+      this.services.logger.info({ worker: this.name, deliveryId: event.id, eventType: event.type }, 'webhook delivery scheduled');
+      executor.enqueue(event.id, event.clientId, Date.now());
+    }
   }
 }
 
-export const createWebhookDispatcher = (bus: Bus, services: Services, settings: WebhookSettings): WebhookDispatcher =>
-  new WebhookDispatcher(bus, services, settings);
+export const createWebhookDispatcher = (
+  bus: Bus,
+  services: Services,
+  settings: WebhookSettings,
+  metrics?: Pick<Metrics, 'countWebhookAttempt'>,
+): WebhookDispatcher => new WebhookDispatcher(bus, services, settings, metrics);

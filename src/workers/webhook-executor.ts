@@ -20,6 +20,8 @@ import { topics } from './topics.js';
 import { FairQueue } from './fair-queue.js';
 import { readModelCatchesUp } from './read-model-wait.js';
 import type { WebhookSender } from './webhook-sender.js';
+import type { Metrics } from '../observability/metrics.js';
+import { runInCarriedTrace } from '../observability/trace.js';
 
 /**
  * Makes delivery attempts, off the bus consumer's path: the consumer only records that a
@@ -45,13 +47,14 @@ export class DeliveryExecutor {
     private readonly settings: WebhookSettings,
     private readonly sender: WebhookSender,
     private readonly logger: Logger,
+    private readonly metrics?: Pick<Metrics, 'countWebhookAttempt'>,
   ) {
     // Every attempt in flight listens on this one signal.
     setMaxListeners(0, this.abort.signal);
     this.queue = new FairQueue({
       concurrency: settings.concurrency,
       perAccountConcurrency: settings.perAccountConcurrency,
-      run: (deliveryId) => this.attempt(deliveryId),
+      run: (deliveryId) => this.attemptInTrace(deliveryId),
       logger,
       what: 'webhook attempt (recording it)',
     });
@@ -87,6 +90,12 @@ export class DeliveryExecutor {
   /** Deliveries queued or in flight (for tests and the benchmark). */
   get backlog(): number {
     return this.queue.backlog;
+  }
+
+  /** An attempt takes up the trace of what caused the delivery (kept in the delivery's first event). */
+  private async attemptInTrace(deliveryId: string): Promise<void> {
+    const [first] = await this.services.eventStore.readStream(deliveryStream(deliveryId), { maxCount: 1 });
+    await runInCarriedTrace(first?.metadata, () => this.attempt(deliveryId));
   }
 
   /** One attempt: the current URL and secret, one signed POST, the verdict recorded. */
@@ -129,6 +138,19 @@ export class DeliveryExecutor {
     if (this.queue.isStopped) return;
 
     const attempt = state.attempts + 1;
+    const verdict = outcome!.kind === 'error' ? 'error' : outcome!.statusCode >= 200 && outcome!.statusCode < 300 ? 'delivered' : 'failed';
+    this.metrics?.countWebhookAttempt(verdict);
+    this.logger.info(
+      {
+        deliveryId,
+        eventType: state.eventType,
+        attempt,
+        outcome: verdict,
+        ...(outcome!.kind === 'response' ? { statusCode: outcome!.statusCode } : { error: outcome!.error }),
+        durationMs: Math.round(performance.now() - started),
+      },
+      'webhook attempt',
+    );
     const result = await this.decide(state.clientId, deliveryId, {
       type: 'RecordAttempt',
       deliveryId,

@@ -147,32 +147,41 @@ await bus.consume({ groupId: 'workers', topics: ['checkins'] }, async (m) => {
     expect(seen.sort()).toEqual(published.map((m) => m.value).sort());
   }, 30_000);
 
-  it('publishes at least 20,000 messages per second in batches', async () => {
+  // Throughput is measured by `npm run bench -- store` (bus messages published/s); a test asserts no rate.
+  it('publishes 40,000 messages in batches of 1,000, and a group reads each once, in order per key', async () => {
     const bus = openEmbedded(path.join(dir, 'throughput.sqlite'));
     const total = 40_000;
     const batch = 1_000;
-    const started = performance.now();
     for (let n = 0; n < total; n += batch) {
       await bus.publish(
         'throughput',
         Array.from({ length: batch }, (_, i) => ({
           key: `guest-${(n + i) % 500}`,
-          value: JSON.stringify({ type: 'GuestAdmitted', n: n + i, at: '2026-11-21T10:00:00.000Z' }),
+          value: String(n + i),
           headers: { 'content-type': 'application/json' },
         })),
       );
     }
-    const perSecond = total / ((performance.now() - started) / 1000);
-    expect(perSecond).toBeGreaterThan(20_000);
-  }, 30_000);
+    const lastPerKey = new Map<string, number>();
+    let received = 0;
+    let outOfOrder = 0;
+    await bus.consume({ groupId: 'throughput', topics: ['throughput'] }, async (m) => {
+      const n = Number(m.value);
+      if ((lastPerKey.get(m.key) ?? -1) >= n) outOfOrder += 1;
+      lastPerKey.set(m.key, n);
+      received += 1;
+    });
+    await eventually(() => received >= total, 'every message', 50_000);
+    expect({ received, outOfOrder }).toEqual({ received: total, outOfOrder: 0 });
+    await bus.close();
+  }, 60_000);
 });
 
 describe('kafka bus without a broker', () => {
   it('ping rejects within its timeout when nothing answers', async () => {
     const bus = new KafkaBus({ brokers: ['127.0.0.1:9'], clientId: 'bus-ping', logger, pingTimeoutMs: 1_000 });
-    const started = Date.now();
-    await expect(bus.ping()).rejects.toThrow();
-    expect(Date.now() - started).toBeLessThan(3_000);
+    // Its own timeout ends it (kafkajs alone would retry far longer); the test timeout is the hang guard.
+    await expect(bus.ping()).rejects.toThrow('kafka did not answer within 1000 ms');
     await bus.close();
   }, 20_000);
 });

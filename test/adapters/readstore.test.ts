@@ -108,7 +108,8 @@ describe('embedded read store', () => {
     expect(() => new EmbeddedReadStore(file)).toThrow(`cannot open read store at ${file}: `);
   });
 
-  it('answers a search among 100,000 guests through an index on eventId in under 20 ms', { timeout: 120_000 }, async () => {
+  // Its speed is measured by `npm run bench -- checkin` (searches among 100,000 guests); a test asserts no time.
+  it('answers a search among 100,000 guests through an index on eventId with exactly the guests a full scan finds', { timeout: 120_000 }, async () => {
     const store = new EmbeddedReadStore(':memory:');
     const guests = store.collection('guests');
     await guests.createIndex({ name: 'event_lastName', keys: { eventId: 1, lastName: 1 } });
@@ -143,17 +144,24 @@ describe('embedded read store', () => {
     const first = await query();
     expect(first.items).toHaveLength(50);
     expect(first.nextCursor).toBeDefined();
-    const timings: number[] = [];
-    for (let run = 0; run < 9; run++) {
-      const t0 = performance.now();
-      await query();
-      timings.push(performance.now() - t0);
-    }
-    timings.sort((a, b) => a - b);
-    expect(timings[4]).toBeLessThan(20);
+    // The same page by brute force over the documents written above.
+    const expected = Array.from({ length: 100_000 }, (_, i) => ({
+      _id: `guest-${i}`,
+      eventId: `event-${i % 40}`,
+      firstName: `First${(i * 7919) % 1000}`,
+      lastName: `Last${(i * 104729) % 5000}`,
+      additionalInfo: `${words[i % words.length]} ${words[(i >> 3) % words.length]}`,
+    }))
+      .filter((g) => g.eventId === 'event-7' && /vegan/i.test(g.additionalInfo))
+      .sort((a, b) => cmp(a.lastName, b.lastName) || cmp(a.firstName, b.firstName) || cmp(a._id, b._id))
+      .slice(0, 50)
+      .map((g) => g._id);
+    expect(first.items.map((g) => (g as { _id: string })._id)).toEqual(expected);
     await store.close();
   });
 });
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 // Under CI=true a missing MongoDB throws: report it as this suite's failure, not the whole file's.
 const mongo = await realServer('mongo').catch((error: unknown) => ({ error, url: undefined, skipReason: undefined, stop: async () => {} }));

@@ -74,11 +74,12 @@ async function invitationOf(client: Client, attendeeId: string, status: string, 
   }, 10_000, `${count} invitation(s) of ${attendeeId} ${status}`);
 }
 
+/** Waits for mail; the bound is a hang guard (a PDF render on a loaded machine took 12 s), not a speed check. */
 async function mailTo(email: string, count = 1) {
   return eventually(async () => {
     const mails = (await readOutbox(outbox())).filter((m) => m.to.email === email);
     return mails.length >= count ? mails : undefined;
-  }, 10_000, `${count} mail(s) to ${email}`);
+  }, 60_000, `${count} mail(s) to ${email}`);
 }
 
 describe('templates (spec: Comms template, Comms rule 1)', () => {
@@ -90,6 +91,7 @@ describe('templates (spec: Comms template, Comms rule 1)', () => {
     expect(reply.body).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       ...templateBody(eventId),
+      fromAddress: null,
       fromName: 'Gala Team',
       replyTo: 'desk@example.com',
       attachPdf: true,
@@ -98,6 +100,27 @@ describe('templates (spec: Comms template, Comms rule 1)', () => {
     expect((await client.call('GET', `${api}/template/${reply.body.id}`)).body).toEqual(reply.body);
     const list = await client.call('GET', `${api}/templates?eventId=${eventId}`);
     expect(list.body.items).toEqual([reply.body]);
+    // Spec: GET /api/comms/template[s]: the singular path lists too.
+    expect((await client.call('GET', `${api}/template?eventId=${eventId}`)).body).toEqual(list.body);
+  });
+
+  it('shows every field: unset optional ones as null, and the default subject the send will use', async () => {
+    const client = await commsClient();
+    const eventId = await eventOf(client);
+    const { subject: _s, ...withoutSubject } = templateBody(eventId);
+    const reply = await client.call('POST', `${api}/template`, withoutSubject);
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({
+      subject: 'Your invitation to {{eventTitle}}',
+      fromAddress: null,
+      fromName: null,
+      replyTo: null,
+      attachPdf: false,
+      created: expect.any(String),
+    });
+    expect(Object.keys(reply.body).sort()).toEqual(
+      ['id', 'eventId', 'name', 'html', 'subject', 'fromAddress', 'fromName', 'replyTo', 'attachPdf', 'created'].sort(),
+    );
   });
 
   it('returns the existing template for a create with an id that exists, changing nothing', async () => {
@@ -201,7 +224,7 @@ describe('invitation emails (spec: check-in rule 1, Events)', () => {
     expect(invitation).toMatchObject({ provider: 'outbox', to: 'zoe@example.com', attempts: 1, templateId, eventId });
   });
 
-  it('attaches a PDF named after the template when attachPdf is set', async () => {
+  it('attaches a PDF named after the template when attachPdf is set', { timeout: 90_000 }, async () => {
     const client = await commsClient();
     const eventId = await eventOf(client);
     const templateId = await templateOf(client, eventId, { name: 'Gala pass', attachPdf: true });

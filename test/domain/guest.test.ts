@@ -1,5 +1,5 @@
 import { describe, it } from 'vitest';
-import { guestDecider, type GuestEvent, type ScanInfo } from '../../src/domain/guest.js';
+import { guestDecider, type GuestCommand, type GuestEvent, type ScanInfo } from '../../src/domain/guest.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
 const given = deciderSpec(guestDecider);
@@ -40,9 +40,14 @@ describe('guest decider: check-in', () => {
       { type: 'GuestAdmitted', data: { plusOnesAdmitted: 2, admittedPlusOnes: 2 } },
     ]));
 
-  it('admits a late plus one on a second scan', () =>
-    given([registered({ plusOnes: 2 }), admitted()]).when(checkIn()).then([
+  it('admits late plus ones on a second scan that says how many', () =>
+    given([registered({ plusOnes: 2 }), admitted()]).when(checkIn({ plusOnes: 1 })).then([
       { type: 'GuestAdmitted', data: { guestEntered: false, plusOnesAdmitted: 1, admittedPlusOnes: 1, people: 1 } },
+    ]));
+
+  it('admits no phantom plus one: a second scan without plusOnes of a guest inside is already_admitted', () =>
+    given([registered({ plusOnes: 2 }), admitted()]).when(checkIn()).then([
+      { type: 'GuestScanRejected', data: { reason: 'already_admitted' } },
     ]));
 
   it('rejects a guest inside with no plus ones left: already_admitted', () =>
@@ -128,6 +133,38 @@ describe('guest decider: undo, check-out, upsert', () => {
       { type: 'GuestDetailsChanged', data: { changes: { commsTemplateId: 't2' } } },
       { type: 'InvitationRequested', data: { templateId: 't2', attendeeInvitationId: 'i2' } },
     ]);
+  });
+
+  const register = (fields: Partial<Extract<GuestCommand, { type: 'RegisterGuest' }>> = {}): GuestCommand => ({
+    type: 'RegisterGuest',
+    guestId: 'g1',
+    clientId: 'c1',
+    eventId: 'e1',
+    tags: [],
+    invitationId: 'i1',
+    details: { firstName: 'Ada' },
+    ...fields,
+  });
+
+  it('records an admission state a create brings as its own events (an import)', () =>
+    given([])
+      .when(register({ imported: { admitted: '2026-11-21T09:00:00.000Z', admittedPlusOnes: 1, blockedReason: 'no re-entry', receivedAt: '2026-11-21T10:00:00.000Z' } }))
+      .then([
+        { type: 'GuestRegistered' },
+        { type: 'GuestAdmissionImported', data: { admitted: '2026-11-21T09:00:00.000Z', admittedPlusOnes: 1, inside: true } },
+        { type: 'GuestBlocked', data: { reason: 'no re-entry', at: '2026-11-21T10:00:00.000Z' } },
+      ]));
+
+  it('an imported check-out after the admission leaves the guest outside', () =>
+    given([])
+      .when(register({ imported: { admitted: '2026-11-21T09:00:00.000Z', discharged: '2026-11-21T11:00:00.000Z' } }))
+      .then([{ type: 'GuestRegistered' }, { type: 'GuestAdmissionImported', data: { inside: false, discharged: '2026-11-21T11:00:00.000Z' } }]));
+
+  it('a create retried with the same content decides nothing; other content is a conflict', () => {
+    const first = registered({ createdBy: 'c1' });
+    given([first]).when(register({ details: { firstName: 'Ada', createdBy: 'c1' } })).then([]);
+    given([first]).when(register({ details: { firstName: 'Eve', createdBy: 'c1' } })).thenFails('guest_exists');
+    given([first]).when(register({ details: { firstName: 'Ada', createdBy: 'c1' }, imported: { admitted: '2026-11-21T09:00:00.000Z' } })).thenFails('guest_exists');
   });
 
   it('decides nothing for an upsert that changes nothing', () =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { guestColumns, neutralise, plusOnesLeft } from '../../src/exports/columns.js';
-import { isTimeZone, wallClock } from '../../src/exports/wall-clock.js';
+import { isTimeZone, isoInZone, wallClock } from '../../src/exports/wall-clock.js';
 import type { GuestDoc } from '../../src/projections/guests.js';
 
 describe('formula neutralisation', () => {
@@ -45,5 +45,13 @@ describe('columns', () => {
     expect(plusOnesLeft(guest({ plusOnes: 3, inside: true, admittedPlusOnes: 1 }))).toBe(2);
     expect(plusOnesLeft(guest({ plusOnes: 1, inside: true, admittedPlusOnes: 4 }))).toBe(0);
     expect(plusOnesLeft(guest({}))).toBe(0);
+  });
+});
+
+describe('CSV time text', () => {
+  it('is ISO 8601 in the zone with its offset, the same clock time as the Excel cell', () => {
+    expect(isoInZone('Europe/Berlin')(new Date('2026-07-01T10:00:00.250Z'))).toBe('2026-07-01T12:00:00.250+02:00');
+    expect(isoInZone('America/St_Johns')(new Date('2026-01-15T10:00:00Z'))).toBe('2026-01-15T06:30:00.000-03:30');
+    expect(isoInZone('UTC')(new Date('2026-01-15T10:00:00Z'))).toBe('2026-01-15T10:00:00.000+00:00');
   });
 });

@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { startService, type RunningService } from '../../src/main.js';
 import type { Role } from '../../src/config.js';
 import type { Clock } from '../../src/shared/clock.js';
+import type { Logger } from '../../src/shared/logger.js';
 
 export const adminKey = 'test-admin-key-0123456789';
 
@@ -18,7 +19,7 @@ export interface TestService extends RunningService {
 /** The real service in this process: embedded adapters in a temp folder, HTTP on an ephemeral port. */
 export async function startTestService(
   env: Record<string, string> = {},
-  options: { role?: Role; clock?: Clock; dataDir?: string } = {},
+  options: { role?: Role; clock?: Clock; dataDir?: string; logger?: Logger } = {},
 ): Promise<TestService> {
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'checkin-test-'));
   const config = loadConfig({
@@ -30,9 +31,11 @@ export async function startTestService(
     SQLITE_SYNCHRONOUS: 'NORMAL',
     RATE_LIMIT_PER_MINUTE: '0',
     SEND_RATE_LIMIT_PER_MINUTE: '0',
+    // Tests share a loaded machine: load shedding would refuse their requests at random (test/http/overload.test.ts turns it on).
+    OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
     ...env,
   });
-  const service = await startService(config, options.role ?? 'all', { clock: options.clock });
+  const service = await startService(config, options.role ?? 'all', { clock: options.clock, logger: options.logger });
   return {
     ...service,
     url: service.url!,

@@ -27,6 +27,8 @@ export interface Receiver {
   answers: Answer[];
   fallback: Answer;
   waitFor(count: number, timeoutMs?: number): Promise<Delivery[]>;
+  /** Requests left hanging whose connection the sender has not given up on yet. */
+  hangingOpen(): number;
   close(): Promise<void>;
 }
 
@@ -71,6 +73,7 @@ export async function startReceiver(options: { secret?: string; answers?: Answer
           if (check()) clearTimeout(timer);
         });
       }),
+    hangingOpen: () => [...hanging].filter((res) => !res.destroyed).length,
     close: async () => {
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
@@ -108,6 +111,7 @@ export async function startReceiver(options: { secret?: string; answers?: Answer
       for (const wake of [...waiters]) wake();
       if (answer === 'hang') {
         hanging.add(res);
+        res.on('close', () => hanging.delete(res));
         return;
       }
       res.statusCode = answer;

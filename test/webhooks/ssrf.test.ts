@@ -114,11 +114,10 @@ describe('webhook URL rules at delivery, after DNS resolution', () => {
     const receiver = await startReceiver({ secret: 's', fallback: 'hang' });
     try {
       const sender = new WebhookSender({ policy: { allowInsecure: true }, resolver: async () => [], timeoutMs: 200 });
-      const started = Date.now();
+      // The receiver never answers: only the sender's own 200 ms timeout ends this (the test timeout is the hang guard).
       const outcome = await sender.send({ url: receiver.url, body: '{}', secret: 's', webhookId: 'w', eventType: 'comms.test', unixTime: Math.floor(Date.now() / 1000) });
       sender.close();
       expect(outcome).toMatchObject({ kind: 'error', retryable: true, error: expect.stringContaining('200 ms') });
-      expect(Date.now() - started).toBeLessThan(1500);
     } finally {
       await receiver.close();
     }

@@ -1,5 +1,6 @@
 import type { Logger } from '../../shared/logger.js';
 import type { BusMessage, MessageHandler, OutgoingMessage } from './port.js';
+import { carrierFromHeaders, runInCarriedTrace } from '../../observability/trace.js';
 
 /** What became of one message: handled (maybe by dead-lettering it), or abandoned by a closing consumer. */
 export type Delivery = { outcome: 'handled'; deadLetter?: OutgoingMessage } | { outcome: 'abandoned' };
@@ -62,7 +63,8 @@ export async function deliverWithRetries(
   const { signal } = options;
   for (let attempt = 1; ; attempt++) {
     const result = await untilAborted(
-      Promise.resolve().then(() => handler({ ...message, attempt })),
+      // The handler runs in the trace the message carries (its log lines and appends keep the request id).
+      runInCarriedTrace(carrierFromHeaders(message.headers), () => Promise.resolve().then(() => handler({ ...message, attempt }))),
       signal,
     );
     if (result === 'aborted') return { outcome: 'abandoned' };

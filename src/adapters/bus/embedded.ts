@@ -312,6 +312,17 @@ export class EmbeddedBus implements Bus {
     this.db.prepare('SELECT 1').get();
   }
 
+  async consumerLag(groupId: string, topics: string[]): Promise<{ topic: string; messages: number }[]> {
+    this.assertOpen();
+    const lag = this.db.prepare<[string, string, string], { messages: number }>(
+      `SELECT coalesce(sum(m.next - coalesce(o.next_offset, m.first)), 0) AS messages
+       FROM (SELECT partition_no, min(message_offset) AS first, max(message_offset) + 1 AS next
+             FROM bus_messages WHERE topic = ? GROUP BY partition_no) AS m
+       LEFT JOIN bus_offsets AS o ON o.group_id = ? AND o.topic = ? AND o.partition_no = m.partition_no`,
+    );
+    return topics.map((topic) => ({ topic, messages: Math.max(0, lag.get(topic, groupId, topic)?.messages ?? 0) }));
+  }
+
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;

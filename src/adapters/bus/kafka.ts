@@ -146,6 +146,26 @@ export class KafkaBus implements Bus {
     await withTimeout(check(), this.pingTimeoutMs, `kafka did not answer within ${this.pingTimeoutMs} ms`);
   }
 
+  async consumerLag(groupId: string, topics: string[]): Promise<{ topic: string; messages: number }[]> {
+    const admin = await this.connectedAdmin();
+    const existing = new Set(await admin.listTopics());
+    const present = topics.filter((topic) => existing.has(topic));
+    const committed = present.length > 0 ? await retryRetriable(() => admin.fetchOffsets({ groupId, topics: present })) : [];
+    return Promise.all(
+      topics.map(async (topic) => {
+        if (!existing.has(topic)) return { topic, messages: 0 };
+        const ends = await retryRetriable(() => admin.fetchTopicOffsets(topic));
+        const group = new Map((committed.find((c) => c.topic === topic)?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+        let messages = 0;
+        for (const end of ends) {
+          const done = group.get(end.partition) ?? -1;
+          messages += Math.max(0, Number(end.high) - (done >= 0 ? done : Number(end.low)));
+        }
+        return { topic, messages };
+      }),
+    );
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.consumers].map((consumer) => consumer.close()));
     const clients = [this.producer, this.admin];
@@ -335,3 +355,14 @@ function headersToStrings(headers: IHeaders | undefined): Record<string, string>
   return result;
 }
 
+/** Retries a Kafka admin call on a retriable error (a group's coordinator still loading answers NOT_COORDINATOR). */
+async function retryRetriable<T>(call: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      if (attempt >= attempts || !(error as { retriable?: boolean }).retriable) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
+  }
+}

@@ -52,6 +52,11 @@ export interface Bus {
   publish(topic: string, messages: OutgoingMessage[]): Promise<void>;
   /** Start a consumer; the returned promise resolves once it has joined its group. */
   consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer>;
+  /**
+   * Per topic: messages published and not yet committed by the group (its lag), summed over
+   * partitions; a partition the group never committed counts from its oldest message.
+   */
+  consumerLag(groupId: string, topics: string[]): Promise<{ topic: string; messages: number }[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -11,8 +11,7 @@
  */
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { Resolver } from 'node:dns/promises';
-import { isIP } from 'node:net';
-import { z } from 'zod';
+import { isPublicDomainName } from '../../domain/domain-name.js';
 import { DomainProviderError, type AuthenticatedDomain, type DnsRecord, type DomainAuthenticator } from './port.js';
 
 /** The two lookups validation needs; `node:dns/promises` by default, an in-memory map in tests. */
@@ -90,8 +89,6 @@ export class EmbeddedDomainAuthenticator implements DomainAuthenticator {
   }
 }
 
-const hostname = z.hostname();
-
 /**
  * The domain as it will be authenticated: lower-cased, a plausible public DNS name (at least two
  * labels, not an IP address, a TLD that is not all digits). Refused permanently otherwise, as
@@ -99,15 +96,7 @@ const hostname = z.hostname();
  */
 function sendingDomain(input: string): string {
   const domain = input.trim().toLowerCase();
-  const labels = domain.split('.');
-  const plausible =
-    hostname.safeParse(domain).success &&
-    domain.length <= 253 &&
-    labels.length >= 2 &&
-    labels.every((part) => part !== '') &&
-    !isIP(domain) &&
-    !/^\d+$/.test(labels[labels.length - 1]);
-  if (!plausible) throw new DomainProviderError(`"${input}" is not a valid domain name`, true);
+  if (!isPublicDomainName(domain)) throw new DomainProviderError(`"${input}" is not a valid domain name`, true);
   return domain;
 }
 

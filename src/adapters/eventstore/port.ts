@@ -16,6 +16,8 @@ export interface EventMetadata {
   correlationId: string;
   causationId?: string;
   requestId?: string;
+  /** W3C traceparent of the step that appended the event (src/observability/trace.ts). */
+  traceparent?: string;
   occurredAt: string;
 }
 

@@ -37,6 +37,7 @@ import {
   type Page,
   type ReadStore,
   type Sort,
+  type StreamOptions,
   type Update,
   type WriteOp,
 } from './port.js';
@@ -136,11 +137,12 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return this.documents.find(this.name, filter, options) as Page<T>;
   }
 
-  async *stream(filter: Filter, options: { sort?: Sort; batchSize?: number } = {}): AsyncIterable<T> {
+  async *stream(filter: Filter, options: StreamOptions = {}): AsyncIterable<T> {
     const batchSize = Math.max(1, options.batchSize ?? 500);
     let sent = 0;
     for (const doc of this.documents.sorted(this.name, filter, sortKeys(options.sort))) {
-      yield copy(doc) as T;
+      // Stored documents are replaced, never changed in place, so a reader that only reads may have them.
+      yield (options.readOnly ? doc : copy(doc)) as T;
       // Let other work (HTTP requests) run between batches of a long export.
       if (++sent % batchSize === 0) await new Promise((resolve) => setImmediate(resolve));
     }

@@ -40,6 +40,7 @@ import {
   type Page,
   type ReadStore,
   type Sort,
+  type StreamOptions,
   type Update,
   type WriteOp,
 } from './port.js';
@@ -219,7 +220,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     };
   }
 
-  async *stream(filter: Filter, options: { sort?: Sort; batchSize?: number } = {}): AsyncIterable<T> {
+  async *stream(filter: Filter, options: StreamOptions = {}): AsyncIterable<T> {
     const cursor = this.collection.find(filter, {
       sort: sortSpec(sortKeys(options.sort)),
       projection: HIDDEN_FIELDS,

@@ -61,14 +61,23 @@ export interface Checkpoint {
   position: number;
 }
 
+export interface StreamOptions {
+  sort?: Sort;
+  batchSize?: number;
+  readOnly?: boolean;
+}
+
 export interface Collection<T extends { _id: string } = Doc> {
   readonly name: string;
   get(id: string): Promise<T | null>;
   findOne(filter: Filter): Promise<T | null>;
   /** Cursor paging: sorted by `sort` then `_id`; `nextCursor` resumes after the last item. */
   find(filter: Filter, options?: FindOptions): Promise<Page<T>>;
-  /** Every matching document, in batches, for exports and rebuild checks. */
-  stream(filter: Filter, options?: { sort?: Sort; batchSize?: number }): AsyncIterable<T>;
+  /**
+   * Every matching document, in batches, for exports and rebuild checks. `readOnly`: the caller
+   * promises not to change the documents, so an in-memory store may skip copying them.
+   */
+  stream(filter: Filter, options?: StreamOptions): AsyncIterable<T>;
   count(filter?: Filter): Promise<number>;
   /** Update one document by id; with `upsert` it is created when missing. Returns whether it exists now. */
   updateOne(id: string, update: Update, options?: { upsert?: boolean }): Promise<boolean>;

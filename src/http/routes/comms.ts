@@ -60,19 +60,24 @@ export function commsRouter(services: Services, linkPolicy: LinkPolicy): Router 
     },
     ({ params, res }) => getTemplate(services, principalOf(res).tenantId, params.id),
   );
-  defineRoute(
-    router,
-    {
-      method: 'get',
-      path: `${base}/templates`,
-      summary: 'The client’s templates, newest first (filter by event; cursor paged)',
-      tags: ['Templates'],
-      query: TemplateListQuery,
-      response: pageOf(TemplateResponse),
-      errors: [403],
-    },
-    ({ query, res }) => listTemplates(services, principalOf(res).tenantId, query),
-  );
+  // Spec: GET /api/comms/template[s]: both spellings list.
+  for (const path of [`${base}/templates`, `${base}/template`]) {
+    defineRoute(
+      router,
+      {
+        method: 'get',
+        path,
+        summary: path.endsWith('s')
+          ? 'The client’s templates, newest first (filter by event; cursor paged)'
+          : 'The client’s templates (the same as GET /templates)',
+        tags: ['Templates'],
+        query: TemplateListQuery,
+        response: pageOf(TemplateResponse),
+        errors: [403],
+      },
+      ({ query, res }) => listTemplates(services, principalOf(res).tenantId, query),
+    );
+  }
   defineRoute(
     router,
     {

@@ -1,11 +1,12 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { scan, setBlocked, undoCheckIn } from '../../commands/door.js';
-import { eventStats, guestHistory, guestsByInfo, listGuests, listScans, teamStats } from '../../commands/guest-queries.js';
+import { eventStats, guestHistory, guestsByInfo, guestsByInfoPage, listGuests, listScans, teamStats } from '../../commands/guest-queries.js';
 import { getGuest, saveGuests } from '../../commands/guests.js';
 import type { Services } from '../../commands/services.js';
 import { commandContext, principalOf } from '../context.js';
 import { HttpError } from '../errors.js';
+import { sendJsonArray } from '../json-array.js';
 import { defineRoute } from '../route.js';
 import { pageOf } from '../schemas/common.js';
 import { IdParams } from '../schemas/event.js';
@@ -143,7 +144,8 @@ export function guestsRouter(services: Services): Router {
     {
       method: 'get',
       path: '/checkin/v1/api/guests/:eventId/byinfo',
-      summary: 'Guests whose additionalInfo contains the text (case-insensitive), by last then first name. Next page: X-Next-Cursor',
+      summary:
+        'Every guest whose additionalInfo contains the text (case-insensitive), by last then first name. With limit or cursor: one page, the next page’s cursor in X-Next-Cursor',
       tags,
       params: EventIdParams,
       query: ByInfoQuery,
@@ -152,7 +154,11 @@ export function guestsRouter(services: Services): Router {
       errors: [404],
     },
     async ({ params, query, res }) => {
-      const page = await guestsByInfo(services, principalOf(res).tenantId, params.eventId, query);
+      const clientId = principalOf(res).tenantId;
+      if (query.limit === undefined && query.cursor === undefined) {
+        return sendJsonArray(res, await guestsByInfo(services, clientId, params.eventId, query.additionalInfo));
+      }
+      const page = await guestsByInfoPage(services, clientId, params.eventId, { ...query, limit: query.limit ?? 100 });
       if (page.nextCursor) res.set('X-Next-Cursor', page.nextCursor);
       return page.items;
     },
@@ -164,7 +170,7 @@ export function guestsRouter(services: Services): Router {
     {
       method: 'post',
       path: '/checkin/v1/api/guests/:eventId/checkin',
-      summary: 'Check a guest in (by id, barcode or customId); rejections are answered and recorded',
+      summary: 'Check a guest in (by id, barcode or customId); rejections are answered and recorded; `force` needs the client or a team member with canForce (else 403)',
       description:
         'Always 200 for a scan that was judged: `result` admitted or rejected with a `reason`. `at` (an offline scanner’s time) ' +
         'may be at most 5 minutes ahead of the server (else 400 on `at`). `nonce` makes a retry return the first result.',
@@ -173,7 +179,7 @@ export function guestsRouter(services: Services): Router {
       body: ScanBody,
       response: ScanResponse,
       roles: [...door],
-      errors: [404],
+      errors: [403, 404],
     },
     ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'in'),
   );

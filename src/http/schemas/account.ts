@@ -90,8 +90,12 @@ export const TeamMemberBody = registry.register(
     id: Guid.optional(),
     firstName: name.optional(),
     lastName: name.optional(),
+    canForce: z
+      .boolean()
+      .optional()
+      .openapi({ description: 'May this team member force a scan past a block or validity window (default false)' }),
   }).openapi({
-    example: { userName: 'door-three', password: 'north gate scanner 7', email: 'door3@example.com', firstName: 'Dora', lastName: 'Door' },
+    example: { userName: 'door-three', password: 'north gate scanner 7', email: 'door3@example.com', firstName: 'Dora', lastName: 'Door', canForce: false },
   }),
 );
 
@@ -103,7 +107,10 @@ export const TeamMemberResponse = registry.register(
     email: z.string(),
     firstName: z.string().optional(),
     lastName: z.string().optional(),
-  }).openapi({ example: { id: ex.teamMemberId, userName: 'door-three', email: 'door3@example.com', firstName: 'Dora', lastName: 'Door' } }),
+    canForce: z.boolean(),
+  }).openapi({
+    example: { id: ex.teamMemberId, userName: 'door-three', email: 'door3@example.com', firstName: 'Dora', lastName: 'Door', canForce: false },
+  }),
 );
 
 export const UsernameParams = z.object({ username: z.string().min(1).max(320) });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { mergeTokens } from '../../comms/merge-tokens.js';
+import { isPublicDomainName } from '../../domain/domain-name.js';
 import { registry } from '../openapi.js';
 import { Email, Guid, PageQuery } from './common.js';
 import { ex } from './example-values.js';
@@ -46,10 +47,10 @@ export const TemplateResponse = registry.register(
     eventId: z.string(),
     name: z.string(),
     html: z.string(),
-    subject: z.string().optional(),
-    fromAddress: z.string().optional(),
-    fromName: z.string().optional(),
-    replyTo: z.string().optional(),
+    subject: z.string().openapi({ description: 'The subject the send uses: the one given, else "Your invitation to {{eventTitle}}"' }),
+    fromAddress: z.string().nullable().openapi({ description: 'null: the account’s sending address is used' }),
+    fromName: z.string().nullable(),
+    replyTo: z.string().nullable(),
     attachPdf: z.boolean(),
     created: z.string(),
   }).openapi({
@@ -59,6 +60,7 @@ export const TemplateResponse = registry.register(
       name: 'Gala invitation',
       html: templateHtml,
       subject: 'Your invitation to {{eventTitle}}',
+      fromAddress: null,
       fromName: 'Gala Events',
       replyTo: 'rsvp@example.com',
       attachPdf: true,
@@ -156,7 +158,8 @@ export const DomainBody = registry.register(
       .string()
       .trim()
       .min(3)
-      .max(253)
+      .max(254)
+      .refine(isPublicDomainName, 'must be a public domain name such as example.com (not localhost or an IP address)')
       .openapi({
         description: 'The domain sends come from: a public DNS name such as example.com (not localhost, not an IP address)',
         pattern: '^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}$',

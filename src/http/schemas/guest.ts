@@ -23,21 +23,29 @@ export const GuestBody = registry.register(
     firstName: optional(text(200)),
     otherNames: optional(text(200)),
     lastName: optional(text(200)),
-    email: optional(text(320)),
+    email: z
+      .union([z.literal(''), z.null(), z.string().trim().email('must be an email address').max(320)])
+      .optional()
+      .transform((v) => (v ? v : undefined))
+      .openapi({ type: 'string', format: 'email', description: 'Checked when given; empty or null means not given' }),
     plusOnes: optional(z.number().int().min(0).max(10_000)),
-    admittedPlusOnes: z.unknown().optional().openapi({ description: 'Read-only: ignored in requests' }),
+    admittedPlusOnes: optional(z.number().int().min(0).max(10_000)).openapi({
+      description: 'Taken when the record creates the guest (needs admitted; at most plusOnes); upsert never changes it',
+    }),
     additionalInfo: optional(text(10_000)),
     barcode: optional(text(500)),
     tags: optional(text(4_000)),
     createdBy: optional(text(200)),
-    admitted: z.unknown().optional().openapi({ description: 'Read-only: changed only by check-in' }),
-    blockedDate: z.unknown().optional().openapi({ description: 'Read-only: changed only by block/unblock' }),
-    blockedReason: z.unknown().optional().openapi({ description: 'Read-only: changed only by block/unblock' }),
+    admitted: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (an imported admission); upsert never changes it' }),
+    blockedDate: optional(DateTime).openapi({ description: 'Taken when the record creates the guest; upsert never changes it' }),
+    blockedReason: optional(text(1000)).openapi({
+      description: 'Taken when the record creates the guest (without blockedDate: blocked from now); upsert never changes it',
+    }),
     eventId: optionalGuid(),
     validFrom: optional(DateTime),
     validTo: optional(DateTime),
     isGroup: optional(z.boolean()),
-    discharged: z.unknown().optional().openapi({ description: 'Read-only: changed only by check-out' }),
+    discharged: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (needs admitted); upsert never changes it' }),
     image: optional(image),
     customId: optional(text(200).min(1)),
     commsTemplateId: z
@@ -128,7 +136,12 @@ const booleanQuery = z
 
 export const UpsertQuery = z.object({ removeObsoleteTags: booleanQuery.optional() });
 
-export const ByInfoQuery = PageQuery.extend({ additionalInfo: z.string().min(1).max(1000) });
+/** byinfo: every match unless the caller pages (then `limit` defaults to 100). */
+export const ByInfoQuery = z.object({
+  additionalInfo: z.string().min(1).max(1000),
+  limit: z.coerce.number().int().min(1).max(1000).optional().openapi({ description: 'Page size (1-1000); without limit and cursor, every match' }),
+  cursor: PageQuery.shape.cursor.openapi({ description: 'The X-Next-Cursor of the previous page' }),
+});
 
 export const GuestListQuery = PageQuery.extend({
   tag: z.string().max(200).optional(),
@@ -147,7 +160,7 @@ export const ScanBody = registry.register(
       barcode: z.string().min(1).max(500).optional(),
       customId: z.string().min(1).max(200).optional(),
       plusOnes: z.number().int().min(0).max(10_000).optional().openapi({ description: 'Plus ones entering with this scan' }),
-      force: z.boolean().optional().openapi({ description: 'Supervisor override of block and validity' }),
+      force: z.boolean().optional().openapi({ description: 'Override of block and validity: the client, or a team member with canForce (else 403)' }),
       nonce: z.string().min(1).max(200).optional().openapi({ description: 'A repeat with the same nonce returns the first result' }),
       at: DateTime.optional().openapi({ description: 'Scan time of an offline scanner (default: now)' }),
       gate: z.string().max(100).optional(),
@@ -219,10 +232,13 @@ export const BlockBody = registry.register(
       barcodes: z.array(z.string().min(1).max(500)).optional(),
       reason: z.string().max(1000).optional(),
     })
-    .refine((b) => (b.ids?.length ?? 0) + (b.barcodes?.length ?? 0) >= 1, { message: 'name at least one guest', path: ['ids'] })
-    .refine((b) => (b.ids?.length ?? 0) + (b.barcodes?.length ?? 0) <= 200, {
-      message: 'at most 200 ids and barcodes per call',
-      path: ['ids'],
+    .superRefine((b, ctx) => {
+      const ids = b.ids?.length ?? 0;
+      const barcodes = b.barcodes?.length ?? 0;
+      // The error names the list the caller sent (the longer one when both are too many together).
+      const path = [barcodes > ids ? 'barcodes' : 'ids'];
+      if (ids + barcodes === 0) ctx.addIssue({ code: 'custom', message: 'name at least one guest in ids or barcodes', path });
+      if (ids + barcodes > 200) ctx.addIssue({ code: 'custom', message: 'at most 200 ids and barcodes per call', path });
     })
     .openapi({
       description: 'At least one and at most 200 ids and barcodes in all; an unknown one is 400 and nothing changes.',

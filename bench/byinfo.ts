@@ -1,0 +1,90 @@
+/**
+ * npm run bench -- byinfo: byinfo without paging (issue 10, item 7) on the embedded default.
+ * 100,000 guests of one event, 20,000 of them match; the whole array is fetched 10 times, one
+ * request after another. Targets: < 1 s per request, memory growth < 100 MB. Ceiling in the
+ * same run: a bare express route sending the same array, serialised once beforehand.
+ */
+import type { Server } from 'node:http';
+import express from 'express';
+import { createClient, startTestService } from '../test/support/service.js';
+import { fmt, load, record, table } from './support.js';
+
+const GUESTS = Number(process.env.BENCH_GUESTS ?? 100_000);
+/** One guest in 5 matches. */
+const MATCH_EVERY = 5;
+const ROUNDS = 10;
+
+const mb = (bytes: number) => bytes / 2 ** 20;
+
+export async function byinfoBench(): Promise<void> {
+  const service = await startTestService({ LOG_LEVEL: 'silent' });
+  const client = await createClient(service);
+  const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' });
+  const eventId = event.body.id as string;
+  const headers = { authorization: `Bearer ${client.token}`, 'ocp-apim-subscription-key': client.subscriptionKey, 'content-type': 'application/json' };
+
+  for (let start = 0; start < GUESTS; start += 200) {
+    const batch = Array.from({ length: Math.min(200, GUESTS - start) }, (_, k) => {
+      const i = start + k;
+      return {
+        firstName: `First${i % 997}`,
+        lastName: `Last${i % 1009}`,
+        email: `guest${i}@example.com`,
+        barcode: `BC-${i}`,
+        plusOnes: i % 3,
+        tags: i % 2 ? 'vip' : 'standard',
+        additionalInfo: i % MATCH_EVERY === 0 ? `Row ${i % 40}, needs Wheelchair access` : `Table ${i % 50}, vegan menu`,
+      };
+    });
+    const reply = await fetch(`${service.url}/checkin/v1/api/guests/${eventId}/upsert`, { method: 'PUT', headers, body: JSON.stringify(batch) });
+    if (reply.status !== 204) throw new Error(`upsert failed: ${reply.status} ${await reply.text()}`);
+    if (start % 20_000 === 0) process.stdout.write(`  imported ${fmt(start)} guests\r`);
+  }
+  const expected = Math.ceil(GUESTS / MATCH_EVERY);
+  const url = `${service.url}/checkin/v1/api/guests/${eventId}/byinfo?additionalInfo=wheelchair`;
+
+  // The answer is checked once; then timed from a client in its own process (autocannon).
+  const reply = await fetch(url, { headers });
+  const body = await reply.text();
+  const count = (JSON.parse(body) as unknown[]).length;
+  if (reply.status !== 200 || count !== expected) throw new Error(`byinfo answered ${reply.status} with ${count} guests, expected ${expected}`);
+  const bytes = Buffer.byteLength(body);
+
+  // Memory: the service runs in this process; sample RSS while the requests run.
+  const baseline = process.memoryUsage().rss;
+  let peak = baseline;
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
+  const timed = await load({ url, headers, connections: 1, amount: ROUNDS });
+  clearInterval(sampler);
+  if (timed.non2xx > 0 || timed.errors > 0) throw new Error(`bench run had failures: ${JSON.stringify(timed)}`);
+
+  // Ceiling: the same bytes from a bare route (no store, no serialising per request).
+  const bare = express();
+  bare.get('/all', (_req, res) => void res.type('application/json').send(body));
+  const ceiling = await new Promise<{ server: Server; url: string }>((resolve) => {
+    const server = bare.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
+  });
+  const bareResult = await load({ url: `${ceiling.url}/all`, connections: 1, amount: ROUNDS });
+
+  const output = table(
+    ['measure', 'figure', 'target'],
+    [
+      [
+        `byinfo, ${fmt(expected)} of ${fmt(GUESTS)} guests match, whole array (${fmt(mb(bytes), 1)} MB), ${ROUNDS} requests in a row`,
+        `p50 ${fmt(timed.p50)} ms, p99 ${fmt(timed.p99)} ms`,
+        '< 1,000 ms',
+      ],
+      ['memory (RSS) growth of the service process during those requests', `${fmt(mb(peak - baseline), 1)} MB`, '< 100 MB'],
+      ['bare express route sending the same bytes (ceiling), same client', `p50 ${fmt(bareResult.p50)} ms, p99 ${fmt(bareResult.p99)} ms`, ''],
+    ],
+  );
+  const note = [
+    'Embedded adapters. The client is autocannon in its own process (time to the last byte); the service runs in the bench process, whose RSS is sampled every 5 ms.',
+    'The machine (2 cores) is shared with other engineers\' builds and tests during the run, so figures vary from run to run: compare with the same-run ceiling.',
+    'The array is written in 64 kB chunks with backpressure (src/http/json-array.ts): no request builds the whole answer as one string.',
+  ].join(' ');
+  console.log(`${output}\n\n${note}`);
+  record('byinfo, every match', `${output}\n\n${note}`);
+  ceiling.server.close();
+  await service.close();
+}

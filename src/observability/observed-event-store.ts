@@ -1,0 +1,75 @@
+import {
+  ConcurrencyError,
+  type AppendResult,
+  type EventStore,
+  type NewEvent,
+} from '../adapters/eventstore/port.js';
+import type { Logger } from '../shared/logger.js';
+import type { Metrics } from './metrics.js';
+import { currentTrace, traceMetadata } from './trace.js';
+
+/**
+ * The event store as the service uses it: every append is timed (eventstore_append_duration_seconds),
+ * stamped with the current trace (requestId and traceparent in each event's metadata, unless the
+ * command set them) and logged as one line, so the command step shows in `grep <requestId>`.
+ */
+export function observedEventStore(store: EventStore, options: { metrics?: Metrics; logger: Logger }): EventStore {
+  const { metrics, logger } = options;
+  const stamp = (events: NewEvent[]): NewEvent[] => {
+    if (!currentTrace()) return events;
+    const carried = traceMetadata();
+    return events.map((event) => ({ ...event, metadata: { ...carried, ...definedOnly(event.metadata) } }));
+  };
+  const timed = async <T>(operation: 'append' | 'appendMany', write: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    try {
+      const result = await write();
+      metrics?.observeAppend(operation, 'ok', (performance.now() - started) / 1000);
+      return result;
+    } catch (error) {
+      metrics?.observeAppend(operation, error instanceof ConcurrencyError ? 'conflict' : 'error', (performance.now() - started) / 1000);
+      throw error;
+    }
+  };
+  const logAppended = (appends: { streamName: string; events: NewEvent[] }[], results: AppendResult[]) => {
+    const events = appends.flatMap((a) => a.events);
+    if (events.length === 0 || !logger.isLevelEnabled('info')) return;
+    logger.info(
+      {
+        stream: appends[0]!.streamName,
+        ...(appends.length > 1 ? { streams: appends.length } : {}),
+        events: events.length,
+        types: [...new Set(events.map((e) => e.type))],
+        position: Math.max(...results.map((r) => r.position)),
+      },
+      'events appended',
+    );
+  };
+
+  const append: EventStore['append'] = async (streamName, events, expectedRevision) => {
+    const stamped = stamp(events);
+    const result = await timed('append', () => store.append(streamName, stamped, expectedRevision));
+    logAppended([{ streamName, events: stamped }], [result]);
+    return result;
+  };
+  const appendMany: EventStore['appendMany'] = async (appends) => {
+    const stamped = appends.map((a) => ({ ...a, events: stamp(a.events) }));
+    const results = await timed('appendMany', () => store.appendMany(stamped));
+    logAppended(stamped, results);
+    return results;
+  };
+  // Everything else (reads, subscriptions, whatever an adapter adds) goes to the store itself.
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      if (property === 'append') return append;
+      if (property === 'appendMany') return appendMany;
+      const value: unknown = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** A metadata object without its undefined fields (so they do not hide the carried ones). */
+function definedOnly<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
