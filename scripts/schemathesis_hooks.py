@@ -11,6 +11,7 @@ case must keep them to be a request a real client sends:
   after `validFrom` (guests). Positive cases that drew them in the wrong order get the end one
   hour after the start.
 
+- A batch record's `eventId`, when given, is the path's event: positive cases get that one.
 - A guest record naming a `commsTemplateId` (a send) needs an `email`: positive cases without
   one get `guest@example.com`. (Stated as an `anyOf`, this made generation for the guest
   routes many times slower.)
@@ -67,9 +68,12 @@ def _repair(case):
         at = _parse(body.get("at"))
         if at is not None and at > datetime.now(timezone.utc):
             body["at"] = datetime.now(timezone.utc).isoformat()
+    path_event = (case.path_parameters or {}).get("eventId")
     for record in body if isinstance(body, list) else [body]:
         _order(record)
         _needs_email(record)
+        if isinstance(body, list) and path_event is not None and isinstance(record, dict) and "eventId" in record:
+            record["eventId"] = path_event
     case.body = body
     return case
 

@@ -150,6 +150,15 @@ describe('OpenAPI document: complete for a generated client', () => {
     expect((await client.call('GET', '/checkin/v1/api/events')).body.items).toEqual([]);
   });
 
+  it('counts password length in characters as the document does: 200 emoji are accepted, 201 are not', async () => {
+    const admin = { authorization: 'Bearer test-admin-key-0123456789' };
+    const ok = await request(service.url, 'POST', '/admin/v1/accounts', { email: 'emoji-200@example.com', password: '🎟️'.slice(0, 2).repeat(199) + 'x' }, admin);
+    expect(ok.status).toBe(201);
+    const long = await request(service.url, 'POST', '/admin/v1/accounts', { email: 'emoji-201@example.com', password: '🎟'.repeat(200) + 'x' }, admin);
+    expect(long.status).toBe(400);
+    expect(long.body.code).toBe('weak_password');
+  });
+
   it('documents the export download as a file (CSV or xlsx), not JSON', async () => {
     const doc = (await request(service.url, 'GET', '/openapi.json')).body;
     const download = doc.paths['/checkin/v1/api/event/export/{exportId}'].get.responses['200'];

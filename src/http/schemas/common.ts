@@ -27,7 +27,8 @@ export const Email = z
   .string()
   .max(320)
   .regex(EMAIL_PATTERN, 'must be an email address')
-  .openapi({ format: 'email', example: 'ada@example.com' });
+  // The pattern is the rule (no `format: email`, whose checkers accept other addresses).
+  .openapi({ pattern: EMAIL_PATTERN.source, example: 'ada@example.com' });
 
 /** Opaque page cursors are base64url text; only a `nextCursor` the same query returned is accepted. */
 export const CURSOR_PATTERN = /^[A-Za-z0-9_-]+$/;

@@ -162,6 +162,7 @@ export const DomainBody = registry.register(
       .refine(isPublicDomainName, 'must be a public domain name such as example.com (not localhost or an IP address)')
       .openapi({
         description: 'The domain sends come from: a public DNS name such as example.com (not localhost, not an IP address)',
+        maxLength: 253,
         pattern: '^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}$',
         example: 'example.com',
       }),
