@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { DateTime, Guid, PageQuery, pageOf } from './common.js';
+import { DateTime, EMAIL_PATTERN, Guid, PageQuery, pageOf } from './common.js';
 import { ex } from './example-values.js';
 
 /** Optional in the spec; CRMs often send null for "no value": null is treated as absent. */
@@ -24,10 +24,16 @@ export const GuestBody = registry.register(
     otherNames: optional(text(200)),
     lastName: optional(text(200)),
     email: z
-      .union([z.literal(''), z.null(), z.string().trim().email('must be an email address').max(320)])
+      .union([z.literal(''), z.null(), z.string().trim().max(320).regex(EMAIL_PATTERN, 'must be an email address')])
       .optional()
       .transform((v) => (v ? v : undefined))
-      .openapi({ type: 'string', format: 'email', description: 'Checked when given; empty or null means not given' }),
+      .openapi({
+        type: ['string', 'null'],
+        maxLength: 320,
+        // The same pattern as every other email field, or empty.
+        pattern: `(^$)|(${EMAIL_PATTERN.source})`,
+        description: 'Checked when given; empty or null means not given',
+      }),
     plusOnes: optional(z.number().int().min(0).max(10_000)),
     admittedPlusOnes: optional(z.number().int().min(0).max(10_000)).openapi({
       description: 'Taken when the record creates the guest (needs admitted; at most plusOnes); upsert never changes it',
