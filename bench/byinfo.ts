@@ -5,6 +5,7 @@
  * same run: a bare express route sending the same array, serialised once beforehand.
  */
 import type { Server } from 'node:http';
+import os from 'node:os';
 import express from 'express';
 import { createClient, startTestService } from '../test/support/service.js';
 import { fmt, load, record, table } from './support.js';
@@ -56,6 +57,7 @@ export async function byinfoBench(): Promise<void> {
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
   const timed = await load({ url, headers, connections: 1, amount: ROUNDS });
   clearInterval(sampler);
+  const loadAverage = os.loadavg()[0]!;
   if (timed.non2xx > 0 || timed.errors > 0) throw new Error(`bench run had failures: ${JSON.stringify(timed)}`);
 
   // Ceiling: the same bytes from a bare route (no store, no serialising per request).
@@ -80,7 +82,7 @@ export async function byinfoBench(): Promise<void> {
   );
   const note = [
     'Embedded adapters. The client is autocannon in its own process (time to the last byte); the service runs in the bench process, whose RSS is sampled every 5 ms.',
-    'The machine (2 cores) is shared with other engineers\' builds and tests during the run, so figures vary from run to run: compare with the same-run ceiling.',
+    `The machine (2 cores) is shared with other engineers' builds and tests during the run (1-minute load average ${fmt(loadAverage, 1)} when the requests ended), so figures vary from run to run: compare with the same-run ceiling.`,
     'The array is written in 64 kB chunks with backpressure (src/http/json-array.ts): no request builds the whole answer as one string.',
   ].join(' ');
   console.log(`${output}\n\n${note}`);

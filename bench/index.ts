@@ -1,4 +1,4 @@
-/** npm run bench -- <suite ...>: store, auth, checkin, byinfo, export, webhooks, sends, overload (default: store auth checkin). */
+/** npm run bench -- <suite ...>: store, auth, checkin, byinfo, export, webhooks, sends, overload, analytics (default: store auth checkin). */
 import { storeBench } from './store.js';
 
 const suites: Record<string, () => Promise<void>> = {
@@ -9,6 +9,7 @@ const suites: Record<string, () => Promise<void>> = {
   export: async () => (await import('./export.js')).exportBench(),
   sends: async () => (await import('./sends.js')).sendsBench(),
   overload: async () => (await import('./overload.js')).overloadBench(),
+  analytics: async () => (await import('./analytics.js')).analyticsBench(),
   webhooks: async () => {
     await import('./webhooks.js');
   },

@@ -2,6 +2,7 @@
  * Composition root: the only place that reads configuration and knows which adapter runs.
  * `npm start` runs every role in one process; `node dist/src/main.js <role>` runs one.
  */
+import { answerClientErrors } from './http/client-errors.js';
 import path from 'node:path';
 import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
@@ -42,6 +43,8 @@ import type { DomainAuthenticator } from './adapters/domains/port.js';
 import { SendGridDomainAuthenticator } from './adapters/domains/sendgrid.js';
 import { EmbeddedDomainAuthenticator } from './adapters/domains/embedded.js';
 import { sendingDomainsProjection } from './projections/sending-domains.js';
+import { timelineProjection } from './projections/timeline.js';
+import { funnelProjection } from './projections/funnel.js';
 import { webhookSettings } from './commands/webhooks.js';
 import { exportSettings, sweepExpiredExports } from './commands/export.js';
 import { createWebhookDispatcher } from './workers/webhook-dispatcher.js';
@@ -74,6 +77,8 @@ export const projections: Projection[] = [
   templatesProjection,
   invitationsProjection,
   sendingDomainsProjection,
+  timelineProjection,
+  funnelProjection,
 ];
 
 export interface Platform {
@@ -315,6 +320,7 @@ async function startApi(
   every(60_000, 'export sweep', () => sweepExpiredExports(services, exportSettings(config)), closers, services.logger);
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
+    answerClientErrors(s);
     s.once('error', reject);
   });
   const address = server.address();

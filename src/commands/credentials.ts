@@ -1,5 +1,5 @@
 import type { CredentialVerifier, TokenSubject } from '../identity/credentials.js';
-import type { AccountDoc, TeamMemberDoc } from '../projections/accounts.js';
+import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
 import { dummyPasswordHash, sameSecret, verifyPassword } from '../shared/secrets.js';
 import type { Services } from './services.js';
 
@@ -22,7 +22,7 @@ export function accountCredentials(services: Services): CredentialVerifier {
       const matches = await verifyPassword(password, hash);
       if (!matches) return null;
       if (account) return { sub: account._id, tenant: account._id, role: 'client' } satisfies TokenSubject;
-      if (member) return { sub: member._id, tenant: member.clientId, role: 'team_member' } satisfies TokenSubject;
+      if (member) return { sub: teamMemberIdOf(member), tenant: member.clientId, role: 'team_member' } satisfies TokenSubject;
       return null;
     },
   };

@@ -10,7 +10,7 @@ import {
   type ScanInfo,
   type ScanOutcome,
 } from '../domain/guest.js';
-import type { AccountDoc, TeamMemberDoc } from '../projections/accounts.js';
+import type { AccountDoc } from '../projections/accounts.js';
 import type { GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
 import { getEvent } from './events.js';
@@ -65,7 +65,7 @@ function scanIdFor(context: CommandContext, eventId: string, nonce?: string): st
 async function scannedBy(services: Services, context: CommandContext): Promise<ScanInfo['scannedBy']> {
   const id = context.actor.id;
   if (context.actor.type === 'team_member') {
-    const member = await services.readStore.collection<TeamMemberDoc>('team_members').get(id);
+    const member = await findTeamMember(services, context.tenantId, id);
     return { id, username: member?.userName ?? id };
   }
   const account = await services.readStore.collection<AccountDoc>('accounts').get(id);
@@ -103,12 +103,15 @@ async function scanInfo(services: Services, context: CommandContext, eventId: st
 }
 
 /** The guests of this event that a lookup names (0, 1, or several for a shared barcode). */
-async function findGuests(services: Services, eventId: string, lookup: GuestLookup): Promise<GuestDoc[]> {
+async function findGuests(services: Services, clientId: string, eventId: string, lookup: GuestLookup): Promise<GuestDoc[]> {
   if (lookup.guestId) {
     const doc = await guests(services).get(lookup.guestId);
-    return doc && doc.eventId === eventId ? [doc] : [];
+    return doc && doc.clientId === clientId && doc.eventId === eventId ? [doc] : [];
   }
-  const filter = lookup.barcode !== undefined ? { barcode: lookup.barcode, eventId } : { customIdLower: lookup.customId!.toLowerCase(), eventId };
+  const filter =
+    lookup.barcode !== undefined
+      ? { barcode: lookup.barcode, clientId, eventId }
+      : { customIdLower: lookup.customId!.toLowerCase(), clientId, eventId };
   return (await guests(services).find(filter, { limit: 10 })).items;
 }
 
@@ -132,7 +135,7 @@ async function rejectUnmatched(
     data: { ...scan, eventId, reason, lookup, ...(candidates.length > 0 ? { candidates } : {}) },
   };
   const result = await services.eventStore.append(
-    doorStream(eventId),
+    doorStream(context.tenantId, eventId),
     [{ id: scan.scanId, type: event.type, data: event.data as unknown as Record<string, unknown>, metadata: {
       tenantId: context.tenantId,
       actor: context.actor,
@@ -172,7 +175,7 @@ export async function scan(
   await getEvent(services, context.tenantId, eventId);
   if (request.force) await checkMayForce(services, context);
   const info = await scanInfo(services, context, eventId, request);
-  const found = await findGuests(services, eventId, request);
+  const found = await findGuests(services, context.tenantId, eventId, request);
   if (found.length !== 1) {
     return rejectUnmatched(services, context, eventId, info, found.length === 0 ? 'not_found' : 'ambiguous', lookupOf(request), found.map((g) => g._id));
   }
@@ -202,14 +205,18 @@ export async function scan(
 const lookupOf = (request: GuestLookup): GuestLookup =>
   request.guestId ? { guestId: request.guestId } : request.barcode !== undefined ? { barcode: request.barcode } : { customId: request.customId! };
 
-/** Undo a check-in (by scan id or nonce) within the undo window; the annulment is itself an event. */
+/**
+ * Undo a check-in within the undo window, named by scan id or nonce, or by the guest (guestId or
+ * customId: that guest's last check-in); the annulment is itself an event.
+ */
 export async function undoCheckIn(
   services: Services,
   context: CommandContext,
   eventId: string,
-  request: { scanId?: string; nonce?: string },
+  request: { scanId?: string; nonce?: string; guestId?: string; customId?: string },
 ): Promise<{ annulled: string; guest: GuestView }> {
   await getEvent(services, context.tenantId, eventId);
+  if (request.guestId !== undefined || request.customId !== undefined) return undoLatest(services, context, eventId, request);
   const scanId = request.scanId ?? scanIdFor(context, eventId, request.nonce);
   const scanDoc = await services.readStore.collection<{ _id: string; guestId?: string; eventId: string; clientId: string }>('scans').get(scanId);
   if (!scanDoc?.guestId || scanDoc.eventId !== eventId || scanDoc.clientId !== context.tenantId) {
@@ -227,12 +234,33 @@ export async function undoCheckIn(
   return { annulled: scanId, guest: toGuestView(doc!) };
 }
 
-/** Block or unblock guests named by id or barcode; all are checked before any is changed. */
+async function undoLatest(
+  services: Services,
+  context: CommandContext,
+  eventId: string,
+  lookup: GuestLookup,
+): Promise<{ annulled: string; guest: GuestView }> {
+  const [found] = await findGuests(services, context.tenantId, eventId, lookup);
+  if (!found) throw new DomainError('not_found', 'no guest of this event has this id or customId');
+  const result = await handleCommand(services.eventStore, guestDecider, guestStream(found._id), {
+    type: 'AnnulCheckIn',
+    latest: true,
+    now: context.now.toISOString(),
+    undoWindowMs,
+    annulledBy: context.actor.id,
+  }, context);
+  await services.readYourWrites(result.position);
+  const doc = await guests(services).get(found._id);
+  const annulled = result.events.find((e) => e.type === 'GuestAdmissionAnnulled') as { data: { scanId: string } } | undefined;
+  return { annulled: annulled!.data.scanId, guest: toGuestView(doc!) };
+}
+
+/** Block or unblock guests named by id, customId or barcode; all are checked before any is changed. */
 export async function setBlocked(
   services: Services,
   context: CommandContext,
   eventId: string,
-  request: { ids?: string[]; barcodes?: string[]; reason?: string },
+  request: { ids?: string[]; customIds?: string[]; barcodes?: string[]; reason?: string },
   blocked: boolean,
 ): Promise<GuestView[]> {
   await getEvent(services, context.tenantId, eventId);
@@ -243,8 +271,13 @@ export async function setBlocked(
     if (!doc || doc.eventId !== eventId || doc.clientId !== context.tenantId) errors.push({ path: `ids.${i}`, message: 'no such guest in this event' });
     else targets.add(doc._id);
   }
+  for (const [i, customId] of (request.customIds ?? []).entries()) {
+    const [doc] = await findGuests(services, context.tenantId, eventId, { customId });
+    if (!doc) errors.push({ path: `customIds.${i}`, message: 'no guest of this event has this customId' });
+    else targets.add(doc._id);
+  }
   for (const [i, barcode] of (request.barcodes ?? []).entries()) {
-    const docs = await findGuests(services, eventId, { barcode });
+    const docs = await findGuests(services, context.tenantId, eventId, { barcode });
     if (docs.length === 0) errors.push({ path: `barcodes.${i}`, message: 'no guest of this event has this barcode' });
     for (const doc of docs) targets.add(doc._id);
   }

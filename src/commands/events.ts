@@ -1,6 +1,6 @@
-import { eventDecider, eventStream, type EventDetails } from '../domain/event.js';
+import { eventDecider, eventStream, legacyEventStream, type EventDetails } from '../domain/event.js';
 import { DomainError } from '../domain/decider.js';
-import { newId } from '../shared/ids.js';
+import { isUuid, newId, normalizeId, scopedKey } from '../shared/ids.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -13,8 +13,8 @@ export interface EventView extends EventDetails {
 type EventDoc = { _id: string; clientId: string; eventId: string; created: string; updated: string } & EventDetails;
 
 export function toEventView(doc: EventDoc): EventView {
-  const { _id, clientId: _c, eventId: _e, ...rest } = doc;
-  return { id: _id, ...rest };
+  const { _id, clientId: _c, eventId, ...rest } = doc;
+  return { id: eventId, ...rest };
 }
 
 /** Create an event, or update it when `id` names an existing event of the same client. */
@@ -24,8 +24,9 @@ export async function saveEvent(
   input: EventDetails & { id?: string },
 ): Promise<EventView> {
   const { id, ...details } = input;
-  const eventId = id ?? newId();
-  const result = await handleCommand(services.eventStore, eventDecider, eventStream(eventId), {
+  const eventId = normalizeId(id ?? newId());
+  const stream = await eventStreamOf(services, context.tenantId, eventId);
+  const result = await handleCommand(services.eventStore, eventDecider, stream, {
     type: 'SaveEvent',
     eventId,
     clientId: context.tenantId,
@@ -35,11 +36,36 @@ export async function saveEvent(
   return getEvent(services, context.tenantId, eventId);
 }
 
+/**
+ * The stream of this client's event. An event created before ids were scoped per client keeps
+ * its `event-<guid>` stream (docs/identifiers.md); everything else is `event-<client>:<id>`.
+ */
+async function eventStreamOf(services: Services, clientId: string, eventId: string): Promise<string> {
+  const scoped = eventStream(clientId, eventId);
+  if (!isUuid(eventId)) return scoped;
+  if ((await services.eventStore.readStream(scoped, { maxCount: 1 })).length > 0) return scoped;
+  const [first] = await services.eventStore.readStream(legacyEventStream(eventId), { maxCount: 1 });
+  return first && (first.data as { clientId?: string }).clientId === clientId ? legacyEventStream(eventId) : scoped;
+}
+
+/** The read-model key of a client's event. */
+export const eventKey = (clientId: string, eventId: string): string => scopedKey(clientId, eventId);
+
+/** An event of this client, or null (another client's events are not seen). */
+export async function findEvent(services: Services, clientId: string, eventId: string): Promise<EventView | null> {
+  const events = services.readStore.collection<EventDoc>('events');
+  const doc = await events.get(eventKey(clientId, eventId));
+  if (doc) return toEventView(doc);
+  // A document written before the keys were scoped (until `projections rebuild events`).
+  const legacy = isUuid(eventId) ? await events.get(eventId.toLowerCase()) : null;
+  return legacy && legacy.clientId === clientId ? toEventView(legacy) : null;
+}
+
 /** An event of this client; another client's is reported as not found. */
 export async function getEvent(services: Services, clientId: string, eventId: string): Promise<EventView> {
-  const doc = await services.readStore.collection<EventDoc>('events').get(eventId.toLowerCase());
-  if (!doc || doc.clientId !== clientId) throw new DomainError('not_found', 'event not found');
-  return toEventView(doc);
+  const event = await findEvent(services, clientId, eventId);
+  if (!event) throw new DomainError('not_found', 'event not found');
+  return event;
 }
 
 /** The client's events, by start time. */

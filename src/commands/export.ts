@@ -12,7 +12,7 @@ import type { Config } from '../config.js';
 import { DomainError } from '../domain/decider.js';
 import { CSV_MEDIA_TYPE, writeGuestsCsv } from '../exports/csv.js';
 import { XLSX_MEDIA_TYPE, writeGuestsExcel, type SummaryValue } from '../exports/excel.js';
-import { isTimeZone } from '../exports/wall-clock.js';
+import { ianaZone } from '../shared/time-zones.js';
 import { newId } from '../shared/ids.js';
 import { getEvent, type EventView } from './events.js';
 import { eventStats } from './guest-queries.js';
@@ -109,24 +109,56 @@ export async function createExport(
   type: ExportType,
 ): Promise<ExportFile> {
   const event = await getEvent(services, context.tenantId, eventId);
+  const zone = await timeZoneOf(services, context.tenantId, event);
+  return storeExport(services, settings, context, type, {
+    event,
+    zone,
+    kind: 'guests',
+    auditType: 'GuestsExported',
+    write: async (file) => {
+      const rows = guests(services).stream({ clientId: context.tenantId, eventId: event.id }, { sort: GUEST_ORDER });
+      if (type === 'CSV') return writeGuestsCsv(rows, file, { timeZone: zone.name });
+      const stats = await eventStats(services, context.tenantId, event.id);
+      return writeGuestsExcel(rows, file, {
+        timeZone: zone.name,
+        summary: (count) => summaryRows(event, stats, zone, context.now, count),
+      });
+    },
+  });
+}
+
+/** What one export writes: the event it belongs to, a word for its file name, and the writer. */
+export interface ExportJob {
+  event: EventView;
+  zone: ZoneChoice;
+  /** `guests`, `timeline`, `funnel`: the file name says what it holds. */
+  kind: string;
+  /** The audit event's type. */
+  auditType: string;
+  /** Writes the file in the requested format; returns its number of data rows. */
+  write(file: string): Promise<number>;
+}
+
+/**
+ * Every export's file handling: written to a partial file then renamed, recorded for its
+ * client with an expiry, and its taking audited as an event (guests, timeline, funnel alike).
+ */
+export async function storeExport(
+  services: Services,
+  settings: ExportSettings,
+  context: CommandContext,
+  type: ExportType,
+  job: ExportJob,
+): Promise<ExportFile> {
+  const { event, zone } = job;
   const exportId = newId();
   const file = `${exportId}.${formats[type].extension}`;
   const target = path.join(settings.dir, file);
   const partial = `${target}.part`;
   await fs.promises.mkdir(settings.dir, { recursive: true });
-  const zone = await timeZoneOf(services, context.tenantId, event);
-  const rows = guests(services).stream({ eventId: event.id }, { sort: GUEST_ORDER });
   let rowCount: number;
   try {
-    if (type === 'CSV') {
-      rowCount = await writeGuestsCsv(rows, partial, { timeZone: zone.name });
-    } else {
-      const stats = await eventStats(services, context.tenantId, event.id);
-      rowCount = await writeGuestsExcel(rows, partial, {
-        timeZone: zone.name,
-        summary: (count) => summaryRows(event, stats, zone, context.now, count),
-      });
-    }
+    rowCount = await job.write(partial);
     await fs.promises.rename(partial, target);
   } catch (error) {
     await fs.promises.rm(partial, { force: true });
@@ -137,7 +169,7 @@ export async function createExport(
     clientId: context.tenantId,
     eventId: event.id,
     type,
-    fileName: fileNameOf(event.title, context.now, formats[type].extension),
+    fileName: fileNameOf(event.title, context.now, formats[type].extension, job.kind),
     contentType: formats[type].contentType,
     file,
     rowCount,
@@ -154,7 +186,7 @@ export async function createExport(
     [
       {
         id: exportId,
-        type: 'GuestsExported',
+        type: job.auditType,
         data: { exportId, eventId: doc.eventId, type, rowCount, fileName: doc.fileName },
         metadata: {
           tenantId: context.tenantId,
@@ -168,8 +200,8 @@ export async function createExport(
     'no_stream',
   );
   services.logger.info(
-    { exportId, clientId: doc.clientId, eventId: doc.eventId, type, rowCount, actor: context.actor },
-    'guest export written',
+    { exportId, clientId: doc.clientId, eventId: doc.eventId, type, kind: job.kind, rowCount, actor: context.actor },
+    `${job.kind} export written`,
   );
   return { export: toView(doc), path: target };
 }
@@ -213,18 +245,23 @@ async function removeExport(services: Services, settings: ExportSettings, doc: E
   await exportsCollection(services).deleteOne(doc._id);
 }
 
-interface ZoneChoice {
+export interface ZoneChoice {
   name: string;
   /** Why the zone was chosen, for the summary sheet. */
   source: string;
 }
 
-/** The event's zone, else the account's, else UTC; names Intl does not know are skipped. */
-async function timeZoneOf(services: Services, clientId: string, event: EventView): Promise<ZoneChoice> {
-  if (event.timeZoneId && isTimeZone(event.timeZoneId)) return { name: event.timeZoneId, source: 'the event' };
+/**
+ * The event's zone, else the account's, else UTC. IANA and Windows names are both taken (a
+ * Windows name is shown as the IANA zone it maps to); names that are neither are skipped.
+ */
+export async function timeZoneOf(services: Services, clientId: string, event: EventView): Promise<ZoneChoice> {
+  const eventZone = event.timeZoneId ? ianaZone(event.timeZoneId) : undefined;
+  if (eventZone) return { name: eventZone, source: 'the event' };
   const account = await services.readStore.collection<{ _id: string; timeZoneId?: string }>('accounts').get(clientId);
-  const skipped = event.timeZoneId ? ` (the event's "${event.timeZoneId}" is not an IANA time zone)` : '';
-  if (account?.timeZoneId && isTimeZone(account.timeZoneId)) return { name: account.timeZoneId, source: `the account${skipped}` };
+  const skipped = event.timeZoneId ? ` (the event's "${event.timeZoneId}" is not a known time zone)` : '';
+  const accountZone = account?.timeZoneId ? ianaZone(account.timeZoneId) : undefined;
+  if (accountZone) return { name: accountZone, source: `the account${skipped}` };
   return { name: 'UTC', source: `default${skipped}` };
 }
 
@@ -258,8 +295,8 @@ function summaryRows(event: EventView, stats: Stats, zone: ZoneChoice, now: Date
   return rows;
 }
 
-/** `<title> guests <UTC time>.<ext>`, with what file systems refuse replaced. */
-function fileNameOf(title: string, at: Date, extension: string): string {
+/** `<title> <kind> <UTC time>.<ext>`, with what file systems refuse replaced. */
+function fileNameOf(title: string, at: Date, extension: string, kind: string): string {
   const safe =
     title
       .replace(/[\u0000-\u001f\u007f<>:"/\\|?*]/g, '_')
@@ -267,5 +304,5 @@ function fileNameOf(title: string, at: Date, extension: string): string {
       .trim()
       .slice(0, 100) || 'event';
   const stamp = at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  return `${safe} guests ${stamp}.${extension}`;
+  return `${safe} ${kind} ${stamp}.${extension}`;
 }

@@ -3,11 +3,12 @@ import type { Filter } from '../adapters/readstore/port.js';
 import { DomainError } from '../domain/decider.js';
 import { guestDecider, guestStream, type GuestEvent } from '../domain/guest.js';
 import { invitationStream } from '../domain/invitation.js';
-import { getEvent } from './events.js';
+import { eventKey, getEvent } from './events.js';
+import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
 import type { ScanDoc } from '../projections/guests.js';
-import type { TeamMemberDoc } from '../projections/accounts.js';
+import { teamMemberIdOf, type TeamMemberDoc } from '../projections/accounts.js';
 
 /** A literal text as a case-insensitive regex: the caller's text is never a pattern. */
 const literal = (text: string) => ({ $regex: text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), $options: 'i' });
@@ -33,7 +34,7 @@ const stateFilters: Record<NonNullable<GuestListQuery['state']>, Filter> = {
 /** Guests of an event, filtered; sorted by name, or by change time for offline sync. */
 export async function listGuests(services: Services, clientId: string, eventId: string, query: GuestListQuery) {
   await getEvent(services, clientId, eventId);
-  const clauses: Filter[] = [{ eventId }];
+  const clauses: Filter[] = [{ clientId, eventId }];
   if (query.tag) clauses.push({ tagList: query.tag.trim().toLowerCase() });
   if (query.state) clauses.push(stateFilters[query.state]);
   if (query.q) {
@@ -62,7 +63,7 @@ export async function guestsByInfo(
   additionalInfo: string,
 ): Promise<AsyncIterable<GuestView>> {
   await getEvent(services, clientId, eventId);
-  const docs = guests(services).stream({ eventId, additionalInfo: literal(additionalInfo) }, { sort: byName, readOnly: true });
+  const docs = guests(services).stream({ clientId, eventId, additionalInfo: literal(additionalInfo) }, { sort: byName, readOnly: true });
   return (async function* views() {
     for await (const doc of docs) yield toGuestView(doc);
   })();
@@ -77,7 +78,7 @@ export async function guestsByInfoPage(
 ): Promise<{ items: GuestView[]; nextCursor?: string }> {
   await getEvent(services, clientId, eventId);
   const page = await guests(services).find(
-    { eventId, additionalInfo: literal(query.additionalInfo) },
+    { clientId, eventId, additionalInfo: literal(query.additionalInfo) },
     { sort: byName, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
   );
   return { items: page.items.map(toGuestView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
@@ -91,7 +92,7 @@ export async function listScans(
 ) {
   await getEvent(services, clientId, eventId);
   const page = await services.readStore.collection<ScanDoc>('scans').find(
-    { eventId, ...(query.result ? { result: query.result } : {}) },
+    { clientId, eventId, ...(query.result ? { result: query.result } : {}) },
     { sort: { at: -1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
   );
   const items = page.items.map(({ _id, clientId: _c, ...scan }) => ({ scanId: _id, ...scan }));
@@ -117,12 +118,13 @@ interface TeamStatsDoc {
 export async function teamStats(services: Services, clientId: string, eventId: string, bucketMinutes: number) {
   await getEvent(services, clientId, eventId);
   const docs = new Map<string, TeamStatsDoc>();
-  for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ eventId })) {
-    if (doc.clientId === clientId) docs.set(doc.teamMemberId, doc);
+  for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ clientId, eventId })) {
+    docs.set(doc.teamMemberId, doc);
   }
   for await (const member of services.readStore.collection<TeamMemberDoc>('team_members').stream({ clientId })) {
-    if (!docs.has(member._id)) {
-      docs.set(member._id, { _id: `${eventId}:${member._id}`, eventId, clientId, teamMemberId: member._id, username: member.userName, checkedIn: 0, checkedOut: 0 });
+    const teamMemberId = teamMemberIdOf(member);
+    if (!docs.has(teamMemberId)) {
+      docs.set(teamMemberId, { _id: `${eventId}:${teamMemberId}`, eventId, clientId, teamMemberId, username: member.userName, checkedIn: 0, checkedOut: 0 });
     }
   }
   const sorted = [...docs.values()].sort((a, b) => (a.username < b.username ? -1 : a.username > b.username ? 1 : 0));
@@ -134,7 +136,7 @@ export async function teamStats(services: Services, clientId: string, eventId: s
       buckets.set(start, (buckets.get(start) ?? 0) + count);
     }
     stats.push({
-      id: doc._id,
+      id: `${doc.eventId}:${doc.teamMemberId}`,
       eventId: doc.eventId,
       teamMemberId: doc.teamMemberId,
       username: doc.username,
@@ -176,7 +178,7 @@ export async function eventStats(services: Services, clientId: string, eventId: 
   let plusOnesInvited = 0;
   let plusOnesAdmitted = 0;
   let blocked = 0;
-  for await (const guest of collection.stream({ eventId })) {
+  for await (const guest of collection.stream({ clientId, eventId })) {
     invited += 1;
     plusOnesInvited += guest.plusOnes ?? 0;
     if (guest.admitted) admitted += 1;
@@ -187,7 +189,7 @@ export async function eventStats(services: Services, clientId: string, eventId: 
     }
     if (guest.blockedDate) blocked += 1;
   }
-  const counters = await services.readStore.collection<EventStatsDoc>('event_stats').get(eventId);
+  const counters = await services.readStore.collection<EventStatsDoc>('event_stats').get(eventKey(clientId, eventId));
   return {
     eventId,
     invited,
@@ -203,8 +205,10 @@ export async function eventStats(services: Services, clientId: string, eventId: 
 }
 
 /** Audit: every event of a guest; with `asOf`, the guest as it was at that moment. */
-export async function guestHistory(services: Services, clientId: string, guestId: string, asOf?: string) {
-  const events = await services.eventStore.readStream(guestStream(guestId.toLowerCase()));
+export async function guestHistory(services: Services, clientId: string, idOrCustomId: string, query: { asOf?: string; eventId?: string }) {
+  const { asOf } = query;
+  const guestId = (await findGuestByIdOrCustomId(services, clientId, idOrCustomId, query.eventId))._id;
+  const events = await services.eventStore.readStream(guestStream(guestId));
   if (events.length === 0 || events[0]!.metadata.tenantId !== clientId) throw new DomainError('not_found', 'guest not found');
   const before = (e: StoredEvent) => !asOf || e.metadata.occurredAt <= asOf;
   const upTo = events.filter(before);

@@ -12,7 +12,8 @@ import { customIdStream, reservationDecider, reservationKey, type ReservationCom
 import type { GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
 import { getEvent } from './events.js';
-import { templates } from './templates.js';
+import { findGuestByIdOrCustomId } from './guest-lookup.js';
+import { findTemplateDoc } from './templates.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -127,7 +128,7 @@ export async function saveGuests(
             ...(imported && !plan.existing ? { imported } : {}),
           };
     items.push({ streamName: guestStream(plan.guestId), decider: guestDecider, command });
-    items.push(...customIdReservations(eventId, plan));
+    items.push(...customIdReservations(context.tenantId, eventId, plan));
   }
   const results = await handleCommands(services.eventStore, items, context);
   await services.readYourWrites(lastPosition(results));
@@ -153,7 +154,7 @@ async function checkInvitations(
     const templateId = plan.input.commsTemplateId;
     if (!templateId || templateId === plan.existing?.commsTemplateId) continue;
     if (!usable.has(templateId)) {
-      const template = await templates(services).get(templateId);
+      const template = await findTemplateDoc(services, clientId, templateId);
       usable.set(templateId, template?.clientId === clientId && template.eventId === eventId);
     }
     if (!usable.get(templateId)) throw new DomainError('not_found', `template ${templateId} not found in this event`);
@@ -169,12 +170,12 @@ async function checkInvitations(
 }
 
 /** Reserve a new customId (and release the old one) in the same batch as the guest's change. */
-function customIdReservations(eventId: string, plan: Planned): BatchItem[] {
+function customIdReservations(clientId: string, eventId: string, plan: Planned): BatchItem[] {
   const wanted = plan.input.customId;
   const current = plan.existing?.customId;
   if (wanted === undefined || (current !== undefined && reservationKey(current) === reservationKey(wanted))) return [];
   const reserve: BatchItem = {
-    streamName: customIdStream(eventId, wanted),
+    streamName: customIdStream(clientId, eventId, wanted),
     decider: reservationDecider,
     command: { type: 'Reserve', key: wanted, ownerType: 'guest', ownerId: plan.guestId } satisfies ReservationCommand,
   };
@@ -182,7 +183,7 @@ function customIdReservations(eventId: string, plan: Planned): BatchItem[] {
   return [
     reserve,
     {
-      streamName: customIdStream(eventId, current),
+      streamName: customIdStream(clientId, eventId, current),
       decider: reservationDecider,
       command: { type: 'Release', key: current, ownerId: plan.guestId } satisfies ReservationCommand,
     },
@@ -210,7 +211,7 @@ async function planGuests(
         throw new DomainError('not_found', `guest ${input.id} not found in this event`);
       }
     } else if (input.customId && mode === 'upsert') {
-      existing = await guests(services).findOne({ eventId, customIdLower: reservationKey(input.customId) });
+      existing = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: reservationKey(input.customId) });
     }
     errors.push(...recordErrors(input, mode === 'create' ? null : existing, eventId, at));
     const guestId = existing?._id ?? input.id ?? newId();
@@ -220,7 +221,7 @@ async function planGuests(
       const key = reservationKey(input.customId);
       if (seenCustomIds.has(key)) errors.push({ path: at('customId'), message: `repeats record ${seenCustomIds.get(key)}'s customId` });
       seenCustomIds.set(key, index);
-      const holder = await guests(services).findOne({ eventId, customIdLower: key });
+      const holder = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: key });
       if (holder && holder._id !== guestId) errors.push({ path: at('customId'), message: 'already used by another guest of this event' });
     }
     plans.push({ guestId, existing, input });
@@ -236,9 +237,7 @@ async function planGuests(
   return plans;
 }
 
-/** One guest of this client; another client's guest is not found. */
-export async function getGuest(services: Services, clientId: string, guestId: string): Promise<GuestView> {
-  const doc = await guests(services).get(guestId.toLowerCase());
-  if (!doc || doc.clientId !== clientId) throw new DomainError('not_found', 'guest not found');
-  return toGuestView(doc);
+/** One guest of this client, by id or customId (guest-lookup.ts); another client's guest is not found. */
+export async function getGuest(services: Services, clientId: string, idOrCustomId: string, eventId?: string): Promise<GuestView> {
+  return toGuestView(await findGuestByIdOrCustomId(services, clientId, idOrCustomId, eventId));
 }

@@ -1,8 +1,8 @@
 import { DomainError } from '../domain/decider.js';
 import { checkPasswordPolicy } from '../domain/password-policy.js';
 import { teamMemberDecider, teamMemberStream, type TeamMemberProfile } from '../domain/team-member.js';
-import type { AccountDoc, TeamMemberDoc } from '../projections/accounts.js';
-import { newId } from '../shared/ids.js';
+import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
+import { isUuid, newId, normalizeId, scopedKey } from '../shared/ids.js';
 import { hashPassword, verifyPassword } from '../shared/secrets.js';
 import { reserveUsername } from './accounts.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
@@ -14,7 +14,7 @@ export interface TeamMemberView extends TeamMemberProfile {
 }
 
 export const toTeamMemberView = (doc: TeamMemberDoc): TeamMemberView => ({
-  id: doc._id,
+  id: teamMemberIdOf(doc),
   userName: doc.userName,
   email: doc.email,
   ...(doc.firstName !== undefined ? { firstName: doc.firstName } : {}),
@@ -22,9 +22,13 @@ export const toTeamMemberView = (doc: TeamMemberDoc): TeamMemberView => ({
   canForce: doc.canForce ?? false,
 });
 
-/** A team member of this client by id, or null (another client's is not seen). */
+/**
+ * A team member of this client by id, or null (another client's is not seen: ids are scoped per
+ * client, docs/identifiers.md). A document from before the scoping is keyed by the bare GUID.
+ */
 export async function findTeamMember(services: Services, clientId: string, teamMemberId: string): Promise<TeamMemberDoc | null> {
-  const doc = await services.readStore.collection<TeamMemberDoc>('team_members').get(teamMemberId);
+  const members = services.readStore.collection<TeamMemberDoc>('team_members');
+  const doc = (await members.get(scopedKey(clientId, teamMemberId))) ?? (isUuid(teamMemberId) ? await members.get(teamMemberId.toLowerCase()) : null);
   return doc?.clientId === clientId ? doc : null;
 }
 
@@ -38,7 +42,7 @@ async function repeatedCreate(
   teamMemberId: string,
   input: TeamMemberProfile & { password: string },
 ): Promise<TeamMemberView | undefined> {
-  const doc = await services.readStore.collection<TeamMemberDoc>('team_members').get(teamMemberId);
+  const doc = await findTeamMember(services, clientId, teamMemberId);
   if (!doc) return undefined;
   const stored = toTeamMemberView(doc);
   const same =
@@ -59,14 +63,14 @@ export async function registerTeamMember(
   input: TeamMemberProfile & { id?: string; password: string },
 ): Promise<TeamMemberView> {
   const { id, password, ...profile } = input;
-  const teamMemberId = id ?? newId();
+  const teamMemberId = normalizeId(id ?? newId());
   checkPasswordPolicy(password, profile);
   if (id) {
     const repeated = await repeatedCreate(services, context.tenantId, teamMemberId, input);
     if (repeated) return repeated;
   }
   await reserveUsername(services, context, profile.userName, 'team_member', teamMemberId);
-  const result = await handleCommand(services.eventStore, teamMemberDecider, teamMemberStream(teamMemberId), {
+  const result = await handleCommand(services.eventStore, teamMemberDecider, teamMemberStream(context.tenantId, teamMemberId), {
     type: 'RegisterTeamMember',
     teamMemberId,
     clientId: context.tenantId,

@@ -4,7 +4,7 @@ import { checkTemplate, defaultSubject } from '../comms/merge-tokens.js';
 import { DomainError } from '../domain/decider.js';
 import { templateDecider, templateStream, type TemplateDetails } from '../domain/template.js';
 import type { TemplateDoc } from '../projections/templates.js';
-import { newId } from '../shared/ids.js';
+import { newId, scopedKey } from '../shared/ids.js';
 import { getEvent } from './events.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
@@ -32,7 +32,7 @@ export const templates = (services: Services) => services.readStore.collection<T
 
 export function toTemplateView(doc: TemplateDoc): TemplateView {
   return {
-    id: doc._id,
+    id: doc.templateId ?? doc._id,
     eventId: doc.eventId,
     name: doc.name,
     html: doc.html,
@@ -43,6 +43,15 @@ export function toTemplateView(doc: TemplateDoc): TemplateView {
     attachPdf: doc.attachPdf,
     created: doc.created,
   };
+}
+
+/** A template of this client, or null; another client's template with the same id is not seen. */
+export async function findTemplateDoc(services: Services, clientId: string, templateId: string): Promise<TemplateDoc | null> {
+  const doc = await templates(services).get(scopedKey(clientId, templateId));
+  if (doc) return doc;
+  // A document written before template ids were scoped (until `projections rebuild templates`).
+  const legacy = await templates(services).get(templateId.toLowerCase());
+  return legacy && legacy.clientId === clientId && legacy.templateId === undefined ? legacy : null;
 }
 
 /**
@@ -56,10 +65,10 @@ export async function createTemplate(
   context: CommandContext,
   input: TemplateInput,
 ): Promise<TemplateView> {
-  const templateId = input.id ?? newId();
+  const templateId = (input.id ?? newId()).toLowerCase();
   if (input.id) {
-    const existing = await templates(services).get(templateId);
-    if (existing) return toOwnView(existing, context.tenantId);
+    const existing = await findTemplateDoc(services, context.tenantId, templateId);
+    if (existing) return toTemplateView(existing);
   }
   await getEvent(services, context.tenantId, input.eventId);
   const { id: _id, ...fields } = input;
@@ -68,7 +77,7 @@ export async function createTemplate(
   const result = await handleCommand(
     services.eventStore,
     templateDecider,
-    templateStream(templateId),
+    templateStream(context.tenantId, templateId),
     { type: 'CreateTemplate', templateId, clientId: context.tenantId, details, at: context.now.toISOString() },
     context,
   );
@@ -94,17 +103,11 @@ export function assertSafeLinks(html: string, linkPolicy: LinkPolicy): void {
   });
 }
 
-const toOwnView = (doc: TemplateDoc, clientId: string): TemplateView => {
-  // Another client's template is reported as missing, never as forbidden.
-  if (doc.clientId !== clientId) throw new DomainError('not_found', 'template not found');
-  return toTemplateView(doc);
-};
-
-/** One template of this client. */
+/** One template of this client; another client's is reported as missing, never as forbidden. */
 export async function getTemplate(services: Services, clientId: string, templateId: string): Promise<TemplateView> {
-  const doc = await templates(services).get(templateId.toLowerCase());
+  const doc = await findTemplateDoc(services, clientId, templateId.toLowerCase());
   if (!doc) throw new DomainError('not_found', 'template not found');
-  return toOwnView(doc, clientId);
+  return toTemplateView(doc);
 }
 
 /** The client's templates, newest first, optionally of one event. */

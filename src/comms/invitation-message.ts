@@ -1,5 +1,6 @@
 import type { MailMessage } from '../adapters/mailer/port.js';
 import { defaultSubject, renderTemplate, type MergeValues } from './merge-tokens.js';
+import { ianaZone } from '../shared/time-zones.js';
 
 /** The parts an invitation email is made of, as the read models hold them. */
 export interface InvitationParts {
@@ -50,7 +51,7 @@ export function invitationMessage(parts: InvitationParts, sender: Sender): MailM
 
 export function mergeValuesOf(parts: InvitationParts): MergeValues {
   const { guest, event } = parts;
-  const zone = event.timeZoneId;
+  const zone = event.timeZoneId ? (ianaZone(event.timeZoneId) ?? event.timeZoneId) : undefined;
   const fullName = [guest.firstName, guest.otherNames, guest.lastName].filter((n) => n && n.trim()).join(' ');
   return {
     firstName: guest.firstName,

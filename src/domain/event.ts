@@ -1,3 +1,4 @@
+import { scopedKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
 
 /** An event (the occasion guests attend), as the spec's Event object describes it. */
@@ -26,7 +27,10 @@ export type EventState =
   | { status: 'none' }
   | { status: 'exists'; clientId: string; details: EventDetails };
 
-export const eventStream = (eventId: string): string => `event-${eventId.toLowerCase()}`;
+/** Event ids are the caller's and scoped per client (docs/identifiers.md). */
+export const eventStream = (clientId: string, eventId: string): string => `event-${scopedKey(clientId, eventId)}`;
+/** Before ids were scoped, an event (a GUID then) had the stream `event-<guid>`; such streams are still used. */
+export const legacyEventStream = (eventId: string): string => `event-${eventId.toLowerCase()}`;
 
 const sameDetails = (a: EventDetails, b: EventDetails): boolean =>
   JSON.stringify(a, Object.keys(a).sort()) === JSON.stringify(b, Object.keys(b).sort());

@@ -1,3 +1,4 @@
+import { scopedKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
 
 /**
@@ -192,7 +193,8 @@ export type GuestCommand =
     }
   | { type: 'CheckIn'; scan: ScanInfo; plusOnes?: number; force: boolean; recordedAt: string }
   | { type: 'CheckOut'; scan: ScanInfo }
-  | { type: 'AnnulCheckIn'; scanId?: string; nonce?: string; now: string; undoWindowMs: number; annulledBy: string }
+  /** Names the check-in by scan id or nonce, or `latest`: the guest's last check-in (undo named by guest). */
+  | { type: 'AnnulCheckIn'; scanId?: string; nonce?: string; latest?: boolean; now: string; undoWindowMs: number; annulledBy: string }
   /** An explicit send (POST /comms/v1/api/comms/send): always a new invitation, even of the same template. */
   | { type: 'RequestInvitation'; templateId: string; invitationId: string; correlationId?: string }
   | { type: 'Block'; reason: string; at: string }
@@ -204,7 +206,7 @@ export const guestStream = (guestId: string): string => `guest-${guestId}`;
  * Scans that match no single guest (unknown barcode, or one shared by several guests) are
  * still recorded, on the event's door stream, so the organizer sees them.
  */
-export const doorStream = (eventId: string): string => `door-${eventId}`;
+export const doorStream = (clientId: string, eventId: string): string => `door-${scopedKey(clientId, eventId)}`;
 
 export type DoorEvent = {
   type: 'UnmatchedScanRejected';
@@ -491,9 +493,10 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
       case 'AnnulCheckIn': {
         const last = state.lastAdmission;
         const matches =
-          last && ((command.scanId && last.scanId === command.scanId) || (command.nonce && last.nonce === command.nonce));
+          last &&
+          (command.latest || (command.scanId && last.scanId === command.scanId) || (command.nonce && last.nonce === command.nonce));
         if (!last || !matches) {
-          throw new DomainError('not_found', 'no check-in with this scan id or nonce that can still be undone', {
+          throw new DomainError('not_found', command.latest ? 'the guest has no check-in that can still be undone' : 'no check-in with this scan id or nonce that can still be undone', {
             code: 'check_in_not_found',
           });
         }

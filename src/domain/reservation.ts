@@ -1,3 +1,4 @@
+import { scopedKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
 
 /**
@@ -18,8 +19,9 @@ export type ReservationState = { ownerId?: string };
 export const reservationKey = (value: string): string => value.trim().toLowerCase();
 
 export const usernameStream = (userName: string): string => `username-${reservationKey(userName)}`;
-export const customIdStream = (eventId: string, customId: string): string =>
-  `guestcustomid-${eventId}-${reservationKey(customId)}`;
+/** A customId is unique within one event of one client; every part is percent-encoded (docs/identifiers.md). */
+export const customIdStream = (clientId: string, eventId: string, customId: string): string =>
+  `guestcustomid-${scopedKey(clientId, eventId)}:${encodeURIComponent(reservationKey(customId))}`;
 
 export const reservationDecider: Decider<ReservationState, ReservationCommand, ReservationEvent> = {
   initialState: () => ({}),

@@ -1,3 +1,4 @@
+import { scopedKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
 
 export interface TeamMemberProfile {
@@ -24,7 +25,8 @@ export type TeamMemberCommand = {
 
 export type TeamMemberState = { status: 'none' } | { status: 'registered'; clientId: string; profile: TeamMemberProfile };
 
-export const teamMemberStream = (id: string): string => `teammember-${id}`;
+/** Team member ids are the caller's and scoped per client (docs/identifiers.md). */
+export const teamMemberStream = (clientId: string, id: string): string => `teammember-${scopedKey(clientId, id)}`;
 
 export const teamMemberDecider: Decider<TeamMemberState, TeamMemberCommand, TeamMemberEvent> = {
   initialState: () => ({ status: 'none' }),
@@ -34,7 +36,6 @@ export const teamMemberDecider: Decider<TeamMemberState, TeamMemberCommand, Team
   },
   decide(command, state) {
     if (state.status === 'registered') {
-      // A caller-chosen id of another client's team member is reported as taken, not as theirs.
       throw new DomainError('conflict', 'a team member with this id already exists', { code: 'team_member_exists' });
     }
     return [

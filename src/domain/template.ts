@@ -1,3 +1,4 @@
+import { scopedKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
 
 /**
@@ -31,7 +32,8 @@ export type TemplateCommand = {
 
 export type TemplateState = { status: 'none' } | { status: 'exists'; clientId: string };
 
-export const templateStream = (templateId: string): string => `template-${templateId.toLowerCase()}`;
+/** Template ids may be the caller's, so they are scoped per client (docs/identifiers.md). */
+export const templateStream = (clientId: string, templateId: string): string => `template-${scopedKey(clientId, templateId)}`;
 
 export const templateDecider: Decider<TemplateState, TemplateCommand, TemplateEvent> = {
   initialState: () => ({ status: 'none' }),

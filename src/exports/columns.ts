@@ -3,13 +3,13 @@ import type { GuestDoc } from '../projections/guests.js';
 /** How a column's values are typed in Excel (CSV writes them all as text). */
 export type ColumnKind = 'text' | 'integer' | 'boolean' | 'timestamp';
 
-export interface Column {
+export interface Column<Row = GuestDoc> {
   /** Header text: the spec's Guest field name, so a file can be mapped back onto the API. */
   name: string;
   kind: ColumnKind;
   /** Excel column width in characters. */
   width: number;
-  value(guest: GuestDoc): string | number | boolean | undefined;
+  value(row: Row): string | number | boolean | undefined;
 }
 
 const field =

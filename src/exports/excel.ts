@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import ExcelJS from 'exceljs';
 import type { GuestDoc } from '../projections/guests.js';
-import { guestColumns, neutralise } from './columns.js';
+import { guestColumns, neutralise, type Column } from './columns.js';
 import { wallClock } from './wall-clock.js';
 
 export const XLSX_MEDIA_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
@@ -13,7 +13,10 @@ export const DATE_TIME_FORMAT = 'yyyy-mm-dd hh:mm:ss';
 /** A value of the summary sheet; a Date is an instant, shown in the export's time zone. */
 export type SummaryValue = string | number | boolean | Date;
 
-export interface ExcelExportOptions {
+export interface ExcelExportOptions<Row = GuestDoc> {
+  /** Name of the data sheet (default "Guests") and its columns (default the guest columns). */
+  sheetName?: string;
+  columns?: readonly Column<Row>[];
   /** IANA zone the date cells are shown in. */
   timeZone: string;
   /** Rows of the "Summary" sheet, given the number of guests written. */
@@ -32,6 +35,15 @@ const PENDING_BYTES_LIMIT = 1024 * 1024;
  * Returns the number of guest rows.
  */
 export async function writeGuestsExcel(guests: AsyncIterable<GuestDoc>, file: string, options: ExcelExportOptions): Promise<number> {
+  return writeExcel(guests, file, options);
+}
+
+/** Any rows under `options.columns`, written as guests are (analytics exports). */
+export async function writeExcel<Row>(
+  guests: AsyncIterable<Row> | Iterable<Row>,
+  file: string,
+  options: ExcelExportOptions<Row>,
+): Promise<number> {
   const output = createWriteStream(file);
   // A failed file write ends any wait for backpressure (workbook.commit reports it too).
   const failed = new Promise<never>((_, reject) => output.once('error', reject));
@@ -44,29 +56,35 @@ export async function writeGuestsExcel(guests: AsyncIterable<GuestDoc>, file: st
   }
 }
 
-async function writeWorkbook(guests: AsyncIterable<GuestDoc>, output: WriteStream, failed: Promise<never>, options: ExcelExportOptions): Promise<number> {
+async function writeWorkbook<Row>(
+  guests: AsyncIterable<Row> | Iterable<Row>,
+  output: WriteStream,
+  failed: Promise<never>,
+  options: ExcelExportOptions<Row>,
+): Promise<number> {
+  const columns = options.columns ?? (guestColumns as unknown as readonly Column<Row>[]);
   // Shared strings would keep every distinct text in memory until the end (inline strings instead);
   // styles are needed for the date format.
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: output, useStyles: true, useSharedStrings: false });
   workbook.creator = 'checkin-service';
-  const sheet = workbook.addWorksheet('Guests', { views: [{ state: 'frozen', ySplit: 1, topLeftCell: 'A2', activeCell: 'A2' }] });
-  sheet.columns = guestColumns.map((column) => ({
+  const sheet = workbook.addWorksheet(options.sheetName ?? 'Guests', { views: [{ state: 'frozen', ySplit: 1, topLeftCell: 'A2', activeCell: 'A2' }] });
+  sheet.columns = columns.map((column) => ({
     key: column.name,
     width: column.width,
     ...(column.kind === 'timestamp' ? { style: { numFmt: DATE_TIME_FORMAT } } : {}),
   }));
-  const header = sheet.addRow(guestColumns.map((column) => column.name));
+  const header = sheet.addRow(columns.map((column) => column.name));
   header.font = { bold: true };
   header.commit();
 
   const toWall = wallClock(options.timeZone);
   let rows = 0;
   for await (const guest of guests) {
-    sheet.addRow(guestColumns.map((column) => cellValue(column.kind, column.value(guest), toWall))).commit();
+    sheet.addRow(columns.map((column) => cellValue(column.kind, column.value(guest), toWall))).commit();
     rows += 1;
     if (rows % ROWS_PER_CHECK === 0) await Promise.race([drained(sheet, output), failed]);
   }
-  sheet.autoFilter = { from: { row: 1, column: 1 }, to: { row: rows + 1, column: guestColumns.length } };
+  sheet.autoFilter = { from: { row: 1, column: 1 }, to: { row: rows + 1, column: columns.length } };
   sheet.commit();
 
   const summary = workbook.addWorksheet('Summary');

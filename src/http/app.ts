@@ -7,6 +7,9 @@ import './webhooks-doc.js';
 import { commsGates } from './auth.js';
 import { idempotency } from './middleware/idempotency.js';
 import type { RateLimits } from './middleware/rate-limit.js';
+import { declaredLengthLimit, jsonOnly, verifyUtf8 } from './middleware/body-guards.js';
+import { methodGuard } from './middleware/methods.js';
+import { declaredRoutes } from './route.js';
 import { docsRouter } from './docs-page.js';
 import { adminAuth, adminRouter } from './routes/admin.js';
 import { eventsRouter } from './routes/events.js';
@@ -21,6 +24,8 @@ import type { LinkPolicy } from '../comms/link-safety.js';
 import { commsRouter } from './routes/comms.js';
 import { providerEventsRouter } from './routes/provider-events.js';
 import { sendingDomainRouter } from './routes/sending-domain.js';
+import { analyticsRouter } from './routes/analytics.js';
+import { dashboardRouter, type DashboardOptions } from '../dashboard/page.js';
 import type { DomainAuthenticator } from '../adapters/domains/port.js';
 import type { Metrics } from '../observability/metrics.js';
 import { traceContext } from './middleware/trace-context.js';
@@ -49,6 +54,8 @@ export interface AppOptions {
   webhooks?: WebhookSettings;
   /** Mounts the guest export routes (/checkin/v1/api/event/export...) when set. */
   exports?: ExportSettings;
+  /** The /dashboard page's settings (its token endpoint; default the dev provider's). */
+  dashboard?: DashboardOptions;
   /** Mounts templates, send and invitations (and the provider event intake when its key is set). */
   comms?: { linkPolicy: LinkPolicy; domains: DomainAuthenticator; sendgridEventPublicKey?: string };
   /** Mounts GET /metrics and observes every request (docs/operations.md "Metrics"). */
@@ -56,6 +63,8 @@ export interface AppOptions {
   /** Load shedding: 503 + Retry-After while overloaded; /healthz, /readyz and /metrics stay before it. */
   overload?: RequestHandler;
 }
+
+const apiAreas = ['/checkin/v1', '/comms/v1', '/users/v1', '/admin/v1'];
 
 export function createApp(options: AppOptions): Express {
   const { services } = options;
@@ -90,30 +99,32 @@ export function createApp(options: AppOptions): Express {
     res.type('json').send(document);
   });
   app.use(docsRouter('/openapi.json'));
+  app.use(dashboardRouter(options.dashboard));
   // Spec Limits: every request to the API host counts, the token endpoint included (password guessing).
   if (options.rateLimits) app.use(options.rateLimits.all, options.rateLimits.send);
   if (options.identityProvider) app.use('/core', options.identityProvider);
 
   if (options.comms?.sendgridEventPublicKey) app.use(providerEventsRouter(services, options.comms.sendgridEventPublicKey));
-  app.use(express.json({ limit: options.bodyLimit, strict: false }));
+
+  const routers = [eventsRouter(services), guestsRouter(services), teamMembersRouter(services), usersRouter(services)];
+  if (options.webhooks) routers.push(webhooksRouter(services, options.webhooks));
+  if (options.exports) routers.push(exportRouter(services, options.exports));
+  routers.push(analyticsRouter(services, options.exports));
+  if (options.comms) routers.push(commsRouter(services, options.comms.linkPolicy), sendingDomainRouter(services, options.comms.domains));
+  const admin = options.adminApiKey ? adminRouter(services) : undefined;
+  // Before authentication: which methods a path takes is public (it is in /openapi.json).
+  app.use(methodGuard(declaredRoutes(admin ? [...routers, admin] : routers)));
+  app.use(apiAreas, declaredLengthLimit(options.bodyLimit), jsonOnly);
+  app.use(express.json({ limit: options.bodyLimit, strict: false, type: ['application/json', 'application/*+json'], verify: verifyUtf8 }));
   // Every API area needs authentication; routers declare their full paths.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], options.authenticate);
   app.use('/comms/v1', commsGates());
   // After the gates, so a refusal is not stored and replayed once the account is enabled.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], idempotency(services.readStore, { now: () => services.clock.now() }));
-  app.use(eventsRouter(services));
-  app.use(guestsRouter(services));
-  app.use(teamMembersRouter(services));
-  app.use(usersRouter(services));
-  if (options.webhooks) app.use(webhooksRouter(services, options.webhooks));
-  if (options.exports) app.use(exportRouter(services, options.exports));
-  if (options.comms) {
-    app.use(commsRouter(services, options.comms.linkPolicy));
-    app.use(sendingDomainRouter(services, options.comms.domains));
-  }
-  if (options.adminApiKey) {
-    app.use('/admin/v1', adminAuth(options.adminApiKey));
-    app.use(adminRouter(services));
+  for (const router of routers) app.use(router);
+  if (admin) {
+    app.use('/admin/v1', adminAuth(options.adminApiKey!));
+    app.use(admin);
   }
 
   app.use(unknownRoute);

@@ -3,6 +3,10 @@ import { getOpenApiMetadata, type RouteConfig, type ZodContentObject } from '@as
 import { z, type ZodType } from 'zod';
 import { ErrorBody, registry } from './openapi.js';
 import { fromZodError, HttpError } from './errors.js';
+import type { KnownRoute } from './middleware/methods.js';
+import { readingTimesIn } from './schemas/common.js';
+import { isWallTime } from '../shared/date-time.js';
+import { ianaZone } from '../shared/time-zones.js';
 import { principalOf, type Principal } from './context.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -42,6 +46,12 @@ export interface RouteSpec<B extends ZodType, Q extends ZodType, P extends ZodTy
   roles?: Principal['role'][];
   /** Error statuses this route can answer, for the document. */
   errors?: number[];
+  /**
+   * The time zone (IANA or Windows name) in which the request's date-times without an offset
+   * are read, from the raw request (e.g. the event's); the client's zone, else UTC, when it
+   * gives none.
+   */
+  timeZone?: (raw: { params: Record<string, string>; body: unknown; query: unknown }, res: Response) => Promise<string | undefined>;
 }
 
 export interface RouteInput<B, Q, P> {
@@ -59,6 +69,7 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
   handler: (input: RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>) => Promise<unknown>,
 ): void {
   register(spec);
+  declared.set(router, [...(declared.get(router) ?? []), { method: spec.method, path: spec.path }]);
   const roles = spec.roles ?? ['client'];
   router[spec.method](spec.path, async (req, res) => {
     if (spec.secured !== false && !roles.includes(principalOf(res).role)) {
@@ -70,10 +81,13 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
       if (!result.success) throw fromZodError(result.error);
       return result.data;
     };
-    const params = parse(spec.params, req.params);
-    const query = parse(spec.query, req.query);
-    // No body reads as {}; a JSON null is a body, and is refused like any other non-object.
-    const body = parse(spec.body, spec.body ? (req.body === undefined ? {} : req.body) : undefined);
+    const zone = hasWallTime(req.query) || hasWallTime(req.body) ? await readingZoneOf(spec, req, res) : 'UTC';
+    const { params, query, body } = readingTimesIn(zone, () => ({
+      params: parse(spec.params, req.params),
+      query: parse(spec.query, req.query),
+      // No body reads as {}; a JSON null is a body, and is refused like any other non-object.
+      body: parse(spec.body, spec.body ? (req.body === undefined ? {} : req.body) : undefined),
+    }));
     const value = await handler({ body, query, params, req, res } as RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>);
     if (res.headersSent) return;
     const status = spec.status ?? 200;
@@ -81,6 +95,29 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
     else res.status(status).json(value);
   });
 }
+
+/** Whether a request value holds a date-time without an offset anywhere. */
+function hasWallTime(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return isWallTime(value);
+  if (depth > 4 || value === null || typeof value !== 'object') return false;
+  return Object.values(value).some((v) => hasWallTime(v, depth + 1));
+}
+
+/** The route's zone (the event's), else the client's, else UTC; names neither IANA nor Windows are skipped. */
+async function readingZoneOf(spec: RouteSpec<ZodType, ZodType, ZodType>, req: Request, res: Response): Promise<string> {
+  const given = await spec.timeZone?.({ params: req.params as Record<string, string>, body: req.body, query: req.query }, res);
+  const account = res.locals.account as { timeZoneId?: string } | undefined;
+  for (const name of [given, account?.timeZoneId]) {
+    const zone = name ? ianaZone(name) : undefined;
+    if (zone) return zone;
+  }
+  return 'UTC';
+}
+
+const declared = new WeakMap<Router, KnownRoute[]>();
+
+/** The routes `defineRoute` declared on these routers (for 405 and OPTIONS). */
+export const declaredRoutes = (routers: Router[]): KnownRoute[] => routers.flatMap((r) => declared.get(r) ?? []);
 
 const errorText: Record<number, string> = {
   400: 'Validation error: `errors` names each field that is wrong',

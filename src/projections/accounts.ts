@@ -3,6 +3,7 @@ import type { WriteOp } from '../adapters/readstore/port.js';
 import type { AccountEvent } from '../domain/account.js';
 import type { TeamMemberEvent } from '../domain/team-member.js';
 import type { Projection } from './projection.js';
+import { scopedKey } from '../shared/ids.js';
 
 /**
  * `accounts`: one document per client account, read by authentication (hashes of the
@@ -33,7 +34,10 @@ export interface AccountDoc {
 }
 
 export interface TeamMemberDoc {
+  /** The client and the team member id (`scopedKey`): team member ids are scoped per client. */
   _id: string;
+  /** Absent in documents written before ids were scoped, whose `_id` is the id. */
+  teamMemberId?: string;
   clientId: string;
   userName: string;
   userNameLower: string;
@@ -124,6 +128,9 @@ export const accountsProjection: Projection = {
   },
 };
 
+/** The team member id of a document (older documents had it as `_id`). */
+export const teamMemberIdOf = (doc: TeamMemberDoc): string => doc.teamMemberId ?? doc._id;
+
 /** `team_members`: door staff per client, for the password grant and the team member lists. */
 export const teamMembersProjection: Projection = {
   name: 'team_members',
@@ -145,8 +152,8 @@ export const teamMembersProjection: Projection = {
       {
         kind: 'replace',
         collection: 'team_members',
-        id: teamMemberId,
-        doc: { ...fields, userNameLower: fields.userName.toLowerCase(), created: stored.metadata.occurredAt },
+        id: scopedKey(fields.clientId, teamMemberId),
+        doc: { teamMemberId, ...fields, userNameLower: fields.userName.toLowerCase(), created: stored.metadata.occurredAt },
       },
     ];
   },

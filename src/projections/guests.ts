@@ -2,6 +2,7 @@ import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { WriteOp } from '../adapters/readstore/port.js';
 import type { DoorEvent, GuestDetails, GuestEvent } from '../domain/guest.js';
 import type { Projection } from './projection.js';
+import { scopedKey } from '../shared/ids.js';
 
 /** `guests`: one document per guest; every guest query reads it (docs/read-models.md). */
 export interface GuestDoc extends GuestDetails {
@@ -212,7 +213,7 @@ function teamStatsOps(
     {
       kind: 'update',
       collection: 'team_stats',
-      id: `${event.data.eventId}:${scannedBy.id}`,
+      id: `${scopedKey(event.metadata.tenantId, event.data.eventId)}:${encodeURIComponent(scannedBy.id)}`,
       upsert: true,
       update: {
         $set: { eventId: event.data.eventId, clientId: event.metadata.tenantId, teamMemberId: scannedBy.id, username: scannedBy.username },
@@ -242,7 +243,7 @@ function eventStatsOp(event: StoredEvent & { data: { eventId: string } }, inc: R
   return {
     kind: 'update',
     collection: 'event_stats',
-    id: event.data.eventId,
+    id: scopedKey(event.metadata.tenantId, event.data.eventId),
     upsert: true,
     update: { $set: { clientId: event.metadata.tenantId }, $inc: inc },
   };

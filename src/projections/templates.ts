@@ -1,8 +1,10 @@
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { TemplateDetails, TemplateEvent } from '../domain/template.js';
 import type { Projection } from './projection.js';
+import { scopedKey } from '../shared/ids.js';
 
-export type TemplateDoc = { _id: string; clientId: string; created: string } & TemplateDetails;
+/** `_id` is `scopedKey(clientId, templateId)`; documents written before ids were scoped have the id as `_id` and no `templateId`. */
+export type TemplateDoc = { _id: string; templateId?: string; clientId: string; created: string } & TemplateDetails;
 
 /** `templates` read model: one document per invitation template (templates never change). */
 export const templatesProjection: Projection = {
@@ -21,6 +23,7 @@ export const templatesProjection: Projection = {
     const event = stored as unknown as StoredEvent & TemplateEvent;
     if (event.type !== 'TemplateCreated') return [];
     const { templateId, ...fields } = event.data;
-    return [{ kind: 'update', collection: 'templates', id: templateId, upsert: true, update: { $set: fields } }];
+    const id = scopedKey(fields.clientId, templateId);
+    return [{ kind: 'update', collection: 'templates', id, upsert: true, update: { $set: { templateId, ...fields } } }];
   },
 };

@@ -1,6 +1,8 @@
 import type { Bus, BusMessage, Consumer } from '../adapters/bus/port.js';
 import { MailerError, type Mailer, type MailMessage } from '../adapters/mailer/port.js';
 import { handleCommand, type CommandContext } from '../commands/handle-command.js';
+import { findEvent } from '../commands/events.js';
+import { findTemplateDoc } from '../commands/templates.js';
 import type { Services } from '../commands/services.js';
 import { enabledSendingAddress } from '../commands/sending-domain.js';
 import { invitationMessage, type InvitationParts, type Sender } from '../comms/invitation-message.js';
@@ -211,8 +213,8 @@ export class SendWorker implements Worker {
     const { readStore } = this.services;
     const [guest, template, event, account] = await Promise.all([
       readStore.collection<GuestDoc>('guests').get(ids.attendeeId),
-      readStore.collection<TemplateDoc>('templates').get(ids.templateId),
-      readStore.collection<{ _id: string; clientId: string } & InvitationParts['event']>('events').get(ids.eventId),
+      findTemplateDoc(this.services, ids.clientId, ids.templateId),
+      findEvent(this.services, ids.clientId, ids.eventId),
       readStore.collection<AccountDoc>('accounts').get(ids.clientId),
     ]);
     if (!guest || guest.clientId !== ids.clientId) return { refuse: 'guest_not_found', error: 'the guest no longer exists' };

@@ -131,18 +131,23 @@ describe('templates (spec: Comms template, Comms rule 1)', () => {
     const again = await client.call('POST', `${api}/template`, templateBody(eventId, { id, name: 'Other name', html: '<p>other</p>' }));
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
-    expect((await service.platform.eventStore.readStream(`template-${id}`)).length).toBe(1);
+    expect((await service.platform.eventStore.readStream(`template-${client.id}:${id}`)).length).toBe(1);
   });
 
-  it('reports another client’s template and event as not found', async () => {
+  it('reports another client’s template and event as not found; the same template id is another client’s own', async () => {
     const owner = await commsClient();
     const other = await commsClient();
     const eventId = await eventOf(owner);
     const templateId = await templateOf(owner, eventId);
     expect((await other.call('GET', `${api}/template/${templateId}`)).status).toBe(404);
     expect((await other.call('POST', `${api}/template`, templateBody(eventId))).status).toBe(404);
-    expect((await other.call('POST', `${api}/template`, templateBody(await eventOf(other), { id: templateId }))).status).toBe(404);
     expect((await other.call('GET', `${api}/templates`)).body.items).toEqual([]);
+    // Template ids are scoped per client: the same id is the other client's own template, and neither sees the other's.
+    const own = await other.call('POST', `${api}/template`, templateBody(await eventOf(other), { id: templateId, name: 'Other’s' }));
+    expect(own.status).toBe(200);
+    expect(own.body).toMatchObject({ id: templateId, name: 'Other’s' });
+    expect((await owner.call('GET', `${api}/template/${templateId}`)).body.name).not.toBe('Other’s');
+    expect((await other.call('GET', `${api}/template/${templateId}`)).body.name).toBe('Other’s');
   });
 
   it('refuses unknown merge tokens (400, naming the token) and unsafe links (422 spam_check_failed), storing nothing', async () => {

@@ -66,7 +66,7 @@ beforeAll(async () => {
   eventId = event.body.id;
   const created = await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [
     { firstName: 'Zoë', lastName: 'Müller, "Jr."', otherNames: 'two\nlines', email: 'zoe@example.com', plusOnes: 2, isGroup: true, barcode: 'Z-1', tags: 'vip,press' },
-    { firstName: '=HYPERLINK("http://evil.example","click")', lastName: '+SUM(A1:A9)', additionalInfo: '@cmd|calc', barcode: '-12', customId: '\tpadded', correlationId: '\rcr' },
+    { firstName: '=HYPERLINK("http://evil.example","click")', lastName: '+SUM(A1:A9)', additionalInfo: '@cmd|calc', barcode: '-12', customId: '=C-2', otherNames: '\tpadded', correlationId: '\rcr' },
     { firstName: 'Åsa', lastName: 'Ångström', otherNames: 'comma, inside', validFrom: '2026-07-01T10:00:00Z', validTo: '2026-12-01T10:00:00Z', plusOnes: 0, isGroup: false },
     { firstName: 'Bob', lastName: 'Blocked', barcode: 'B-1' },
   ]);
@@ -134,7 +134,8 @@ describe('CSV export (spec: POST /checkin/v1/api/event/export)', () => {
       firstName: `'=HYPERLINK("http://evil.example","click")`,
       lastName: "'+SUM(A1:A9)",
       additionalInfo: "'@cmd|calc",
-      customId: "'\tpadded",
+      customId: "'=C-2",
+      otherNames: "'\tpadded",
       correlationId: "'\rcr",
     });
     const zoe = records.find((r) => r.firstName === 'Zoë')!;
@@ -291,7 +292,8 @@ describe('validation, tenancy and roles', () => {
     expect(missingId.body.errors.map((e: { path: string }) => e.path)).toContain('id');
     const { title: _t, ...noTitle } = eventBody();
     expect((await exportCall(alice, noTitle)).status).toBe(400);
-    expect((await exportCall(alice, { ...eventBody(), id: 'not-a-guid' })).status).toBe(400);
+    expect((await exportCall(alice, { ...eventBody(), id: 'x'.repeat(129) })).status).toBe(400);
+    expect((await exportCall(alice, { ...eventBody(), id: 'no-such-event' })).status).toBe(404);
   });
 
   it("reports another client's event, an unknown event and another client's export as 404", async () => {

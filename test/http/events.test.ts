@@ -37,26 +37,30 @@ describe('events over HTTP', () => {
     expect((await alice.call('GET', `/checkin/v1/api/event/${id}`)).body).toMatchObject({ title: 'Gala 2', ...kept });
     const cleared = await alice.call('POST', '/checkin/v1/api/event', { ...event, id, title: 'Gala 2', tags: '', active: true });
     expect(cleared.body).toMatchObject({ tags: '', active: true, timeZoneId: 'Europe/Berlin', customData: '{"crm":7}' });
-    const history = await service.platform.eventStore.readStream(`event-${id.toLowerCase()}`);
+    const history = await service.platform.eventStore.readStream(`event-${alice.id}:${id.toLowerCase()}`);
     expect(history.map((e) => e.type)).toEqual(['EventCreated', 'EventUpdated', 'EventUpdated']);
     expect(history[1]!.metadata).toMatchObject({ tenantId: alice.id, actor: { type: 'client', id: alice.id } });
   });
 
-  it('reports another client’s event as 404 on read and on update, and changes nothing', async () => {
+  it('reports another client’s event as 404 on read; the same id posted by another client is that client’s own event', async () => {
     const created = await alice.call('POST', '/checkin/v1/api/event', event);
     const read = await bob.call('GET', `/checkin/v1/api/event/${created.body.id}`);
     expect(read.status).toBe(404);
     expect(read.body.code).toBe('not_found');
-    const update = await bob.call('POST', '/checkin/v1/api/event', { ...event, id: created.body.id, title: 'hijacked' });
-    expect(update.status).toBe(404);
+    const own = await bob.call('POST', '/checkin/v1/api/event', { ...event, id: created.body.id, title: 'Bob’s' });
+    expect(own.status).toBe(200);
+    expect(own.body).toMatchObject({ id: created.body.id, title: 'Bob’s' });
     expect((await alice.call('GET', `/checkin/v1/api/event/${created.body.id}`)).body.title).toBe('Gala');
+    expect((await bob.call('GET', `/checkin/v1/api/event/${created.body.id}`)).body.title).toBe('Bob’s');
   });
 
-  it('rejects missing fields, bad dates, a bad GUID and endTime before startTime with 400 validation_error', async () => {
+  it('rejects missing fields, bad dates, a bad id and endTime before startTime with 400 validation_error', async () => {
     const cases = [
       [{ startTime: event.startTime, endTime: event.endTime }, 'title'],
       [{ ...event, startTime: 'tomorrow' }, 'startTime'],
-      [{ ...event, id: 'not-a-guid' }, 'id'],
+      [{ ...event, id: 'x'.repeat(129) }, 'id'],
+      [{ ...event, id: '' }, 'id'],
+      [{ ...event, id: 'tab\there' }, 'id'],
       [{ ...event, endTime: '2026-12-01T10:00:00Z' }, 'endTime'],
     ] as const;
     for (const [body, path] of cases) {

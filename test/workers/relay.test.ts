@@ -30,7 +30,7 @@ describe('relay', () => {
   it('publishes event changes to the bus, keyed by stream, in order, with their ids', async () => {
     const created = await alice.call('POST', '/checkin/v1/api/event', { title: 'Relayed', startTime: '2026-12-01T10:00:00Z', endTime: '2026-12-01T12:00:00Z' });
     await alice.call('POST', '/checkin/v1/api/event', { id: created.body.id, title: 'Relayed 2', startTime: '2026-12-01T10:00:00Z', endTime: '2026-12-01T12:00:00Z' });
-    const stream = `event-${created.body.id}`;
+    const stream = `event-${alice.id}:${created.body.id}`;
     const seen = await receive('relay-test-1', (messages) => messages.filter((m) => m.key === stream).length >= 2);
     const mine = seen.filter((m) => m.key === stream).map((m) => fromMessage(m.value));
     expect(mine.map((e) => e.type)).toEqual(['EventCreated', 'EventUpdated']);

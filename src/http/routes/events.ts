@@ -4,6 +4,7 @@ import { PageQuery, pageOf } from '../schemas/common.js';
 import type { Services } from '../../commands/services.js';
 import { commandContext, principalOf } from '../context.js';
 import { defineRoute } from '../route.js';
+import { eventTimeZone, fields } from '../time-zone.js';
 import { EventBody, EventResponse, IdParams } from '../schemas/event.js';
 
 export function eventsRouter(services: Services): Router {
@@ -30,6 +31,7 @@ export function eventsRouter(services: Services): Router {
         CheckIn: { operationId: 'postCheckinV1ApiGuestsEventIdCheckin', parameters: { eventId: '$response.body#/id' } },
         Block: { operationId: 'postCheckinV1ApiGuestsEventIdBlock', parameters: { eventId: '$response.body#/id' } },
       },
+      timeZone: eventTimeZone(services, ({ body }) => ({ timeZoneId: fields(body).timeZoneId, eventId: fields(body).id })),
     },
     ({ body, res }) => saveEvent(services, commandContext(res, services.clock), body),
   );

@@ -10,6 +10,7 @@ import { guestColumns } from '../../exports/columns.js';
 import { commandContext, principalOf } from '../context.js';
 import { HttpError } from '../errors.js';
 import { defineRoute } from '../route.js';
+import { eventTimeZone, fields } from '../time-zone.js';
 import { doNotStoreResponse } from '../middleware/idempotency.js';
 import { ExportBody, ExportIdParams, ExportQuery, ExportResponse } from '../schemas/export.js';
 
@@ -73,6 +74,7 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
       links: {
         Download: { operationId: 'getCheckinV1ApiEventExportExportId', parameters: { exportId: '$response.body#/exportId' } },
       },
+      timeZone: eventTimeZone(services, ({ body }) => ({ timeZoneId: fields(body).timeZoneId, eventId: fields(body).id })),
     },
     async ({ query, body, req, res }) => {
       const { type, direct } = negotiate(req, query.type);
@@ -111,7 +113,7 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
  * and CSV is the default. The file is sent directly when Accept prefers the format's media
  * type to JSON; an Accept that allows neither is 406 (e.g. `type=EXCEL` with `Accept: text/csv`).
  */
-function negotiate(req: Request, asked: ExportType | undefined): { type: ExportType; direct: boolean } {
+export function negotiate(req: Request, asked: ExportType | undefined): { type: ExportType; direct: boolean } {
   const type = asked ?? (req.accepts([JSON_TYPE, CSV_TYPE, XLSX_MEDIA_TYPE]) === XLSX_MEDIA_TYPE ? 'EXCEL' : 'CSV');
   const fileType = type === 'CSV' ? CSV_TYPE : XLSX_MEDIA_TYPE;
   const preferred = req.accepts([JSON_TYPE, fileType]);
@@ -121,7 +123,7 @@ function negotiate(req: Request, asked: ExportType | undefined): { type: ExportT
   return { type, direct: preferred === fileType };
 }
 
-async function sendExport(res: Response, file: ExportFile): Promise<void> {
+export async function sendExport(res: Response, file: ExportFile): Promise<void> {
   const { export: view } = file;
   res.status(200).set({
     'Content-Type': contentTypeOf(view.type),

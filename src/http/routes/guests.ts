@@ -8,6 +8,7 @@ import { commandContext, principalOf } from '../context.js';
 import { HttpError } from '../errors.js';
 import { sendJsonArray } from '../json-array.js';
 import { defineRoute } from '../route.js';
+import { eventTimeZone, fields } from '../time-zone.js';
 import { pageOf } from '../schemas/common.js';
 import { IdParams } from '../schemas/event.js';
 import {
@@ -20,6 +21,7 @@ import {
   GuestHistoryResponse,
   GuestIdParams,
   GuestListQuery,
+  GuestLookupQuery,
   GuestResponse,
   HistoryQuery,
   ScanBody,
@@ -51,6 +53,10 @@ export function guestsRouter(services: Services): Router {
   const router = Router();
   const tags = ['Guests'];
   const ctx = (res: Parameters<typeof commandContext>[0]) => commandContext(res, services.clock);
+  // Date-times without an offset are read in the zone of the event the request names.
+  const timeZone = eventTimeZone(services, ({ params, body, query }) => ({
+    eventId: params.eventId ?? params.id ?? fields(body).eventId ?? fields(query).eventId,
+  }));
 
   defineRoute(
     router,
@@ -63,6 +69,7 @@ export function guestsRouter(services: Services): Router {
       response: GuestResponse,
       errors: [404, 409],
       links: guestLinks,
+      timeZone,
     },
     async ({ body, res }) => {
       if (!body.eventId) {
@@ -74,8 +81,18 @@ export function guestsRouter(services: Services): Router {
   );
   defineRoute(
     router,
-    { method: 'get', path: '/checkin/v1/api/guest/:id', summary: 'Read a guest', tags, params: GuestIdParams, response: GuestResponse, roles: [...door], errors: [404] },
-    ({ params, res }) => getGuest(services, principalOf(res).tenantId, params.id),
+    {
+      method: 'get',
+      path: '/checkin/v1/api/guest/:id',
+      summary: 'Read a guest, by id or customId',
+      tags,
+      params: GuestIdParams,
+      query: GuestLookupQuery,
+      response: GuestResponse,
+      roles: [...door],
+      errors: [404, 409],
+    },
+    ({ params, query, res }) => getGuest(services, principalOf(res).tenantId, params.id, query.eventId),
   );
   defineRoute(
     router,
@@ -87,9 +104,10 @@ export function guestsRouter(services: Services): Router {
       params: GuestIdParams,
       query: HistoryQuery,
       response: GuestHistoryResponse,
-      errors: [403, 404],
+      errors: [403, 404, 409],
+      timeZone: eventTimeZone(services, ({ query }) => ({ eventId: fields(query).eventId })),
     },
-    ({ params, query, res }) => guestHistory(services, principalOf(res).tenantId, params.id, query.asOf),
+    ({ params, query, res }) => guestHistory(services, principalOf(res).tenantId, params.id, query),
   );
   defineRoute(
     router,
@@ -103,6 +121,7 @@ export function guestsRouter(services: Services): Router {
       body: GuestBatch,
       status: 204,
       errors: [404, 409],
+      timeZone,
     },
     async ({ params, query, body, res }) => {
       await saveGuests(services, ctx(res), params.eventId, body, { mode: 'upsert', removeObsoleteTags: query.removeObsoleteTags });
@@ -120,6 +139,7 @@ export function guestsRouter(services: Services): Router {
       body: GuestBatch,
       response: z.array(GuestResponse),
       errors: [404, 409],
+      timeZone,
     },
     ({ params, query, body, res }) =>
       saveGuests(services, ctx(res), params.eventId, body, { mode: 'upsert', removeObsoleteTags: query.removeObsoleteTags }),
@@ -136,6 +156,7 @@ export function guestsRouter(services: Services): Router {
       response: pageOf(GuestResponse),
       roles: [...door],
       errors: [404],
+      timeZone,
     },
     ({ params, query, res }) => listGuests(services, principalOf(res).tenantId, params.eventId, query),
   );
@@ -180,6 +201,7 @@ export function guestsRouter(services: Services): Router {
       response: ScanResponse,
       roles: [...door],
       errors: [403, 404],
+      timeZone,
     },
     ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'in'),
   );
@@ -195,6 +217,7 @@ export function guestsRouter(services: Services): Router {
       response: ScanResponse,
       roles: [...door],
       errors: [404, 409],
+      timeZone,
     },
     ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'out'),
   );
@@ -203,7 +226,7 @@ export function guestsRouter(services: Services): Router {
     {
       method: 'post',
       path: '/checkin/v1/api/guests/:eventId/checkin/undo',
-      summary: 'Annul a check-in by scan id or nonce, within 5 minutes',
+      summary: 'Annul a check-in by scan id or nonce, or the last check-in of a guest (guestId or customId), within 5 minutes',
       tags: doorTags,
       params: EventIdParams,
       body: UndoBody,
@@ -219,8 +242,8 @@ export function guestsRouter(services: Services): Router {
       {
         method: 'post',
         path: `/checkin/v1/api/guests/:eventId/${blocked ? 'block' : 'unblock'}`,
-        summary: `${blocked ? 'Block' : 'Unblock'} up to 200 guests by id or barcode; all or nothing`,
-        description: 'An id or barcode that no guest of the event has is 400 (each named in `errors`), and nothing changes.',
+        summary: `${blocked ? 'Block' : 'Unblock'} up to 200 guests by id, customId or barcode; all or nothing`,
+        description: 'An id, customId or barcode that no guest of the event has is 400 (each named in `errors`), and nothing changes.',
         tags: doorTags,
         params: EventIdParams,
         body: BlockBody,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Email, Guid } from './common.js';
+import { Email, Guid, PlainId, TimeZoneId } from './common.js';
 import { ex } from './example-values.js';
 
 const name = z.string().trim().max(200);
@@ -51,12 +51,12 @@ export const UserEmailQuery = z.object({ email: z.string().trim().min(1).max(320
 export const UserUpdateBody = registry.register(
   'UserUpdate',
   z.object({
-    id: Guid,
+    id: PlainId,
     firstName: name.optional(),
     lastName: name.optional(),
     userName: z.string().trim().min(1).max(200).optional(),
     email: email.optional(),
-    timeZoneId: z.string().max(100).optional(),
+    timeZoneId: TimeZoneId.optional(),
     companyName: name.optional(),
     customData: z.string().max(100_000).optional(),
     password: z
@@ -72,7 +72,7 @@ export const UserUpdateBody = registry.register(
 export const PasswordChangeBody = registry.register(
   'PasswordChangeRequest',
   z.object({
-    id: Guid,
+    id: PlainId,
     oldPassword: z.string().min(1).max(1000).openapi({ description: 'The current password (a wrong one is 400 `invalid_old_password`)' }),
     newPassword: password.openapi({ description: 'Password policy, and different from the old password' }),
     signOutAllSessions: z.boolean().optional().openapi({ description: 'Refuse every token issued before the change' }),
@@ -87,7 +87,7 @@ export const TeamMemberBody = registry.register(
     userName: z.string().trim().min(1).max(200).openapi({ description: 'Unique across the service, case-insensitively (a taken one is 409)' }),
     password,
     email,
-    id: Guid.optional(),
+    id: PlainId.optional().openapi({ description: 'Team member id, any string of 1-128 characters; generated when absent' }),
     firstName: name.optional(),
     lastName: name.optional(),
     canForce: z
@@ -124,7 +124,7 @@ export const AccountCreateBody = registry.register(
     firstName: name.optional(),
     lastName: name.optional(),
     companyName: name.optional(),
-    timeZoneId: z.string().max(100).optional(),
+    timeZoneId: TimeZoneId.optional(),
     commsApiEnabled: z.boolean().optional(),
     senderTrusted: z.boolean().optional(),
   }).openapi({
@@ -182,5 +182,5 @@ export const SubscriptionKeyResponse = registry.register(
     .openapi({ example: { subscriptionKeyId: ex.subscriptionKeyId, subscriptionKey: 'sk_Hh8c2Vq7P0yN3mB6rT1wZ4xL9sD5fG2jK7pQ0aE3uI' } }),
 );
 
-export const AccountIdParams = z.object({ id: Guid });
-export const KeyParams = z.object({ id: Guid, keyId: Guid });
+export const AccountIdParams = z.object({ id: PlainId });
+export const KeyParams = z.object({ id: PlainId, keyId: Guid });

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { getOpenApiMetadata } from '@asteasolutions/zod-to-openapi';
-import '../openapi.js';
+import { registry } from '../openapi.js';
+import { normalizeId } from '../../shared/ids.js';
+import { parseDateTime } from '../../shared/date-time.js';
+import { ianaZone, knownTimeZoneNames } from '../../shared/time-zones.js';
 
 /** Any RFC 4122 textual UUID, case-insensitive; stored lowercase. */
 export const Guid = z
@@ -9,14 +12,84 @@ export const Guid = z
   .transform((v) => v.toLowerCase())
   .openapi({ type: 'string', format: 'uuid', example: '3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f' });
 
-/** ISO 8601 date-time with an offset; normalised to UTC with milliseconds. */
+/**
+ * Every id the spec does not mark GUID (Event.id, TeamMember.id, eventId, customId, user and client
+ * ids): a plain string of 1-128 characters without control characters, other than `.` and `..`
+ * (docs/identifiers.md).
+ * A GUID-shaped value is stored lowercase, like a GUID field.
+ */
+export const PlainId = z
+  .string()
+  .min(1, 'must not be empty')
+  // Characters are Unicode code points, as JSON Schema's maxLength counts them (an emoji is one).
+  .refine((v) => [...v].length <= 128, { message: 'must be at most 128 characters' })
+  .refine((v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v), { message: 'must not contain control characters' })
+  // URLs resolve `.` and `..` path segments (even percent-encoded) before they reach us: no route could name them.
+  .refine((v) => v !== '.' && v !== '..', { message: 'must not be . or ..' })
+  .transform(normalizeId)
+  .openapi({
+    type: 'string',
+    minLength: 1,
+    maxLength: 128,
+    pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$',
+    not: { enum: ['.', '..'] },
+    example: 'gala-2026',
+    description: 'Any string of 1-128 characters without control characters, except . and .. (docs/identifiers.md)',
+  });
+
+/** A time zone by IANA name (`Europe/Berlin`) or Windows name (`W. Europe Standard Time`); stored as given. */
+export const TimeZoneId = registry.register(
+  'TimeZoneId',
+  z
+    .string()
+    .max(100)
+    .refine((v) => ianaZone(v) !== undefined, {
+      message: 'must be an IANA time zone (e.g. Europe/Berlin) or a Windows time zone name (e.g. W. Europe Standard Time)',
+    })
+    .openapi({
+      example: 'Europe/Berlin',
+      enum: knownTimeZoneNames(),
+      description: 'An IANA time zone (canonical names listed; aliases Intl knows are accepted too) or a Windows time zone name',
+    }),
+);
+
+let readingZone = 'UTC';
+
+/**
+ * Runs `parse` with date-times that carry no offset read on the clocks of `timeZone` (an IANA
+ * name). zod parses synchronously, so the setting cannot leak into another request.
+ */
+export function readingTimesIn<T>(timeZone: string, parse: () => T): T {
+  const previous = readingZone;
+  readingZone = timeZone;
+  try {
+    return parse();
+  } finally {
+    readingZone = previous;
+  }
+}
+
+/**
+ * ISO 8601 date-time, normalised to UTC with milliseconds. With an offset (`Z`, `+01:00`,
+ * `+0100`, `+01`) it is that instant; without one it is a wall time read in the zone of
+ * `readingTimesIn` (the event's, else the client's, else UTC: docs/identifiers.md). A date
+ * that does not exist (2026-02-30) is refused, not rolled over.
+ */
 export const DateTime = z
   .string()
-  .refine((v) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(v) && !Number.isNaN(Date.parse(v)), {
-    message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-11-21T10:00:00Z',
+  .transform((v, ctx) => {
+    const parsed = parseDateTime(v, readingZone);
+    if (parsed === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'must be an existing ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z or 2026-11-21T11:00:00+01:00' });
+      return z.NEVER;
+    }
+    return parsed;
   })
-  .transform((v) => new Date(v).toISOString())
-  .openapi({ format: 'date-time' });
+  .openapi({
+    format: 'date-time',
+    example: '2026-11-21T10:00:00.000Z',
+    description: 'ISO 8601; without an offset, read in the event’s time zone (else the client’s, else UTC)',
+  });
 
 /**
  * An email address as the service accepts it. The same pattern validates and is published,

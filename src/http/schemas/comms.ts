@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { mergeTokens } from '../../comms/merge-tokens.js';
 import { isPublicDomainName } from '../../domain/domain-name.js';
 import { registry } from '../openapi.js';
-import { Email, Guid, PageQuery } from './common.js';
+import { Email, Guid, PageQuery, PlainId } from './common.js';
 import { ex } from './example-values.js';
 
 const email = Email;
@@ -14,7 +14,7 @@ export const TemplateBody = registry.register(
   'CommsTemplate',
   z.object({
     id: Guid.optional().openapi({ description: 'Template id; generated when absent. An id that exists returns that template unchanged.' }),
-    eventId: Guid.openapi({ description: 'Event the template belongs to (one of the caller’s)' }),
+    eventId: PlainId.openapi({ description: 'Event the template belongs to (one of the caller’s)' }),
     name: z.string().trim().min(1).max(200).openapi({ description: 'Internal name; the PDF attachment is named after it' }),
     html: z
       .string()
@@ -69,7 +69,7 @@ export const TemplateResponse = registry.register(
   }),
 );
 
-export const TemplateListQuery = PageQuery.extend({ eventId: Guid.optional().openapi({ description: 'Only this event’s templates' }) });
+export const TemplateListQuery = PageQuery.extend({ eventId: PlainId.optional().openapi({ description: 'Only this event’s templates' }) });
 
 export const SendBody = registry.register(
   'CommsSend',
@@ -143,7 +143,7 @@ export const InvitationResponse = registry.register(
 );
 
 export const InvitationListQuery = PageQuery.extend({
-  eventId: Guid.optional(),
+  eventId: PlainId.optional(),
   attendeeId: Guid.optional(),
   templateId: Guid.optional(),
   status: InvitationStatus.optional(),

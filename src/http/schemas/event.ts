@@ -1,17 +1,17 @@
 import { z } from 'zod';
-import { DateTime, Guid } from './common.js';
+import { DateTime, PlainId, TimeZoneId } from './common.js';
 import { registry } from '../openapi.js';
 import { ex } from './example-values.js';
 
 export const EventBody = registry.register(
   'Event',
   z.object({
-    id: Guid.optional().openapi({ description: 'Event id; generated when absent. An existing id updates that event.' }),
+    id: PlainId.optional().openapi({ description: 'Event id, any string of 1-128 characters (scoped to the caller); generated when absent. An existing id updates that event.' }),
     title: z.string().trim().min(1).max(500),
     startTime: DateTime,
     endTime: DateTime,
     active: z.boolean().optional(),
-    timeZoneId: z.string().max(100).optional(),
+    timeZoneId: TimeZoneId.optional(),
     tags: z.string().max(4000).optional(),
     customData: z.string().max(100_000).optional(),
   })
@@ -59,4 +59,4 @@ export const EventResponse = registry.register(
   }),
 );
 
-export const IdParams = z.object({ id: z.string().min(1).max(200) });
+export const IdParams = z.object({ id: PlainId });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Guid } from './common.js';
+import { Guid, PlainId } from './common.js';
 import { ex } from './example-values.js';
 import { EventBody } from './event.js';
 
@@ -16,7 +16,7 @@ export const ExportQuery = z.object({
 export const ExportBody = registry.register(
   'ExportRequest',
   EventBody.extend({
-    id: Guid.openapi({ description: 'The event to export (required: an event of the caller)' }),
+    id: PlainId.openapi({ description: 'The event to export (required: an event of the caller)' }),
   }).openapi({
     description: 'An Event object (spec); only `id` is used: the caller’s event to export. The other Event fields are checked as on event create.',
     example: { id: ex.eventId, title: 'Winter gala', startTime: ex.start, endTime: ex.end },

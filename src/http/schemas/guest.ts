@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { DateTime, EMAIL_PATTERN, Guid, PageQuery, pageOf } from './common.js';
+import { DateTime, EMAIL_PATTERN, Guid, PageQuery, pageOf, PlainId } from './common.js';
 import { ex } from './example-values.js';
 
 /** Optional in the spec; CRMs often send null for "no value": null is treated as absent. */
@@ -47,13 +47,13 @@ export const GuestBody = registry.register(
     blockedReason: optional(text(1000)).openapi({
       description: 'Taken when the record creates the guest (without blockedDate: blocked from now); upsert never changes it',
     }),
-    eventId: optionalGuid(),
+    eventId: optional(PlainId),
     validFrom: optional(DateTime),
     validTo: optional(DateTime),
     isGroup: optional(z.boolean()),
     discharged: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (needs admitted); upsert never changes it' }),
     image: optional(image),
-    customId: optional(text(200).min(1)),
+    customId: optional(PlainId),
     commsTemplateId: z
       .union([Guid, z.literal(''), z.null()])
       .optional()
@@ -133,8 +133,15 @@ export const GuestBatch = z
     example: [{ ...guestExample(), eventId: undefined }, { firstName: 'Grace', lastName: 'Hopper', email: 'grace@example.com', customId: 'CRM-1002' }],
   });
 
-export const EventIdParams = z.object({ eventId: Guid });
-export const GuestIdParams = z.object({ id: Guid });
+export const EventIdParams = z.object({ eventId: PlainId });
+export const GuestIdParams = z.object({
+  id: PlainId.openapi({ description: 'The guest id (GUID) or its customId (docs/identifiers.md)' }),
+});
+
+/** With a customId used in several of the caller's events, `eventId` says which (else 409 ambiguous_custom_id). */
+export const GuestLookupQuery = z.object({
+  eventId: PlainId.optional().openapi({ description: 'The event of the guest; needed when a customId is used in several events' }),
+});
 
 const booleanQuery = z
   .enum(['true', 'false', 'True', 'False', '1', '0'])
@@ -156,7 +163,7 @@ export const GuestListQuery = PageQuery.extend({
   changedSince: DateTime.optional().openapi({ description: 'Offline sync: guests changed after this time, oldest first' }),
 });
 
-export const HistoryQuery = z.object({ asOf: DateTime.optional() });
+export const HistoryQuery = GuestLookupQuery.extend({ asOf: DateTime.optional() });
 
 export const ScanBody = registry.register(
   'Scan',
@@ -164,7 +171,7 @@ export const ScanBody = registry.register(
     .object({
       guestId: Guid.optional(),
       barcode: z.string().min(1).max(500).optional(),
-      customId: z.string().min(1).max(200).optional(),
+      customId: PlainId.optional(),
       plusOnes: z.number().int().min(0).max(10_000).optional().openapi({ description: 'Plus ones entering with this scan' }),
       force: z.boolean().optional().openapi({ description: 'Override of block and validity: the client, or a team member with canForce (else 403)' }),
       nonce: z.string().min(1).max(200).optional().openapi({ description: 'A repeat with the same nonce returns the first result' }),
@@ -209,9 +216,14 @@ export const ScanResponse = registry.register(
 );
 
 export const UndoBody = z
-  .object({ scanId: Guid.optional(), nonce: z.string().min(1).max(200).optional() })
-  .refine((b) => (b.scanId === undefined) !== (b.nonce === undefined), {
-    message: 'give exactly one of scanId or nonce',
+  .object({
+    scanId: Guid.optional(),
+    nonce: z.string().min(1).max(200).optional(),
+    guestId: Guid.optional().openapi({ description: 'Undo this guest’s last check-in' }),
+    customId: PlainId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
+  })
+  .refine((b) => [b.scanId, b.nonce, b.guestId, b.customId].filter((v) => v !== undefined).length === 1, {
+    message: 'give exactly one of scanId, nonce, guestId or customId',
     path: ['scanId'],
   })
   .openapi({
@@ -235,21 +247,23 @@ export const BlockBody = registry.register(
   z
     .object({
       ids: z.array(Guid).optional(),
+      customIds: z.array(PlainId).optional().openapi({ description: 'Guests named by customId (usable instead of id)' }),
       barcodes: z.array(z.string().min(1).max(500)).optional(),
       reason: z.string().max(1000).optional(),
     })
     .superRefine((b, ctx) => {
-      const ids = b.ids?.length ?? 0;
-      const barcodes = b.barcodes?.length ?? 0;
-      // The error names the list the caller sent (the longer one when both are too many together).
-      const path = [barcodes > ids ? 'barcodes' : 'ids'];
-      if (ids + barcodes === 0) ctx.addIssue({ code: 'custom', message: 'name at least one guest in ids or barcodes', path });
-      if (ids + barcodes > 200) ctx.addIssue({ code: 'custom', message: 'at most 200 ids and barcodes per call', path });
+      const counts = { ids: b.ids?.length ?? 0, customIds: b.customIds?.length ?? 0, barcodes: b.barcodes?.length ?? 0 };
+      const total = counts.ids + counts.customIds + counts.barcodes;
+      // The error names the list the caller sent (the longest one when all are too many together).
+      const path = [(Object.keys(counts) as (keyof typeof counts)[]).reduce((a, k) => (counts[k] > counts[a] ? k : a), 'ids')];
+      if (total === 0) ctx.addIssue({ code: 'custom', message: 'name at least one guest in ids, customIds or barcodes', path });
+      if (total > 200) ctx.addIssue({ code: 'custom', message: 'at most 200 ids, customIds and barcodes per call', path });
     })
     .openapi({
-      description: 'At least one and at most 200 ids and barcodes in all; an unknown one is 400 and nothing changes.',
+      description: 'At least one and at most 200 ids, customIds and barcodes in all; an unknown one is 400 and nothing changes.',
       anyOf: [
         { required: ['ids'], properties: { ids: { minItems: 1 } } },
+        { required: ['customIds'], properties: { customIds: { minItems: 1 } } },
         { required: ['barcodes'], properties: { barcodes: { minItems: 1 } } },
       ],
       example: { barcodes: ['GALA-0001'], reason: 'Ticket refunded' },

@@ -1,0 +1,105 @@
+/**
+ * npm run bench -- analytics: the arrivals timeline on an event with 100,000 scans
+ * (target p99 < 20 ms), embedded adapters, with a bare express route's p99 in the same run
+ * as the ceiling. The scans are appended to the event store as the door's events (admissions,
+ * exits, rejections over four hours, 6 gates, 24 devices) and the projections catch up, so
+ * the figure is the read path alone; the check-in bench measures the write path.
+ */
+import type { Server } from 'node:http';
+import os from 'node:os';
+import express from 'express';
+import type { StreamAppend } from '../src/adapters/eventstore/port.js';
+import { newId } from '../src/shared/ids.js';
+import { createClient, startTestService } from '../test/support/service.js';
+import { fmt, load, percentile, record, table } from './support.js';
+
+const SCANS = Number(process.env.BENCH_SCANS ?? 100_000);
+const START = Date.parse('2026-06-01T16:00:00Z');
+const HOURS = 4;
+const reasons = ['not_found', 'blocked', 'not_yet_valid', 'expired', 'already_admitted'];
+
+export async function analyticsBench(): Promise<void> {
+  const service = await startTestService({ LOG_LEVEL: 'silent' });
+  const client = await createClient(service);
+  const event = await client.call('POST', '/checkin/v1/api/event', {
+    title: 'Festival',
+    startTime: '2026-06-01T15:00:00Z',
+    endTime: '2026-06-01T23:00:00Z',
+    timeZoneId: 'Europe/Berlin',
+  });
+  const eventId = event.body.id as string;
+  const headers = { authorization: `Bearer ${client.token}`, 'ocp-apim-subscription-key': client.subscriptionKey };
+
+  const seedStart = process.hrtime.bigint();
+  const metadata = (at: string) => ({ tenantId: client.id, actor: { type: 'team_member' as const, id: 'bench' }, correlationId: 'bench', occurredAt: at });
+  let appends: StreamAppend[] = [];
+  for (let i = 0; i < SCANS; i += 1) {
+    const at = new Date(START + Math.floor((i / SCANS) * HOURS * 3_600_000)).toISOString();
+    const scan = { scanId: newId(), at, gate: `gate-${i % 6}`, device: `scanner-${i % 24}`, scannedBy: { id: 'bench', username: 'bench' }, eventId, guestId: newId() };
+    // 80 % admissions (a third with plus ones), 10 % exits, 10 % rejections.
+    const kind = i % 10;
+    const type = kind < 8 ? 'GuestAdmitted' : kind === 8 ? 'GuestDischarged' : 'GuestScanRejected';
+    const data =
+      type === 'GuestAdmitted'
+        ? { ...scan, guestEntered: true, plusOnesAdmitted: i % 3 === 0 ? 1 : 0, admittedPlusOnes: i % 3 === 0 ? 1 : 0, people: i % 3 === 0 ? 2 : 1, forced: false, recordedAt: at }
+        : type === 'GuestDischarged'
+          ? { ...scan, people: 1 }
+          : { ...scan, reason: reasons[i % reasons.length] };
+    appends.push({ streamName: `guest-${scan.guestId}`, events: [{ id: newId(), type, data, metadata: metadata(at) }], expectedRevision: 'any' });
+    if (appends.length === 1000) {
+      await service.platform.eventStore.appendMany(appends);
+      appends = [];
+    }
+  }
+  if (appends.length > 0) await service.platform.eventStore.appendMany(appends);
+  await service.services.readYourWrites(await service.platform.eventStore.headPosition());
+  const caughtUp = await service.runner!.waitFor(await service.platform.eventStore.headPosition(), 600_000);
+  if (!caughtUp) throw new Error('the projections did not catch up with the seeded scans');
+  const seedSeconds = Number(process.hrtime.bigint() - seedStart) / 1e9;
+  const check = await client.call('GET', `/checkin/v1/api/event/${eventId}/timeline?bucket=5`);
+  const scansSeen = check.body.totals.admissions + check.body.totals.rejectedTotal + check.body.totals.exits;
+  console.log(`  seeded ${fmt(SCANS)} scans and projected them in ${fmt(seedSeconds, 1)} s; the timeline counts ${fmt(scansSeen)}`);
+
+  // The query alone, in this process, one call at a time: what a request costs without HTTP and queueing.
+  const { eventTimeline } = await import('../src/commands/timeline.js');
+  const inProcess: number[] = [];
+  for (let i = 0; i < 200; i += 1) {
+    const started = performance.now();
+    await eventTimeline(service.services, client.id, eventId, { bucket: 5 });
+    inProcess.push(performance.now() - started);
+  }
+
+  const bare = express();
+  bare.get('/ping', (_req, res) => void res.json({ ok: true }));
+  const ceiling = await new Promise<{ server: Server; url: string }>((resolve) => {
+    const server = bare.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
+  });
+  const bareResult = await load({ url: `${ceiling.url}/ping`, connections: 4, durationSec: 5 });
+  const base = `${service.url}/checkin/v1/api/event/${eventId}/timeline`;
+  const runs = [
+    ['timeline, 5-minute buckets', await load({ url: `${base}?bucket=5`, headers, connections: 4, durationSec: 10 })],
+    ['timeline, 5-minute buckets split by gate', await load({ url: `${base}?bucket=5&by=gate`, headers, connections: 4, durationSec: 10 })],
+    ['timeline, 1-minute buckets split by device', await load({ url: `${base}?bucket=1&by=device`, headers, connections: 4, durationSec: 10 })],
+  ] as const;
+  for (const [, r] of runs) {
+    if (r.non2xx > 0 || r.errors > 0) throw new Error(`bench run had failures: ${JSON.stringify(r)}`);
+  }
+  const output = table(
+    ['measure', 'figure', 'target'],
+    [
+      ...runs.map(([name, r]) => [`${name}, ${fmt(SCANS)} scans, 4 connections`, `${fmt(r.requestsPerSec)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms`, 'p99 < 20 ms']),
+      ['timeline query in-process (no HTTP), 5-minute buckets, 200 calls one at a time', `p50 ${fmt(percentile(inProcess, 50), 1)} ms, p99 ${fmt(percentile(inProcess, 99), 1)} ms`, ''],
+      ['bare express route (ceiling, same run), 4 connections', `${fmt(bareResult.requestsPerSec)} req/s, p50 ${bareResult.p50} ms, p99 ${bareResult.p99} ms`, ''],
+      [`seed: ${fmt(SCANS)} scans appended (batches of 1,000 streams) and projected`, `${fmt(seedSeconds, 1)} s`, ''],
+    ],
+  );
+  const note = [
+    `Scans spread over ${HOURS} hours (${HOURS * 60} minute documents), 6 gates, 24 devices; embedded adapters.`,
+    'A timeline request reads the event’s minute documents (timeline_minutes), never its scans, so its cost follows the event’s length, not its number of scans.',
+    `The machine is shared with other work (2 cores, load average ${os.loadavg()[0]!.toFixed(1)} at the end of the run); autocannon runs in its own process on the same cores, and the bare route’s figures in the same run show what the machine gave at the time.`,
+  ].join(' ');
+  console.log(`${output}\n\n${note}`);
+  record('Analytics', `${output}\n\n${note}`);
+  ceiling.server.close();
+  await service.close();
+}

@@ -1,0 +1,37 @@
+import { DomainError } from '../domain/decider.js';
+import { reservationKey } from '../domain/reservation.js';
+import type { GuestDoc } from '../projections/guests.js';
+import { isUuid } from '../shared/ids.js';
+import { guests } from './guests.js';
+import type { Services } from './services.js';
+
+/**
+ * Spec, Guest.customId: "usable instead of id". A route that names one guest takes either
+ * (docs/identifiers.md):
+ * 1. a GUID that is the id of one of the caller's guests: that guest;
+ * 2. otherwise a customId, matched case-insensitively among the caller's guests, within
+ *    `eventId` when given. customIds are unique per event, not per client: when several of the
+ *    caller's events have a guest with this customId and no `eventId` says which, the answer
+ *    is 409 `ambiguous_custom_id` (nothing is guessed).
+ */
+export async function findGuestByIdOrCustomId(
+  services: Services,
+  clientId: string,
+  value: string,
+  eventId?: string,
+): Promise<GuestDoc> {
+  if (isUuid(value)) {
+    const doc = await guests(services).get(value.toLowerCase());
+    if (doc && doc.clientId === clientId && (eventId === undefined || doc.eventId === eventId)) return doc;
+  }
+  const filter = { customIdLower: reservationKey(value), clientId, ...(eventId !== undefined ? { eventId } : {}) };
+  const { items } = await guests(services).find(filter, { limit: 2 });
+  if (items.length === 0) throw new DomainError('not_found', 'guest not found: no guest of yours has this id or customId');
+  if (items.length > 1) {
+    throw new DomainError('conflict', 'this customId names guests of several of your events; add ?eventId=<event id> to say which', {
+      code: 'ambiguous_custom_id',
+      errors: [{ path: 'eventId', message: 'required: the customId is used in more than one event' }],
+    });
+  }
+  return items[0]!;
+}

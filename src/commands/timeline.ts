@@ -1,0 +1,191 @@
+/**
+ * The arrivals curve of one event (GET /checkin/v1/api/event/{id}/timeline; docs/analytics.md):
+ * the `timeline_minutes` read model grouped into buckets of the event's local clock.
+ */
+import { DomainError } from '../domain/decider.js';
+import { wallClock } from '../exports/wall-clock.js';
+import { TIMELINE_COLLECTION, type DoorCounts, type TimelineMinuteDoc } from '../projections/timeline.js';
+import { getEvent } from './events.js';
+import { timeZoneOf } from './export.js';
+import type { Services } from './services.js';
+
+export type TimelineSplit = 'gate' | 'device';
+
+
+export interface TimelineQuery {
+  /** Bucket size in minutes. */
+  bucket: number;
+  by?: TimelineSplit;
+  /** Window of buckets to return (ISO instants); default: first to last activity. */
+  from?: string;
+  to?: string;
+}
+
+export interface Counts {
+  admissions: number;
+  admitted: number;
+  exits: number;
+  rejected: Record<string, number>;
+  rejectedTotal: number;
+}
+
+export interface TimelineBucket extends Counts {
+  /** First instant of the bucket (UTC). */
+  start: string;
+  /** First instant after it (UTC). */
+  end: string;
+  /** The bucket's start on the event's clocks, `YYYY-MM-DDTHH:mm`. */
+  localStart: string;
+  annulled: number;
+  /** People inside at the bucket's end: everyone admitted so far minus everyone who left. */
+  insideNow: number;
+  /** Present when `by` was asked: the counts per gate (or device) name. */
+  groups?: Record<string, Counts>;
+}
+
+export interface Timeline {
+  eventId: string;
+  timeZone: string;
+  bucketMinutes: number;
+  by?: TimelineSplit;
+  /** The whole event, whatever the window. */
+  totals: Counts & { annulled: number; insideNow: number };
+  buckets: TimelineBucket[];
+}
+
+/** More buckets than this is a request for a larger bucket. */
+export const MAX_BUCKETS = 10_000;
+
+const emptyCounts = (): Counts => ({ admissions: 0, admitted: 0, exits: 0, rejected: {}, rejectedTotal: 0 });
+
+function addCounts(target: Counts, source: DoorCounts | undefined): void {
+  if (!source) return;
+  target.admissions += source.admissions ?? 0;
+  target.admitted += source.admitted ?? 0;
+  target.exits += source.exits ?? 0;
+  for (const [reason, count] of Object.entries(source.rejected ?? {})) {
+    target.rejected[reason] = (target.rejected[reason] ?? 0) + count;
+    target.rejectedTotal += count;
+  }
+}
+
+interface Accumulated {
+  counts: Counts;
+  annulled: number;
+  groups: Map<string, Counts>;
+}
+
+export async function eventTimeline(services: Services, clientId: string, eventId: string, query: TimelineQuery): Promise<Timeline> {
+  const event = await getEvent(services, clientId, eventId);
+  const zone = await timeZoneOf(services, clientId, event);
+  const size = query.bucket;
+  const minutes = services.readStore.collection<TimelineMinuteDoc>(TIMELINE_COLLECTION);
+  // Pages rather than a stream: an evening is a page or two, and a page is one call to the store.
+  const read = async (split: 'total' | TimelineSplit) => {
+    const docs: TimelineMinuteDoc[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await minutes.find({ clientId, eventId: event.id, split }, { sort: { minute: 1 }, limit: 1000, ...(cursor ? { cursor } : {}) });
+      docs.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return docs;
+  };
+  const totalsDocs = await read('total');
+  const splitDocs = query.by ? await read(query.by) : [];
+
+  const from = query.from ? Math.floor(Date.parse(query.from) / 60_000) : undefined;
+  const to = query.to ? Math.ceil(Date.parse(query.to) / 60_000) - 1 : undefined;
+  const clock = localClock(zone.name, Math.min(from ?? Infinity, totalsDocs[0]?.minute ?? Infinity), Math.max(to ?? -Infinity, totalsDocs.at(-1)?.minute ?? -Infinity));
+  const bucketOf = (minute: number) => Math.floor(clock.wallMinute(minute) / size) * size;
+
+  const byBucket = new Map<number, Accumulated>();
+  const accumulated = (minute: number) => {
+    const key = bucketOf(minute);
+    let acc = byBucket.get(key);
+    if (!acc) byBucket.set(key, (acc = { counts: emptyCounts(), annulled: 0, groups: new Map() }));
+    return acc;
+  };
+  const totals = { ...emptyCounts(), annulled: 0, insideNow: 0 };
+  for (const doc of totalsDocs) {
+    const acc = accumulated(doc.minute);
+    addCounts(acc.counts, doc);
+    addCounts(totals, doc);
+    acc.annulled += doc.annulled ?? 0;
+    totals.annulled += doc.annulled ?? 0;
+  }
+  for (const doc of splitDocs) {
+    const acc = accumulated(doc.minute);
+    for (const [name, counts] of Object.entries(doc.groups ?? {})) {
+      const group = decodeURIComponent(name);
+      let target = acc.groups.get(group);
+      if (!target) acc.groups.set(group, (target = emptyCounts()));
+      addCounts(target, counts);
+    }
+  }
+  totals.insideNow = totals.admitted - totals.exits;
+
+  const keys = [...byBucket.keys()].sort((a, b) => a - b);
+  const first = from !== undefined ? bucketOf(from) : keys[0];
+  const last = to !== undefined ? bucketOf(to) : keys[keys.length - 1];
+  const buckets: TimelineBucket[] = [];
+  if (first !== undefined && last !== undefined && last >= first) {
+    const count = (last - first) / size + 1;
+    if (count > MAX_BUCKETS) {
+      throw new DomainError('validation_error', `the window holds ${count} buckets of ${size} min; at most ${MAX_BUCKETS}: ask for a larger bucket or a shorter window`, {
+        errors: [{ path: 'bucket', message: `at most ${MAX_BUCKETS} buckets per answer` }],
+      });
+    }
+    // People inside before the window opens.
+    let inside = 0;
+    for (const key of keys) {
+      if (key >= first) break;
+      const { counts } = byBucket.get(key)!;
+      inside += counts.admitted - counts.exits;
+    }
+    for (let key = first; key <= last; key += size) {
+      const acc = byBucket.get(key);
+      const counts = acc?.counts ?? emptyCounts();
+      inside += counts.admitted - counts.exits;
+      buckets.push({
+        start: new Date(clock.utcMinute(key) * 60_000).toISOString(),
+        end: new Date(clock.utcMinute(key + size) * 60_000).toISOString(),
+        localStart: new Date(key * 60_000).toISOString().slice(0, 16),
+        ...counts,
+        annulled: acc?.annulled ?? 0,
+        insideNow: inside,
+        ...(query.by ? { groups: Object.fromEntries([...(acc?.groups ?? new Map<string, Counts>())].sort(([a], [b]) => a.localeCompare(b))) } : {}),
+      });
+    }
+  }
+  return { eventId: event.id, timeZone: zone.name, bucketMinutes: size, ...(query.by ? { by: query.by } : {}), totals, buckets };
+}
+
+/** A span no zone changes its offset twice in (clock changes are months apart). */
+const STEADY_SPAN_MINUTES = 14 * 24 * 60;
+
+/**
+ * Converts between UTC minutes and the zone's wall-clock minutes (minutes since the epoch as
+ * if the local time were UTC). When the offset is the same at both ends of a short span (no
+ * clock change in it, the usual case) it is one subtraction; otherwise each minute asks Intl.
+ * A wall time the clocks show twice maps to its first instant; one they skip, to the change.
+ */
+function localClock(timeZone: string, firstMinute: number, lastMinute: number) {
+  const toWall = wallClock(timeZone);
+  const offsetAt = (minute: number) => (toWall(new Date(minute * 60_000)).getTime() - minute * 60_000) / 60_000;
+  const steady =
+    Number.isFinite(firstMinute) && lastMinute - firstMinute <= STEADY_SPAN_MINUTES && offsetAt(firstMinute) === offsetAt(lastMinute)
+      ? offsetAt(firstMinute)
+      : undefined;
+  if (steady !== undefined) return { wallMinute: (minute: number) => minute + steady, utcMinute: (wall: number) => wall - steady };
+  const wallMinute = (minute: number) => minute + offsetAt(minute);
+  return {
+    wallMinute,
+    utcMinute: (wall: number) => {
+      const before = wall - offsetAt(wall - 1440);
+      const after = wall - offsetAt(wall + 1440);
+      const shown = [before, after].filter((utc) => wallMinute(utc) === wall);
+      return shown.length > 0 ? Math.min(...shown) : before;
+    },
+  };
+}

@@ -1,0 +1,204 @@
+/**
+ * The dashboard's browser script, served as /dashboard/dashboard.js. Plain ES2020 (no build
+ * step); kept as text here so it ships inside the compiled service. It must not contain
+ * backquotes or dollar-brace sequences.
+ *
+ * The token and subscription key live in this closure only: nothing is written to storage,
+ * cookies or the URL, so a reload signs out.
+ */
+export const dashboardScript = String.raw`
+(function () {
+  'use strict';
+  var body = document.body;
+  var tokenUrl = body.getAttribute('data-token-url');
+  var refreshMs = Number(body.getAttribute('data-refresh-seconds') || 5) * 1000;
+  var session = null;
+  var timer = null;
+  var arrivalsChart = null;
+  var $ = function (id) { return document.getElementById(id); };
+
+  function setStatus(text) { $('status').textContent = text; }
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    (children || []).forEach(function (c) { node.append(c instanceof Node ? c : document.createTextNode(String(c))); });
+    return node;
+  }
+
+  function table(caption, headers, rows) {
+    var head = el('tr', {}, headers.map(function (h, i) { return el('th', { scope: 'col', class: i > 0 ? 'num' : '' }, [h]); }));
+    var lines = rows.map(function (r) {
+      return el('tr', {}, r.map(function (v, i) { return i === 0 ? el('th', { scope: 'row' }, [v]) : el('td', { class: 'num' }, [v]); }));
+    });
+    var t = el('table', {}, [el('caption', {}, [caption]), el('thead', {}, [head]), el('tbody', {}, lines)]);
+    return el('div', { class: 'table-scroll' }, [t]);
+  }
+
+  function api(path) {
+    return fetch(path, {
+      headers: { authorization: 'Bearer ' + session.token, 'ocp-apim-subscription-key': session.key, accept: 'application/json' },
+    }).then(function (res) {
+      return res.json().catch(function () { return {}; }).then(function (json) {
+        if (res.status === 401) { signOut('Your session ended (' + (json.message || 'unauthorized') + '). Sign in again.'); throw new Error('unauthorized'); }
+        if (!res.ok) { var e = new Error(json.message || ('HTTP ' + res.status)); e.status = res.status; e.code = json.code; throw e; }
+        return json;
+      });
+    });
+  }
+
+  function signIn(event) {
+    event.preventDefault();
+    var form = new URLSearchParams({
+      grant_type: 'password',
+      client_id: 'checkin-app',
+      username: $('username').value,
+      password: $('password').value,
+    });
+    var key = $('subscription-key').value.trim();
+    $('login-error').textContent = '';
+    if (!key) { $('login-error').textContent = 'Enter the account\u2019s subscription key.'; return; }
+    setStatus('Signing in\u2026');
+    fetch(tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form })
+      .then(function (res) { return res.json().then(function (json) { return { ok: res.ok, json: json }; }); })
+      .then(function (reply) {
+        if (!reply.ok || !reply.json.access_token) throw new Error(reply.json.error_description || reply.json.error || 'sign-in failed');
+        session = { token: reply.json.access_token, key: key };
+        $('password').value = '';
+        return api('/checkin/v1/api/events?limit=1000');
+      })
+      .then(function (page) {
+        var select = $('event');
+        select.textContent = '';
+        page.items.forEach(function (ev) { select.append(el('option', { value: ev.id }, [ev.title + ' (' + ev.startTime.slice(0, 10) + ')'])); });
+        if (page.items.length === 0) throw new Error('this account has no events yet');
+        $('login').hidden = true;
+        $('board').hidden = false;
+        $('event').focus();
+        refresh();
+      })
+      .catch(function (err) {
+        if (err.message === 'unauthorized') return;
+        session = null;
+        $('login-error').textContent = 'Could not sign in: ' + err.message;
+        setStatus('Not signed in.');
+      });
+  }
+
+  function signOut(message) {
+    session = null;
+    clearTimeout(timer);
+    $('board').hidden = true;
+    $('login').hidden = false;
+    $('login-error').textContent = message || '';
+    setStatus('Not signed in.');
+  }
+
+  function refresh() {
+    clearTimeout(timer);
+    if (!session) return;
+    var eventId = $('event').value;
+    var bucket = $('bucket').value;
+    var id = encodeURIComponent(eventId);
+    Promise.all([
+      api('/checkin/v1/api/event/' + id + '/timeline?bucket=' + bucket + '&by=gate'),
+      api('/comms/v1/api/comms/funnel?eventId=' + id).catch(function (err) { return { unavailable: err.message }; }),
+    ])
+      .then(function (results) {
+        renderTimeline(results[0]);
+        renderFunnel(results[1]);
+        setStatus('Updated ' + new Date().toLocaleTimeString() + ' \u00b7 refreshes every ' + refreshMs / 1000 + ' s');
+      })
+      .catch(function (err) { if (err.message !== 'unauthorized') setStatus('Update failed: ' + err.message + '; retrying.'); })
+      .then(function () { if (session) timer = setTimeout(refresh, refreshMs); });
+  }
+
+  function renderTimeline(timeline) {
+    var totals = timeline.totals;
+    $('inside-now').textContent = totals.insideNow;
+    $('admitted').textContent = totals.admitted;
+    $('exits').textContent = totals.exits;
+    $('rejected').textContent = totals.rejectedTotal;
+    var buckets = timeline.buckets;
+    var xs = buckets.map(function (b) { return Date.parse(b.start) / 1000; });
+    var data = [xs, buckets.map(function (b) { return b.admitted; }), buckets.map(function (b) { return b.insideNow; })];
+    drawArrivals(data, timeline.timeZone);
+    $('arrivals-chart').setAttribute('aria-label', 'Chart of people admitted per ' + timeline.bucketMinutes + '-minute bucket and people inside; '
+      + totals.admitted + ' admitted in all, ' + totals.insideNow + ' inside now. The table below has the same figures.');
+    $('arrivals-table').replaceChildren(table('Per bucket (' + timeline.timeZone + ')', ['Starts', 'Admitted', 'Exits', 'Rejected', 'Inside'],
+      buckets.map(function (b) { return [b.localStart.replace('T', ' '), b.admitted, b.exits, b.rejectedTotal, b.insideNow]; })));
+
+    var reasons = Object.keys(totals.rejected).sort(function (a, b) { return totals.rejected[b] - totals.rejected[a]; });
+    var most = reasons.length ? totals.rejected[reasons[0]] : 1;
+    $('rejects').replaceChildren(reasons.length === 0 ? el('p', {}, ['No rejected scans.']) : table('Scans refused at the door', ['Reason', 'Scans'],
+      reasons.map(function (r) {
+        var bar = el('span', { class: 'bar', 'aria-hidden': 'true' });
+        bar.style.width = Math.round(60 * totals.rejected[r] / most) + 'px';
+        return [r.replace(/_/g, ' '), el('span', {}, [String(totals.rejected[r]), bar])];
+      })));
+
+    var gates = {};
+    buckets.forEach(function (b) {
+      Object.keys(b.groups || {}).forEach(function (g) {
+        var t = gates[g] || (gates[g] = { admissions: 0, admitted: 0, last: 0 });
+        t.admissions += b.groups[g].admissions;
+        t.admitted += b.groups[g].admitted;
+      });
+    });
+    var latest = buckets.length ? buckets[buckets.length - 1] : null;
+    Object.keys((latest && latest.groups) || {}).forEach(function (g) { gates[g].last = latest.groups[g].admissions; });
+    var names = Object.keys(gates).sort();
+    $('gates').replaceChildren(names.length === 0 ? el('p', {}, ['No admissions yet.']) : table(
+      'Admissions (scans) per gate; last bucket = the latest ' + timeline.bucketMinutes + ' min with activity',
+      ['Gate', 'Last bucket', 'Per minute', 'All', 'People'],
+      names.map(function (g) { var t = gates[g]; return [g, t.last, (t.last / timeline.bucketMinutes).toFixed(1), t.admissions, t.admitted]; })));
+  }
+
+  function drawArrivals(data, timeZone) {
+    var box = $('arrivals-chart');
+    var width = Math.max(280, box.clientWidth);
+    if (typeof uPlot === 'undefined') { box.textContent = 'The chart library did not load; the table below has the figures.'; return; }
+    if (arrivalsChart && arrivalsChart.timeZone === timeZone) {
+      arrivalsChart.setData(data);
+      arrivalsChart.setSize({ width: width, height: 260 });
+      return;
+    }
+    if (arrivalsChart) arrivalsChart.destroy();
+    var bars = uPlot.paths && uPlot.paths.bars ? uPlot.paths.bars({ size: [0.8, 40] }) : undefined;
+    arrivalsChart = new uPlot({
+      width: width,
+      height: 260,
+      tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1000), timeZone); },
+      series: [
+        { label: 'Time' },
+        { label: 'Admitted', stroke: '#0b4f8a', fill: 'rgba(11,79,138,0.35)', paths: bars, points: { show: false } },
+        { label: 'Inside', stroke: '#a4161a', width: 2 },
+      ],
+      axes: [{}, { label: 'People' }],
+    }, data, box);
+    arrivalsChart.timeZone = timeZone;
+  }
+
+  function pct(rate) { return rate === null || rate === undefined ? '\u2013' : Math.round(rate * 1000) / 10 + ' %'; }
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined) return '\u2013';
+    var h = Math.floor(seconds / 3600), m = Math.round((seconds % 3600) / 60);
+    return h > 0 ? h + ' h ' + m + ' min' : m + ' min';
+  }
+
+  function renderFunnel(funnel) {
+    if (funnel.unavailable) { $('funnel').replaceChildren(el('p', {}, ['Funnel unavailable: ' + funnel.unavailable])); return; }
+    var rows = funnel.byTemplate.map(function (t) { return [t.templateName || t.templateId, t]; });
+    rows.push(['All templates', funnel.totals]);
+    $('funnel').replaceChildren(table('Guests at each step (distinct guests)',
+      ['Template', 'Invited', 'Sent', 'Delivered', 'Opened', 'Bounced, dropped, spam, unsubscribed', 'Checked in', 'Check-in rate', 'Median send \u2192 arrival'],
+      rows.map(function (r) { var f = r[1]; return [r[0], f.invited, f.sent, f.delivered, f.opened, f.bounced + f.dropped + f.spamReported + f.unsubscribed, f.checkedIn, pct(f.rates.checkedIn), duration(f.medianSendToArrivalSeconds)]; })));
+  }
+
+  $('login-form').addEventListener('submit', signIn);
+  $('logout').addEventListener('click', function () { signOut('Signed out.'); $('username').focus(); });
+  $('event').addEventListener('change', function () { if (arrivalsChart) { arrivalsChart.destroy(); arrivalsChart = null; } refresh(); });
+  $('bucket').addEventListener('change', refresh);
+  window.addEventListener('resize', function () { if (arrivalsChart) arrivalsChart.setSize({ width: Math.max(280, $('arrivals-chart').clientWidth), height: 260 }); });
+})();
+`;

@@ -1,0 +1,119 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import express, { type Router } from 'express';
+import { dashboardScript } from './client-script.js';
+import { dashboardStyles } from './styles.js';
+
+const require = createRequire(import.meta.url);
+const uplot = path.dirname(require.resolve('uplot/package.json'));
+
+export interface DashboardOptions {
+  /** Where the page asks for a token with the password grant (the dev provider's, or the issuer's). */
+  tokenUrl?: string;
+  /** Seconds between refreshes. */
+  refreshSeconds?: number;
+}
+
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/**
+ * GET /dashboard (docs/analytics.md): the door manager's live view. The page is static HTML;
+ * its script logs in with the password grant, keeps the token in memory only, and polls the
+ * timeline and funnel routes. uPlot is served from node_modules, never from a CDN.
+ */
+export function dashboardRouter(options: DashboardOptions = {}): Router {
+  const router = express.Router();
+  // An external issuer's token endpoint is the one other origin the page may call.
+  const tokenOrigin = options.tokenUrl && /^https?:/i.test(options.tokenUrl) ? ` ${new URL(options.tokenUrl).origin}` : '';
+  const security = {
+    'Content-Security-Policy': `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'${tokenOrigin}; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`,
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+  };
+  router.get('/dashboard', (_req, res) => {
+    res.set({ ...security, 'Cache-Control': 'no-store' }).type('html').send(page(options));
+  });
+  router.get('/dashboard/dashboard.js', (_req, res) => void res.set(security).type('js').send(dashboardScript));
+  router.get('/dashboard/dashboard.css', (_req, res) => void res.set(security).type('css').send(dashboardStyles));
+  router.use('/dashboard/assets', express.static(path.join(uplot, 'dist'), { index: false, maxAge: '1d' }));
+  return router;
+}
+
+function page(options: DashboardOptions): string {
+  const tokenUrl = options.tokenUrl ?? '/core/connect/token';
+  return `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Door dashboard</title>
+  <link rel="icon" href="data:,">
+  <link rel="stylesheet" href="/dashboard/assets/uPlot.min.css">
+  <link rel="stylesheet" href="/dashboard/dashboard.css">
+</head>
+<body data-token-url="${escapeHtml(tokenUrl)}" data-refresh-seconds="${options.refreshSeconds ?? 5}">
+  <a class="skip" href="#main">Skip to the figures</a>
+  <header>
+    <h1>Door dashboard</h1>
+    <p id="status" role="status" aria-live="polite">Not signed in.</p>
+  </header>
+  <main id="main">
+    <section id="login" aria-labelledby="login-title">
+      <h2 id="login-title">Sign in</h2>
+      <p>Sign in as the client or as a team member. The token stays in this page's memory; reloading signs you out.</p>
+      <form id="login-form" novalidate>
+        <label for="username">User name or email</label>
+        <input id="username" name="username" autocomplete="username" required>
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required>
+        <label for="subscription-key">Subscription key</label>
+        <input id="subscription-key" name="subscriptionKey" autocomplete="off" required>
+        <button type="submit">Sign in</button>
+        <p id="login-error" class="error" role="alert"></p>
+      </form>
+    </section>
+    <section id="board" hidden aria-labelledby="board-title">
+      <h2 id="board-title" class="visually-hidden">Live figures</h2>
+      <div class="toolbar">
+        <label for="event">Event</label>
+        <select id="event"></select>
+        <label for="bucket">Bucket</label>
+        <select id="bucket">
+          <option value="1">1 min</option><option value="5" selected>5 min</option>
+          <option value="15">15 min</option><option value="60">1 hour</option>
+        </select>
+        <button type="button" id="logout">Sign out</button>
+      </div>
+      <div class="cards">
+        <div class="card"><h3>Inside now</h3><output id="inside-now" aria-live="polite">–</output></div>
+        <div class="card"><h3>Admitted</h3><output id="admitted">–</output></div>
+        <div class="card"><h3>Exits</h3><output id="exits">–</output></div>
+        <div class="card"><h3>Rejected scans</h3><output id="rejected">–</output></div>
+      </div>
+      <section aria-labelledby="arrivals-title">
+        <h3 id="arrivals-title">Arrivals and people inside</h3>
+        <div id="arrivals-chart" class="chart" role="img" aria-label="Chart of people admitted per bucket and people inside"></div>
+        <details><summary>Arrivals as a table</summary><div id="arrivals-table"></div></details>
+      </section>
+      <div class="columns">
+        <section aria-labelledby="rejects-title">
+          <h3 id="rejects-title">Rejected scans by reason</h3>
+          <div id="rejects"></div>
+        </section>
+        <section aria-labelledby="gates-title">
+          <h3 id="gates-title">Throughput per gate</h3>
+          <div id="gates"></div>
+        </section>
+      </div>
+      <section aria-labelledby="funnel-title">
+        <h3 id="funnel-title">Invitation funnel</h3>
+        <div id="funnel"></div>
+      </section>
+    </section>
+  </main>
+  <script src="/dashboard/assets/uPlot.iife.min.js"></script>
+  <script src="/dashboard/dashboard.js"></script>
+</body>
+</html>`;
+}

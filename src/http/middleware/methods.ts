@@ -1,0 +1,61 @@
+import type { RequestHandler } from 'express';
+import { match } from 'path-to-regexp';
+import { HttpError } from '../errors.js';
+
+/** A route as `defineRoute` declared it: the method and the express path. */
+export interface KnownRoute {
+  method: string;
+  path: string;
+}
+
+interface Pattern {
+  path: string;
+  params: number;
+  matches: (path: string) => boolean;
+  methods: Set<string>;
+}
+
+/**
+ * 405 and OPTIONS for the declared routes. When several patterns match a path, the one with
+ * the fewest parameters names the resource (`/event/export` is the export, not the event
+ * "export" of `/event/:id`), so its methods alone make `Allow`. Paths no route matches are left
+ * to the 404 handler.
+ */
+export function methodGuard(routes: KnownRoute[]): RequestHandler {
+  const patterns = new Map<string, Pattern>();
+  for (const route of routes) {
+    let pattern = patterns.get(route.path);
+    if (!pattern) {
+      const matcher = match(route.path, { decode: false });
+      pattern = {
+        path: route.path,
+        params: (route.path.match(/[:*]/g) ?? []).length,
+        matches: (path) => matcher(path) !== false,
+        methods: new Set(),
+      };
+      patterns.set(route.path, pattern);
+    }
+    pattern.methods.add(route.method.toUpperCase());
+  }
+  const all = [...patterns.values()];
+
+  return (req, res, next) => {
+    const matching = all.filter((p) => p.matches(req.path));
+    if (matching.length === 0) return next();
+    const fewest = Math.min(...matching.map((p) => p.params));
+    const methods = new Set(matching.filter((p) => p.params === fewest).flatMap((p) => [...p.methods]));
+    if (methods.has('GET')) methods.add('HEAD');
+    methods.add('OPTIONS');
+    const allow = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => methods.has(m)).join(', ');
+    if (req.method === 'OPTIONS') {
+      res.set('Allow', allow).status(204).end();
+      return;
+    }
+    if (!methods.has(req.method)) {
+      return next(
+        new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}; use ${allow}`, undefined, { Allow: allow }),
+      );
+    }
+    next();
+  };
+}

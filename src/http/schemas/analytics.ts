@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { registry } from '../openapi.js';
+import { DateTime, Guid, PlainId } from './common.js';
+import { ExportQuery } from './export.js';
+
+/** An event id as the events routes take it (IdParams). */
+const EventId = PlainId;
+
+const TimelineFields = z.object({
+    bucket: z.coerce.number().int().min(1).max(1440).default(5).openapi({ description: 'Bucket size in minutes of the event’s local clock (1-1440, default 5)' }),
+    by: z.enum(['gate', 'device']).optional().openapi({ description: 'Also split every bucket by gate or by device' }),
+    from: DateTime.optional().openapi({ description: 'First instant to show (default: the first activity)' }),
+    to: DateTime.optional().openapi({ description: 'Instant to show up to (default: the last activity)' }),
+});
+const fromBeforeTo: [(q: { from?: string; to?: string }) => boolean, { message: string; path: string[] }] = [
+  (q) => !q.from || !q.to || q.from < q.to,
+  { message: 'from must be before to', path: ['to'] },
+];
+
+export const TimelineQuery = TimelineFields.refine(...fromBeforeTo);
+
+const Counts = z.object({
+  admissions: z.number().int().openapi({ description: 'Scans that let someone in' }),
+  admitted: z.number().int().openapi({ description: 'People admitted (guests and plus ones)' }),
+  exits: z.number().int().openapi({ description: 'People checked out' }),
+  rejected: z.record(z.string(), z.number().int()).openapi({ description: 'Rejected scans by reason' }),
+  rejectedTotal: z.number().int(),
+});
+
+export const TimelineResponse = registry.register(
+  'Timeline',
+  z.object({
+    eventId: z.string(),
+    timeZone: z.string(),
+    bucketMinutes: z.number().int(),
+    by: z.enum(['gate', 'device']).optional(),
+    totals: Counts.extend({ annulled: z.number().int(), insideNow: z.number().int() }),
+    buckets: z.array(
+      Counts.extend({
+        start: z.string(),
+        end: z.string(),
+        localStart: z.string().openapi({ description: 'Bucket start on the event’s clocks, YYYY-MM-DDTHH:mm' }),
+        annulled: z.number().int(),
+        insideNow: z.number().int().openapi({ description: 'People inside at the bucket’s end' }),
+        groups: z.record(z.string(), Counts).optional().openapi({ description: 'Per gate or device name, when `by` is given' }),
+      }),
+    ),
+  }),
+);
+
+export const TimelineExportQuery = ExportQuery.extend(TimelineFields.shape).refine(...fromBeforeTo);
+
+const FunnelFields = z.object({
+  eventId: EventId.optional(),
+  templateId: Guid.optional(),
+});
+const eventOrTemplate: [(q: { eventId?: string; templateId?: string }) => boolean, { message: string; path: string[] }] = [
+  (q) => q.eventId !== undefined || q.templateId !== undefined,
+  { message: 'name an eventId, a templateId, or both', path: ['eventId'] },
+];
+
+export const FunnelQuery = FunnelFields.refine(...eventOrTemplate);
+export const FunnelExportQuery = ExportQuery.extend(FunnelFields.shape).refine(...eventOrTemplate);
+
+const Rate = z.number().nullable();
+const FunnelFigures = z.object({
+  invited: z.number().int(),
+  sent: z.number().int(),
+  failed: z.number().int(),
+  delivered: z.number().int(),
+  opened: z.number().int(),
+  bounced: z.number().int(),
+  dropped: z.number().int(),
+  spamReported: z.number().int(),
+  unsubscribed: z.number().int(),
+  checkedIn: z.number().int(),
+  rates: z.object({ sent: Rate, delivered: Rate, opened: Rate, bounced: Rate, checkedIn: Rate, checkedInAfterOpen: Rate }),
+  medianSendToArrivalSeconds: z.number().nullable(),
+});
+
+export const FunnelResponse = registry.register(
+  'Funnel',
+  z.object({
+    eventId: z.string(),
+    templateId: z.string().optional(),
+    totals: FunnelFigures,
+    byTemplate: z.array(FunnelFigures.extend({ templateId: z.string(), templateName: z.string().optional() })),
+  }),
+);

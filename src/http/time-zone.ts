@@ -1,0 +1,26 @@
+import type { Response } from 'express';
+import type { ZodType } from 'zod';
+import { findEvent } from '../commands/events.js';
+import type { Services } from '../commands/services.js';
+import { normalizeId } from '../shared/ids.js';
+import { principalOf } from './context.js';
+import type { RouteSpec } from './route.js';
+
+type Raw = Parameters<NonNullable<RouteSpec<ZodType, ZodType, ZodType>['timeZone']>>[0];
+
+/**
+ * A route's `timeZone`: the zone the request names itself (`timeZoneId` of an event body), else
+ * the stored zone of the event it names (path or body `eventId`). docs/identifiers.md.
+ */
+export function eventTimeZone(services: Services, pick: (raw: Raw) => { eventId?: unknown; timeZoneId?: unknown }) {
+  return async (raw: Raw, res: Response): Promise<string | undefined> => {
+    const { eventId, timeZoneId } = pick(raw);
+    if (typeof timeZoneId === 'string' && timeZoneId) return timeZoneId;
+    if (typeof eventId !== 'string' || eventId === '' || eventId.length > 128) return undefined;
+    return (await findEvent(services, principalOf(res).tenantId, normalizeId(eventId)))?.timeZoneId;
+  };
+}
+
+/** The body as a record (or an empty one). */
+export const fields = (value: unknown): Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};

@@ -1,0 +1,94 @@
+import type { StoredEvent } from '../adapters/eventstore/port.js';
+import type { WriteOp } from '../adapters/readstore/port.js';
+import type { DoorEvent, GuestEvent } from '../domain/guest.js';
+import { fieldKey } from './guests.js';
+import type { Projection } from './projection.js';
+import { scopedKey } from '../shared/ids.js';
+
+/**
+ * `timeline_minutes`: the door's activity per event and UTC minute (docs/analytics.md). A scan
+ * adds to small per-minute documents, so the arrivals curve of any bucket size and time zone
+ * is a fold over the event's minutes (a few hundred documents), never over its scans. Each
+ * minute has a `total` document and, apart, a `gate` and a `device` one, so the plain curve
+ * never reads the splits.
+ */
+export interface DoorCounts {
+  /** Scans that let someone in. */
+  admissions?: number;
+  /** People through the door (guests and plus ones). */
+  admitted?: number;
+  /** People checked out. */
+  exits?: number;
+  /** Rejected scans, by reason. */
+  rejected?: Record<string, number>;
+}
+
+export type TimelineSplit = 'total' | 'gate' | 'device';
+
+export interface TimelineMinuteDoc extends DoorCounts {
+  _id: string;
+  clientId: string;
+  eventId: string;
+  split: TimelineSplit;
+  /** Minutes since the Unix epoch (UTC). */
+  minute: number;
+  /** Totals only: check-ins undone (their people are taken off `admitted` of the minute they were admitted). */
+  annulled?: number;
+  /** Gate and device documents: the counts per name (keys encoded with `fieldKey`). */
+  groups?: Record<string, DoorCounts>;
+}
+
+export const TIMELINE_COLLECTION = 'timeline_minutes';
+
+const minuteOf = (at: string): number => Math.floor(Date.parse(at) / 60_000);
+
+function minuteOp(event: StoredEvent & { data: { eventId: string } }, at: string, split: TimelineSplit, inc: Record<string, number>): WriteOp {
+  const minute = minuteOf(at);
+  const eventId = event.data.eventId;
+  return {
+    kind: 'update',
+    collection: TIMELINE_COLLECTION,
+    // Event ids are scoped per client (docs/identifiers.md): the key names the client too.
+    id: split === 'total' ? `${scopedKey(event.metadata.tenantId, eventId)}:${minute}` : `${scopedKey(event.metadata.tenantId, eventId)}:${minute}:${split}`,
+    upsert: true,
+    update: { $set: { clientId: event.metadata.tenantId, eventId, split, minute }, $inc: inc },
+  };
+}
+
+/** The same increments at the minute's total, at the scan's gate and at its device. */
+function everywhere(event: StoredEvent & { data: { eventId: string } }, scan: { at: string; gate?: string; device?: string }, counts: Record<string, number>): WriteOp[] {
+  const prefixed = (prefix: string) => Object.fromEntries(Object.entries(counts).map(([field, value]) => [`${prefix}.${field}`, value]));
+  return [
+    minuteOp(event, scan.at, 'total', counts),
+    minuteOp(event, scan.at, 'gate', prefixed(`groups.${fieldKey(scan.gate ?? '(none)')}`)),
+    minuteOp(event, scan.at, 'device', prefixed(`groups.${fieldKey(scan.device ?? '(none)')}`)),
+  ];
+}
+
+function applyTimeline(stored: StoredEvent): WriteOp[] {
+  if (stored.streamName.startsWith('door-')) {
+    const event = stored as StoredEvent & DoorEvent;
+    return everywhere(event, event.data, { [`rejected.${event.data.reason}`]: 1 });
+  }
+  const event = stored as StoredEvent & GuestEvent;
+  switch (event.type) {
+    case 'GuestAdmitted':
+      return everywhere(event, event.data, { admissions: 1, admitted: event.data.people });
+    case 'GuestDischarged':
+      return everywhere(event, event.data, { exits: event.data.people });
+    case 'GuestScanRejected':
+      return everywhere(event, event.data, { [`rejected.${event.data.reason}`]: 1 });
+    case 'GuestAdmissionAnnulled':
+      // The annulment does not name the gate or device: only the totals are corrected.
+      return [minuteOp(event, event.data.admittedAt, 'total', { admissions: -1, admitted: -event.data.people, annulled: 1 })];
+    default:
+      return [];
+  }
+}
+
+export const timelineProjection: Projection = {
+  name: 'timeline',
+  filter: { streamPrefixes: ['guest-', 'door-'] },
+  collections: [{ name: TIMELINE_COLLECTION, indexes: [{ name: 'eventId_split_minute', keys: { eventId: 1, split: 1, minute: 1 } }] }],
+  apply: applyTimeline,
+};

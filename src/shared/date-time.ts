@@ -1,0 +1,47 @@
+import { wallTimeToInstant } from './time-zones.js';
+
+const pattern = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+
+/** Whether `value` is a date-time without an offset (a wall time that needs a zone). */
+export const isWallTime = (value: string): boolean => {
+  const match = pattern.exec(value);
+  return match !== null && match[8] === undefined;
+};
+
+/**
+ * An ISO 8601 date-time as an ISO string in UTC with milliseconds, or undefined when it is not
+ * one or names a date or time that does not exist (February 30, 25:00, offset +24:00).
+ * Without an offset it is a wall time on the clocks of `timeZone` (an IANA name).
+ */
+export function parseDateTime(value: string, timeZone: string): string | undefined {
+  const match = pattern.exec(value);
+  if (!match) return undefined;
+  const [year, month, day, hour, minute, second = 0] = match.slice(1, 7).map((part) => (part === undefined ? undefined : Number(part))) as number[];
+  const ms = match[7] ? Number(match[7].slice(0, 3).padEnd(3, '0')) : 0;
+  if (month! < 1 || month! > 12 || day! < 1 || day! > daysIn(year!, month!)) return undefined;
+  if (hour! > 23 || minute! > 59 || second > 59) return undefined;
+  const date = new Date(0);
+  date.setUTCFullYear(year!, month! - 1, day!);
+  date.setUTCHours(hour!, minute!, second, ms);
+  // setUTCFullYear, unlike Date.UTC, keeps years 0-99 as written.
+  const wall = date.getTime();
+  const offset = match[8];
+  let instant: number;
+  if (offset === undefined) {
+    instant = wallTimeToInstant(wall, timeZone);
+  } else if (offset.toUpperCase() === 'Z') {
+    instant = wall;
+  } else {
+    const digits = offset.slice(1).replace(':', '');
+    const hours = Number(digits.slice(0, 2));
+    const minutes = digits.length > 2 ? Number(digits.slice(2, 4)) : 0;
+    if (hours > 23 || minutes > 59) return undefined;
+    instant = wall - (offset[0] === '-' ? -1 : 1) * (hours * 60 + minutes) * 60_000;
+  }
+  const result = new Date(instant);
+  return Number.isNaN(result.getTime()) ? undefined : result.toISOString();
+}
+
+function daysIn(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+}

@@ -1,0 +1,73 @@
+import { findIana, WINDOWS_TO_IANA_MAP } from 'windows-iana';
+
+const known = new Map<string, string | undefined>();
+let canonical: Set<string> | undefined;
+const canonicalZones = (): Set<string> => (canonical ??= new Set(Intl.supportedValuesOf('timeZone')));
+
+/** Whether Intl knows the zone: its canonical names at once, aliases (`US/Pacific`) by trying. */
+function isIntlZone(name: string): boolean {
+  if (canonicalZones().has(name)) return true;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The IANA name of a time zone given by its IANA name (`Europe/Berlin`) or its Windows name
+ * (`W. Europe Standard Time`, mapped with CLDR's windowsZones table: the zone's default region);
+ * undefined when neither (docs/identifiers.md, "Time zones").
+ */
+export function ianaZone(name: string): string | undefined {
+  if (known.has(name)) return known.get(name);
+  const zone = [name, ...findIana(name)].find(isIntlZone);
+  if (known.size < 10_000) known.set(name, zone);
+  return zone;
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** The zone's offset from UTC in ms at `instant` (wall time minus UTC). */
+function offsetAt(instant: number, timeZone: string): number {
+  let format = formatters.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    formatters.set(timeZone, format);
+  }
+  const parts: Record<string, number> = {};
+  for (const part of format.formatToParts(new Date(instant))) if (part.type !== 'literal') parts[part.type] = Number(part.value);
+  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  return wall - (instant - (((instant % 1000) + 1000) % 1000));
+}
+
+/**
+ * The instant at which the clocks of `timeZone` show `wall` (a wall time written as if UTC, in
+ * ms). A wall time that occurs twice (clocks set back) is the first; one skipped by clocks set
+ * forward is read with the offset before the change (so 02:30 on a spring-forward night in
+ * Berlin is 03:30 summer time).
+ */
+export function wallTimeToInstant(wall: number, timeZone: string): number {
+  const day = 86_400_000;
+  const before = wall - offsetAt(wall - day, timeZone);
+  const after = wall - offsetAt(wall + day, timeZone);
+  const shows = (t: number) => t + offsetAt(t, timeZone) === wall;
+  const valid = [before, after].filter(shows).sort((a, b) => a - b);
+  return valid[0] ?? before;
+}
+
+/** Every name `ianaZone` maps, for the interface document: canonical IANA names, UTC, and Windows names. */
+export function knownTimeZoneNames(): string[] {
+  const windows = WINDOWS_TO_IANA_MAP.filter((entry) => entry.iana.some((zone) => canonicalZones().has(zone))).map((entry) => entry.windowsName);
+  return [...new Set(['UTC', ...canonicalZones(), ...windows])];
+}
