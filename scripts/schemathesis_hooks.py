@@ -7,11 +7,12 @@ case must keep them to be a request a real client sends:
   text of its own (any other cursor is 400 on `cursor`, as documented). Positive cases drop it.
 - A scan's `at` (an offline scanner's clock) may be at most 5 minutes ahead of the server's:
   positive cases that drew a future time get the current time.
-- Time ranges are ordered: `endTime` after `startTime` (events, export bodies) and `validTo`
+- Time ranges are ordered (`to` after `from` in queries too): `endTime` after `startTime` (events, export bodies) and `validTo`
   after `validFrom` (guests). Positive cases that drew them in the wrong order get the end one
   hour after the start.
 
 - A batch record's `eventId`, when given, is the path's event: positive cases get that one.
+- A guest record's `discharged` and `admittedPlusOnes` need `admitted` (an imported state).
 - A guest record naming a `commsTemplateId` (a send) needs an `email`: positive cases without
   one get `guest@example.com`. (Stated as an `anyOf`, this made generation for the guest
   routes many times slower.)
@@ -23,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 
 import schemathesis
 
-RANGES = (("startTime", "endTime"), ("validFrom", "validTo"))
+RANGES = (("startTime", "endTime"), ("validFrom", "validTo"), ("from", "to"))
 
 
 def _parse(value):
@@ -55,6 +56,13 @@ def _needs_email(record):
         record["email"] = "guest@example.com"
 
 
+def _imported_state(record):
+    """Check-out and admitted plus ones are taken only with an admission (guest create)."""
+    if isinstance(record, dict) and not record.get("admitted"):
+        record.pop("discharged", None)
+        record.pop("admittedPlusOnes", None)
+
+
 def _is_positive(case):
     meta = case.meta
     return meta is not None and meta.generation.mode.is_positive
@@ -63,6 +71,10 @@ def _is_positive(case):
 def _repair(case):
     if isinstance(case.query, dict) and "cursor" in case.query:
         case.query = {k: v for k, v in case.query.items() if k != "cursor"}
+    if isinstance(case.query, dict):
+        query = dict(case.query)
+        _order(query)
+        case.query = query
     body = case.body
     if isinstance(body, dict):
         at = _parse(body.get("at"))
@@ -72,6 +84,7 @@ def _repair(case):
     for record in body if isinstance(body, list) else [body]:
         _order(record)
         _needs_email(record)
+        _imported_state(record)
         if isinstance(body, list) and path_event is not None and isinstance(record, dict) and "eventId" in record:
             record["eventId"] = path_event
     case.body = body

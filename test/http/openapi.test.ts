@@ -98,7 +98,7 @@ describe('OpenAPI document: complete for a generated client', () => {
     const schemas = doc.components.schemas;
     expect(schemas.Scan.oneOf).toEqual([{ required: ['guestId'] }, { required: ['barcode'] }, { required: ['customId'] }]);
     const undo = doc.paths['/checkin/v1/api/guests/{eventId}/checkin/undo'].post.requestBody.content['application/json'].schema;
-    expect(undo.oneOf).toEqual([{ required: ['scanId'] }, { required: ['nonce'] }]);
+    expect(undo.oneOf).toEqual([{ required: ['scanId'] }, { required: ['nonce'] }, { required: ['guestId'] }, { required: ['customId'] }]);
     expect(schemas.BulkBlock.anyOf).toHaveLength(3);
     const cursor = doc.paths['/checkin/v1/api/events'].get.parameters.find((p: { name: string }) => p.name === 'cursor');
     expect(cursor.schema.pattern).toBe('^[A-Za-z0-9_-]+$');

@@ -227,8 +227,8 @@ export const UndoBody = z
     path: ['scanId'],
   })
   .openapi({
-    description: 'Exactly one of scanId or nonce.',
-    oneOf: [{ required: ['scanId'] }, { required: ['nonce'] }],
+    description: 'Exactly one of scanId, nonce, guestId or customId.',
+    oneOf: [{ required: ['scanId'] }, { required: ['nonce'] }, { required: ['guestId'] }, { required: ['customId'] }],
     example: { nonce: 'door3-000123' },
   });
 
