@@ -14,7 +14,7 @@ import type { CommsEventDoc, DeliveryDoc, WebhookDoc } from '../projections/webh
 import { encrypt, keyringOf, loadOrCreateKeyFile, type Keyring } from '../shared/encryption.js';
 import { newId } from '../shared/ids.js';
 import { newSecret } from '../shared/secrets.js';
-import { resolveUrl, systemResolver, UrlRefusedError, type Resolver, type UrlPolicy } from '../shared/url-guard.js';
+import { checkUrlForm, resolveUrl, systemResolver, UrlRefusedError, type Resolver, type UrlPolicy } from '../shared/url-guard.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -80,13 +80,24 @@ function freshSecret(settings: WebhookSettings, clientId: string): { plaintext: 
   return { plaintext, stored: { encryptedSecret: ciphertext, keyId } };
 }
 
-/** The URL rules (DESIGN.md section 6) as a 400 on `url`. */
+/**
+ * The URL rules (DESIGN.md section 6) as a 400 on `url`. A host that does not resolve yet
+ * (DNS being set up, or a resolver that is down) is accepted: every delivery attempt resolves
+ * and checks the addresses again, and retries while DNS fails (docs/webhooks.md).
+ */
 async function checkedUrl(settings: WebhookSettings, url: string): Promise<string> {
+  const refused = (message: string) => new DomainError('validation_error', message, { errors: [{ path: 'url', message }] });
+  let form: URL;
+  try {
+    form = checkUrlForm(url, settings.urlPolicy);
+  } catch (error) {
+    throw refused((error as Error).message);
+  }
   try {
     return (await resolveUrl(url, settings.urlPolicy, settings.resolver)).url.href;
   } catch (error) {
-    const message = error instanceof UrlRefusedError ? error.message : `the url host does not resolve (${(error as Error).message})`;
-    throw new DomainError('validation_error', message, { errors: [{ path: 'url', message }] });
+    if (error instanceof UrlRefusedError) throw refused(error.message);
+    return form.href;
   }
 }
 

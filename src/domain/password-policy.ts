@@ -6,8 +6,10 @@ import { DomainError } from './decider.js';
  */
 export function checkPasswordPolicy(password: string, user: { userName?: string; email?: string }, path = 'password'): void {
   const problems: string[] = [];
-  if (password.length < 10) problems.push('must be at least 10 characters');
-  if (password.length > 200) problems.push('must be at most 200 characters');
+  // Characters as a person counts them (code points): an emoji is one, not two UTF-16 units.
+  const length = [...password].length;
+  if (length < 10) problems.push('must be at least 10 characters');
+  if (length > 200) problems.push('must be at most 200 characters');
   if (/^(.)\1*$/su.test(password)) problems.push('must not be one repeated character');
   const lower = password.toLowerCase();
   if ([user.userName, user.email].some((v) => v && v.toLowerCase() === lower)) {

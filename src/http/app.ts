@@ -3,6 +3,7 @@ import { pinoHttp } from 'pino-http';
 import type { Services } from '../commands/services.js';
 import { errorHandler, unknownRoute } from './errors.js';
 import { openApiDocument } from './openapi.js';
+import './webhooks-doc.js';
 import { commsGates } from './auth.js';
 import { idempotency } from './middleware/idempotency.js';
 import type { RateLimits } from './middleware/rate-limit.js';
@@ -88,7 +89,12 @@ export function createApp(options: AppOptions): Express {
     );
   }
 
-  app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
+  // Every route is registered once createApp returns: the document is built on first request and kept.
+  let document: string | undefined;
+  app.get('/openapi.json', (_req, res) => {
+    document ??= JSON.stringify(openApiDocument());
+    res.type('json').send(document);
+  });
   app.use(docsRouter('/openapi.json'));
   app.use(dashboardRouter(options.dashboard));
   // Spec Limits: every request to the API host counts, the token endpoint included (password guessing).

@@ -19,6 +19,12 @@ registry.registerComponent('securitySchemes', 'subscriptionKey', {
   description: 'A live subscription key of the token’s client',
 });
 
+registry.registerComponent('securitySchemes', 'adminKey', {
+  type: 'http',
+  scheme: 'bearer',
+  description: 'The operator key (`ADMIN_API_KEY`): `Authorization: Bearer <ADMIN_API_KEY>`. Only the /admin/v1 routes take it.',
+});
+
 export const ErrorBody = registry.register(
   'Error',
   z.object({

@@ -1,5 +1,5 @@
 import type { Request, Response, Router } from 'express';
-import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
+import { getOpenApiMetadata, type RouteConfig, type ZodContentObject } from '@asteasolutions/zod-to-openapi';
 import { z, type ZodType } from 'zod';
 import { ErrorBody, registry } from './openapi.js';
 import { fromZodError, HttpError } from './errors.js';
@@ -26,6 +26,22 @@ export interface RouteSpec<B extends ZodType, Q extends ZodType, P extends ZodTy
   status?: 200 | 201 | 202 | 204;
   /** Whether the route needs the two authentication headers (default true). */
   secured?: boolean;
+  /** The operator API takes `Authorization: Bearer <ADMIN_API_KEY>` instead (with `secured: false`). */
+  security?: 'admin';
+  /** Longer text for the document: the rules the handler enforces beyond the schemas. */
+  description?: string;
+  /** A whole example request body; default: the body schema's own example. */
+  bodyExample?: unknown;
+  /** A whole example success body; default: the response schema's own example. */
+  responseExample?: unknown;
+  /** A success answer that is not JSON (a file download): media type to schema and example. */
+  responseContent?: ZodContentObject;
+  /** Headers of the success answer, for the document. */
+  responseHeaders?: Record<string, { description: string; schema: { type: 'string' } }>;
+  /** OpenAPI links from the success answer to the operations that use its ids (stateful clients and tests). */
+  links?: Record<string, { operationId: string; parameters?: Record<string, string>; requestBody?: unknown; description?: string }>;
+  /** operationId in the document; default derived from method and path. */
+  operationId?: string;
   /** Roles that may call it (default: clients only). README "Team members" lists the door routes. */
   roles?: Principal['role'][];
   /** Error statuses this route can answer, for the document. */
@@ -69,7 +85,8 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
     const { params, query, body } = readingTimesIn(zone, () => ({
       params: parse(spec.params, req.params),
       query: parse(spec.query, req.query),
-      body: parse(spec.body, spec.body ? (req.body ?? {}) : undefined),
+      // No body reads as {}; a JSON null is a body, and is refused like any other non-object.
+      body: parse(spec.body, spec.body ? (req.body === undefined ? {} : req.body) : undefined),
     }));
     const value = await handler({ body, query, params, req, res } as RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>);
     if (res.headersSent) return;
@@ -103,42 +120,118 @@ const declared = new WeakMap<Router, KnownRoute[]>();
 export const declaredRoutes = (routers: Router[]): KnownRoute[] => routers.flatMap((r) => declared.get(r) ?? []);
 
 const errorText: Record<number, string> = {
-  400: 'Validation error',
+  400: 'Validation error: `errors` names each field that is wrong',
   401: 'Missing, invalid or expired bearer token, or a wrong subscription key',
   403: 'Not allowed for this account or role',
   404: 'Not found, or owned by another client',
   406: 'Not acceptable: the Accept header allows no format this route can send',
   409: 'Conflict',
-  405: 'Method not allowed on this path (see Allow)',
-  413: 'Body too large',
-  415: 'The body is not JSON',
+  405: 'Method not allowed on this path (`Allow` lists the methods)',
+  413: 'Body larger than BODY_LIMIT',
+  415: 'The body is not sent as application/json',
   422: 'Unprocessable',
-  429: 'Rate limit',
+  429: 'Rate limit: retry after `Retry-After` seconds',
+  431: 'Request line or headers too large',
+  503: 'A dependency is unavailable; retry later',
 };
+
+const errorCodes: Record<number, string> = {
+  400: 'validation_error',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable',
+  429: 'rate_limit',
+  431: 'request_header_fields_too_large',
+  503: 'unavailable',
+};
+
+function errorExample(status: number): unknown {
+  if (status === 400) {
+    return {
+      code: 'validation_error',
+      message: 'the request is not valid: see errors',
+      errors: [{ path: 'startTime', message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-11-21T10:00:00Z' }],
+    };
+  }
+  return { code: errorCodes[status] ?? 'error', message: errorText[status] ?? 'error' };
+}
+
+/** The example a schema carries (`.openapi({ example })`), an array of its element's, or undefined. */
+export function exampleOf(schema: ZodType | undefined): unknown {
+  if (!schema) return undefined;
+  const own = getOpenApiMetadata(schema).example;
+  if (own !== undefined) return own;
+  if (schema instanceof z.ZodArray) {
+    const item = exampleOf(schema.element as ZodType);
+    return item === undefined ? undefined : [item];
+  }
+  return undefined;
+}
+
+/** `POST /checkin/v1/api/guests/{eventId}/checkin` → `postCheckinV1ApiGuestsEventIdCheckin`. */
+export function operationIdOf(method: string, path: string): string {
+  const words = path.split(/[^A-Za-z0-9]+/).filter(Boolean);
+  return method + words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
+}
 
 function register(spec: RouteSpec<ZodType, ZodType, ZodType>): void {
   const path = spec.path.replace(/:(\w+)/g, '{$1}');
-  const errors = [400, ...(spec.secured === false ? [] : [401]), ...(spec.errors ?? [])];
+  const admin = spec.security === 'admin';
+  const secured = spec.secured !== false || admin;
+  // Every request can meet the rate limit and the header size limit; a body can be too large or not JSON.
+  const clientOnly = secured && !admin && !(spec.roles ?? ['client']).includes('team_member');
+  const errors = [400, ...(secured ? [401] : []), ...(clientOnly ? [403] : []), ...(spec.errors ?? []), ...(spec.body ? [413, 415] : []), 429, 431];
+  const bodyExample = spec.bodyExample ?? exampleOf(spec.body);
+  const responseExample = spec.responseExample ?? exampleOf(spec.response);
   const config: RouteConfig = {
     method: spec.method,
     path,
+    operationId: spec.operationId ?? operationIdOf(spec.method, path),
     summary: spec.summary,
+    ...(spec.description ? { description: spec.description } : {}),
     tags: spec.tags,
-    ...(spec.secured === false ? {} : { security: [{ bearer: [], subscriptionKey: [] }] }),
+    ...(admin ? { security: [{ adminKey: [] }] } : secured ? { security: [{ bearer: [], subscriptionKey: [] }] } : {}),
     request: {
       ...(spec.params ? { params: spec.params as never } : {}),
       ...(spec.query ? { query: spec.query as never } : {}),
-      ...(spec.body ? { body: { content: { 'application/json': { schema: spec.body } } } } : {}),
+      ...(spec.body
+        ? {
+            body: {
+              // Required unless an absent body (read as {}) is itself valid.
+              required: !spec.body.safeParse({}).success,
+              content: { 'application/json': { schema: spec.body, ...(bodyExample !== undefined ? { example: bodyExample } : {}) } },
+            },
+          }
+        : {}),
     },
     responses: {
       [spec.status ?? 200]: {
-        description: 'Success',
-        ...(spec.response && spec.status !== 204 ? { content: { 'application/json': { schema: spec.response } } } : {}),
+        description: spec.status === 204 ? 'Done; no body' : 'Success',
+        ...(spec.responseHeaders ? { headers: spec.responseHeaders } : {}),
+        ...(spec.links ? { links: spec.links } : {}),
+        ...(spec.responseContent
+          ? { content: spec.responseContent }
+          : spec.response && spec.status !== 204
+            ? {
+                content: {
+                  'application/json': { schema: spec.response, ...(responseExample !== undefined ? { example: responseExample } : {}) },
+                },
+              }
+            : {}),
       },
       ...Object.fromEntries(
-        [...new Set(errors)].map((status) => [
+        [...new Set(errors)].sort().map((status) => [
           status,
-          { description: errorText[status] ?? 'Error', content: { 'application/json': { schema: ErrorBody } } },
+          {
+            description: errorText[status] ?? 'Error',
+            content: { 'application/json': { schema: ErrorBody, example: errorExample(status) } },
+          },
         ]),
       ),
     },

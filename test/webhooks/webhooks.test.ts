@@ -119,6 +119,19 @@ describe('webhook configuration (spec: Comms rules 2-4)', () => {
     }
   });
 
+  it('accepts a URL whose host does not resolve yet (every delivery resolves again), and refuses a refused address at once', async () => {
+    const client = await commsClient();
+    // RFC 6761: .invalid never resolves.
+    const pending = await client.call('POST', `${api}/webhook`, { url: 'https://hooks.not-yet.invalid/comms' });
+    expect(pending.status).toBe(200);
+    expect(pending.body).toMatchObject({ url: 'https://hooks.not-yet.invalid/comms' });
+    expect(pending.body.secret).toMatch(/^whsec_/);
+    const metadata = await client.call('POST', `${api}/webhook`, { url: 'https://169.254.169.254/latest' });
+    expect(metadata.status).toBe(400);
+    expect(metadata.body.errors.map((e: { path: string }) => e.path)).toEqual(['url']);
+    expect((await client.call('GET', `${api}/webhook`)).body.url).toBe('https://hooks.not-yet.invalid/comms');
+  });
+
   it('documents every webhook route in the OpenAPI document', async () => {
     const doc = await fetch(`${service.url}/openapi.json`).then((r) => r.json() as Promise<{ paths: Record<string, unknown> }>);
     expect(Object.keys(doc.paths)).toEqual(

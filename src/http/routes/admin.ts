@@ -12,8 +12,15 @@ import { sameSecret, sha256 } from '../../shared/secrets.js';
 import { commandContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { defineRoute } from '../route.js';
-import { AccountAccessBody, AccountCreateBody, AccountCreatedResponse, AccountIdParams, AccountResponse, KeyParams } from '../schemas/account.js';
-import { z } from 'zod';
+import {
+  AccountAccessBody,
+  AccountCreateBody,
+  AccountCreatedResponse,
+  AccountIdParams,
+  AccountResponse,
+  KeyParams,
+  SubscriptionKeyResponse,
+} from '../schemas/account.js';
 
 /** Operator API (DESIGN.md section 6): `Authorization: Bearer <ADMIN_API_KEY>`. */
 export function adminAuth(adminApiKey: string): RequestHandler {
@@ -31,6 +38,7 @@ export function adminAuth(adminApiKey: string): RequestHandler {
 export function adminRouter(services: Services): Router {
   const router = Router();
   const secured = false;
+  const security = 'admin' as const;
   defineRoute(
     router,
     {
@@ -42,7 +50,17 @@ export function adminRouter(services: Services): Router {
       response: AccountCreatedResponse,
       status: 201,
       secured,
+      security,
       errors: [401, 409],
+      links: {
+        GetAccount: { operationId: 'getAdminV1AccountsId', parameters: { id: '$response.body#/id' } },
+        SetAccess: { operationId: 'patchAdminV1AccountsId', parameters: { id: '$response.body#/id' } },
+        IssueKey: { operationId: 'postAdminV1AccountsIdSubscriptionKeys', parameters: { id: '$response.body#/id' } },
+        RevokeFirstKey: {
+          operationId: 'postAdminV1AccountsIdSubscriptionKeysKeyIdRevoke',
+          parameters: { id: '$response.body#/id', keyId: '$response.body#/subscriptionKeyId' },
+        },
+      },
     },
     ({ body, res }) => registerAccount(services, commandContext(res, services.clock), body),
   );
@@ -56,6 +74,7 @@ export function adminRouter(services: Services): Router {
       params: AccountIdParams,
       response: AccountResponse,
       secured,
+      security,
       errors: [401, 404],
     },
     async ({ params }) => toUserView(await getAccount(services, params.id)),
@@ -71,6 +90,7 @@ export function adminRouter(services: Services): Router {
       body: AccountAccessBody,
       response: AccountResponse,
       secured,
+      security,
       errors: [401, 404],
     },
     ({ params, body, res }) => setAccountAccess(services, commandContext(res, services.clock), params.id, body),
@@ -83,9 +103,10 @@ export function adminRouter(services: Services): Router {
       summary: 'Issue a new subscription key (shown once)',
       tags: ['Admin'],
       params: AccountIdParams,
-      response: z.object({ subscriptionKeyId: z.string(), subscriptionKey: z.string() }),
+      response: SubscriptionKeyResponse,
       status: 201,
       secured,
+      security,
       errors: [401, 404],
     },
     ({ params, res }) => issueSubscriptionKey(services, commandContext(res, services.clock), params.id),
@@ -100,6 +121,7 @@ export function adminRouter(services: Services): Router {
       params: KeyParams,
       status: 204,
       secured,
+      security,
       errors: [401, 404],
     },
     async ({ params, res }) => {

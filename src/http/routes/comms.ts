@@ -38,6 +38,11 @@ export function commsRouter(services: Services, linkPolicy: LinkPolicy): Router 
         body: TemplateBody,
         response: TemplateResponse,
         errors: [400, 403, 404, 422],
+        ...(path.endsWith('s') ? { operationId: 'postCommsV1ApiCommsTemplates' } : {}),
+        links: {
+          GetTemplate: { operationId: 'getCommsV1ApiCommsTemplateId', parameters: { id: '$response.body#/id' } },
+          ListEventTemplates: { operationId: 'getCommsV1ApiCommsTemplates', parameters: { eventId: '$response.body#/eventId' } },
+        },
       },
       ({ body, res }) => createTemplate(services, linkPolicy, context(res), body),
     );
@@ -79,10 +84,17 @@ export function commsRouter(services: Services, linkPolicy: LinkPolicy): Router 
       method: 'post',
       path: `${base}/send`,
       summary: 'Email a template to guests of its event now (at most 200; each gets a new attendeeInvitationId); outcomes arrive as comms webhooks',
+      description: 'A guest that is not of the template’s event is 404; a guest without an email address is 400 (each named in `errors`).',
       tags: ['Invitations'],
       body: SendBody,
       response: SendResponse,
       errors: [400, 403, 404, 422, 429],
+      links: {
+        GetInvitation: {
+          operationId: 'getCommsV1ApiCommsInvitationsId',
+          parameters: { id: '$response.body#/invitations/0/attendeeInvitationId' },
+        },
+      },
     },
     ({ body, res }) => requestSends(services, linkPolicy, context(res), body),
   );

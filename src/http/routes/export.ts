@@ -1,10 +1,12 @@
 import fs from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
+import { getOpenApiMetadata } from '@asteasolutions/zod-to-openapi';
 import { contentTypeOf, createExport, openExport, type ExportFile, type ExportSettings, type ExportType } from '../../commands/export.js';
 import type { Services } from '../../commands/services.js';
 import { CSV_MEDIA_TYPE } from '../../exports/csv.js';
 import { XLSX_MEDIA_TYPE } from '../../exports/excel.js';
+import { guestColumns } from '../../exports/columns.js';
 import { commandContext, principalOf } from '../context.js';
 import { HttpError } from '../errors.js';
 import { defineRoute } from '../route.js';
@@ -14,6 +16,36 @@ import { ExportBody, ExportIdParams, ExportQuery, ExportResponse } from '../sche
 
 const JSON_TYPE = 'application/json';
 const CSV_TYPE = CSV_MEDIA_TYPE.split(';')[0]!;
+
+const csvExampleRow: Record<string, string> = {
+  id: '3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f',
+  firstName: 'Ada',
+  lastName: 'Lovelace',
+  email: 'ada@example.com',
+  plusOnes: '1',
+  admittedPlusOnes: '1',
+  plusOnesLeft: '0',
+  additionalInfo: 'Table 4; vegetarian',
+  barcode: 'GALA-0001',
+  tags: 'vip,speaker',
+  createdBy: 'organizer@example.com',
+  admitted: '2026-12-12T19:42:10.000+01:00',
+  eventId: '6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b',
+  isGroup: 'false',
+  customId: 'CRM-1001',
+};
+const csvLine = (cells: string[]) => cells.map((c) => (/[",\r\n]/.test(c) ? `"${c.replace(/"/g, '""')}"` : c)).join(',');
+/** A whole CSV export of one guest: the header row of every column, then the guest. */
+const csvExample = `${csvLine(guestColumns.map((c) => c.name))}\r\n${csvLine(guestColumns.map((c) => csvExampleRow[c.name] ?? ''))}\r\n`;
+/** The file itself, for the document: CSV text or an xlsx workbook. */
+const fileContent = {
+  [CSV_TYPE]: { schema: { type: 'string' as const }, example: csvExample },
+  [XLSX_MEDIA_TYPE]: { schema: { type: 'string' as const, contentMediaType: XLSX_MEDIA_TYPE, contentEncoding: 'binary' } },
+};
+const fileHeaders = {
+  'Content-Disposition': { description: 'attachment; filename="..."; filename*=UTF-8\'\'...', schema: { type: 'string' as const } },
+  'X-Export-Id': { description: 'The export id', schema: { type: 'string' as const } },
+};
 
 /**
  * Spec: POST /checkin/v1/api/event/export. The answer is the JSON description of the stored
@@ -34,7 +66,14 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
       query: ExportQuery,
       body: ExportBody,
       response: ExportResponse,
+      responseContent: {
+        [JSON_TYPE]: { schema: ExportResponse, example: getOpenApiMetadata(ExportResponse).example },
+        ...fileContent,
+      },
       errors: [403, 404, 406],
+      links: {
+        Download: { operationId: 'getCheckinV1ApiEventExportExportId', parameters: { exportId: '$response.body#/exportId' } },
+      },
       timeZone: eventTimeZone(services, ({ body }) => ({ timeZoneId: fields(body).timeZoneId, eventId: fields(body).id })),
     },
     async ({ query, body, req, res }) => {
@@ -57,6 +96,8 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
       summary: 'Download an export (only by the client that made it, until it expires)',
       tags,
       params: ExportIdParams,
+      responseContent: fileContent,
+      responseHeaders: fileHeaders,
       errors: [403, 404],
     },
     async ({ params, res }) => {

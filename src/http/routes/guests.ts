@@ -15,8 +15,10 @@ import {
   BlockBody,
   ByInfoQuery,
   EventIdParams,
+  EventStatsResponse,
   GuestBatch,
-  GuestBody,
+  GuestCreateBody,
+  GuestHistoryResponse,
   GuestIdParams,
   GuestListQuery,
   GuestLookupQuery,
@@ -24,14 +26,28 @@ import {
   HistoryQuery,
   ScanBody,
   ScanListQuery,
+  ScanPage,
   ScanResponse,
   TeamStatsQuery,
+  TeamStatsResponse,
   UndoBody,
+  UndoResponse,
   UpsertQuery,
 } from '../schemas/guest.js';
 
 const door = ['client', 'team_member'] as const;
 
+/** A created guest's id and event lead to the routes that read and scan it. */
+const guestLinks = {
+  GetGuest: { operationId: 'getCheckinV1ApiGuestId', parameters: { id: '$response.body#/id' } },
+  GetGuestHistory: { operationId: 'getCheckinV1ApiGuestIdHistory', parameters: { id: '$response.body#/id' } },
+  ListGuests: { operationId: 'getCheckinV1ApiGuestsEventId', parameters: { eventId: '$response.body#/eventId' } },
+  CheckIn: {
+    operationId: 'postCheckinV1ApiGuestsEventIdCheckin',
+    parameters: { eventId: '$response.body#/eventId' },
+    requestBody: { guestId: '$response.body#/id' },
+  },
+};
 
 export function guestsRouter(services: Services): Router {
   const router = Router();
@@ -44,7 +60,17 @@ export function guestsRouter(services: Services): Router {
 
   defineRoute(
     router,
-    { method: 'post', path: '/checkin/v1/api/guest', summary: 'Create a guest', tags, body: GuestBody, response: GuestResponse, errors: [404, 409], timeZone },
+    {
+      method: 'post',
+      path: '/checkin/v1/api/guest',
+      summary: 'Create a guest',
+      tags,
+      body: GuestCreateBody,
+      response: GuestResponse,
+      errors: [404, 409],
+      links: guestLinks,
+      timeZone,
+    },
     async ({ body, res }) => {
       if (!body.eventId) {
         throw new HttpError(400, 'validation_error', 'eventId is required', [{ path: 'eventId', message: 'required' }]);
@@ -77,7 +103,8 @@ export function guestsRouter(services: Services): Router {
       tags,
       params: GuestIdParams,
       query: HistoryQuery,
-      errors: [404, 409],
+      response: GuestHistoryResponse,
+      errors: [403, 404, 409],
       timeZone: eventTimeZone(services, ({ query }) => ({ eventId: fields(query).eventId })),
     },
     ({ params, query, res }) => guestHistory(services, principalOf(res).tenantId, params.id, query),
@@ -165,6 +192,9 @@ export function guestsRouter(services: Services): Router {
       method: 'post',
       path: '/checkin/v1/api/guests/:eventId/checkin',
       summary: 'Check a guest in (by id, barcode or customId); rejections are answered and recorded; `force` needs the client or a team member with canForce (else 403)',
+      description:
+        'Always 200 for a scan that was judged: `result` admitted or rejected with a `reason`. `at` (an offline scanner’s time) ' +
+        'may be at most 5 minutes ahead of the server (else 400 on `at`). `nonce` makes a retry return the first result.',
       tags: doorTags,
       params: EventIdParams,
       body: ScanBody,
@@ -200,6 +230,7 @@ export function guestsRouter(services: Services): Router {
       tags: doorTags,
       params: EventIdParams,
       body: UndoBody,
+      response: UndoResponse,
       roles: [...door],
       errors: [404, 409],
     },
@@ -212,6 +243,7 @@ export function guestsRouter(services: Services): Router {
         method: 'post',
         path: `/checkin/v1/api/guests/:eventId/${blocked ? 'block' : 'unblock'}`,
         summary: `${blocked ? 'Block' : 'Unblock'} up to 200 guests by id, customId or barcode; all or nothing`,
+        description: 'An id, customId or barcode that no guest of the event has is 400 (each named in `errors`), and nothing changes.',
         tags: doorTags,
         params: EventIdParams,
         body: BlockBody,
@@ -230,7 +262,8 @@ export function guestsRouter(services: Services): Router {
       tags: doorTags,
       params: IdParams,
       query: ScanListQuery,
-      errors: [404],
+      response: ScanPage,
+      errors: [403, 404],
     },
     ({ params, query, res }) => listScans(services, principalOf(res).tenantId, params.id, query),
   );
@@ -242,7 +275,8 @@ export function guestsRouter(services: Services): Router {
       summary: 'Invited, admitted, inside now, plus ones, blocked, rejections by reason, admissions by gate and device',
       tags: doorTags,
       params: IdParams,
-      errors: [404],
+      response: EventStatsResponse,
+      errors: [403, 404],
     },
     ({ params, res }) => eventStats(services, principalOf(res).tenantId, params.id),
   );
@@ -255,6 +289,7 @@ export function guestsRouter(services: Services): Router {
       tags: ['Team members'],
       params: IdParams,
       query: TeamStatsQuery,
+      response: TeamStatsResponse,
       roles: [...door],
       errors: [404],
     },

@@ -103,6 +103,9 @@ export function webhooksRouter(services: Services, settings: WebhookSettings): R
       body: WebhookTestBody,
       response: WebhookTestResponse,
       errors: [403, 404],
+      links: {
+        GetDelivery: { operationId: 'getCommsV1ApiCommsWebhookDeliveriesId', parameters: { id: '$response.body#/webhookId' } },
+      },
     },
     ({ body, res }) => requestWebhookTest(services, context(res), body),
   );
@@ -116,6 +119,10 @@ export function webhooksRouter(services: Services, settings: WebhookSettings): R
       query: DeliveryListQuery,
       response: DeliveryListResponse,
       errors: [403],
+      links: {
+        GetDelivery: { operationId: 'getCommsV1ApiCommsWebhookDeliveriesId', parameters: { id: '$response.body#/items/0/id' } },
+        Redeliver: { operationId: 'postCommsV1ApiCommsWebhookDeliveriesIdRedeliver', parameters: { id: '$response.body#/items/0/id' } },
+      },
     },
     ({ query, res }) => listDeliveries(services, principalOf(res).tenantId, query),
   );

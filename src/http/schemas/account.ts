@@ -1,9 +1,36 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Guid, PlainId, TimeZoneId } from './common.js';
+import { Email, Guid, PlainId, TimeZoneId } from './common.js';
+import { ex } from './example-values.js';
 
 const name = z.string().trim().max(200);
-const email = z.string().trim().email().max(320);
+const email = Email;
+
+/**
+ * The password policy (src/domain/password-policy.ts) as the document states it: the domain
+ * checks it and answers 400 `weak_password`, naming each rule that failed.
+ */
+const password = z
+  .string()
+  .min(1)
+  .max(1000)
+  .openapi({
+    minLength: 10,
+    maxLength: 200,
+    not: { pattern: '^(.)\\1*$' },
+    description: 'Password policy: 10 to 200 characters, not one repeated character, not the user name or email (else 400 `weak_password`).',
+    example: 'correct horse battery staple',
+  });
+const userExample = {
+  id: ex.clientId,
+  firstName: 'Olive',
+  lastName: 'Organizer',
+  userName: 'organizer@example.com',
+  email: 'organizer@example.com',
+  timeZoneId: 'Europe/Amsterdam',
+  companyName: 'Gala Events Ltd',
+  customData: '{"plan":"pro"}',
+};
 
 export const UserResponse = registry.register(
   'User',
@@ -16,7 +43,7 @@ export const UserResponse = registry.register(
     timeZoneId: z.string().optional(),
     companyName: z.string().optional(),
     customData: z.string().optional(),
-  }),
+  }).openapi({ example: userExample }),
 );
 
 export const UserEmailQuery = z.object({ email: z.string().trim().min(1).max(320) });
@@ -36,6 +63,9 @@ export const UserUpdateBody = registry.register(
       .string()
       .optional()
       .openapi({ description: 'Ignored: change a password with PUT /users/v1/api/user/changepassword' }),
+  }).openapi({
+    description: 'Changes the fields sent and keeps the others. `id` is the caller’s own id (another is 404).',
+    example: { id: ex.clientId, companyName: 'Gala Events Ltd', timeZoneId: 'Europe/Amsterdam' },
   }),
 );
 
@@ -43,17 +73,19 @@ export const PasswordChangeBody = registry.register(
   'PasswordChangeRequest',
   z.object({
     id: PlainId,
-    oldPassword: z.string().min(1).max(1000),
-    newPassword: z.string().min(1).max(1000),
-    signOutAllSessions: z.boolean().optional(),
+    oldPassword: z.string().min(1).max(1000).openapi({ description: 'The current password (a wrong one is 400 `invalid_old_password`)' }),
+    newPassword: password.openapi({ description: 'Password policy, and different from the old password' }),
+    signOutAllSessions: z.boolean().optional().openapi({ description: 'Refuse every token issued before the change' }),
+  }).openapi({
+    example: { id: ex.clientId, oldPassword: 'correct horse battery staple', newPassword: 'a new and longer passphrase', signOutAllSessions: true },
   }),
 );
 
 export const TeamMemberBody = registry.register(
   'TeamMember',
   z.object({
-    userName: z.string().trim().min(1).max(200),
-    password: z.string().min(1).max(1000),
+    userName: z.string().trim().min(1).max(200).openapi({ description: 'Unique across the service, case-insensitively (a taken one is 409)' }),
+    password,
     email,
     id: PlainId.optional().openapi({ description: 'Team member id, any string of 1-128 characters; generated when absent' }),
     firstName: name.optional(),
@@ -62,6 +94,8 @@ export const TeamMemberBody = registry.register(
       .boolean()
       .optional()
       .openapi({ description: 'May this team member force a scan past a block or validity window (default false)' }),
+  }).openapi({
+    example: { userName: 'door-three', password: 'north gate scanner 7', email: 'door3@example.com', firstName: 'Dora', lastName: 'Door', canForce: false },
   }),
 );
 
@@ -74,6 +108,8 @@ export const TeamMemberResponse = registry.register(
     firstName: z.string().optional(),
     lastName: z.string().optional(),
     canForce: z.boolean(),
+  }).openapi({
+    example: { id: ex.teamMemberId, userName: 'door-three', email: 'door3@example.com', firstName: 'Dora', lastName: 'Door', canForce: false },
   }),
 );
 
@@ -83,7 +119,7 @@ export const AccountCreateBody = registry.register(
   'AdminAccountCreate',
   z.object({
     email,
-    password: z.string().min(1).max(1000),
+    password,
     userName: z.string().trim().min(1).max(200).optional(),
     firstName: name.optional(),
     lastName: name.optional(),
@@ -91,17 +127,36 @@ export const AccountCreateBody = registry.register(
     timeZoneId: TimeZoneId.optional(),
     commsApiEnabled: z.boolean().optional(),
     senderTrusted: z.boolean().optional(),
+  }).openapi({
+    example: {
+      email: 'organizer@example.com',
+      password: 'correct horse battery staple',
+      companyName: 'Gala Events Ltd',
+      timeZoneId: 'Europe/Amsterdam',
+      commsApiEnabled: true,
+      senderTrusted: true,
+    },
   }),
 );
 
 export const AccountAccessBody = registry.register(
   'AdminAccountAccess',
-  z.object({ commsApiEnabled: z.boolean().optional(), senderTrusted: z.boolean().optional() }),
+  z
+    .object({ commsApiEnabled: z.boolean().optional(), senderTrusted: z.boolean().optional() })
+    .refine((b) => b.commsApiEnabled !== undefined || b.senderTrusted !== undefined, {
+      message: 'name commsApiEnabled, senderTrusted or both',
+      path: ['commsApiEnabled'],
+    })
+    .openapi({
+      anyOf: [{ required: ['commsApiEnabled'] }, { required: ['senderTrusted'] }],
+      example: { commsApiEnabled: true, senderTrusted: true },
+    }),
 );
 
+const accountExample = { ...userExample, commsApiEnabled: true, senderTrusted: true };
 export const AccountResponse = registry.register(
   'AdminAccount',
-  UserResponse.extend({ commsApiEnabled: z.boolean(), senderTrusted: z.boolean() }),
+  UserResponse.extend({ commsApiEnabled: z.boolean(), senderTrusted: z.boolean() }).openapi({ example: accountExample }),
 );
 
 export const AccountCreatedResponse = registry.register(
@@ -110,7 +165,21 @@ export const AccountCreatedResponse = registry.register(
     clientSecret: z.string().openapi({ description: 'Shown once' }),
     subscriptionKey: z.string().openapi({ description: 'Shown once' }),
     subscriptionKeyId: z.string(),
+  }).openapi({
+    example: {
+      ...accountExample,
+      clientSecret: 'cs_2YF0mS1o7Qx0bq3tq0Yw6c1m7p9Qm8bV7xQ2fZ1Jk4E',
+      subscriptionKey: 'sk_Hh8c2Vq7P0yN3mB6rT1wZ4xL9sD5fG2jK7pQ0aE3uI',
+      subscriptionKeyId: ex.subscriptionKeyId,
+    },
   }),
+);
+
+export const SubscriptionKeyResponse = registry.register(
+  'SubscriptionKey',
+  z
+    .object({ subscriptionKeyId: z.string(), subscriptionKey: z.string().openapi({ description: 'Shown once' }) })
+    .openapi({ example: { subscriptionKeyId: ex.subscriptionKeyId, subscriptionKey: 'sk_Hh8c2Vq7P0yN3mB6rT1wZ4xL9sD5fG2jK7pQ0aE3uI' } }),
 );
 
 export const AccountIdParams = z.object({ id: PlainId });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { registry } from '../openapi.js';
 import { DateTime, Guid, PlainId } from './common.js';
 import { ExportQuery } from './export.js';
+import { ex } from './example-values.js';
 
 /** An event id as the events routes take it (IdParams). */
 const EventId = PlainId;
@@ -45,6 +46,23 @@ export const TimelineResponse = registry.register(
         groups: z.record(z.string(), Counts).optional().openapi({ description: 'Per gate or device name, when `by` is given' }),
       }),
     ),
+  }).openapi({
+    example: {
+      eventId: ex.eventId,
+      timeZone: 'Europe/Amsterdam',
+      bucketMinutes: 5,
+      totals: { admissions: 12, admitted: 16, exits: 1, rejected: { already_admitted: 1 }, rejectedTotal: 1, annulled: 0, insideNow: 15 },
+      buckets: [
+        {
+          start: '2026-12-12T18:40:00.000Z',
+          end: '2026-12-12T18:45:00.000Z',
+          localStart: '2026-12-12T19:40',
+          admissions: 12, admitted: 16, exits: 1, rejected: { already_admitted: 1 }, rejectedTotal: 1,
+          annulled: 0,
+          insideNow: 15,
+        },
+      ],
+    },
   }),
 );
 
@@ -85,5 +103,15 @@ export const FunnelResponse = registry.register(
     templateId: z.string().optional(),
     totals: FunnelFigures,
     byTemplate: z.array(FunnelFigures.extend({ templateId: z.string(), templateName: z.string().optional() })),
+  }).openapi({
+    example: {
+      eventId: ex.eventId,
+      totals: { invited: 250, sent: 240, failed: 2, delivered: 236, opened: 180, bounced: 3, dropped: 1, spamReported: 0, unsubscribed: 1, checkedIn: 170,
+      rates: { sent: 0.96, delivered: 0.983, opened: 0.763, bounced: 0.013, checkedIn: 0.68, checkedInAfterOpen: 0.85 },
+      medianSendToArrivalSeconds: 86400 },
+      byTemplate: [{ templateId: ex.templateId, templateName: 'Gala invitation', invited: 250, sent: 240, failed: 2, delivered: 236, opened: 180, bounced: 3, dropped: 1, spamReported: 0, unsubscribed: 1, checkedIn: 170,
+      rates: { sent: 0.96, delivered: 0.983, opened: 0.763, bounced: 0.013, checkedIn: 0.68, checkedInAfterOpen: 0.85 },
+      medianSendToArrivalSeconds: 86400 }],
+    },
   }),
 );

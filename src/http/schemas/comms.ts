@@ -2,9 +2,12 @@ import { z } from 'zod';
 import { mergeTokens } from '../../comms/merge-tokens.js';
 import { isPublicDomainName } from '../../domain/domain-name.js';
 import { registry } from '../openapi.js';
-import { Guid, PageQuery, PlainId } from './common.js';
+import { Email, Guid, PageQuery, PlainId } from './common.js';
+import { ex } from './example-values.js';
 
-const email = z.string().trim().max(320).email('must be an email address');
+const email = Email;
+const templateHtml =
+  '<html><body><p>Dear {{firstName}},</p><p>You are invited to {{eventTitle}}.</p>{{#if barcode}}<p>Your code: {{barcode}}</p>{{/if}}</body></html>';
 const tokenList = mergeTokens.map((t) => `\`{{${t.token}}}\` ${t.description}`).join('; ');
 
 export const TemplateBody = registry.register(
@@ -23,6 +26,17 @@ export const TemplateBody = registry.register(
     fromName: z.string().trim().min(1).max(200).optional(),
     replyTo: email.optional(),
     attachPdf: z.boolean().optional().openapi({ description: 'Attach a PDF of the rendered HTML to every send (default false)' }),
+  }).openapi({
+    description: 'Links in the HTML must pass the spam check (else 422 `spam_check_failed`).',
+    example: {
+      eventId: ex.eventId,
+      name: 'Gala invitation',
+      html: templateHtml,
+      subject: 'Your invitation to {{eventTitle}}',
+      fromName: 'Gala Events',
+      replyTo: 'rsvp@example.com',
+      attachPdf: true,
+    },
   }),
 );
 
@@ -39,6 +53,19 @@ export const TemplateResponse = registry.register(
     replyTo: z.string().nullable(),
     attachPdf: z.boolean(),
     created: z.string(),
+  }).openapi({
+    example: {
+      id: ex.templateId,
+      eventId: ex.eventId,
+      name: 'Gala invitation',
+      html: templateHtml,
+      subject: 'Your invitation to {{eventTitle}}',
+      fromAddress: null,
+      fromName: 'Gala Events',
+      replyTo: 'rsvp@example.com',
+      attachPdf: true,
+      created: ex.created,
+    },
   }),
 );
 
@@ -54,7 +81,7 @@ export const SendBody = registry.register(
       .max(200, 'at most 200 guests per call')
       .openapi({ description: 'Guests (of the template’s event) to email; at most 200. Pace calls at 5 per second or less.' }),
     correlationId: z.string().max(200).optional().openapi({ description: 'Echoed as data.correlationId in the comms webhooks' }),
-  }),
+  }).openapi({ example: { templateId: ex.templateId, attendeeIds: [ex.guestId], correlationId: 'crm-batch-42' } }),
 );
 
 const InvitationStatus = z.enum(['requested', 'sending', 'retrying', 'sent', 'failed']);
@@ -64,6 +91,8 @@ export const SendResponse = registry.register(
   z.object({
     templateId: z.string(),
     invitations: z.array(z.object({ attendeeId: z.string(), attendeeInvitationId: z.string(), status: z.literal('requested') })),
+  }).openapi({
+    example: { templateId: ex.templateId, invitations: [{ attendeeId: ex.guestId, attendeeInvitationId: ex.invitationId, status: 'requested' }] },
   }),
 );
 
@@ -88,6 +117,28 @@ export const InvitationResponse = registry.register(
     sentAt: z.string().optional(),
     updatedAt: z.string(),
     history: z.array(z.object({ type: z.string(), at: z.string(), attempt: z.number().optional(), detail: z.string().optional() })),
+  }).openapi({
+    example: {
+      attendeeInvitationId: ex.invitationId,
+      eventId: ex.eventId,
+      attendeeId: ex.guestId,
+      templateId: ex.templateId,
+      correlationId: 'crm-batch-42',
+      status: 'sent',
+      attempts: 1,
+      to: 'ada@example.com',
+      provider: 'outbox',
+      providerMessageId: '<c7d8e9f0.1@checkin.localhost>',
+      opens: 0,
+      skips: 0,
+      requestedAt: '2026-11-21T10:05:00.000Z',
+      sentAt: '2026-11-21T10:05:01.000Z',
+      updatedAt: '2026-11-21T10:05:01.000Z',
+      history: [
+        { type: 'InvitationRequested', at: '2026-11-21T10:05:00.000Z' },
+        { type: 'SendSucceeded', at: '2026-11-21T10:05:01.000Z', attempt: 1 },
+      ],
+    },
   }),
 );
 
@@ -109,15 +160,28 @@ export const DomainBody = registry.register(
       .min(3)
       .max(254)
       .refine(isPublicDomainName, 'must be a public domain name such as example.com (not localhost or an IP address)')
-      .openapi({ description: 'The domain sends come from, e.g. example.com', example: 'example.com' }),
+      .openapi({
+        description: 'The domain sends come from: a public DNS name such as example.com (not localhost, not an IP address)',
+        maxLength: 253,
+        pattern: '^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}$',
+        example: 'example.com',
+      }),
     subdomain: z
       .string()
       .trim()
-      .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i, 'must be a single DNS label')
+      .regex(/^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'must be a single DNS label')
       .optional()
       .openapi({ description: 'Subdomain for the provider’s return path (default chosen by the provider)' }),
-    sendingAddress: z.string().trim().max(320).optional().openapi({ description: 'From address at the domain, or its local part (default invites@<domain>)' }),
-  }),
+    sendingAddress: z
+      .string()
+      .trim()
+      .max(320)
+      .optional()
+      .openapi({
+        description: 'The local part of the From address at the domain (default `invites`); a whole address at the domain is accepted too',
+        pattern: '^[A-Za-z0-9_+-]+(\\.[A-Za-z0-9_+-]+)*$',
+      }),
+  }).openapi({ example: { domain: 'example.com', subdomain: 'mail', sendingAddress: 'invites' } }),
 );
 
 export const DomainResponse = registry.register(
@@ -134,5 +198,19 @@ export const DomainResponse = registry.register(
     sendingAddress: z.string(),
     createdAt: z.string(),
     lastVerifiedAt: z.string().optional(),
+  }).openapi({
+    example: {
+      id: '18723456',
+      domain: 'example.com',
+      subdomain: 'mail',
+      valid: false,
+      enableCustomDomain: false,
+      dnsRecords: [
+        { purpose: 'mail_cname', type: 'cname', host: 'mail.example.com', data: 'u1234.wl.sendgrid.net', valid: false },
+        { purpose: 'dkim1', type: 'cname', host: 's1._domainkey.example.com', data: 's1.domainkey.u1234.wl.sendgrid.net', valid: false },
+      ],
+      sendingAddress: 'invites@example.com',
+      createdAt: ex.created,
+    },
   }),
 );

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DateTime, PlainId, TimeZoneId } from './common.js';
 import { registry } from '../openapi.js';
+import { ex } from './example-values.js';
 
 export const EventBody = registry.register(
   'Event',
@@ -13,7 +14,20 @@ export const EventBody = registry.register(
     timeZoneId: TimeZoneId.optional(),
     tags: z.string().max(4000).optional(),
     customData: z.string().max(100_000).optional(),
-  }),
+  })
+    .openapi({
+      description: 'endTime must be after startTime (else 400 on `endTime`).',
+      example: {
+        id: ex.eventId,
+        title: 'Winter gala',
+        startTime: ex.start,
+        endTime: ex.end,
+        active: true,
+        timeZoneId: 'Europe/Amsterdam',
+        tags: 'gala,vip',
+        customData: '{"room":"Main hall"}',
+      },
+    }),
 );
 
 export const EventResponse = registry.register(
@@ -29,6 +43,19 @@ export const EventResponse = registry.register(
     customData: z.string().optional(),
     created: z.string(),
     updated: z.string(),
+  }).openapi({
+    example: {
+      id: ex.eventId,
+      title: 'Winter gala',
+      startTime: ex.start,
+      endTime: ex.end,
+      active: true,
+      timeZoneId: 'Europe/Amsterdam',
+      tags: 'gala,vip',
+      customData: '{"room":"Main hall"}',
+      created: ex.created,
+      updated: ex.created,
+    },
   }),
 );
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
 import { Guid, PlainId } from './common.js';
+import { ex } from './example-values.js';
 import { EventBody } from './event.js';
 
 /** Spec: query `type`, CSV or EXCEL; we accept any case. Absent: CSV, or what `Accept` names (docs/export.md). */
@@ -16,6 +17,9 @@ export const ExportBody = registry.register(
   'ExportRequest',
   EventBody.extend({
     id: PlainId.openapi({ description: 'The event to export (required: an event of the caller)' }),
+  }).openapi({
+    description: 'An Event object (spec); only `id` is used: the caller’s event to export. The other Event fields are checked as on event create.',
+    example: { id: ex.eventId, title: 'Winter gala', startTime: ex.start, endTime: ex.end },
   }),
 );
 
@@ -32,6 +36,19 @@ export const ExportResponse = registry.register(
     url: z.string().openapi({ description: 'GET it (same client, same headers) until expiresAt' }),
     createdAt: z.string(),
     expiresAt: z.string(),
+  }).openapi({
+    example: {
+      exportId: ex.exportId,
+      eventId: ex.eventId,
+      type: 'CSV',
+      fileName: 'Winter gala guests 2026-11-21.csv',
+      contentType: 'text/csv; charset=utf-8',
+      rowCount: 250,
+      sizeBytes: 48210,
+      url: `/checkin/v1/api/event/export/${ex.exportId}`,
+      createdAt: ex.created,
+      expiresAt: '2026-11-21T11:00:00.000Z',
+    },
   }),
 );
 

@@ -1,12 +1,15 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { DateTime, Guid, PageQuery, PlainId } from './common.js';
+import { DateTime, EMAIL_PATTERN, Guid, PageQuery, pageOf, PlainId } from './common.js';
+import { ex } from './example-values.js';
 
 /** Optional in the spec; CRMs often send null for "no value": null is treated as absent. */
 const optional = <T extends z.ZodType>(schema: T) =>
   schema.nullish().transform((v) => (v === null ? undefined : v)) as unknown as z.ZodOptional<T>;
 
 const text = (max: number) => z.string().max(max);
+/** An optional GUID that may be null (read as absent), stated so in the document. */
+const optionalGuid = () => optional(Guid).openapi({ type: ['string', 'null'], format: 'uuid' });
 /** The spec recommends images under 50 kB; 100 kB of base64 is the hard limit. */
 const image = z
   .string()
@@ -16,15 +19,21 @@ const image = z
 export const GuestBody = registry.register(
   'Guest',
   z.object({
-    id: optional(Guid),
+    id: optionalGuid(),
     firstName: optional(text(200)),
     otherNames: optional(text(200)),
     lastName: optional(text(200)),
     email: z
-      .union([z.literal(''), z.null(), z.string().trim().email('must be an email address').max(320)])
+      .union([z.literal(''), z.null(), z.string().trim().max(320).regex(EMAIL_PATTERN, 'must be an email address')])
       .optional()
       .transform((v) => (v ? v : undefined))
-      .openapi({ type: 'string', format: 'email', description: 'Checked when given; empty or null means not given' }),
+      .openapi({
+        type: ['string', 'null'],
+        maxLength: 320,
+        // The same pattern as every other email field, or empty.
+        pattern: `(^$)|(${EMAIL_PATTERN.source})`,
+        description: 'Checked when given; empty or null means not given',
+      }),
     plusOnes: optional(z.number().int().min(0).max(10_000)),
     admittedPlusOnes: optional(z.number().int().min(0).max(10_000)).openapi({
       description: 'Taken when the record creates the guest (needs admitted; at most plusOnes); upsert never changes it',
@@ -51,6 +60,34 @@ export const GuestBody = registry.register(
       .transform((v) => (v ? v : undefined))
       .openapi({ description: 'Template to send after creation; empty or null means no send' }),
     correlationId: optional(text(200)),
+  }).openapi({
+    description:
+      'validFrom, when given with validTo, must be before it. A commsTemplateId (a send) needs an email (else 400 on `email`).',
+    example: guestExample(),
+  }),
+);
+
+function guestExample() {
+  return {
+    id: ex.guestId,
+    eventId: ex.eventId,
+    firstName: 'Ada',
+    lastName: 'Lovelace',
+    email: 'ada@example.com',
+    plusOnes: 1,
+    additionalInfo: 'Table 4; vegetarian',
+    barcode: 'GALA-0001',
+    tags: 'vip,speaker',
+    customId: 'CRM-1001',
+    isGroup: false,
+  };
+}
+
+/** A single create names its event in the body (the batch routes take it from the path). */
+export const GuestCreateBody = registry.register(
+  'GuestCreate',
+  GuestBody.extend({ eventId: Guid.openapi({ description: 'The event of the guest (one of the caller’s)' }) }).openapi({
+    example: guestExample(),
   }),
 );
 
@@ -80,11 +117,21 @@ export const GuestResponse = registry.register(
     customId: z.string().optional(),
     commsTemplateId: z.string().optional(),
     correlationId: z.string().optional(),
-  }),
+  }).openapi({ example: { ...guestExample(), createdBy: 'organizer@example.com', admittedPlusOnes: 0 } }),
 );
 
+const guestResponseExample = { ...guestExample(), createdBy: 'organizer@example.com', admittedPlusOnes: 0 };
+const admittedGuestExample = { ...guestResponseExample, admitted: ex.scannedAt, admittedPlusOnes: 1 };
+
 /** Spec Limits: at most 200 records per call. */
-export const GuestBatch = z.array(GuestBody).max(200, 'at most 200 records per call').openapi({ maxItems: 200 });
+export const GuestBatch = z
+  .array(GuestBody)
+  .max(200, 'at most 200 records per call')
+  .openapi({
+    maxItems: 200,
+    description: 'At most 200 records; all or nothing. A record’s eventId, when given, is the path’s event.',
+    example: [{ ...guestExample(), eventId: undefined }, { firstName: 'Grace', lastName: 'Hopper', email: 'grace@example.com', customId: 'CRM-1002' }],
+  });
 
 export const EventIdParams = z.object({ eventId: PlainId });
 export const GuestIdParams = z.object({
@@ -135,6 +182,11 @@ export const ScanBody = registry.register(
     .refine((b) => [b.guestId, b.barcode, b.customId].filter((v) => v !== undefined).length === 1, {
       message: 'name the guest by exactly one of guestId, barcode or customId',
       path: ['guestId'],
+    })
+    .openapi({
+      description: 'Names the guest by exactly one of guestId, barcode or customId.',
+      oneOf: [{ required: ['guestId'] }, { required: ['barcode'] }, { required: ['customId'] }],
+      example: { barcode: 'GALA-0001', plusOnes: 1, nonce: 'door3-000123', gate: 'North', device: 'scanner-7' },
     }),
 );
 
@@ -150,6 +202,16 @@ export const ScanResponse = registry.register(
     plusOnesAdmitted: z.number().int(),
     plusOnesLeft: z.number().int(),
     replayed: z.boolean(),
+  }).openapi({
+    example: {
+      result: 'admitted',
+      scanId: ex.scanId,
+      at: ex.scannedAt,
+      guest: admittedGuestExample,
+      plusOnesAdmitted: 1,
+      plusOnesLeft: 0,
+      replayed: false,
+    },
   }),
 );
 
@@ -163,7 +225,22 @@ export const UndoBody = z
   .refine((b) => [b.scanId, b.nonce, b.guestId, b.customId].filter((v) => v !== undefined).length === 1, {
     message: 'give exactly one of scanId, nonce, guestId or customId',
     path: ['scanId'],
+  })
+  .openapi({
+    description: 'Exactly one of scanId, nonce, guestId or customId.',
+    oneOf: [{ required: ['scanId'] }, { required: ['nonce'] }, { required: ['guestId'] }, { required: ['customId'] }],
+    example: { nonce: 'door3-000123' },
   });
+
+export const UndoResponse = registry.register(
+  'UndoResult',
+  z
+    .object({
+      annulled: z.string().openapi({ description: 'The scan id of the annulled check-in' }),
+      guest: GuestResponse,
+    })
+    .openapi({ example: { annulled: ex.scanId, guest: guestResponseExample } }),
+);
 
 export const BlockBody = registry.register(
   'BulkBlock',
@@ -181,6 +258,182 @@ export const BlockBody = registry.register(
       const path = [(Object.keys(counts) as (keyof typeof counts)[]).reduce((a, k) => (counts[k] > counts[a] ? k : a), 'ids')];
       if (total === 0) ctx.addIssue({ code: 'custom', message: 'name at least one guest in ids, customIds or barcodes', path });
       if (total > 200) ctx.addIssue({ code: 'custom', message: 'at most 200 ids, customIds and barcodes per call', path });
+    })
+    .openapi({
+      description: 'At least one and at most 200 ids, customIds and barcodes in all; an unknown one is 400 and nothing changes.',
+      anyOf: [
+        { required: ['ids'], properties: { ids: { minItems: 1 } } },
+        { required: ['customIds'], properties: { customIds: { minItems: 1 } } },
+        { required: ['barcodes'], properties: { barcodes: { minItems: 1 } } },
+      ],
+      example: { barcodes: ['GALA-0001'], reason: 'Ticket refunded' },
+    }),
+);
+
+export const ScanRecord = registry.register(
+  'ScanRecord',
+  z
+    .object({
+      scanId: z.string(),
+      eventId: z.string(),
+      guestId: z.string().optional().openapi({ description: 'Absent when no guest matched (reason not_found)' }),
+      result: z.enum(['admitted', 'rejected', 'discharged']),
+      reason: z.string().optional(),
+      blockedReason: z.string().optional(),
+      at: z.string().openapi({ description: 'Scan time (an offline scanner’s `at`, else when it was recorded)' }),
+      recordedAt: z.string(),
+      gate: z.string().optional(),
+      device: z.string().optional(),
+      nonce: z.string().optional(),
+      scannedBy: z.object({ id: z.string(), username: z.string() }),
+      people: z.number().int().openapi({ description: 'People who passed: the guest and plus ones (0 when rejected)' }),
+      plusOnesAdmitted: z.number().int().optional(),
+      annulled: z.boolean().optional().openapi({ description: 'True when the check-in was undone' }),
+      lookup: z
+        .object({ guestId: z.string().optional(), barcode: z.string().optional(), customId: z.string().optional() })
+        .optional()
+        .openapi({ description: 'What the scanner sent to name the guest' }),
+    })
+    .openapi({
+      example: {
+        scanId: ex.scanId,
+        eventId: ex.eventId,
+        guestId: ex.guestId,
+        result: 'admitted',
+        at: ex.scannedAt,
+        recordedAt: ex.scannedAt,
+        gate: 'North',
+        device: 'scanner-7',
+        nonce: 'door3-000123',
+        scannedBy: { id: ex.teamMemberId, username: 'door-three' },
+        people: 2,
+        plusOnesAdmitted: 1,
+        lookup: { barcode: 'GALA-0001' },
+      },
+    }),
+);
+export const ScanPage = pageOf(ScanRecord);
+
+const counts = z.object({ admissions: z.number().int(), people: z.number().int() });
+export const EventStatsResponse = registry.register(
+  'EventStats',
+  z
+    .object({
+      eventId: z.string(),
+      invited: z.number().int().openapi({ description: 'Guests of the event' }),
+      admitted: z.number().int().openapi({ description: 'Guests admitted at least once' }),
+      insideNow: z.object({ guests: z.number().int(), people: z.number().int() }),
+      plusOnes: z.object({ invited: z.number().int(), insideNow: z.number().int() }),
+      blocked: z.number().int(),
+      rejectedScans: z.record(z.string(), z.number().int()).openapi({ description: 'Rejected scans by reason' }),
+      annulledCheckIns: z.number().int(),
+      admissionsByGate: z.record(z.string(), counts),
+      admissionsByDevice: z.record(z.string(), counts),
+    })
+    .openapi({
+      example: {
+        eventId: ex.eventId,
+        invited: 250,
+        admitted: 180,
+        insideNow: { guests: 171, people: 230 },
+        plusOnes: { invited: 90, insideNow: 59 },
+        blocked: 2,
+        rejectedScans: { already_admitted: 4, not_found: 3, blocked: 1 },
+        annulledCheckIns: 1,
+        admissionsByGate: { North: { admissions: 120, people: 160 }, South: { admissions: 60, people: 79 } },
+        admissionsByDevice: { 'scanner-7': { admissions: 120, people: 160 }, 'scanner-9': { admissions: 60, people: 79 } },
+      },
+    }),
+);
+
+export const TeamStatsResponse = registry.register(
+  'TeamMemberEventStats',
+  z
+    .array(
+      z.object({
+        id: z.string(),
+        eventId: z.string(),
+        teamMemberId: z.string(),
+        username: z.string(),
+        checkedIn: z.number().int().openapi({ description: 'People checked in (guests and plus ones), annulled ones subtracted' }),
+        checkedOut: z.number().int(),
+        checkedInActivity: z.array(
+          z.object({
+            admitted: z.string().openapi({ description: 'Start of the bucket (UTC)' }),
+            admittedCount: z.number().int(),
+          }),
+        ),
+      }),
+    )
+    .openapi({
+      example: [
+        {
+          id: `${ex.eventId}:${ex.teamMemberId}`,
+          eventId: ex.eventId,
+          teamMemberId: ex.teamMemberId,
+          username: 'door-three',
+          checkedIn: 42,
+          checkedOut: 3,
+          checkedInActivity: [
+            { admitted: '2026-12-12T18:00:00.000Z', admittedCount: 30 },
+            { admitted: '2026-12-12T18:15:00.000Z', admittedCount: 12 },
+          ],
+        },
+      ],
+    }),
+);
+
+const historyEntry = z.object({
+  type: z.string().openapi({ description: 'Event type, e.g. GuestCreated, GuestCheckedIn, CheckInAnnulled, InvitationRequested' }),
+  stream: z.string().openapi({ description: 'Whose history: the guest’s stream or one of its invitation emails’' }),
+  at: z.string(),
+  recordedAt: z.string(),
+  revision: z.number().int(),
+  actor: z.object({ type: z.string(), id: z.string() }),
+  correlationId: z.string(),
+  requestId: z.string().optional(),
+  data: z.record(z.string(), z.unknown()),
+});
+
+export const GuestHistoryResponse = registry.register(
+  'GuestHistory',
+  z
+    .object({
+      guestId: z.string(),
+      asOf: z.string().optional(),
+      events: z.array(historyEntry),
+      state: z
+        .record(z.string(), z.unknown())
+        .nullable()
+        .optional()
+        .openapi({ description: 'With asOf: the guest as it was then (null when it did not exist yet)' }),
+    })
+    .openapi({
+      example: {
+        guestId: ex.guestId,
+        events: [
+          {
+            type: 'GuestCreated',
+            stream: `guest-${ex.guestId}`,
+            at: ex.created,
+            recordedAt: ex.created,
+            revision: 0,
+            actor: { type: 'client', id: ex.clientId },
+            correlationId: '5b0c7f2e-1d3a-4e5b-8c6d-7e8f9a0b1c2d',
+            data: { eventId: ex.eventId, firstName: 'Ada', lastName: 'Lovelace', barcode: 'GALA-0001' },
+          },
+          {
+            type: 'GuestCheckedIn',
+            stream: `guest-${ex.guestId}`,
+            at: ex.scannedAt,
+            recordedAt: ex.scannedAt,
+            revision: 1,
+            actor: { type: 'team_member', id: ex.teamMemberId },
+            correlationId: '6c1d8a3f-2e4b-4f6c-9d7e-8f9a0b1c2d3e',
+            data: { scanId: ex.scanId, plusOnes: 1, gate: 'North' },
+          },
+        ],
+      },
     }),
 );
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { commsEventTypes } from '../../domain/webhook.js';
 import { registry } from '../openapi.js';
 import { DateTime, Guid, PageQuery, pageOf } from './common.js';
+import { ex } from './example-values.js';
 
 export const WebhookBody = registry.register(
   'WebhookConfiguration',
@@ -11,8 +12,15 @@ export const WebhookBody = registry.register(
       .trim()
       .min(1)
       .max(2048)
-      .openapi({ description: 'HTTPS URL that receives the signed POSTs', example: 'https://example.com/hooks/comms' }),
-  }),
+      .openapi({
+        description:
+          'HTTPS URL that receives the signed POSTs. Refused (400 on `url`): other schemes, localhost, and hosts that are or resolve to ' +
+          'loopback, private, link-local, multicast or reserved addresses. A host that does not resolve yet is accepted (every delivery resolves again).',
+        // The form a receiver's URL takes: https, a DNS name, an optional port and path.
+        pattern: "^https://[A-Za-z][A-Za-z0-9-]{0,62}(\\.[A-Za-z][A-Za-z0-9-]{0,62})+(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$",
+        example: 'https://example.com/hooks/comms',
+      }),
+  }).openapi({ example: { url: 'https://example.com/hooks/comms' } }),
 );
 
 export const WebhookSecretResponse = registry.register(
@@ -23,7 +31,7 @@ export const WebhookSecretResponse = registry.register(
       .string()
       .optional()
       .openapi({ description: 'Signing secret, shown once: on first configuration and on rotation. Store it now.' }),
-  }),
+  }).openapi({ example: { url: 'https://example.com/hooks/comms', secret: 'whsec_9fQm2xV8cZ1bN4kL7pR0tY3wE6aS5dF2gH8jK1lM0qU' } }),
 );
 
 export const WebhookResponse = registry.register(
@@ -33,21 +41,25 @@ export const WebhookResponse = registry.register(
     createdAt: z.string(),
     updatedAt: z.string(),
     secretRotatedAt: z.string().optional(),
-  }),
+  }).openapi({ example: { url: 'https://example.com/hooks/comms', createdAt: ex.created, updatedAt: ex.created } }),
 );
 
-export const WebhookDeletedResponse = z.object({ url: z.string(), deleted: z.literal(true) });
+export const WebhookDeletedResponse = z
+  .object({ url: z.string(), deleted: z.literal(true) })
+  .openapi({ example: { url: 'https://example.com/hooks/comms', deleted: true } });
 
-export const WebhookTestBody = z.object({
-  correlationId: z.string().max(200).optional().openapi({ description: 'Echoed as data.correlationId in the test event' }),
-});
+export const WebhookTestBody = z
+  .object({
+    correlationId: z.string().max(200).optional().openapi({ description: 'Echoed as data.correlationId in the test event' }),
+  })
+  .openapi({ example: { correlationId: 'webhook-check-1' } });
 
 export const WebhookTestResponse = registry.register(
   'WebhookTest',
   z.object({
     webhookId: z.string().openapi({ description: 'X-Service-Webhook-Id (and body id) of the comms.test delivery' }),
     type: z.literal('comms.test'),
-  }),
+  }).openapi({ example: { webhookId: ex.webhookId, type: 'comms.test' } }),
 );
 
 const CommsEventType = z.enum(commsEventTypes);
@@ -81,6 +93,19 @@ export const DeliveryResponse = registry.register(
         error: z.string().optional(),
       }),
     ),
+  }).openapi({
+    example: {
+      id: ex.webhookId,
+      type: 'comms.sent',
+      status: 'delivered',
+      attempts: 1,
+      createdAt: '2026-11-21T10:05:01.000Z',
+      updatedAt: '2026-11-21T10:05:02.000Z',
+      lastAttemptAt: '2026-11-21T10:05:02.000Z',
+      lastStatusCode: 200,
+      deliveredAt: '2026-11-21T10:05:02.000Z',
+      attemptLog: [{ attempt: 1, attemptedAt: '2026-11-21T10:05:02.000Z', url: 'https://example.com/hooks/comms', durationMs: 84, statusCode: 200 }],
+    },
   }),
 );
 
@@ -110,6 +135,21 @@ export const CommsEventResponse = registry.register(
       correlationId: z.string().optional(),
     }),
     deliveryStatus: DeliveryStatus.optional().openapi({ description: 'Where its webhook delivery stands; absent when none was made' }),
+  }).openapi({
+    example: {
+      id: ex.webhookId,
+      type: 'comms.sent',
+      createdAt: '2026-11-21T10:05:01.000Z',
+      data: {
+        attendeeId: ex.guestId,
+        templateId: ex.templateId,
+        attendeeInvitationId: ex.invitationId,
+        status: 'sent',
+        error: null,
+        correlationId: 'crm-batch-42',
+      },
+      deliveryStatus: 'delivered',
+    },
   }),
 );
 

@@ -1,0 +1,105 @@
+"""Schemathesis hooks for scripts/schemathesis.sh.
+
+The document states two rules that JSON Schema cannot express, and a positive (schema-valid)
+case must keep them to be a request a real client sends:
+
+- `cursor` is opaque and server-issued: a client passes back a `nextCursor` it received, never
+  text of its own (any other cursor is 400 on `cursor`, as documented). Positive cases drop it.
+- A scan's `at` (an offline scanner's clock) may be at most 5 minutes ahead of the server's:
+  positive cases that drew a future time get the current time.
+- Time ranges are ordered (`to` after `from` in queries too): `endTime` after `startTime` (events, export bodies) and `validTo`
+  after `validFrom` (guests). Positive cases that drew them in the wrong order get the end one
+  hour after the start.
+
+- A batch record's `eventId`, when given, is the path's event: positive cases get that one.
+- A guest record's `discharged` and `admittedPlusOnes` need `admitted` (an imported state).
+- A guest record naming a `commsTemplateId` (a send) needs an `email`: positive cases without
+  one get `guest@example.com`. (Stated as an `anyOf`, this made generation for the guest
+  routes many times slower.)
+
+Negative cases are left alone, so the service's refusals are still exercised.
+"""
+
+from datetime import datetime, timedelta, timezone
+
+import schemathesis
+
+RANGES = (("startTime", "endTime"), ("validFrom", "validTo"), ("from", "to"))
+
+
+def _parse(value):
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _order(record):
+    if not isinstance(record, dict):
+        return
+    for start_key, end_key in RANGES:
+        start, end = _parse(record.get(start_key)), _parse(record.get(end_key))
+        if start is not None and end is not None and end <= start:
+            try:
+                record[end_key] = (start + timedelta(hours=1)).isoformat()
+            except OverflowError:
+                record[start_key], record[end_key] = record[end_key], record[start_key]
+                if _parse(record[end_key]) == _parse(record[start_key]):
+                    record.pop(end_key)
+
+
+def _needs_email(record):
+    if isinstance(record, dict) and record.get("commsTemplateId") and not record.get("email"):
+        record["email"] = "guest@example.com"
+
+
+def _imported_state(record):
+    """Check-out and admitted plus ones are taken only with an admission (guest create)."""
+    if isinstance(record, dict) and not record.get("admitted"):
+        record.pop("discharged", None)
+        record.pop("admittedPlusOnes", None)
+
+
+def _is_positive(case):
+    meta = case.meta
+    return meta is not None and meta.generation.mode.is_positive
+
+
+def _repair(case):
+    if isinstance(case.query, dict) and "cursor" in case.query:
+        case.query = {k: v for k, v in case.query.items() if k != "cursor"}
+    if isinstance(case.query, dict):
+        query = dict(case.query)
+        _order(query)
+        case.query = query
+    body = case.body
+    if isinstance(body, dict):
+        at = _parse(body.get("at"))
+        if at is not None and at > datetime.now(timezone.utc):
+            body["at"] = datetime.now(timezone.utc).isoformat()
+    path_event = (case.path_parameters or {}).get("eventId")
+    for record in body if isinstance(body, list) else [body]:
+        _order(record)
+        _needs_email(record)
+        _imported_state(record)
+        if isinstance(body, list) and path_event is not None and isinstance(record, dict) and "eventId" in record:
+            record["eventId"] = path_event
+    case.body = body
+    return case
+
+
+@schemathesis.hook
+def map_case(ctx, case):
+    """Generated cases (coverage, fuzzing, stateful)."""
+    return _repair(case) if _is_positive(case) else case
+
+
+@schemathesis.hook
+def before_add_examples(ctx, examples):
+    """Cases built from the document's examples (the examples phase does not run map_case)."""
+    for case in examples:
+        if case.meta is None or case.meta.generation.mode.is_positive:
+            _repair(case)
