@@ -10,10 +10,14 @@ const run = promisify(execFile);
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-test-'));
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
-const cli = (script: string, args: string[]) =>
+// The commands work on the embedded stores of a DATA_DIR, as the in-process test service does:
+// the real servers' URLs that CI exports (MONGO_URL, ...) would point them at other stores.
+const { MONGO_URL: _mongo, KAFKA_BROKERS: _kafka, EVENTSTORE_URL: _esdb, ...embeddedEnv } = process.env;
+const cliIn = (dir: string) => (script: string, args: string[]) =>
   run(process.execPath, ['--import', 'tsx', path.join('src', 'cli', script), ...args], {
-    env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+    env: { ...embeddedEnv, DATA_DIR: dir, LOG_LEVEL: 'silent' },
   });
+const cli = cliIn(dataDir);
 
 // Each command is a fresh `node --import tsx` (10-16 s apiece on a loaded 2-core machine): the timeouts are hang guards only.
 describe('operator command lines', () => {
@@ -69,10 +73,7 @@ describe('operator command lines: help and refusals', () => {
 
   it('refuses a DATA_DIR that holds no store, naming the path, and creates one with --init', async () => {
     const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-empty-'));
-    const inEmpty = (script: string, args: string[]) =>
-      run(process.execPath, ['--import', 'tsx', path.join('src', 'cli', script), ...args], {
-        env: { ...process.env, DATA_DIR: empty, LOG_LEVEL: 'silent' },
-      });
+    const inEmpty = cliIn(empty);
     try {
       for (const [script, args] of [['projections.ts', ['rebuild']], ['relay.ts', ['status']], ['admin.ts', ['issue-key', 'x']]] as const) {
         await expect(inEmpty(script, [...args])).rejects.toMatchObject({
