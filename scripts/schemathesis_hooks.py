@@ -11,8 +11,16 @@ case must keep them to be a request a real client sends:
   after `validFrom` (guests). Positive cases that drew them in the wrong order get the end one
   hour after the start.
 
+- A timeline answer holds at most 10,000 buckets: a query with only one of `from` and `to`
+  (the other end defaults to the activity, which may be years away) gets the other one hour
+  away; a query with both whose window is longer than 9,000 buckets of its `bucket` size (default 5) gets `to` one hour after
+  `from` (the margin covers bucket alignment and clock changes).
+- A funnel (and its export) names at least one of `eventId` and `templateId`: positive cases
+  with neither get the document's example event id (an unknown event is a documented 404).
+
 - A batch record's `eventId`, when given, is the path's event: positive cases get that one.
-- A guest record's `discharged` and `admittedPlusOnes` need `admitted` (an imported state).
+- A guest record's `discharged` and `admittedPlusOnes` need `admitted` (an imported state), and
+  `admittedPlusOnes` is at most `plusOnes` (0 when absent): positive cases get `plusOnes`.
 - A guest record naming a `commsTemplateId` (a send) needs an `email`: positive cases without
   one get `guest@example.com`. (Stated as an `anyOf`, this made generation for the guest
   routes many times slower.)
@@ -25,6 +33,8 @@ from datetime import datetime, timedelta, timezone
 import schemathesis
 
 RANGES = (("startTime", "endTime"), ("validFrom", "validTo"), ("from", "to"))
+MAX_BUCKETS = 10_000  # src/commands/timeline.ts
+EXAMPLE_EVENT_ID = "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"  # src/http/schemas/example-values.ts
 
 
 def _parse(value):
@@ -57,10 +67,56 @@ def _needs_email(record):
 
 
 def _imported_state(record):
-    """Check-out and admitted plus ones are taken only with an admission (guest create)."""
-    if isinstance(record, dict) and not record.get("admitted"):
+    """Check-out and admitted plus ones are taken only with an admission (guest create), and
+    no more plus ones are admitted than the guest has."""
+    if not isinstance(record, dict):
+        return
+    if not record.get("admitted"):
         record.pop("discharged", None)
         record.pop("admittedPlusOnes", None)
+    admitted_plus_ones = record.get("admittedPlusOnes")
+    if isinstance(admitted_plus_ones, int) and not isinstance(admitted_plus_ones, bool):
+        plus_ones = record.get("plusOnes")
+        allowed = plus_ones if isinstance(plus_ones, int) and not isinstance(plus_ones, bool) else 0
+        if admitted_plus_ones > allowed:
+            record["admittedPlusOnes"] = allowed
+
+
+def _timeline_window(query, path):
+    """At most MAX_BUCKETS buckets from `from` to `to` (timeline and its export)."""
+    if "/timeline" not in path:
+        return
+    start, end = _parse(query.get("from")), _parse(query.get("to"))
+    if start is None and end is None:
+        return
+    if start is None or end is None:
+        # The open end defaults to the activity, which may be far away: close the window.
+        try:
+            if end is None:
+                query["to"] = (start + timedelta(hours=1)).isoformat()
+            else:
+                query["from"] = (end - timedelta(hours=1)).isoformat()
+        except OverflowError:
+            query.pop("from", None)
+            query.pop("to", None)
+        return
+    bucket = query.get("bucket", 5)
+    try:
+        bucket = int(bucket)
+    except (TypeError, ValueError):
+        return
+    if bucket < 1 or (end - start) <= timedelta(minutes=bucket * (MAX_BUCKETS - 1000)):
+        return
+    try:
+        query["to"] = (start + timedelta(hours=1)).isoformat()
+    except OverflowError:
+        query["from"] = (end - timedelta(hours=1)).isoformat()
+
+
+def _funnel_subject(query, path):
+    """A funnel names an event, a template or both."""
+    if "/comms/funnel" in path and query.get("eventId") is None and query.get("templateId") is None:
+        query["eventId"] = EXAMPLE_EVENT_ID
 
 
 def _is_positive(case):
@@ -71,9 +127,12 @@ def _is_positive(case):
 def _repair(case):
     if isinstance(case.query, dict) and "cursor" in case.query:
         case.query = {k: v for k, v in case.query.items() if k != "cursor"}
-    if isinstance(case.query, dict):
-        query = dict(case.query)
+    path = case.path or ""
+    if isinstance(case.query, dict) or (case.query is None and "/comms/funnel" in path):
+        query = dict(case.query or {})
         _order(query)
+        _timeline_window(query, path)
+        _funnel_subject(query, path)
         case.query = query
     body = case.body
     if isinstance(body, dict):

@@ -3,15 +3,16 @@ import { registry } from '../openapi.js';
 import { DateTime, Guid, PlainId } from './common.js';
 import { ExportQuery } from './export.js';
 import { ex } from './example-values.js';
+import { MAX_BUCKETS } from '../../commands/timeline.js';
 
 /** An event id as the events routes take it (IdParams). */
 const EventId = PlainId;
 
 const TimelineFields = z.object({
-    bucket: z.coerce.number().int().min(1).max(1440).default(5).openapi({ description: 'Bucket size in minutes of the event’s local clock (1-1440, default 5)' }),
+    bucket: z.coerce.number().int().min(1).max(1440).default(5).openapi({ description: `Bucket size in minutes of the event’s local clock (1-1440, default 5). An answer holds at most ${MAX_BUCKETS.toLocaleString('en')} buckets: a longer window (from..to, each end defaulting to the first or last activity) is 400 on \`bucket\`; ask for a larger bucket or a shorter window` }),
     by: z.enum(['gate', 'device']).optional().openapi({ description: 'Also split every bucket by gate or by device' }),
     from: DateTime.optional().openapi({ description: 'First instant to show (default: the first activity)' }),
-    to: DateTime.optional().openapi({ description: 'Instant to show up to (default: the last activity)' }),
+    to: DateTime.optional().openapi({ description: `Instant to show up to (default: the last activity); after \`from\`, and at most ${MAX_BUCKETS.toLocaleString('en')} buckets after it` }),
 });
 const fromBeforeTo: [(q: { from?: string; to?: string }) => boolean, { message: string; path: string[] }] = [
   (q) => !q.from || !q.to || q.from < q.to,
@@ -69,8 +70,8 @@ export const TimelineResponse = registry.register(
 export const TimelineExportQuery = ExportQuery.extend(TimelineFields.shape).refine(...fromBeforeTo);
 
 const FunnelFields = z.object({
-  eventId: EventId.optional(),
-  templateId: Guid.optional(),
+  eventId: EventId.optional().openapi({ description: 'The event whose invitations to count. At least one of eventId and templateId is required (neither is 400 on `eventId`)' }),
+  templateId: Guid.optional().openapi({ description: 'Only the invitations of this template (its event when eventId is absent; with eventId, a template of another event is 404). At least one of eventId and templateId is required' }),
 });
 const eventOrTemplate: [(q: { eventId?: string; templateId?: string }) => boolean, { message: string; path: string[] }] = [
   (q) => q.eventId !== undefined || q.templateId !== undefined,

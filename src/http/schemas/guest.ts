@@ -36,7 +36,7 @@ export const GuestBody = registry.register(
       }),
     plusOnes: optional(z.number().int().min(0).max(10_000)),
     admittedPlusOnes: optional(z.number().int().min(0).max(10_000)).openapi({
-      description: 'Taken when the record creates the guest (needs admitted; at most plusOnes); upsert never changes it',
+      description: 'Taken when the record creates the guest (needs admitted; at most plusOnes, which counts as 0 when absent: more is 400); upsert never changes it',
     }),
     additionalInfo: optional(text(10_000)),
     barcode: optional(text(500)),
