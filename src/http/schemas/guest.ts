@@ -86,7 +86,7 @@ function guestExample() {
 /** A single create names its event in the body (the batch routes take it from the path). */
 export const GuestCreateBody = registry.register(
   'GuestCreate',
-  GuestBody.extend({ eventId: Guid.openapi({ description: 'The event of the guest (one of the caller’s)' }) }).openapi({
+  GuestBody.extend({ eventId: PlainId.openapi({ description: 'The event of the guest (one of the caller’s)' }) }).openapi({
     example: guestExample(),
   }),
 );
