@@ -38,7 +38,8 @@ export async function spawnService(
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'src', 'main.ts'), role], {
     cwd: repoRoot,
     env: {
-      ...process.env,
+      // Embedded stores unless the test names real servers: CI's MONGO_URL holds other services' read models.
+      ...withoutServerUrls(process.env),
       PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
@@ -118,4 +119,9 @@ export async function spawnService(
     service.url = line.url as string;
   }
   return service;
+}
+
+function withoutServerUrls(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { MONGO_URL: _mongo, KAFKA_BROKERS: _kafka, EVENTSTORE_URL: _esdb, ...rest } = env;
+  return rest;
 }
