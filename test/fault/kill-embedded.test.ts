@@ -63,12 +63,21 @@ describe('SIGKILL on the embedded default', () => {
     expect(fs.readdirSync(outbox).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     const token = await clientToken(second.url!, setup.client.id, setup.client.clientSecret);
     const headers = { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': setup.client.subscriptionKey };
-    const statuses = await Promise.all(
-      guests.slice(0, 50).map(async (attendeeId) =>
-        (await request(second.url!, 'GET', `/comms/v1/api/comms/invitations?attendeeId=${attendeeId}`, undefined, headers)).body.items.map((i: { status: string }) => i.status),
-      ),
-    );
-    expect(statuses.flat()).toEqual(Array(50).fill('sent'));
+    const readStatuses = async () =>
+      (
+        await Promise.all(
+          guests.slice(0, 50).map(async (attendeeId) =>
+            (await request(second.url!, 'GET', `/comms/v1/api/comms/invitations?attendeeId=${attendeeId}`, undefined, headers)).body.items.map((i: { status: string }) => i.status),
+          ),
+        )
+      ).flat();
+    // The status read model follows the sends; wait for it (hang guard: 120 s), then every one is sent.
+    let statuses = await readStatuses();
+    for (let waited = 0; statuses.some((s) => s !== 'sent') && waited < 120_000; waited += 1_000) {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      statuses = await readStatuses();
+    }
+    expect(statuses).toEqual(Array(50).fill('sent'));
     await kill(second);
   });
 
