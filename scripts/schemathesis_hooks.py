@@ -11,10 +11,10 @@ case must keep them to be a request a real client sends:
   after `validFrom` (guests). Positive cases that drew them in the wrong order get the end one
   hour after the start.
 
-- A timeline answer holds at most 10,000 buckets: a query with only one of `from` and `to`
-  (the other end defaults to the activity, which may be years away) gets the other one hour
-  away; a query with both whose window is longer than 9,000 buckets of its `bucket` size (default 5) gets `to` one hour after
-  `from` (the margin covers bucket alignment and clock changes).
+- A timeline window given by both `from` and `to` holds at most 10,000 buckets (an open end is
+  clipped by the server): a query with both whose window is longer than 9,000 buckets of its
+  `bucket` size (default 5) gets `to` one hour after `from` (the margin covers bucket alignment
+  and clock changes).
 - A funnel (and its export) names at least one of `eventId` and `templateId`: positive cases
   with neither get the document's example event id (an unknown event is a documented 404).
 
@@ -90,16 +90,7 @@ def _timeline_window(query, path):
     if start is None and end is None:
         return
     if start is None or end is None:
-        # The open end defaults to the activity, which may be far away: close the window.
-        try:
-            if end is None:
-                query["to"] = (start + timedelta(hours=1)).isoformat()
-            else:
-                query["from"] = (end - timedelta(hours=1)).isoformat()
-        except OverflowError:
-            query.pop("from", None)
-            query.pop("to", None)
-        return
+        return  # the server pulls an open end in itself
     bucket = query.get("bucket", 5)
     try:
         bucket = int(bucket)

@@ -50,6 +50,8 @@ export interface Timeline {
   by?: TimelineSplit;
   /** The whole event, whatever the window. */
   totals: Counts & { annulled: number; insideNow: number };
+  /** Present (true) when an open end of the window was pulled in to hold at most MAX_BUCKETS buckets. */
+  clipped?: true;
   buckets: TimelineBucket[];
 }
 
@@ -126,10 +128,20 @@ export async function eventTimeline(services: Services, clientId: string, eventI
   totals.insideNow = totals.admitted - totals.exits;
 
   const keys = [...byBucket.keys()].sort((a, b) => a - b);
-  const first = from !== undefined ? bucketOf(from) : keys[0];
-  const last = to !== undefined ? bucketOf(to) : keys[keys.length - 1];
+  let first = from !== undefined ? bucketOf(from) : keys[0];
+  let last = to !== undefined ? bucketOf(to) : keys[keys.length - 1];
   const buckets: TimelineBucket[] = [];
+  let clipped = false;
   if (first !== undefined && last !== undefined && last >= first) {
+    // An end the caller left open never makes the answer too long: it is pulled in so the window
+    // holds MAX_BUCKETS buckets (the newest ones when both ends are open). Only a window the
+    // caller spelled out in full is refused.
+    const span = (MAX_BUCKETS - 1) * size;
+    if (last - first > span && (from === undefined || to === undefined)) {
+      clipped = true;
+      if (from === undefined) first = last - span;
+      else last = first + span;
+    }
     const count = (last - first) / size + 1;
     if (count > MAX_BUCKETS) {
       throw new DomainError('validation_error', `the window holds ${count} buckets of ${size} min; at most ${MAX_BUCKETS}: ask for a larger bucket or a shorter window`, {
@@ -158,7 +170,7 @@ export async function eventTimeline(services: Services, clientId: string, eventI
       });
     }
   }
-  return { eventId: event.id, timeZone: zone.name, bucketMinutes: size, ...(query.by ? { by: query.by } : {}), totals, buckets };
+  return { eventId: event.id, timeZone: zone.name, bucketMinutes: size, ...(query.by ? { by: query.by } : {}), ...(clipped ? { clipped } : {}), totals, buckets };
 }
 
 /** A span no zone changes its offset twice in (clock changes are months apart). */

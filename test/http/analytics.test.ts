@@ -106,6 +106,37 @@ describe('GET /checkin/v1/api/event/{id}/timeline', () => {
     ]);
   });
 
+  it('pulls an open end of a long window in (clipped), and refuses a long window given in full', async () => {
+    // Two scans two years apart: 5-minute buckets from one to the other are ~210,000.
+    const longRun = await eventOf(alice);
+    await scan(alice, longRun, 'checkin', { guestId: await guestOf(alice, longRun), at: '2024-11-01T18:00:00Z' });
+    await scan(alice, longRun, 'checkin', { guestId: await guestOf(alice, longRun), at: '2026-11-01T18:00:00Z' });
+
+    const open = await alice.call('GET', `/checkin/v1/api/event/${longRun}/timeline`);
+    expect(open.status, JSON.stringify(open.body)).toBe(200);
+    expect(open.body.clipped).toBe(true);
+    expect(open.body.buckets).toHaveLength(10_000);
+    // Both ends open: the newest buckets, ending with the last activity; totals cover everything.
+    expect(open.body.buckets.at(-1).admitted).toBe(1);
+    expect(open.body.buckets.at(-1).insideNow).toBe(2);
+    expect(open.body.totals.admitted).toBe(2);
+
+    const fromOnly = await alice.call('GET', `/checkin/v1/api/event/${longRun}/timeline?from=2024-11-01T18:00:00Z`);
+    expect(fromOnly.status).toBe(200);
+    expect(fromOnly.body.clipped).toBe(true);
+    expect(fromOnly.body.buckets).toHaveLength(10_000);
+    expect(fromOnly.body.buckets[0].start).toBe('2024-11-01T18:00:00.000Z');
+    expect(fromOnly.body.buckets[0].admitted).toBe(1);
+
+    const daily = await alice.call('GET', `/checkin/v1/api/event/${longRun}/timeline?bucket=1440`);
+    expect(daily.status).toBe(200);
+    expect(daily.body.clipped).toBeUndefined();
+
+    const full = await alice.call('GET', `/checkin/v1/api/event/${longRun}/timeline?from=2024-11-01T18:00:00Z&to=2026-11-01T19:00:00Z`);
+    expect(full.status).toBe(400);
+    expect(full.body.errors).toEqual([{ path: 'bucket', message: 'at most 10000 buckets per answer' }]);
+  });
+
   it('keeps up as scans come in (an incremental read model, read-your-writes)', async () => {
     const other = await eventOf(alice);
     expect((await alice.call('GET', `/checkin/v1/api/event/${other}/timeline`)).body.buckets).toEqual([]);
@@ -144,7 +175,7 @@ describe('GET /checkin/v1/api/event/{id}/timeline', () => {
     const foreign = await bob.call('GET', `/checkin/v1/api/event/${eventId}/timeline`);
     expect(foreign.status).toBe(404);
     expect(foreign.body.code).toBe('not_found');
-    for (const query of ['bucket=0', 'bucket=abc', 'by=floor', 'from=yesterday', 'from=2026-12-02T00:00:00Z&to=2026-11-01T00:00:00Z', 'bucket=1&from=2000-01-01T00:00:00Z']) {
+    for (const query of ['bucket=0', 'bucket=abc', 'by=floor', 'from=yesterday', 'from=2026-12-02T00:00:00Z&to=2026-11-01T00:00:00Z', 'bucket=1&from=2000-01-01T00:00:00Z&to=2026-11-01T00:00:00Z']) {
       const reply = await alice.call('GET', `/checkin/v1/api/event/${eventId}/timeline?${query}`);
       expect(reply.status, query).toBe(400);
       expect(reply.body.code, query).toBe('validation_error');

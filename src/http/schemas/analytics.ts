@@ -9,7 +9,7 @@ import { MAX_BUCKETS } from '../../commands/timeline.js';
 const EventId = PlainId;
 
 const TimelineFields = z.object({
-    bucket: z.coerce.number().int().min(1).max(1440).default(5).openapi({ description: `Bucket size in minutes of the event’s local clock (1-1440, default 5). An answer holds at most ${MAX_BUCKETS.toLocaleString('en')} buckets: a longer window (from..to, each end defaulting to the first or last activity) is 400 on \`bucket\`; ask for a larger bucket or a shorter window` }),
+    bucket: z.coerce.number().int().min(1).max(1440).default(5).openapi({ description: `Bucket size in minutes of the event’s local clock (1-1440, default 5). An answer holds at most ${MAX_BUCKETS.toLocaleString('en')} buckets. A window given by both \`from\` and \`to\` that holds more is 400 on \`bucket\`; an end left open (defaulting to the first or last activity) is pulled in instead, and the answer says \`clipped: true\`` }),
     by: z.enum(['gate', 'device']).optional().openapi({ description: 'Also split every bucket by gate or by device' }),
     from: DateTime.optional().openapi({ description: 'First instant to show (default: the first activity)' }),
     to: DateTime.optional().openapi({ description: `Instant to show up to (default: the last activity); after \`from\`, and at most ${MAX_BUCKETS.toLocaleString('en')} buckets after it` }),
@@ -36,6 +36,7 @@ export const TimelineResponse = registry.register(
     timeZone: z.string(),
     bucketMinutes: z.number().int(),
     by: z.enum(['gate', 'device']).optional(),
+    clipped: z.literal(true).optional().openapi({ description: `Present when an open end of the window was pulled in so the answer holds at most ${MAX_BUCKETS.toLocaleString('en')} buckets (the newest ones when both ends are open); ask with \`from\`/\`to\` or a larger bucket for the rest` }),
     totals: Counts.extend({ annulled: z.number().int(), insideNow: z.number().int() }),
     buckets: z.array(
       Counts.extend({
