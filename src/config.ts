@@ -57,6 +57,22 @@ export interface Config {
   readStoreMismatch: 'refuse' | 'rebuild';
   /** Metrics and load shedding (docs/operations.md); see observabilityConfig. */
   observability: ObservabilityConfig;
+  /** Crypto-shredding and retention of guests' personal data (docs/personal-data.md). */
+  personalData: PersonalDataConfig;
+}
+
+export interface PersonalDataConfig {
+  /**
+   * PII_MASTER_KEYS: `id:key,...` (32-byte keys, base64/base64url/hex) that wrap the guests' data keys;
+   * PII_MASTER_KEY_ID names the one new keys are wrapped with (default the first). Unset: a key file
+   * generated under DATA_DIR/personal-data/ on first start (development only).
+   */
+  masterKeys?: { id: string; key: Buffer }[];
+  masterKeyId?: string;
+  /** PII_ENCRYPTION=off stores personal fields in plaintext (benchmark baseline only; default on). */
+  encryption: boolean;
+  /** RETENTION_SWEEP_MS: how often the retention worker looks for events past their retention (default 1 h). */
+  retentionSweepMs: number;
 }
 
 export interface ShutdownConfig {
@@ -160,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       overloadRetryAfterSeconds: int('OVERLOAD_RETRY_AFTER_SECONDS', 1),
       overloadMinInFlight: int('OVERLOAD_MIN_IN_FLIGHT', 8),
     },
+    personalData: personalDataConfig(env, problems, int),
   };
   if (config.eventStoreUrl) {
     const problem = connectionStringProblem(config.eventStoreUrl);
@@ -193,18 +210,7 @@ function webhookConfig(env: NodeJS.ProcessEnv, problems: string[]): Pick<
   }
   const timeout = Number(env.WEBHOOK_TIMEOUT_MS || 10_000);
   if (!Number.isInteger(timeout) || timeout < 1) problems.push('WEBHOOK_TIMEOUT_MS must be a positive integer');
-  let keys: { id: string; key: Buffer }[] | undefined;
-  if (env.WEBHOOK_ENCRYPTION_KEYS) {
-    keys = env.WEBHOOK_ENCRYPTION_KEYS.split(',').map((entry) => {
-      const cut = entry.indexOf(':');
-      const id = entry.slice(0, cut).trim();
-      const key = parseKey(entry.slice(cut + 1));
-      if (cut <= 0 || !key) problems.push(`WEBHOOK_ENCRYPTION_KEYS: each entry must be <id>:<32-byte key in base64 or hex>`);
-      return { id, key: key ?? Buffer.alloc(0) };
-    });
-  }
-  const keyId = env.WEBHOOK_ENCRYPTION_KEY_ID || undefined;
-  if (keyId && !keys?.some((k) => k.id === keyId)) problems.push('WEBHOOK_ENCRYPTION_KEY_ID must name a key in WEBHOOK_ENCRYPTION_KEYS');
+  const { keys, keyId } = keyList(env, 'WEBHOOK_ENCRYPTION_KEYS', 'WEBHOOK_ENCRYPTION_KEY_ID', problems);
   return {
     webhookAllowInsecure: insecure === 'true',
     webhookRetryDelaysMs: delays,
@@ -212,6 +218,32 @@ function webhookConfig(env: NodeJS.ProcessEnv, problems: string[]): Pick<
     webhookEncryptionKeys: keys,
     webhookEncryptionKeyId: keyId,
   };
+}
+
+/** `<NAME>=id:key,...` and `<NAME>_ID`: a keyring's keys as configured (32-byte keys). */
+function keyList(env: NodeJS.ProcessEnv, name: string, idName: string, problems: string[]) {
+  let keys: { id: string; key: Buffer }[] | undefined;
+  if (env[name]) {
+    keys = env[name].split(',').map((entry) => {
+      const cut = entry.indexOf(':');
+      const id = entry.slice(0, cut).trim();
+      const key = parseKey(entry.slice(cut + 1));
+      if (cut <= 0 || !key) problems.push(`${name}: each entry must be <id>:<32-byte key in base64 or hex>`);
+      return { id, key: key ?? Buffer.alloc(0) };
+    });
+  }
+  const keyId = env[idName] || undefined;
+  if (keyId && !keys?.some((k) => k.id === keyId)) problems.push(`${idName} must name a key in ${name}`);
+  return { keys, keyId };
+}
+
+function personalDataConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: string, fallback: number) => number): PersonalDataConfig {
+  const { keys, keyId } = keyList(env, 'PII_MASTER_KEYS', 'PII_MASTER_KEY_ID', problems);
+  const encryption = (env.PII_ENCRYPTION ?? 'on').toLowerCase();
+  if (encryption !== 'on' && encryption !== 'off') problems.push('PII_ENCRYPTION must be on or off');
+  const sweep = int('RETENTION_SWEEP_MS', 3_600_000);
+  if (sweep < 1000) problems.push('RETENTION_SWEEP_MS must be at least 1000');
+  return { masterKeys: keys, masterKeyId: keyId, encryption: encryption === 'on', retentionSweepMs: sweep };
 }
 
 function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: string, fallback: number) => number): CommsConfig {

@@ -70,6 +70,14 @@ import { relayCheckpoint } from './workers/relay.js';
 import { sendWorkerGroup } from './workers/send-worker.js';
 import { dispatcherGroup } from './workers/webhook-dispatcher.js';
 import { topics } from './workers/topics.js';
+import type { KeyStore } from './adapters/keystore/port.js';
+import { EmbeddedKeyStore } from './adapters/keystore/embedded.js';
+import { MongoKeyStore } from './adapters/keystore/mongo.js';
+import { DataKeys } from './personal-data/data-keys.js';
+import { sealedEventStore } from './personal-data/sealed-event-store.js';
+import { keyringOf, loadOrCreateKeyFile } from './shared/encryption.js';
+import { RetentionWorker } from './workers/retention.js';
+import type { PersonalDataSettings } from './commands/personal-data.js';
 
 export const projections: Projection[] = [
   eventsProjection,
@@ -89,10 +97,28 @@ export const projections: Projection[] = [
 export interface Platform {
   config: Config;
   logger: Logger;
+  /** Guests' personal fields are sealed and opened here (src/personal-data/sealed-event-store.ts). */
   eventStore: EventStore;
+  /** The same store without opening: what the relay copies to the bus (ciphertext only). */
+  sealedEventStore: EventStore;
+  /** The guests' data keys; absent with PII_ENCRYPTION=off. */
+  dataKeys?: DataKeys;
   readStore: ReadStore;
   bus: Bus;
   close(): Promise<void>;
+}
+
+/** The key store (a MongoDB collection when MONGO_URL is set, else a SQLite file) and the master keyring. */
+function createDataKeys(config: Config): DataKeys | undefined {
+  const { personalData } = config;
+  if (!personalData.encryption) return undefined;
+  const master = personalData.masterKeys
+    ? keyringOf(personalData.masterKeys, personalData.masterKeyId)
+    : loadOrCreateKeyFile(path.join(config.dataDir, 'personal-data', 'master-keys.json'));
+  const store: KeyStore = config.mongoUrl
+    ? new MongoKeyStore({ url: config.mongoUrl, dbName: config.mongoDb })
+    : new EmbeddedKeyStore(path.join(config.dataDir, 'personal-data-keys.sqlite'));
+  return new DataKeys(store, master);
 }
 
 /** Picks each port's adapter: a configured URL means the real server, else the embedded default. */
@@ -104,7 +130,7 @@ export function createPlatform(
 ): Platform {
   const file = (name: string) => path.join(config.dataDir, name);
   // Appends are timed, stamped with the current trace and logged (src/observability/observed-event-store.ts).
-  const eventStore = observedEventStore(
+  const observed = observedEventStore(
     wrapEventStore(
       config.eventStoreUrl
         ? new EsdbEventStore(config.eventStoreUrl)
@@ -112,6 +138,8 @@ export function createPlatform(
     ),
     { logger, ...(metrics ? { metrics } : {}) },
   );
+  const dataKeys = createDataKeys(config);
+  const eventStore = dataKeys ? sealedEventStore(observed, dataKeys) : observed;
   const readStore = config.mongoUrl
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
     : new EmbeddedReadStore(file('read-models.sqlite'));
@@ -126,10 +154,12 @@ export function createPlatform(
     config,
     logger,
     eventStore,
+    sealedEventStore: observed,
+    ...(dataKeys ? { dataKeys } : {}),
     readStore,
     bus,
     close: async () => {
-      await Promise.allSettled([bus.close(), readStore.close(), eventStore.close()]);
+      await Promise.allSettled([bus.close(), readStore.close(), eventStore.close(), dataKeys?.store.close()]);
     },
   };
 }
@@ -182,7 +212,7 @@ export async function startService(
     ? new ProjectionRunner(platform.eventStore, platform.readStore, projections, logger.child({ role: 'projections' }))
     : undefined;
   const relay = runs('relay')
-    ? new Relay(platform.eventStore, platform.bus, platform.readStore, relayRoutes, logger.child({ role: 'relay' }))
+    ? new Relay(platform.sealedEventStore, platform.bus, platform.readStore, relayRoutes, logger.child({ role: 'relay' }))
     : undefined;
 
   const services: Services = {
@@ -190,6 +220,7 @@ export async function startService(
     readStore: platform.readStore,
     clock: options.clock ?? systemClock,
     logger,
+    ...(platform.dataKeys ? { dataKeys: platform.dataKeys } : {}),
     readYourWrites: async (position) => {
       if (position < 0) return;
       if (runner) await runner.waitFor(position, config.readYourWritesTimeoutMs);
@@ -366,7 +397,15 @@ function createWorkers(platform: Platform, services: Services, config: Config, m
     sweepMs: comms.sweepMs,
     metrics,
   });
-  return [createWebhookDispatcher(platform.bus, services, webhookSettings(config), metrics), sends];
+  const retention = new RetentionWorker(services, personalDataSettings(config), config.personalData.retentionSweepMs);
+  return [createWebhookDispatcher(platform.bus, services, webhookSettings(config), metrics), sends, retention];
+}
+
+/** Where erasure looks for files with personal data (the outbox only when the embedded mailer sends). */
+export function personalDataSettings(config: Config): PersonalDataSettings {
+  const { comms } = config;
+  const outbox = !comms.sendgridApiKey && !comms.smtpUrl;
+  return { exportDir: config.exportDir, ...(outbox ? { outboxDir: comms.outboxDir } : {}) };
 }
 
 /** The domain-authentication port's adapter: SendGrid when its key is set, else records checked by DNS lookups. */
@@ -433,6 +472,7 @@ async function startApi(
     adminApiKey: config.adminApiKey,
     webhooks: webhookSettings(config),
     exports: exportSettings(config),
+    personalData: personalDataSettings(config),
     comms: {
       linkPolicy: { blockedDomains: config.comms.blockedLinkDomains },
       domains: createDomainAuthenticator(config),

@@ -10,7 +10,7 @@ export interface EventView extends EventDetails {
   updated: string;
 }
 
-type EventDoc = { _id: string; clientId: string; eventId: string; created: string; updated: string } & EventDetails;
+export type EventDoc = { _id: string; clientId: string; eventId: string; created: string; updated: string } & EventDetails;
 
 export function toEventView(doc: EventDoc): EventView {
   const { _id, clientId: _c, eventId, ...rest } = doc;

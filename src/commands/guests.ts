@@ -8,6 +8,7 @@ import {
   type GuestDetails,
   type ImportedState,
 } from '../domain/guest.js';
+import { personalGuestFields } from '../domain/personal-data.js';
 import { customIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
 import type { GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
@@ -38,7 +39,12 @@ export interface GuestView extends GuestDetails {
   blockedDate?: string;
   blockedReason?: string;
   discharged?: string;
+  /** Issue 14: set once the guest's personal data is erased (its personal fields are then null). */
+  erased?: boolean;
+  erasedAt?: string;
 }
+
+const erasedViewFields = personalGuestFields.filter((field) => (detailFields as readonly string[]).includes(field));
 
 export function toGuestView(doc: GuestDoc): GuestView {
   const view: Record<string, unknown> = { id: doc._id, eventId: doc.eventId };
@@ -46,6 +52,11 @@ export function toGuestView(doc: GuestDoc): GuestView {
   view.admittedPlusOnes = doc.admittedPlusOnes ?? 0;
   for (const field of ['tags', 'admitted', 'blockedDate', 'blockedReason', 'discharged'] as const) {
     if (doc[field] !== undefined) view[field] = doc[field];
+  }
+  // Issue 14: an erased guest keeps its ids, times and counts; its personal fields are null.
+  if (doc.erased) {
+    for (const field of erasedViewFields) view[field] = null;
+    Object.assign(view, { erased: true, ...(doc.erasedAt ? { erasedAt: doc.erasedAt } : {}) });
   }
   return view as unknown as GuestView;
 }

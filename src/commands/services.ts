@@ -2,6 +2,7 @@ import type { EventStore } from '../adapters/eventstore/port.js';
 import type { ReadStore } from '../adapters/readstore/port.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
+import type { DataKeys } from '../personal-data/data-keys.js';
 
 /** What command handlers and queries need; built once by the composition root. */
 export interface Services {
@@ -9,6 +10,8 @@ export interface Services {
   readStore: ReadStore;
   clock: Clock;
   logger: Logger;
+  /** The guests' data keys (issue 14); absent when personal data is not encrypted (PII_ENCRYPTION=off). */
+  dataKeys?: DataKeys;
   /** Resolves once the read models include `position` (bounded wait; never rejects). */
   readYourWrites(position: number): Promise<void>;
 }

@@ -10,6 +10,8 @@ export interface EventDetails {
   timeZoneId?: string;
   tags?: string;
   customData?: string;
+  /** Issue 14: the guests' personal data is erased this many days after endTime (absent: kept). */
+  retentionDays?: number;
 }
 
 export type EventEvent =
@@ -60,8 +62,8 @@ export const eventDecider: Decider<EventState, EventCommand, EventEvent> = {
 };
 
 function detailsOf(data: EventDetails): EventDetails {
-  const { title, startTime, endTime, active, timeZoneId, tags, customData } = data;
+  const { title, startTime, endTime, active, timeZoneId, tags, customData, retentionDays } = data;
   return Object.fromEntries(
-    Object.entries({ title, startTime, endTime, active, timeZoneId, tags, customData }).filter(([, v]) => v !== undefined),
+    Object.entries({ title, startTime, endTime, active, timeZoneId, tags, customData, retentionDays }).filter(([, v]) => v !== undefined),
   ) as unknown as EventDetails;
 }

@@ -1,5 +1,6 @@
 import { scopedKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
+import { personalGuestFields } from './personal-data.js';
 
 /**
  * A guest of one event (spec: Guest). This file answers "when is a guest admitted or
@@ -121,7 +122,15 @@ export type GuestEvent =
       type: 'GuestAdmissionImported';
       data: { guestId: string; eventId: string; admitted: string; admittedPlusOnes: number; discharged?: string; inside: boolean };
     }
-  | { type: 'GuestUnblocked'; data: { guestId: string; eventId: string; at: string } };
+  | { type: 'GuestUnblocked'; data: { guestId: string; eventId: string; at: string } }
+  | {
+      /**
+       * Issue 14: the guest's personal data was erased (its data key deleted). Carries no
+       * personal data itself: who erased whom, when and why, for the audit trail.
+       */
+      type: 'GuestErased';
+      data: { guestId: string; eventId: string; erasedBy: string; reason: string; at: string };
+    };
 
 export interface LastAdmission {
   scanId: string;
@@ -163,6 +172,8 @@ export interface GuestState {
   blockedDate?: string;
   blockedReason?: string;
   lastAdmission?: LastAdmission;
+  /** Set once the guest's personal data is erased: nothing but another erase is accepted after. */
+  erased?: { at: string; by: string; reason: string };
 }
 
 export type GuestCommand =
@@ -198,7 +209,9 @@ export type GuestCommand =
   /** An explicit send (POST /comms/v1/api/comms/send): always a new invitation, even of the same template. */
   | { type: 'RequestInvitation'; templateId: string; invitationId: string; correlationId?: string }
   | { type: 'Block'; reason: string; at: string }
-  | { type: 'Unblock'; at: string };
+  | { type: 'Unblock'; at: string }
+  /** Issue 14: erase the guest's personal data (idempotent). */
+  | { type: 'Erase'; erasedBy: string; reason: string; at: string };
 
 export const guestStream = (guestId: string): string => `guest-${guestId}`;
 
@@ -296,6 +309,12 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
     }
     case 'GuestUnblocked':
       return { ...state, blockedDate: undefined, blockedReason: undefined };
+    case 'GuestErased': {
+      const details = { ...state.details } as Record<string, unknown>;
+      for (const field of personalGuestFields) delete details[field];
+      const { at, erasedBy: by, reason } = event.data;
+      return { ...state, details: details as GuestDetails, erased: { at, by, reason } };
+    }
     case 'InvitationRequested':
       return state;
     case 'GuestScanRejected': {
@@ -463,6 +482,10 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
         ...invitationFor(command, undefined),
       ];
     }
+    if (state.erased) {
+      if (command.type === 'Erase') return [];
+      throw new DomainError('not_found', 'guest not found: its personal data was erased', { code: 'guest_erased' });
+    }
     if (command.type === 'MergeGuest') return decideMerge(command, state);
     if (!state.exists) throw new DomainError('not_found', 'guest not found');
     const ids = { guestId: state.guestId!, eventId: state.eventId! };
@@ -534,6 +557,8 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
         return [{ type: 'GuestBlocked', data: { ...ids, reason: command.reason, at: command.at } }];
       case 'Unblock':
         return state.blockedDate ? [{ type: 'GuestUnblocked', data: { ...ids, at: command.at } }] : [];
+      case 'Erase':
+        return [{ type: 'GuestErased', data: { ...ids, erasedBy: command.erasedBy, reason: command.reason, at: command.at } }];
     }
   },
 };

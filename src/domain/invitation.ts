@@ -55,7 +55,8 @@ export type InvitationEvent =
   | {
       type: 'SendStarted';
       /** `leaseUntil`: until then the attempt is taken to be in progress, and no other worker starts one. */
-      data: { attendeeInvitationId: string; attempt: number; to: string; at: string; leaseUntil: string };
+      /** `attendeeId` names the guest whose data key seals `to` (issue 14); events before it lack it. */
+      data: { attendeeInvitationId: string; attendeeId?: string; attempt: number; to: string; at: string; leaseUntil: string };
     }
   /** The worker still holds the attempt (a heartbeat): no other worker takes it before `leaseUntil`. */
   | { type: 'SendLeaseRenewed'; data: { attendeeInvitationId: string; attempt: number; leaseUntil: string } }
@@ -207,7 +208,7 @@ function startAttempt(command: Extract<InvitationCommand, { type: 'StartAttempt'
   const leaseUntil = new Date(Date.parse(command.at) + command.leaseMs).toISOString();
   const start: InvitationEvent = {
     type: 'SendStarted',
-    data: { attendeeInvitationId: state.ids.attendeeInvitationId, attempt: state.attempts + 1, to: command.to, at: command.at, leaseUntil },
+    data: { attendeeInvitationId: state.ids.attendeeInvitationId, attendeeId: state.ids.attendeeId, attempt: state.attempts + 1, to: command.to, at: command.at, leaseUntil },
   };
   switch (state.status) {
     case 'requested':

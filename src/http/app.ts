@@ -14,6 +14,8 @@ import { docsRouter } from './docs-page.js';
 import { adminAuth, adminRouter } from './routes/admin.js';
 import { eventsRouter } from './routes/events.js';
 import { exportRouter } from './routes/export.js';
+import { personalDataRouter } from './routes/personal-data.js';
+import type { PersonalDataSettings } from '../commands/personal-data.js';
 import { guestsRouter } from './routes/guests.js';
 import { teamMembersRouter } from './routes/team-members.js';
 import { usersRouter } from './routes/users.js';
@@ -54,6 +56,8 @@ export interface AppOptions {
   webhooks?: WebhookSettings;
   /** Mounts the guest export routes (/checkin/v1/api/event/export...) when set. */
   exports?: ExportSettings;
+  /** Mounts erasure and access of guests' personal data (issue 14) when set. */
+  personalData?: PersonalDataSettings;
   /** The /dashboard page's settings (its token endpoint; default the dev provider's). */
   dashboard?: DashboardOptions;
   /** Mounts templates, send and invitations (and the provider event intake when its key is set). */
@@ -106,6 +110,7 @@ export function createApp(options: AppOptions): Express {
   const routers = [eventsRouter(services), guestsRouter(services), teamMembersRouter(services), usersRouter(services)];
   if (options.webhooks) routers.push(webhooksRouter(services, options.webhooks));
   if (options.exports) routers.push(exportRouter(services, options.exports));
+  if (options.personalData) routers.push(personalDataRouter(services, options.personalData));
   routers.push(analyticsRouter(services, options.exports));
   if (options.comms) routers.push(commsRouter(services, options.comms.linkPolicy), sendingDomainRouter(services, options.comms.domains));
   const admin = options.adminApiKey ? adminRouter(services) : undefined;

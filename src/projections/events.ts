@@ -34,4 +34,4 @@ export const eventsProjection: Projection = {
   },
 };
 
-const optionalFields = ['active', 'timeZoneId', 'tags', 'customData'] as const;
+const optionalFields = ['active', 'timeZoneId', 'tags', 'customData', 'retentionDays'] as const;

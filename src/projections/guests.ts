@@ -3,6 +3,7 @@ import type { WriteOp } from '../adapters/readstore/port.js';
 import type { DoorEvent, GuestDetails, GuestEvent } from '../domain/guest.js';
 import type { Projection } from './projection.js';
 import { scopedKey } from '../shared/ids.js';
+import { personalGuestFields } from '../domain/personal-data.js';
 
 /** `guests`: one document per guest; every guest query reads it (docs/read-models.md). */
 export interface GuestDoc extends GuestDetails {
@@ -25,7 +26,13 @@ export interface GuestDoc extends GuestDetails {
   customIdLower?: string;
   created: string;
   updated: string;
+  /** Issue 14: the guest's personal data was erased (docs/personal-data.md). */
+  erased?: boolean;
+  erasedAt?: string;
 }
+
+/** Every field of a guest document that holds (or is derived from) personal data. */
+export const personalDocFields = [...personalGuestFields, 'lastNameLower', 'firstNameLower', 'emailLower', 'customIdLower'] as const;
 
 /** `scans`: every scan at the door, admitted, discharged or rejected. */
 export interface ScanDoc {
@@ -167,6 +174,15 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
     case 'InvitationRequested':
       // The send and its outcome are the invitation's own read models (comms work).
       return [];
+    case 'GuestErased':
+      return [
+        guestUpdate(
+          id,
+          at,
+          { erased: true, erasedAt: event.data.at },
+          { $unset: Object.fromEntries(personalDocFields.map((field) => [field, ''])) },
+        ),
+      ];
   }
 }
 

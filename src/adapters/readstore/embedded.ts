@@ -93,6 +93,10 @@ export class EmbeddedReadStore implements ReadStore {
     this.documents.ping();
   }
 
+  async purgeDeleted(): Promise<void> {
+    this.documents.checkpoint();
+  }
+
   async close(): Promise<void> {
     this.documents.close();
   }
@@ -106,6 +110,8 @@ function openDatabase(path: string): Database.Database {
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
       db.pragma('busy_timeout = 5000');
+      // Erasure (issue 14): deleted and overwritten documents leave zeros, not their old bytes.
+      db.pragma('secure_delete = ON');
       db.exec(SCHEMA);
     } catch (error) {
       db.close();
@@ -189,6 +195,11 @@ interface Change {
 class Documents {
   private readonly states = new Map<string, CollectionState>();
   private readonly sql;
+
+  /** Copies the WAL into the file and truncates it, so no old page versions stay in the WAL. */
+  checkpoint(): void {
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+  }
 
   constructor(private readonly db: Database.Database) {
     this.sql = {

@@ -101,6 +101,12 @@ export interface ReadStore {
   /** Remove a collection and its documents (rebuild). Indexes are recreated by createIndex. */
   dropCollection(name: string): Promise<void>;
   ping(): Promise<void>;
+  /**
+   * Erasure (issue 14): makes deleted or overwritten data unrecoverable from files this
+   * process owns (embedded: `secure_delete` is on, and the WAL is checkpointed and truncated).
+   * A server store (MongoDB) owns its files: absent there.
+   */
+  purgeDeleted?(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -14,6 +14,9 @@ export const EventBody = registry.register(
     timeZoneId: TimeZoneId.optional(),
     tags: z.string().max(4000).optional(),
     customData: z.string().max(100_000).optional(),
+    retentionDays: z.number().int().min(0).max(36_500).optional().openapi({
+      description: "Erase the guests' personal data this many days after endTime (0: right after it); absent: kept (docs/personal-data.md)",
+    }),
   })
     .openapi({
       description: 'endTime must be after startTime (else 400 on `endTime`).',
@@ -41,6 +44,7 @@ export const EventResponse = registry.register(
     timeZoneId: z.string().optional(),
     tags: z.string().optional(),
     customData: z.string().optional(),
+    retentionDays: z.number().int().optional(),
     created: z.string(),
     updated: z.string(),
   }).openapi({

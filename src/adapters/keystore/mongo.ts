@@ -1,0 +1,72 @@
+import { MongoClient, type Collection } from 'mongodb';
+import type { KeyStore, StoredDataKey } from './port.js';
+
+interface KeyDoc {
+  _id: string;
+  wrapped?: string | null;
+  masterKeyId?: string | null;
+  createdAt: string;
+  erasedAt?: string;
+}
+
+/** MongoDB key store: the `personal_data_keys` collection of the read store's database (MONGO_URL). */
+export class MongoKeyStore implements KeyStore {
+  readonly kind = 'mongodb';
+  private readonly client: MongoClient;
+  private readonly keys: Collection<KeyDoc>;
+
+  constructor({ url, dbName }: { url: string; dbName: string }) {
+    this.client = new MongoClient(url, { ignoreUndefined: true });
+    this.keys = this.client.db(dbName).collection<KeyDoc>('personal_data_keys');
+  }
+
+  async get(guestIds: string[]): Promise<StoredDataKey[]> {
+    if (guestIds.length === 0) return [];
+    const docs = await this.keys.find({ _id: { $in: guestIds } }).toArray();
+    return docs.map(fromDoc);
+  }
+
+  async insert(keys: StoredDataKey[]): Promise<void> {
+    if (keys.length === 0) return;
+    await this.keys.bulkWrite(
+      keys.map((k) => ({
+        updateOne: {
+          filter: { _id: k.guestId },
+          update: { $setOnInsert: { wrapped: k.wrapped, masterKeyId: k.masterKeyId, createdAt: k.createdAt } },
+          upsert: true,
+        },
+      })),
+      { ordered: false },
+    );
+  }
+
+  async erase(guestId: string, at: string): Promise<void> {
+    await this.keys.updateOne({ _id: guestId }, { $set: { wrapped: null, masterKeyId: null }, $setOnInsert: { createdAt: at } }, { upsert: true });
+    await this.keys.updateOne({ _id: guestId, erasedAt: { $exists: false } }, { $set: { erasedAt: at } });
+  }
+
+  async wrappedUnder(notMasterKeyId: string, limit: number): Promise<StoredDataKey[]> {
+    const docs = await this.keys.find({ wrapped: { $type: 'string' }, masterKeyId: { $ne: notMasterKeyId } }).limit(limit).toArray();
+    return docs.map(fromDoc);
+  }
+
+  async rewrap(guestId: string, wrapped: string, masterKeyId: string): Promise<void> {
+    await this.keys.updateOne({ _id: guestId, wrapped: { $type: 'string' } }, { $set: { wrapped, masterKeyId } });
+  }
+
+  async purgeDeleted(): Promise<void> {
+    // The server owns its files; a deleted field is gone from the document at once.
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}
+
+const fromDoc = (doc: KeyDoc): StoredDataKey => ({
+  guestId: doc._id,
+  createdAt: doc.createdAt,
+  ...(typeof doc.wrapped === 'string' ? { wrapped: doc.wrapped } : {}),
+  ...(typeof doc.masterKeyId === 'string' ? { masterKeyId: doc.masterKeyId } : {}),
+  ...(doc.erasedAt ? { erasedAt: doc.erasedAt } : {}),
+});

@@ -1,0 +1,297 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { StoredEvent } from '../adapters/eventstore/port.js';
+import type { Doc } from '../adapters/readstore/port.js';
+import { DomainError } from '../domain/decider.js';
+import { guestDecider, guestStream, type GuestCommand } from '../domain/guest.js';
+import { invitationStream } from '../domain/invitation.js';
+import { personalGuestFields } from '../domain/personal-data.js';
+import { customIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
+import type { InvitationDoc } from '../projections/invitations.js';
+import { suppressionId } from '../projections/invitations.js';
+import { personalDocFields, type GuestDoc, type ScanDoc } from '../projections/guests.js';
+import { getEvent } from './events.js';
+import { findGuestByIdOrCustomId } from './guest-lookup.js';
+import { guestHistory } from './guest-queries.js';
+import { guests, toGuestView } from './guests.js';
+import { handleCommand, type CommandContext } from './handle-command.js';
+import type { Services } from './services.js';
+
+/** Where files that may hold a guest's personal data live (docs/personal-data.md). */
+export interface PersonalDataSettings {
+  exportDir: string;
+  /** The embedded mailer's folder; absent when another mailer sends. */
+  outboxDir?: string;
+}
+
+export interface ErasureResult {
+  id: string;
+  eventId: string;
+  erased: true;
+  erasedAt: string;
+  erasedBy: string;
+  reason: string;
+}
+
+/** The batch route's limit (like every batch of guests). */
+export const MAX_ERASE_BATCH = 200;
+/** Shorter values (initials, "Al") are not searched for in free text: they would match everywhere. */
+const MIN_NEEDLE = 3;
+const ERASED_TEXT = '[erased]';
+
+/**
+ * Issue 14, item 2: erase one guest's personal data. Records GuestErased (who, whom, why),
+ * releases its customId, deletes its data key (from then on its events open without personal
+ * fields, also on a rebuild), and removes what read models, export files and outbox emails
+ * hold. Idempotent: erasing an erased guest repeats the clean-up and answers the first erasure.
+ */
+export async function eraseGuest(
+  services: Services,
+  settings: PersonalDataSettings,
+  context: CommandContext,
+  idOrCustomId: string,
+  request: { reason: string; eventId?: string },
+): Promise<ErasureResult> {
+  const doc = await findGuestByIdOrCustomId(services, context.tenantId, idOrCustomId, request.eventId);
+  return (await eraseAll(services, settings, context, [doc], request.reason))[0]!;
+}
+
+/** Up to 200 guests of one event by id or customId, or every guest of the event (`all`); all are found before any is erased. */
+export async function eraseGuests(
+  services: Services,
+  settings: PersonalDataSettings,
+  context: CommandContext,
+  eventId: string,
+  request: { ids?: string[]; all?: boolean; reason: string },
+): Promise<{ erased: number; guests: ErasureResult[] }> {
+  await getEvent(services, context.tenantId, eventId);
+  const docs: GuestDoc[] = [];
+  if (request.all) {
+    for await (const doc of guests(services).stream({ clientId: context.tenantId, eventId }, { readOnly: true })) docs.push(doc);
+  } else {
+    const errors: { path: string; message: string }[] = [];
+    for (const [i, id] of (request.ids ?? []).entries()) {
+      try {
+        docs.push(await findGuestByIdOrCustomId(services, context.tenantId, id, eventId));
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        errors.push({ path: `ids.${i}`, message: 'no guest of this event has this id or customId' });
+      }
+    }
+    if (errors.length > 0) throw new DomainError('not_found', 'some guests were not found: see errors (nothing was erased)', { errors });
+  }
+  const unique = [...new Map(docs.map((d) => [d._id, d])).values()];
+  const results = await eraseAll(services, settings, context, unique, request.reason);
+  return { erased: results.length, guests: results };
+}
+
+/** Erases each guest (event, key), then cleans read models and files once for all of them. */
+async function eraseAll(
+  services: Services,
+  settings: PersonalDataSettings,
+  context: CommandContext,
+  docs: GuestDoc[],
+  reason: string,
+): Promise<ErasureResult[]> {
+  const results: ErasureResult[] = [];
+  const all: PersonalValues = { needles: [], emails: [], customIds: [] };
+  let position = -1;
+  for (const doc of docs) {
+    const erased = await eraseOne(services, context, doc, reason);
+    results.push(erased.result);
+    position = Math.max(position, erased.position);
+    all.needles.push(...erased.values.needles);
+    all.emails.push(...erased.values.emails);
+  }
+  await services.readYourWrites(position);
+  for (const doc of docs) await scrubGuestReadModels(services, doc, all);
+  await scrubSharedReadModels(services, context.tenantId, docs, all);
+  for (const eventId of new Set(docs.map((d) => d.eventId))) await removeFiles(services, settings, context.tenantId, eventId, all);
+  await services.readStore.purgeDeleted?.();
+  return results;
+}
+
+async function eraseOne(services: Services, context: CommandContext, doc: GuestDoc, reason: string) {
+  const guestId = doc._id;
+  // Every value the guest ever had, read while the key still opens them: each is searched for below.
+  const events = await services.eventStore.readStream(guestStream(guestId));
+  const invitationEvents = await invitationEventsOf(services, events);
+  const values = personalValues([doc, ...events.map((e) => e.data), ...invitationEvents.map((e) => e.data)]);
+  const command: GuestCommand = { type: 'Erase', erasedBy: context.actor.id, reason, at: context.now.toISOString() };
+  const written = await handleCommand(services.eventStore, guestDecider, guestStream(guestId), command, context);
+  const erased = written.state.erased!;
+  for (const customId of values.customIds) {
+    const release: ReservationCommand = { type: 'Release', key: reservationKey(customId), ownerId: guestId };
+    await handleCommand(services.eventStore, reservationDecider, customIdStream(context.tenantId, doc.eventId, customId), release, context);
+  }
+  await services.dataKeys?.erase(guestId, erased.at);
+  services.logger.info({ guestId, eventId: doc.eventId, erasedBy: erased.by }, 'guest personal data erased');
+  const result: ErasureResult = { id: guestId, eventId: doc.eventId, erased: true, erasedAt: erased.at, erasedBy: erased.by, reason: erased.reason };
+  return { result, values, position: written.position };
+}
+
+async function invitationEventsOf(services: Services, guestEvents: StoredEvent[]): Promise<StoredEvent[]> {
+  const ids = guestEvents.filter((e) => e.type === 'InvitationRequested').map((e) => (e.data as { attendeeInvitationId: string }).attendeeInvitationId);
+  return (await Promise.all(ids.map((id) => services.eventStore.readStream(invitationStream(id))))).flat();
+}
+
+interface PersonalValues {
+  /** Lower-case strings to search for in free text. */
+  needles: string[];
+  emails: string[];
+  customIds: string[];
+}
+
+function personalValues(sources: unknown[]): PersonalValues {
+  const needles = new Set<string>();
+  const emails = new Set<string>();
+  const customIds = new Set<string>();
+  const add = (value: unknown) => {
+    if (typeof value === 'string' && value.trim().length >= MIN_NEEDLE) needles.add(value.trim().toLowerCase());
+  };
+  for (const source of sources) {
+    const data = source as Record<string, unknown>;
+    for (const holder of [data, data.changes as Record<string, unknown> | undefined]) {
+      if (!holder) continue;
+      for (const field of personalGuestFields) add(holder[field]);
+      if (typeof holder.email === 'string' && holder.email) emails.add(holder.email);
+      if (typeof holder.customId === 'string' && holder.customId) customIds.add(holder.customId);
+    }
+    for (const field of ['to', 'email'] as const) {
+      if (typeof data[field] === 'string') {
+        add(data[field]);
+        emails.add(data[field]);
+      }
+    }
+  }
+  return { needles: [...needles], emails: [...emails], customIds: [...customIds] };
+}
+
+/** Replaces every string that contains a personal value with `[erased]`; returns the document when it changed. */
+function scrubbed<T>(value: T, needles: string[]): { value: T; changed: boolean } {
+  if (typeof value === 'string') {
+    const lower = value.toLowerCase();
+    return needles.some((n) => lower.includes(n)) ? { value: ERASED_TEXT as T, changed: true } : { value, changed: false };
+  }
+  if (Array.isArray(value)) {
+    let changed = false;
+    const items = value.map((item) => {
+      const r = scrubbed(item, needles);
+      changed ||= r.changed;
+      return r.value;
+    });
+    return { value: items as T, changed };
+  }
+  if (value && typeof value === 'object') {
+    let changed = false;
+    const copy: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      const r = scrubbed(item, needles);
+      changed ||= r.changed;
+      copy[key] = r.value;
+    }
+    return { value: copy as T, changed };
+  }
+  return { value, changed: false };
+}
+
+/** Replaces the matching documents of a collection with their scrubbed copies. */
+async function scrubCollection(services: Services, name: string, filter: Record<string, unknown>, needles: string[]): Promise<void> {
+  if (needles.length === 0) return;
+  const collection = services.readStore.collection<Doc>(name);
+  const changes: Doc[] = [];
+  for await (const found of collection.stream(filter, { readOnly: true })) {
+    const { value, changed } = scrubbed(found, needles);
+    if (changed) changes.push(value);
+  }
+  for (const { _id, ...rest } of changes) await collection.replaceOne(_id, rest);
+}
+
+/**
+ * The guest document is scrubbed by its projection (GuestErased); here the other read models
+ * that name the guest: its invitations, their funnel and comms events.
+ */
+async function scrubGuestReadModels(services: Services, doc: GuestDoc, values: PersonalValues): Promise<void> {
+  const { readStore } = services;
+  await scrubCollection(services, 'invitations', { attendeeId: doc._id }, values.needles);
+  await scrubCollection(services, 'funnel_invitations', { guestId: doc._id }, values.needles);
+  await scrubCollection(services, 'comms_events', { 'data.attendeeId': doc._id }, values.needles);
+  // Invitations lose their recipient even when it was shorter than a searched value.
+  const invitations = readStore.collection<InvitationDoc>('invitations');
+  const withRecipient: string[] = [];
+  for await (const invitation of invitations.stream({ attendeeId: doc._id, to: { $exists: true } })) withRecipient.push(invitation._id);
+  for (const id of withRecipient) await invitations.updateOne(id, { $unset: { to: '' } });
+  // A guest document the projection has not reached yet (the read-your-writes wait is bounded) is scrubbed here too.
+  const current = await guests(services).get(doc._id);
+  if (current && !current.erased) {
+    const personal = new Set<string>([...personalDocFields]);
+    const { _id, ...rest } = scrubbed(current, values.needles).value;
+    const kept = Object.fromEntries(Object.entries(rest).filter(([key]) => !personal.has(key)));
+    await guests(services).replaceOne(_id, { ...kept, erased: true } as Omit<GuestDoc, '_id'>);
+  }
+}
+
+/**
+ * Read models of the client that are not per guest: door scans that looked a value up, the
+ * suppression list entries of the guests' addresses, the webhook delivery log and stored
+ * idempotent replies (which may repeat a created guest).
+ */
+async function scrubSharedReadModels(services: Services, clientId: string, docs: GuestDoc[], values: PersonalValues): Promise<void> {
+  for (const eventId of new Set(docs.map((d) => d.eventId))) {
+    await scrubCollection(services, 'scans', { clientId, eventId, lookup: { $exists: true } }, values.needles);
+  }
+  await scrubCollection(services, 'webhook_deliveries', { clientId }, values.needles);
+  const ownKeys = `^${clientId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`;
+  await scrubCollection(services, 'idempotency_keys', { _id: { $regex: ownKeys } }, values.needles);
+  for (const email of new Set(values.emails)) await services.readStore.collection('comms_suppressions').deleteOne(suppressionId(clientId, email));
+}
+
+/**
+ * Export files hold the event's guest list: every export of the event is deleted (record and
+ * file; the client makes a new one). Outbox emails (the embedded mailer) that name the guest are deleted.
+ */
+async function removeFiles(services: Services, settings: PersonalDataSettings, clientId: string, eventId: string, values: PersonalValues): Promise<void> {
+  const exports = services.readStore.collection<Doc & { file: string }>('exports');
+  const found: (Doc & { file: string })[] = [];
+  for await (const record of exports.stream({ clientId, eventId })) found.push(record);
+  for (const record of found) {
+    await fs.promises.rm(path.join(settings.exportDir, record.file), { force: true });
+    await exports.deleteOne(record._id);
+  }
+  if (!settings.outboxDir || values.needles.length === 0) return;
+  const names = await fs.promises.readdir(settings.outboxDir).catch(() => [] as string[]);
+  for (const name of names) {
+    const file = path.join(settings.outboxDir, name);
+    const text = await fs.promises.readFile(file, 'utf8').catch(() => undefined);
+    if (text === undefined) continue;
+    // Headers may fold or encode a name; the address and any value in the body are searched as written.
+    const lower = text.toLowerCase();
+    if (values.needles.some((n) => lower.includes(n))) await fs.promises.rm(file, { force: true });
+  }
+}
+
+/**
+ * Issue 14, item 4: everything held about one guest, as one document: the guest as the API
+ * shows it, its decrypted history (guest and invitation streams), its invitation emails with
+ * their outcomes, and its scans.
+ */
+export async function personalDataOf(services: Services, clientId: string, idOrCustomId: string, eventId?: string) {
+  const doc = await findGuestByIdOrCustomId(services, clientId, idOrCustomId, eventId);
+  const history = await guestHistory(services, clientId, doc._id, { eventId: doc.eventId });
+  const invitations: InvitationDoc[] = [];
+  for await (const invitation of services.readStore.collection<InvitationDoc>('invitations').stream({ attendeeId: doc._id })) invitations.push(invitation);
+  const scans: ScanDoc[] = [];
+  for await (const scan of services.readStore.collection<ScanDoc>('scans').stream({ clientId, guestId: doc._id }, { sort: { at: 1 } })) scans.push(scan);
+  return {
+    guestId: doc._id,
+    eventId: doc.eventId,
+    generatedAt: services.clock.now().toISOString(),
+    guest: toGuestView(doc),
+    invitations: invitations.map(({ _id, clientId: _c, ...invitation }) => ({ attendeeInvitationId: _id, ...invitation })),
+    scans: scans.map(({ _id, clientId: _c, ...scan }) => ({ scanId: _id, ...scan })),
+    // Issue 16 (signed ticket codes) fills this in: the guest's ticket code, or null when it has none.
+    ticketCode: null as string | null,
+    history: history.events,
+  };
+}
+

@@ -1,0 +1,73 @@
+import { z } from 'zod';
+import { registry } from '../openapi.js';
+import { PlainId } from './common.js';
+import { ex } from './example-values.js';
+
+const reason = z.string().trim().min(1).max(1000).openapi({ description: 'Why the data is erased (kept in the audit trail; put no personal data in it)' });
+
+export const EraseBody = registry.register(
+  'EraseGuest',
+  z
+    .object({
+      reason,
+      eventId: PlainId.optional().openapi({ description: 'The event of the guest; needed when a customId is used in several events' }),
+    })
+    .openapi({ example: { reason: 'GDPR art. 17 request, ticket 4711' } }),
+);
+
+export const EraseBatchBody = registry.register(
+  'EraseGuests',
+  z
+    .object({
+      reason,
+      ids: z.array(PlainId).min(1).max(200).optional().openapi({ description: 'Up to 200 guest ids or customIds of the event' }),
+      all: z.literal(true).optional().openapi({ description: 'Every guest of the event (instead of ids)' }),
+    })
+    .refine((b) => (b.ids !== undefined) !== (b.all !== undefined), { message: 'give either ids or all: true', path: ['ids'] })
+    .openapi({ example: { reason: 'event data no longer needed', ids: [ex.guestId] } }),
+);
+
+const erasure = z.object({
+  id: z.string(),
+  eventId: z.string(),
+  erased: z.literal(true),
+  erasedAt: z.string(),
+  erasedBy: z.string().openapi({ description: 'The client, team member or `retention` that erased it (the first erasure)' }),
+  reason: z.string(),
+});
+
+const erasureExample = { id: ex.guestId, eventId: ex.eventId, erased: true as const, erasedAt: ex.created, erasedBy: ex.clientId, reason: 'GDPR art. 17 request, ticket 4711' };
+
+export const ErasureResponse = registry.register('GuestErasure', erasure.openapi({ example: erasureExample }));
+
+export const ErasureBatchResponse = registry.register(
+  'GuestErasures',
+  z.object({ erased: z.number().int(), guests: z.array(erasure) }).openapi({ example: { erased: 1, guests: [erasureExample] } }),
+);
+
+export const PersonalDataResponse = registry.register(
+  'GuestPersonalData',
+  z
+    .object({
+      guestId: z.string(),
+      eventId: z.string(),
+      generatedAt: z.string(),
+      guest: z.record(z.string(), z.unknown()).openapi({ description: 'The guest as GET /guest/{id} shows it' }),
+      invitations: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every invitation email: recipient, status, provider reports, history' }),
+      scans: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every scan of the guest at the door' }),
+      ticketCode: z.string().nullable().openapi({ description: "The guest's ticket code (issue 16), null when it has none" }),
+      history: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every event of the guest and its invitations, decrypted' }),
+    })
+    .openapi({
+      example: {
+        guestId: ex.guestId,
+        eventId: ex.eventId,
+        generatedAt: ex.scannedAt,
+        guest: { id: ex.guestId, eventId: ex.eventId, firstName: 'Ada', lastName: 'Lovelace', email: 'ada@example.com', admittedPlusOnes: 0 },
+        invitations: [{ attendeeInvitationId: ex.invitationId, status: 'sent', to: 'ada@example.com', providerStatus: 'delivered' }],
+        scans: [{ scanId: ex.scanId, result: 'admitted', at: ex.scannedAt, people: 1 }],
+        ticketCode: null,
+        history: [{ type: 'GuestRegistered', stream: `guest-${ex.guestId}`, at: ex.created, data: { firstName: 'Ada', lastName: 'Lovelace' } }],
+      },
+    }),
+);

@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import type { KeyStore, StoredDataKey } from '../adapters/keystore/port.js';
+import { decrypt, encrypt, type Keyring } from '../shared/encryption.js';
+
+const KEY_BYTES = 32;
+
+/**
+ * The guests' data keys: created on first use (a batch at once), kept wrapped under the
+ * master keyring in the key store, unwrapped into a bounded in-memory LRU. `null` means the
+ * guest has no key (erased, or never given one when `create` is false).
+ *
+ * The cache entries live at most `ttlMs`: a guest erased through another process is
+ * unreadable here at the latest that long after (this process forgets at once).
+ */
+export class DataKeys {
+  private readonly cache: LRUCache<string, Buffer | false>;
+
+  constructor(
+    readonly store: KeyStore,
+    private readonly master: Keyring,
+    options: { max?: number; ttlMs?: number } = {},
+  ) {
+    this.cache = new LRUCache({ max: options.max ?? 50_000, ttl: options.ttlMs ?? 60_000 });
+  }
+
+  /** The keys of these guests; with `create`, guests without a row get a new key (erased ones stay without). */
+  async keysFor(guestIds: Iterable<string>, create: boolean): Promise<Map<string, Buffer | null>> {
+    const result = new Map<string, Buffer | null>();
+    const missing: string[] = [];
+    for (const id of new Set(guestIds)) {
+      const cached = this.cache.get(id);
+      if (cached === undefined) missing.push(id);
+      else result.set(id, cached === false ? null : cached);
+    }
+    if (missing.length === 0) return result;
+    const rows = await this.store.get(missing);
+    const found = new Set(rows.map((r) => r.guestId));
+    const toCreate = create ? missing.filter((id) => !found.has(id)) : [];
+    if (toCreate.length > 0) {
+      const at = new Date().toISOString();
+      await this.store.insert(toCreate.map((guestId) => this.wrap(guestId, randomBytes(KEY_BYTES), at)));
+      // Another process may have inserted first: the stored row wins.
+      rows.push(...(await this.store.get(toCreate)));
+    }
+    for (const row of rows) {
+      const key = row.wrapped ? this.unwrap(row) : false;
+      this.cache.set(row.guestId, key);
+      result.set(row.guestId, key === false ? null : key);
+    }
+    for (const id of missing) if (!result.has(id)) result.set(id, null);
+    return result;
+  }
+
+  /** Deletes the guest's key for good (a tombstone keeps any later write from making a new one). */
+  async erase(guestId: string, at: string): Promise<void> {
+    this.cache.set(guestId, false);
+    await this.store.erase(guestId, at);
+    await this.store.purgeDeleted();
+  }
+
+  /** Re-wraps keys wrapped under older master keys with the current one; returns how many. */
+  async rotate(batchSize = 500): Promise<number> {
+    let done = 0;
+    for (;;) {
+      const rows = await this.store.wrappedUnder(this.master.currentKeyId, batchSize);
+      if (rows.length === 0) return done;
+      for (const row of rows) {
+        const rewrapped = this.wrap(row.guestId, this.unwrap(row), row.createdAt);
+        await this.store.rewrap(row.guestId, rewrapped.wrapped!, rewrapped.masterKeyId!);
+      }
+      done += rows.length;
+    }
+  }
+
+  private wrap(guestId: string, key: Buffer, createdAt: string): StoredDataKey {
+    const sealed = encrypt(this.master, key.toString('base64url'), `personal-data-key:${guestId}`);
+    return { guestId, wrapped: sealed.ciphertext, masterKeyId: sealed.keyId, createdAt };
+  }
+
+  private unwrap(row: StoredDataKey): Buffer {
+    if (!this.master.keys.has(row.masterKeyId!)) {
+      throw new Error(`the data key of guest ${row.guestId} is wrapped under master key "${row.masterKeyId}", which is not in PII_MASTER_KEYS; add it back (docs/personal-data.md, Rotation)`);
+    }
+    return Buffer.from(decrypt(this.master, { ciphertext: row.wrapped!, keyId: row.masterKeyId! }, `personal-data-key:${row.guestId}`), 'base64url');
+  }
+}
