@@ -1,0 +1,224 @@
+/**
+ * Issue 14: crypto-shredding, erasure, retention and access, through HTTP. The grep test runs
+ * on the embedded default and, when MONGO_URL is set (CI), on the MongoDB-protocol read store.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+import { readOutbox } from '../support/mail-readers.js';
+import { eventually } from '../webhooks/receiver.js';
+import type { RetentionWorker } from '../../src/workers/retention.js';
+
+const api = '/checkin/v1/api';
+const comms = '/comms/v1/api/comms';
+
+/** Every file under `dir`, SQLite databases and their -wal/-shm included. */
+function filesUnder(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    return entry.isDirectory() ? filesUnder(full) : entry.isFile() ? [full] : [];
+  });
+}
+
+/** The files under `dir` whose bytes contain any of `needles` (as UTF-8, any case). */
+function filesHolding(dir: string, needles: string[]): string[] {
+  const lower = needles.map((n) => n.toLowerCase());
+  return filesUnder(dir).filter((file) => {
+    const text = fs.readFileSync(file).toString('latin1').toLowerCase();
+    return lower.some((n) => text.includes(n));
+  });
+}
+
+/** Documents of the MongoDB database that contain any of `needles`, as `collection/_id`. */
+async function mongoDocsHolding(url: string, dbName: string, needles: string[]): Promise<string[]> {
+  const client = new MongoClient(url);
+  try {
+    const db = client.db(dbName);
+    const hits: string[] = [];
+    for (const { name } of await db.listCollections().toArray()) {
+      for (const doc of await db.collection(name).find({}).toArray()) {
+        const text = JSON.stringify(doc).toLowerCase();
+        if (needles.some((n) => text.includes(n.toLowerCase()))) hits.push(`${name}/${String(doc._id)}`);
+      }
+    }
+    return hits;
+  } finally {
+    await client.close();
+  }
+}
+
+const stores: { name: string; env: () => Record<string, string> }[] = [{ name: 'embedded read store', env: () => ({}) }];
+if (process.env.MONGO_URL) {
+  const dbName = `pii_${Date.now()}_${process.pid}`;
+  stores.push({ name: 'MongoDB read store', env: () => ({ MONGO_URL: process.env.MONGO_URL!, MONGO_DB: dbName }) });
+}
+
+describe.each(stores)('personal data on the $name', ({ env }) => {
+  let service: TestService;
+  let client: Client;
+  let eventId: string;
+  let templateId: string;
+  const settings = env();
+
+  beforeAll(async () => {
+    service = await startTestService({ ...settings, INVITES_SENDING_ADDRESS: 'invites@checkin.test' });
+    client = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+    eventId = (await client.call('POST', `${api}/event`, { title: 'Gala', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z' })).body.id;
+    const template = await client.call('POST', `${comms}/template`, {
+      eventId,
+      name: 'Invitation',
+      subject: 'Welcome {{firstName}}',
+      html: '<p>Dear {{fullName}}, your code is {{barcode}}</p>',
+    });
+    expect(template.status, JSON.stringify(template.body)).toBe(200);
+    templateId = template.body.id;
+  });
+  afterAll(async () => {
+    if (settings.MONGO_URL) {
+      const mongo = new MongoClient(settings.MONGO_URL);
+      await mongo.db(settings.MONGO_DB).dropDatabase().catch(() => undefined);
+      await mongo.close();
+    }
+    await service.close();
+  });
+
+  const person = () => {
+    const tag = randomUUID().slice(0, 8);
+    return {
+      firstName: `Zebulon${tag}`,
+      lastName: `Quixote${tag}`,
+      email: `zeb.${tag}@example.com`,
+      barcode: `BC-${tag}`,
+      customId: `crm-${tag}`,
+      additionalInfo: `allergic to ${tag}-nuts`,
+    };
+  };
+
+  it('seals personal fields in the event store, and after an erase they are nowhere under DATA_DIR nor in the read store', async () => {
+    const p = person();
+    const created = await client.call('POST', `${api}/guest`, { eventId, ...p, commsTemplateId: templateId, plusOnes: 1 });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const id = created.body.id as string;
+    // The invitation email reaches the outbox (DATA_DIR/outbox); the hang guard is far above any real figure.
+    await eventually(async () => (await readOutbox(path.join(service.dataDir, 'outbox'))).some((m) => m.to.email === p.email), 60_000, 'invitation email');
+    const admitted = await client.call('POST', `${api}/guests/${eventId}/checkin`, { barcode: p.barcode, gate: 'North' });
+    expect(admitted.body.result).toBe('admitted');
+    const exported = await client.call('POST', `${api}/event/export?type=csv`, { id: eventId, title: 'Gala', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z' });
+    expect(exported.status, JSON.stringify(exported.body)).toBe(200);
+    await eventually(async () => {
+      const invitations = await client.call('GET', `${comms}/invitations?attendeeId=${id}`);
+      return invitations.body.items?.[0]?.status === 'sent';
+    }, 60_000, 'invitation sent');
+
+    // Before: only ciphertext in the event store; the read models and files hold the data.
+    const before = filesHolding(service.dataDir, [p.email, p.lastName, p.barcode]).map((f) => path.relative(service.dataDir, f));
+    // The search finds what is there (the outbox email, the read models when embedded, the export file)...
+    expect(before).toEqual(expect.arrayContaining([expect.stringMatching(/^outbox\//), expect.stringMatching(/^exports\//)]));
+    // ...and the event store holds only ciphertext.
+    expect(before.filter((f) => f.startsWith('events.sqlite'))).toEqual([]);
+    const access = await client.call('GET', `${api}/guest/${id}/personal-data`);
+    expect(access.status).toBe(200);
+    expect(access.body).toMatchObject({
+      guestId: id,
+      eventId,
+      guest: { firstName: p.firstName, email: p.email, barcode: p.barcode },
+      invitations: [{ status: 'sent', to: p.email }],
+      scans: [{ result: 'admitted', gate: 'North' }],
+      ticketCode: null,
+    });
+    const registered = access.body.history.find((e: { type: string }) => e.type === 'GuestRegistered');
+    expect(registered.data).toMatchObject({ firstName: p.firstName, lastName: p.lastName, email: p.email });
+    expect(JSON.stringify(registered.data)).not.toContain('personalData"');
+
+    const erased = await client.call('POST', `${api}/guest/${p.customId}/erase`, { reason: 'GDPR art. 17 request 42' });
+    expect(erased.status, JSON.stringify(erased.body)).toBe(200);
+    expect(erased.body).toMatchObject({ id, eventId, erased: true, erasedBy: client.id, reason: 'GDPR art. 17 request 42' });
+
+    // After: the guest keeps ids, times and counts; its personal fields are null.
+    const guest = await client.call('GET', `${api}/guest/${id}`);
+    expect(guest.body).toMatchObject({ id, eventId, erased: true, firstName: null, lastName: null, email: null, barcode: null, customId: null, plusOnes: 1 });
+    expect(guest.body.admitted).toEqual(expect.any(String));
+    expect((await client.call('GET', `${api}/guests/${eventId}/byinfo?additionalInfo=nuts`)).body).toEqual([]);
+    const list = await client.call('GET', `${api}/guests/${eventId}`);
+    expect(JSON.stringify(list.body)).not.toContain(p.lastName);
+    const history = await client.call('GET', `${api}/guest/${id}/history`);
+    expect(history.body.events.map((e: { type: string }) => e.type)).toContain('GuestErased');
+    expect(history.body.events.find((e: { type: string }) => e.type === 'GuestRegistered').data).toMatchObject({ personalDataErased: true });
+    expect(JSON.stringify(history.body)).not.toContain(p.email);
+    const stats = await client.call("GET", `${api}/event/${eventId}/stats`);
+    if (stats.status === 200) expect(JSON.stringify(stats.body)).not.toContain(p.lastName);
+
+    // Idempotent: the second erase answers the first.
+    const again = await client.call('POST', `${api}/guest/${id}/erase`, { reason: 'twice' });
+    expect(again.body).toEqual(erased.body);
+
+    const needles = [p.email, p.firstName, p.lastName, p.barcode];
+    expect(filesHolding(service.dataDir, needles)).toEqual([]);
+    if (settings.MONGO_URL) expect(await mongoDocsHolding(settings.MONGO_URL, settings.MONGO_DB!, needles)).toEqual([]);
+
+    // A rebuild from the events gives the same guest, and still nothing readable.
+    await service.runner!.rebuild([]);
+    expect((await client.call('GET', `${api}/guest/${id}`)).body).toEqual(guest.body);
+    expect(filesHolding(service.dataDir, needles)).toEqual([]);
+    if (settings.MONGO_URL) expect(await mongoDocsHolding(settings.MONGO_URL, settings.MONGO_DB!, needles)).toEqual([]);
+
+    // The barcode and customId are free again.
+    const reuse = await client.call('POST', `${api}/guest`, { eventId, firstName: 'New', barcode: p.barcode, customId: p.customId });
+    expect(reuse.status, JSON.stringify(reuse.body)).toBe(200);
+    const scan = await client.call('POST', `${api}/guests/${eventId}/checkin`, { barcode: p.barcode });
+    expect(scan.body).toMatchObject({ result: 'admitted' });
+    expect(JSON.stringify(scan.body)).toContain(reuse.body.id);
+  });
+
+  it('erases a batch by ids, then every guest of the event; an unknown id erases nothing (404)', async () => {
+    const event = (await client.call('POST', `${api}/event`, { title: 'Batch', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z' })).body.id;
+    const people = [person(), person(), person()];
+    const ids: string[] = [];
+    for (const p of people) ids.push((await client.call('POST', `${api}/guest`, { eventId: event, ...p })).body.id);
+    const refused = await client.call('POST', `${api}/guests/${event}/erase`, { reason: 'cleanup', ids: [ids[0], randomUUID()] });
+    expect(refused.status).toBe(404);
+    expect(refused.body.errors).toEqual([{ path: 'ids.1', message: expect.any(String) }]);
+    expect((await client.call('GET', `${api}/guest/${ids[0]}`)).body.erased).toBeUndefined();
+    expect((await client.call('POST', `${api}/guests/${event}/erase`, { reason: 'cleanup' })).status).toBe(400);
+
+    const batch = await client.call('POST', `${api}/guests/${event}/erase`, { reason: 'cleanup', ids: [ids[0], people[1]!.customId] });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    expect(batch.body.erased).toBe(2);
+    expect((await client.call('GET', `${api}/guest/${ids[2]}`)).body.email).toBe(people[2]!.email);
+    const all = await client.call('POST', `${api}/guests/${event}/erase`, { reason: 'event over', all: true });
+    expect(all.body.erased).toBe(3);
+    for (const id of ids) expect((await client.call('GET', `${api}/guest/${id}`)).body).toMatchObject({ erased: true, email: null });
+    expect(filesHolding(service.dataDir, people.flatMap((p) => [p.email, p.lastName, p.barcode]))).toEqual([]);
+  });
+
+  it("erases another client's guest never: 404", async () => {
+    const other = await createClient(service);
+    const p = person();
+    const id = (await client.call('POST', `${api}/guest`, { eventId, ...p })).body.id;
+    expect((await other.call('POST', `${api}/guest/${id}/erase`, { reason: 'x' })).status).toBe(404);
+    expect((await other.call('GET', `${api}/guest/${id}/personal-data`)).status).toBe(404);
+    expect((await client.call('GET', `${api}/guest/${id}`)).body.email).toBe(p.email);
+  });
+
+  it('retention: the worker erases the guests of an event retentionDays after its endTime (injected time)', async () => {
+    const event = await client.call('POST', `${api}/event`, { title: 'Kept 2 days', startTime: '2026-01-10T18:00:00Z', endTime: '2026-01-10T23:00:00Z', retentionDays: 2 });
+    expect(event.body.retentionDays).toBe(2);
+    const p = person();
+    const id = (await client.call('POST', `${api}/guest`, { eventId: event.body.id, ...p })).body.id;
+    const worker = service.workers.find((w) => w.name === 'retention') as RetentionWorker;
+    expect(await worker.runOnce(new Date('2026-01-12T22:59:00Z'))).toBe(0);
+    expect((await client.call('GET', `${api}/guest/${id}`)).body.email).toBe(p.email);
+    expect(await worker.runOnce(new Date('2026-01-12T23:00:00Z'))).toBeGreaterThanOrEqual(1);
+    const guest = await client.call('GET', `${api}/guest/${id}`);
+    expect(guest.body).toMatchObject({ erased: true, email: null });
+    const history = await client.call('GET', `${api}/guest/${id}/history`);
+    expect(history.body.events.find((e: { type: string }) => e.type === 'GuestErased')).toMatchObject({
+      actor: { type: 'system', id: 'retention' },
+      data: { reason: expect.stringContaining('retention') },
+    });
+    expect(await worker.runOnce(new Date('2026-02-01T00:00:00Z'))).toBe(0);
+  });
+});
