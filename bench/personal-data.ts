@@ -1,0 +1,72 @@
+/**
+ * npm run bench -- personal-data: the cost of sealing guests' personal data (issue 14, item 5),
+ * in one run: the same import (upsert in batches of 200) and the same barcode scans against a
+ * service with PII_ENCRYPTION=off and one with it on (the default), alternating, best of
+ * BENCH_ROUNDS (default 2) each. Target: encryption costs at most 10% on both.
+ */
+import { createClient, startTestService } from '../test/support/service.js';
+import { fmt, load, record, table } from './support.js';
+
+const GUESTS = Number(process.env.BENCH_GUESTS ?? 20_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+
+interface Figures {
+  importPerSec: number;
+  scansPerSec: number;
+  scanP99: number;
+}
+
+async function measure(encryption: 'on' | 'off'): Promise<Figures> {
+  const service = await startTestService({ LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'FULL', PII_ENCRYPTION: encryption });
+  try {
+    const client = await createClient(service);
+    const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' });
+    const eventId = event.body.id as string;
+    const headers = { authorization: `Bearer ${client.token}`, 'ocp-apim-subscription-key': client.subscriptionKey, 'content-type': 'application/json' };
+    const batchOf = (start: number) =>
+      Array.from({ length: Math.min(200, GUESTS - start) }, (_, k) => {
+        const i = start + k;
+        return { firstName: `First${i % 997}`, lastName: `Last${i % 1009}`, email: `guest${i}@example.com`, barcode: `BC-${i}`, customId: `crm-${i}`, plusOnes: i % 3, additionalInfo: 'Table 12' };
+      });
+    const started = process.hrtime.bigint();
+    for (let start = 0; start < GUESTS; start += 200) {
+      const reply = await fetch(`${service.url}/checkin/v1/api/guests/${eventId}/upsert`, { method: 'PUT', headers, body: JSON.stringify(batchOf(start)) });
+      if (reply.status !== 204) throw new Error(`upsert failed: ${reply.status} ${await reply.text()}`);
+    }
+    const importSeconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const bodies = Array.from({ length: GUESTS }, (_, i) => JSON.stringify({ barcode: `BC-${i}`, gate: `G${i % 4}` }));
+    const scans = await load({ url: `${service.url}/checkin/v1/api/guests/${eventId}/checkin`, method: 'POST', headers, connections: 50, durationSec: 8, bodies });
+    if (scans.non2xx > 0 || scans.errors > 0) throw new Error(`scan run had failures: ${JSON.stringify(scans)}`);
+    const figures = { importPerSec: GUESTS / importSeconds, scansPerSec: scans.requestsPerSec, scanP99: scans.p99 };
+    console.log(`  encryption ${encryption}: import ${fmt(figures.importPerSec)} guests/s, scans ${fmt(figures.scansPerSec)}/s (p99 ${figures.scanP99} ms)`);
+    return figures;
+  } finally {
+    await service.close();
+  }
+}
+
+export async function personalDataBench(): Promise<void> {
+  const runs: Record<'on' | 'off', Figures[]> = { on: [], off: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    runs.off.push(await measure('off'));
+    runs.on.push(await measure('on'));
+  }
+  const best = (list: Figures[]) => ({
+    importPerSec: Math.max(...list.map((f) => f.importPerSec)),
+    scansPerSec: Math.max(...list.map((f) => f.scansPerSec)),
+    scanP99: Math.min(...list.map((f) => f.scanP99)),
+  });
+  const off = best(runs.off);
+  const on = best(runs.on);
+  const cost = (without: number, withIt: number) => `${fmt((1 - withIt / without) * 100, 1)}%`;
+  const output = table(
+    ['measure', 'PII_ENCRYPTION=off', 'on (default)', 'cost', 'target'],
+    [
+      [`import ${fmt(GUESTS)} guests (upsert, batches of 200)`, `${fmt(off.importPerSec)} guests/s`, `${fmt(on.importPerSec)} guests/s`, cost(off.importPerSec, on.importPerSec), '≤ 10%'],
+      ['check-in scans by barcode, 50 connections, 8 s', `${fmt(off.scansPerSec)} scans/s (p99 ${off.scanP99} ms)`, `${fmt(on.scansPerSec)} scans/s (p99 ${on.scanP99} ms)`, cost(off.scansPerSec, on.scansPerSec), '≤ 10%'],
+    ],
+  );
+  const note = `Embedded adapters, SQLITE_SYNCHRONOUS=FULL; off and on alternate in one run, best of ${ROUNDS} each. A negative cost is noise (the shared 2 cores).`;
+  console.log(`${output}\n\n${note}`);
+  record('Personal data encryption', `${output}\n\n${note}`);
+}
