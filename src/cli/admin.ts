@@ -5,6 +5,7 @@
  *   npm run admin -- set-access <accountId> [--comms-api-enabled true|false] [--sender-trusted true|false]
  *   npm run admin -- issue-key <accountId>
  *   npm run admin -- revoke-key <accountId> <keyId>
+ *   npm run admin -- rewrap-personal-data-keys
  * Prints JSON. Secrets are shown once.
  */
 import { parseArgs } from 'node:util';
@@ -34,6 +35,11 @@ const help: CliHelp = {
     },
     { usage: 'issue-key <accountId>', does: 'issues a new subscription key', example: 'issue-key 3f2a...' },
     { usage: 'revoke-key <accountId> <keyId>', does: 'revokes a subscription key', example: 'revoke-key 3f2a... key_1' },
+    {
+      usage: 'rewrap-personal-data-keys',
+      does: "re-wraps every guest's data key with the current master key (PII_MASTER_KEY_ID); then the old master key can be removed (docs/personal-data.md)",
+      example: 'rewrap-personal-data-keys',
+    },
   ],
 };
 
@@ -61,8 +67,8 @@ async function main(): Promise<void> {
   // Only events are written here; the service's projections pick them up (they poll the store).
   const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
   const config = loadConfig();
-  if (!command || !['create-account', 'set-access', 'issue-key', 'revoke-key'].includes(command)) {
-    throw new Error(`unknown command "${command ?? ''}"; use create-account, set-access, issue-key or revoke-key (--help shows examples)`);
+  if (!command || !['create-account', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys'].includes(command)) {
+    throw new Error(`unknown command "${command ?? ''}"; use create-account, set-access, issue-key, revoke-key or rewrap-personal-data-keys (--help shows examples)`);
   }
   requireStore(config, init);
   const platform = createPlatform(config, logger);
@@ -111,6 +117,10 @@ async function main(): Promise<void> {
         if (!accountId || !keyId) throw new Error('revoke-key needs the account id and the key id');
         await revokeSubscriptionKey(services, context, accountId, keyId);
         result = { revoked: keyId };
+        break;
+      case 'rewrap-personal-data-keys':
+        if (!platform.dataKeys) throw new Error('personal data is not encrypted here (PII_ENCRYPTION=off): there are no data keys to re-wrap');
+        result = { rewrapped: await platform.dataKeys.rotate() };
         break;
       default:
         throw new Error(`unknown command "${command ?? ''}"; use create-account, set-access, issue-key or revoke-key (--help shows examples)`);
