@@ -39,9 +39,17 @@ export class DataKeys {
     const toCreate = create ? missing.filter((id) => !found.has(id)) : [];
     if (toCreate.length > 0) {
       const at = new Date().toISOString();
-      await this.store.insert(toCreate.map((guestId) => this.wrap(guestId, randomBytes(KEY_BYTES), at)));
-      // Another process may have inserted first: the stored row wins.
-      rows.push(...(await this.store.get(toCreate)));
+      // One draw of randomness for the whole batch (an import creates 200 keys at once).
+      const random = randomBytes(KEY_BYTES * toCreate.length);
+      const fresh = new Map(toCreate.map((guestId, i) => [guestId, random.subarray(i * KEY_BYTES, (i + 1) * KEY_BYTES)]));
+      const inserted = await this.store.insert(toCreate.map((guestId) => this.wrap(guestId, fresh.get(guestId)!, at)));
+      for (const guestId of inserted) {
+        this.cache.set(guestId, fresh.get(guestId)!);
+        result.set(guestId, fresh.get(guestId)!);
+      }
+      // Another process inserted first: the stored row wins.
+      const lost = toCreate.filter((id) => !inserted.has(id));
+      if (lost.length > 0) rows.push(...(await this.store.get(lost)));
     }
     for (const row of rows) {
       const key = row.wrapped ? this.unwrap(row) : false;

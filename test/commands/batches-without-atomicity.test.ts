@@ -41,7 +41,8 @@ async function restart() {
   await completeOpenBatches(store, { logger: service.services.logger, olderThanMs: 0 });
 }
 
-async function fold<S>(decider: { initialState(): S; evolve(s: S, e: never): S }, stream: string, from: EventStore = store) {
+/** Folds through the service's store: the personal-data codec above `store` opens sealed fields (docs/personal-data.md). */
+async function fold<S>(decider: { initialState(): S; evolve(s: S, e: never): S }, stream: string, from: EventStore = service.platform.eventStore) {
   let state = decider.initialState();
   for (const event of await from.readStream(stream)) state = decider.evolve(state, event as never);
   return state;

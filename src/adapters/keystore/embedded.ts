@@ -21,7 +21,10 @@ export class EmbeddedKeyStore implements KeyStore {
       created_at TEXT NOT NULL,
       erased_at TEXT
     ) WITHOUT ROWID`);
+    this.insertKey = this.db.prepare('INSERT OR IGNORE INTO personal_data_keys (guest_id, wrapped, master_key_id, created_at) VALUES (?, ?, ?, ?)');
   }
+
+  private readonly insertKey: Database.Statement;
 
   async get(guestIds: string[]): Promise<StoredDataKey[]> {
     const rows: StoredDataKey[] = [];
@@ -35,13 +38,14 @@ export class EmbeddedKeyStore implements KeyStore {
     return rows;
   }
 
-  async insert(keys: StoredDataKey[]): Promise<void> {
-    const insert = this.db.prepare(
-      'INSERT OR IGNORE INTO personal_data_keys (guest_id, wrapped, master_key_id, created_at) VALUES (?, ?, ?, ?)',
-    );
+  async insert(keys: StoredDataKey[]): Promise<Set<string>> {
+    const inserted = new Set<string>();
     this.db.transaction(() => {
-      for (const k of keys) insert.run(k.guestId, k.wrapped ?? null, k.masterKeyId ?? null, k.createdAt);
+      for (const k of keys) {
+        if (this.insertKey.run(k.guestId, k.wrapped ?? null, k.masterKeyId ?? null, k.createdAt).changes === 1) inserted.add(k.guestId);
+      }
     })();
+    return inserted;
   }
 
   async erase(guestId: string, at: string): Promise<void> {

@@ -26,9 +26,9 @@ export class MongoKeyStore implements KeyStore {
     return docs.map(fromDoc);
   }
 
-  async insert(keys: StoredDataKey[]): Promise<void> {
-    if (keys.length === 0) return;
-    await this.keys.bulkWrite(
+  async insert(keys: StoredDataKey[]): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    const result = await this.keys.bulkWrite(
       keys.map((k) => ({
         updateOne: {
           filter: { _id: k.guestId },
@@ -38,6 +38,7 @@ export class MongoKeyStore implements KeyStore {
       })),
       { ordered: false },
     );
+    return new Set(Object.values(result.upsertedIds).map(String));
   }
 
   async erase(guestId: string, at: string): Promise<void> {

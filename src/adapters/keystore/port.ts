@@ -18,8 +18,8 @@ export interface KeyStore {
   readonly kind: string;
   /** The rows of these guests (keys and tombstones); guests without a row are left out. */
   get(guestIds: string[]): Promise<StoredDataKey[]>;
-  /** Inserts keys for guests that have no row yet (one transaction); an existing row wins. */
-  insert(keys: StoredDataKey[]): Promise<void>;
+  /** Inserts keys for guests that have no row yet (one transaction); an existing row wins. Returns the guests whose key was inserted. */
+  insert(keys: StoredDataKey[]): Promise<Set<string>>;
   /** Replaces the guest's key with a tombstone (idempotent). */
   erase(guestId: string, at: string): Promise<void>;
   /** Rows wrapped under another master key than `currentMasterKeyId` (rotation). */
