@@ -1,9 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { KeyStore, StoredDataKey } from '../adapters/keystore/port.js';
-import { decrypt, encrypt, type Keyring } from '../shared/encryption.js';
+import { decrypt, type Keyring } from '../shared/encryption.js';
 
 const KEY_BYTES = 32;
+const IV_BYTES = 12;
 
 /**
  * The guests' data keys: created on first use (a batch at once), kept wrapped under the
@@ -40,9 +41,10 @@ export class DataKeys {
     if (toCreate.length > 0) {
       const at = new Date().toISOString();
       // One draw of randomness for the whole batch (an import creates 200 keys at once).
-      const random = randomBytes(KEY_BYTES * toCreate.length);
-      const fresh = new Map(toCreate.map((guestId, i) => [guestId, random.subarray(i * KEY_BYTES, (i + 1) * KEY_BYTES)]));
-      const inserted = await this.store.insert(toCreate.map((guestId) => this.wrap(guestId, fresh.get(guestId)!, at)));
+      const random = randomBytes((KEY_BYTES + IV_BYTES) * toCreate.length);
+      const slice = (i: number, at: number, length: number) => random.subarray((KEY_BYTES + IV_BYTES) * i + at, (KEY_BYTES + IV_BYTES) * i + at + length);
+      const fresh = new Map(toCreate.map((guestId, i) => [guestId, slice(i, 0, KEY_BYTES)]));
+      const inserted = await this.store.insert(toCreate.map((guestId, i) => this.wrap(guestId, fresh.get(guestId)!, at, slice(i, KEY_BYTES, IV_BYTES))));
       for (const guestId of inserted) {
         this.cache.set(guestId, fresh.get(guestId)!);
         result.set(guestId, fresh.get(guestId)!);
@@ -60,9 +62,17 @@ export class DataKeys {
     return result;
   }
 
+  private readonly erasureListeners: ((guestId: string) => void)[] = [];
+
+  /** `listener` hears each guest erased through this process (caches of opened data forget it). */
+  onErase(listener: (guestId: string) => void): void {
+    this.erasureListeners.push(listener);
+  }
+
   /** Deletes the guest's key for good (a tombstone keeps any later write from making a new one). */
   async erase(guestId: string, at: string): Promise<void> {
     this.cache.set(guestId, false);
+    for (const listener of this.erasureListeners) listener(guestId);
     await this.store.erase(guestId, at);
     await this.store.purgeDeleted();
   }
@@ -74,16 +84,20 @@ export class DataKeys {
       const rows = await this.store.wrappedUnder(this.master.currentKeyId, batchSize);
       if (rows.length === 0) return done;
       for (const row of rows) {
-        const rewrapped = this.wrap(row.guestId, this.unwrap(row), row.createdAt);
+        const rewrapped = this.wrap(row.guestId, this.unwrap(row), row.createdAt, randomBytes(IV_BYTES));
         await this.store.rewrap(row.guestId, rewrapped.wrapped!, rewrapped.masterKeyId!);
       }
       done += rows.length;
     }
   }
 
-  private wrap(guestId: string, key: Buffer, createdAt: string): StoredDataKey {
-    const sealed = encrypt(this.master, key.toString('base64url'), `personal-data-key:${guestId}`);
-    return { guestId, wrapped: sealed.ciphertext, masterKeyId: sealed.keyId, createdAt };
+  /** AES-256-GCM under the current master key, the guest id as additional data: the layout of src/shared/encryption.ts. */
+  private wrap(guestId: string, key: Buffer, createdAt: string, iv: Buffer): StoredDataKey {
+    const masterKeyId = this.master.currentKeyId;
+    const cipher = createCipheriv('aes-256-gcm', this.master.keys.get(masterKeyId)!, iv);
+    cipher.setAAD(Buffer.from(`personal-data-key:${guestId}`, 'utf8'));
+    const body = Buffer.concat([cipher.update(key.toString('base64url'), 'utf8'), cipher.final()]);
+    return { guestId, wrapped: Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url'), masterKeyId, createdAt };
   }
 
   private unwrap(row: StoredDataKey): Buffer {

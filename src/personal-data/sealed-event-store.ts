@@ -10,6 +10,7 @@ import type {
   Subscription,
   SubscriptionBatch,
 } from '../adapters/eventstore/port.js';
+import { LRUCache } from 'lru-cache';
 import { personalDataRuleFor, type PersonalDataRule, type SealedPersonalData } from '../domain/personal-data.js';
 import type { DataKeys } from './data-keys.js';
 
@@ -27,7 +28,10 @@ export const ERASED_MARK = 'personalDataErased';
  * codec (plaintext) are read as they are. Deciders and projections never see ciphertext.
  */
 export function sealedEventStore(inner: EventStore, keys: DataKeys): EventStore {
-  const seal = async (streamName: string, events: NewEvent[]) => (await sealAll(keys, [{ streamName, events }]))[0]!.events;
+  const recent = new RecentlySealed();
+  keys.onErase((guestId) => recent.forget(guestId));
+  const seal = async (streamName: string, events: NewEvent[]) => (await sealAll(keys, [{ streamName, events }], recent))[0]!.events;
+  const openAll = (events: StoredEvent[]) => openEvents(keys, events, recent);
   return {
     get kind() {
       return inner.kind;
@@ -39,11 +43,11 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys): EventStore 
       return inner.append(streamName, await seal(streamName, events), expectedRevision);
     },
     async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
-      const sealed = await sealAll(keys, appends.map((a) => ({ streamName: a.streamName, events: a.events })));
+      const sealed = await sealAll(keys, appends.map((a) => ({ streamName: a.streamName, events: a.events })), recent);
       return inner.appendMany(appends.map((a, i) => ({ ...a, events: sealed[i]!.events })));
     },
     async readStream(streamName, options) {
-      return openAll(keys, await inner.readStream(streamName, options));
+      return openAll(await inner.readStream(streamName, options));
     },
     headPosition: (filter) => inner.headPosition(filter),
     subscribeToAll(options?: SubscribeOptions): Subscription {
@@ -51,13 +55,35 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys): EventStore 
       return {
         stop: () => subscription.stop(),
         async *[Symbol.asyncIterator](): AsyncIterator<SubscriptionBatch> {
-          for await (const batch of subscription) yield { ...batch, events: await openAll(keys, batch.events) };
+          for await (const batch of subscription) yield { ...batch, events: await openAll(batch.events) };
         },
       };
     },
     ping: () => inner.ping(),
     close: () => inner.close(),
   };
+}
+
+/**
+ * The plaintext of events this process sealed a moment ago, by event id, so the projections
+ * that read them right back (an import's guests) do not decrypt them again. Bounded; a guest
+ * erased here is forgotten at once.
+ */
+class RecentlySealed {
+  private readonly events = new LRUCache<string, { owner: string; data: Record<string, unknown> }>({ max: 20_000, ttl: 60_000 });
+
+  remember(eventId: string, owner: string, data: Record<string, unknown>): void {
+    this.events.set(eventId, { owner, data });
+  }
+
+  opened(eventId: string, keyId: string): Record<string, unknown> | undefined {
+    const entry = this.events.get(eventId);
+    return entry && entry.owner === keyId ? entry.data : undefined;
+  }
+
+  forget(guestId: string): void {
+    for (const [id, entry] of this.events.entries()) if (entry.owner === guestId) this.events.delete(id);
+  }
 }
 
 interface Personal {
@@ -73,7 +99,7 @@ function personalOf(streamName: string, event: { type: string; data: unknown }):
 }
 
 /** Seals every personal field of every event; keys missing for new guests are created in one batch. */
-async function sealAll(keys: DataKeys, appends: { streamName: string; events: NewEvent[] }[]) {
+async function sealAll(keys: DataKeys, appends: { streamName: string; events: NewEvent[] }[], recent: RecentlySealed) {
   const owners = new Set<string>();
   for (const { streamName, events } of appends) {
     for (const event of events) {
@@ -83,6 +109,11 @@ async function sealAll(keys: DataKeys, appends: { streamName: string; events: Ne
   }
   if (owners.size === 0) return appends;
   const keyOf = await keys.keysFor(owners, true);
+  // One draw of randomness for every IV of the batch (a draw per event costs more than the cipher).
+  const total = appends.reduce((n, a) => n + a.events.length, 0);
+  const ivs = randomBytes(IV_BYTES * total);
+  let next = 0;
+  const nextIv = () => ivs.subarray(IV_BYTES * next, IV_BYTES * ++next);
   return appends.map(({ streamName, events }) => ({
     streamName,
     events: events.map((event) => {
@@ -94,22 +125,28 @@ async function sealAll(keys: DataKeys, appends: { streamName: string; events: Ne
       const rest = withoutFields(personal.rule, event.data);
       // An erased guest gets no new key: whatever a late write carried is dropped, not stored.
       if (!key) return { ...event, data: { ...rest, [ERASED_MARK]: true } };
-      return { ...event, data: { ...rest, personalData: sealFields(key, personal.owner, fields) } };
+      recent.remember(event.id, personal.owner, event.data);
+      return { ...event, data: { ...rest, personalData: sealFields(key, personal.owner, fields, nextIv()) } };
     }),
   }));
 }
 
-async function openAll(keys: DataKeys, events: StoredEvent[]): Promise<StoredEvent[]> {
+async function openEvents(keys: DataKeys, events: StoredEvent[], recent: RecentlySealed): Promise<StoredEvent[]> {
   let owners: Set<string> | undefined;
+  let anySealed = false;
   for (const event of events) {
     const sealed = (event.data as { personalData?: SealedPersonalData }).personalData;
-    if (sealed) (owners ??= new Set()).add(sealed.keyId);
+    if (!sealed) continue;
+    anySealed = true;
+    if (!recent.opened(event.id, sealed.keyId)) (owners ??= new Set()).add(sealed.keyId);
   }
-  if (!owners) return events;
-  const keyOf = await keys.keysFor(owners, false);
+  if (!anySealed) return events;
+  const keyOf = owners ? await keys.keysFor(owners, false) : new Map<string, Buffer | null>();
   return events.map((event) => {
     const { personalData: sealed, ...rest } = event.data as { personalData?: SealedPersonalData } & Record<string, unknown>;
     if (!sealed) return event;
+    const opened = recent.opened(event.id, sealed.keyId);
+    if (opened) return { ...event, data: opened };
     const key = keyOf.get(sealed.keyId) ?? null;
     if (!key) return { ...event, data: { ...rest, [ERASED_MARK]: true } };
     const rule = personalDataRuleFor(event.streamName, event.type);
@@ -136,8 +173,7 @@ function withoutFields(rule: PersonalDataRule, data: Record<string, unknown>): R
 }
 
 /** AES-256-GCM; the guest id is the additional data, so a sealed value moved to another guest fails. */
-function sealFields(key: Buffer, guestId: string, fields: Record<string, unknown>): SealedPersonalData {
-  const iv = randomBytes(IV_BYTES);
+function sealFields(key: Buffer, guestId: string, fields: Record<string, unknown>, iv: Buffer): SealedPersonalData {
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(guestId, 'utf8'));
   const body = Buffer.concat([cipher.update(JSON.stringify(fields), 'utf8'), cipher.final()]);
