@@ -25,14 +25,24 @@ export class EmbeddedKeyStore implements KeyStore {
   }
 
   private readonly insertKey: Database.Statement;
+  private readonly selects = new Map<number, Database.Statement>();
+
+  /** Prepared once per list length (a fold asks for one guest, an import for its batch). */
+  private selectIn(count: number): Database.Statement {
+    let statement = this.selects.get(count);
+    if (!statement) {
+      const sql = `SELECT guest_id, wrapped, master_key_id, created_at, erased_at FROM personal_data_keys WHERE guest_id IN (${Array(count).fill('?').join(',')})`;
+      statement = this.db.prepare(sql);
+      if (this.selects.size < 64) this.selects.set(count, statement);
+    }
+    return statement;
+  }
 
   async get(guestIds: string[]): Promise<StoredDataKey[]> {
     const rows: StoredDataKey[] = [];
     for (let i = 0; i < guestIds.length; i += 500) {
       const part = guestIds.slice(i, i + 500);
-      const found = this.db
-        .prepare(`SELECT guest_id, wrapped, master_key_id, created_at, erased_at FROM personal_data_keys WHERE guest_id IN (${part.map(() => '?').join(',')})`)
-        .all(...part) as Row[];
+      const found = this.selectIn(part.length).all(...part) as Row[];
       rows.push(...found.map(fromRow));
     }
     return rows;
