@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { createClient, startTestService } from '../../test/support/service.js';
 import { load } from '../support.js';
-import { summarise } from './areas.js';
+import { heaviest, summarise } from './areas.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 20_000);
 const seconds = Number(process.argv[2] ?? 10);
@@ -33,5 +33,7 @@ const { profile } = await session.post('Profiler.stop');
 fs.writeFileSync('scan.cpuprofile', JSON.stringify(profile));
 console.log(`scans: ${Math.round(result.requestsPerSec)}/s, p50 ${result.p50} ms, p99 ${result.p99} ms, non-2xx ${result.non2xx}`);
 console.log(summarise(profile));
+console.log('\nheaviest functions (self time):');
+console.log(heaviest(profile, 30));
 await service.close();
 process.exit(0);
