@@ -1,4 +1,4 @@
-import { describe, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { guestDecider, type GuestCommand, type GuestEvent, type ScanInfo } from '../../src/domain/guest.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
@@ -171,4 +171,25 @@ describe('guest decider: undo, check-out, upsert', () => {
     given([registered()])
       .when({ type: 'MergeGuest', invitationId: 'i1', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: { firstName: 'Ada' }, replaceTags: false })
       .then([]));
+});
+
+describe('guest decider: erasure (issue 14)', () => {
+  const erase: GuestCommand = { type: 'Erase', erasedBy: 'c1', reason: 'GDPR request', at: '2026-11-22T10:00:00.000Z' };
+  const erased: GuestEvent = { type: 'GuestErased', data: { ...ids, erasedBy: 'c1', reason: 'GDPR request', at: '2026-11-22T10:00:00.000Z' } };
+
+  it('records who erased the guest and why, without personal data', () =>
+    given([registered({ email: 'ada@example.com' })]).when(erase).then([
+      { type: 'GuestErased', data: { ...ids, erasedBy: 'c1', reason: 'GDPR request', at: '2026-11-22T10:00:00.000Z' } },
+    ]));
+
+  it('an erased guest is erased again without a new event (idempotent)', () => given([registered(), erased]).when(erase).then([]));
+
+  it('an erased guest takes no other command: not found', () =>
+    given([registered(), erased]).when(checkIn()).thenFails('guest_erased'));
+
+  it('an erased guest keeps its non-personal details and loses the personal ones', () => {
+    const state = [registered({ lastName: 'Lovelace', plusOnes: 2 }), erased].reduce(guestDecider.evolve, guestDecider.initialState());
+    expect(state.details).toEqual({ plusOnes: 2 });
+    expect(state.erased).toEqual({ at: '2026-11-22T10:00:00.000Z', by: 'c1', reason: 'GDPR request' });
+  });
 });
