@@ -57,7 +57,8 @@ function toSendGrid(message: MailMessage): MailDataRequired {
       filename: attachment.filename,
       type: attachment.contentType,
       content: attachment.content.toString('base64'),
-      disposition: 'attachment',
+      // v3 mail/send: an inline image names its content_id, which the html references as cid:.
+      ...(attachment.contentId ? { disposition: 'inline', contentId: attachment.contentId } : { disposition: 'attachment' }),
     })),
     customArgs: { ...message.trackingArgs, messageKey: message.messageKey },
   };
