@@ -2,6 +2,7 @@ import type { EventStore } from '../adapters/eventstore/port.js';
 import type { ReadStore } from '../adapters/readstore/port.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
+import type { Keyring } from '../shared/encryption.js';
 
 /** What command handlers and queries need; built once by the composition root. */
 export interface Services {
@@ -11,4 +12,9 @@ export interface Services {
   logger: Logger;
   /** Resolves once the read models include `position` (bounded wait; never rejects). */
   readYourWrites(position: number): Promise<void>;
+  /**
+   * Encrypts secrets at rest beyond webhook secrets: the events' ticket signing keys (issue 16).
+   * The same keyring as webhook secrets; without it the service issues no signed tickets.
+   */
+  secretsKeyring?: Keyring;
 }
