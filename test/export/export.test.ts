@@ -14,7 +14,7 @@ const TTL_MINUTES = 60;
 const columns = [
   'id', 'firstName', 'otherNames', 'lastName', 'email', 'plusOnes', 'admittedPlusOnes', 'plusOnesLeft',
   'additionalInfo', 'barcode', 'tags', 'createdBy', 'admitted', 'blockedDate', 'blockedReason', 'eventId',
-  'validFrom', 'validTo', 'isGroup', 'discharged', 'customId', 'commsTemplateId', 'correlationId',
+  'validFrom', 'validTo', 'isGroup', 'discharged', 'customId', 'commsTemplateId', 'correlationId', 'ticketCode',
 ];
 
 let service: TestService;
