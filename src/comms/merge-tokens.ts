@@ -28,12 +28,8 @@ export const mergeTokens = [
   { token: 'attendeeId', description: "The guest's id (GUID)" },
   { token: 'attendeeInvitationId', description: 'Tracking id (GUID) of this send, as in the comms webhooks' },
   { token: 'companyName', description: 'Company name of the sending account' },
-  {
-    token: 'qrCode',
-    description:
-      "The guest's code (barcode, or the signed ticket the service issued) as a QR code image: inline in the email, embedded in the PDF; html only",
-  },
-  { token: 'barcodeImage', description: "The guest's code as a Code 128 barcode image (for short codes); html only" },
+  { token: 'qrCode', description: "The guest's code (barcode or signed ticket) as a QR code image; html only" },
+  { token: 'barcodeImage', description: "The guest's code as a Code 128 barcode image (short codes); html only" },
 ] as const;
 
 /** Tokens that render an image: only in html, never in the subject. */
