@@ -8,6 +8,8 @@ import { renderPdf } from '../../src/comms/pdf.js';
 import { decodeCode128, decodeQr, pngPixels, renderPdfPage } from '../support/decode-codes.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually } from '../webhooks/receiver.js';
+import { SendGridMailer } from '../../src/adapters/mailer/sendgrid.js';
+import { startSendGridDouble } from '../support/sendgrid-double.js';
 
 /** Issue 16, items 1 and 2: the code as images that scan back to exactly the guest's code. */
 
@@ -54,6 +56,34 @@ describe('merge tokens {{qrCode}} and {{barcodeImage}}', () => {
     expect(rendered.text).toBe('Hello\n\nTicket code: GALA-0001\n\nSee you');
     // Without an image (the guest has no code) the token renders nothing.
     expect(renderTemplate({ html: '<p>{{qrCode}}</p>' }, {}).html).toBe('<p></p>');
+  });
+});
+
+describe('SendGrid carries the code image inline', () => {
+  it('as an attachment with content_id and disposition inline (v3 mail/send), next to a plain attachment', async () => {
+    const double = await startSendGridDouble();
+    try {
+      const image = await qrImage('GALA-0001', 'k@checkin');
+      const mailer = new SendGridMailer({ apiKey: double.apiKey, baseUrl: double.url });
+      await mailer.send({
+        messageKey: 'k',
+        from: { email: 'invites@checkin.test' },
+        to: { email: 'ann@example.com' },
+        subject: 'Ticket',
+        html: `<p>${imageTag(image)}</p>`,
+        attachments: [
+          { filename: image.filename, contentType: image.contentType, content: image.content, contentId: image.cid },
+          { filename: 'invitation.pdf', contentType: 'application/pdf', content: Buffer.from('%PDF-1.4') },
+        ],
+      });
+      const [inline, pdf] = double.accepted[0]!.body.attachments!;
+      expect(inline).toMatchObject({ filename: 'ticket-qr.png', type: 'image/png', disposition: 'inline', content_id: image.cid });
+      expect(decodeQr(pngPixels(Buffer.from(inline!.content, 'base64')))).toBe('GALA-0001');
+      expect(pdf).toMatchObject({ disposition: 'attachment' });
+      expect(pdf!.content_id).toBeUndefined();
+    } finally {
+      await double.close();
+    }
   });
 });
 
