@@ -1,4 +1,7 @@
 import { createPublicKey, verify } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTicket, signedMessage } from '../../src/tickets/ticket-code.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
@@ -64,6 +67,23 @@ describe('signed tickets (issue 16)', () => {
 
     const scan = await checkin(alice, eventId, { barcode: ticket.body.code });
     expect(scan.body).toMatchObject({ result: 'admitted', guest: { id: guestId } });
+  });
+
+  it('the offline verification example of docs/tickets.md works as printed', async () => {
+    const doc = fs.readFileSync(new URL('../../docs/tickets.md', import.meta.url), 'utf8');
+    const example = /```js\n([\s\S]*?)```/.exec(doc)![1]!;
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ticket-doc-')), 'check-ticket.mjs');
+    fs.writeFileSync(file, example);
+    const { checkTicket } = (await import(file)) as {
+      checkTicket: (code: string, eventId: string, keys: unknown[], now?: Date) => { valid: boolean; guestId?: string; serial?: number };
+    };
+    const eventId = await newEvent(alice);
+    const guestId = await newGuest(alice, eventId);
+    const keys = (await alice.call('GET', `/checkin/v1/api/event/${eventId}/ticket-keys`)).body.keys;
+    const { code } = (await ticketOf(alice, guestId)).body;
+    expect(checkTicket(code, eventId, keys)).toEqual({ valid: true, guestId, serial: 1 });
+    expect(checkTicket(altered(code), eventId, keys)).toEqual({ valid: false });
+    expect(checkTicket(code, await newEvent(alice), keys)).toEqual({ valid: false });
   });
 
   it('rejects a forged or altered code with invalid_signature and lists it with the rejected scans', async () => {
