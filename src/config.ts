@@ -20,6 +20,8 @@ export interface Config {
   /** External OpenID issuer; unset means the built-in dev provider at /core. */
   oidcIssuer?: string;
   oidcAudience?: string;
+  /** DASHBOARD_TOKEN_URL: where /dashboard asks for a token; default the dev provider's, or the external issuer's token_endpoint (discovery). */
+  dashboardTokenUrl?: string;
   /** Base URL clients use to reach this service (the dev issuer is `<publicUrl>/core`). */
   publicUrl?: string;
   /** Enables /admin/v1. */
@@ -138,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     oidcIssuer: env.OIDC_ISSUER || undefined,
     oidcAudience: env.OIDC_AUDIENCE || undefined,
+    dashboardTokenUrl: env.DASHBOARD_TOKEN_URL || undefined,
     publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : undefined,
     adminApiKey: env.ADMIN_API_KEY || undefined,
     tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 3600),

@@ -18,6 +18,7 @@ import { KafkaBus } from './adapters/bus/kafka.js';
 import type { Services } from './commands/services.js';
 import { loadConfig, roles, type Config, type Role } from './config.js';
 import { createApp, type Readiness } from './http/app.js';
+import { issuerTokenEndpoint } from './identity/token-endpoint.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { authenticate } from './http/auth.js';
 import { createRateLimits, type RateLimitStore } from './http/middleware/rate-limit.js';
@@ -432,6 +433,9 @@ async function startApi(
           ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
         }),
     adminApiKey: config.adminApiKey,
+    dashboard: {
+      tokenUrl: config.dashboardTokenUrl ?? (config.oidcIssuer ? issuerTokenEndpoint(config.oidcIssuer) : '/core/connect/token'),
+    },
     webhooks: webhookSettings(config),
     exports: exportSettings(config),
     comms: {

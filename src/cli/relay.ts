@@ -4,6 +4,7 @@
  *
  * Consumers dedupe on the event id, so re-publishing is safe. Stop the relay role first.
  */
+import { relayRoutes } from '../workers/topics.js';
 import { loadConfig } from '../config.js';
 import { createPlatform } from '../main.js';
 import { createLogger } from '../shared/logger.js';
@@ -23,6 +24,8 @@ const help: CliHelp = {
   ],
 };
 
+const relayFilter = { streamPrefixes: relayRoutes.flatMap((route) => route.filter.streamPrefixes ?? ['']) };
+
 async function main(): Promise<void> {
   const { args, init } = cliStart(help, process.argv.slice(2));
   const [command = 'status', value] = args;
@@ -33,7 +36,11 @@ async function main(): Promise<void> {
   try {
     const current = await platform.readStore.getCheckpoint(relayCheckpoint);
     if (command === 'status') {
-      console.log(`relay checkpoint ${current ?? 'none'}; event store head ${await platform.eventStore.headPosition()}`);
+      // The head the relay works towards: the last event it publishes (the events after it, other
+      // streams or the server's own, never move its checkpoint; docs/eventstore.md).
+      const head = await platform.eventStore.headPosition(relayFilter);
+      const lag = Math.max(0, head - (current ?? -1));
+      console.log(`relay checkpoint ${current ?? 'none'}; last event it publishes ${head}; ${lag === 0 ? 'caught up' : `${lag} positions behind`}`);
       return;
     }
     const position = Number(value);

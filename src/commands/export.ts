@@ -116,7 +116,7 @@ export async function createExport(
     kind: 'guests',
     auditType: 'GuestsExported',
     write: async (file) => {
-      const rows = guests(services).stream({ clientId: context.tenantId, eventId: event.id }, { sort: GUEST_ORDER });
+      const rows = guests(services).stream({ clientId: context.tenantId, eventId: event.id }, { sort: GUEST_ORDER, readOnly: true });
       if (type === 'CSV') return writeGuestsCsv(rows, file, { timeZone: zone.name });
       const stats = await eventStats(services, context.tenantId, event.id);
       return writeGuestsExcel(rows, file, {

@@ -66,7 +66,7 @@ export async function invitationFunnel(services: Services, clientId: string, que
   const filter = { clientId, eventId: event.id, ...(query.templateId ? { templateId: query.templateId } : {}) };
   const byTemplate = new Map<string, Map<string, GuestPath>>();
   const all = new Map<string, GuestPath>();
-  for await (const invitation of invitations.stream(filter, { batchSize: 1000 })) {
+  for await (const invitation of invitations.stream(filter, { batchSize: 1000, readOnly: true })) {
     if (invitation.clientId !== clientId) continue;
     let guests = byTemplate.get(invitation.templateId);
     if (!guests) byTemplate.set(invitation.templateId, (guests = new Map()));
@@ -74,7 +74,7 @@ export async function invitationFunnel(services: Services, clientId: string, que
     addInvitation(all, invitation);
   }
   const arrivals = new Map<string, string>();
-  for await (const arrival of services.readStore.collection<FunnelArrivalDoc>(FUNNEL_ARRIVALS).stream({ clientId, eventId: event.id }, { batchSize: 1000 })) {
+  for await (const arrival of services.readStore.collection<FunnelArrivalDoc>(FUNNEL_ARRIVALS).stream({ clientId, eventId: event.id }, { batchSize: 1000, readOnly: true })) {
     const first = Object.values(arrival.entries ?? {}).sort()[0];
     if (first && arrival.clientId === clientId) arrivals.set(arrival._id, first);
   }

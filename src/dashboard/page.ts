@@ -8,8 +8,11 @@ const require = createRequire(import.meta.url);
 const uplot = path.dirname(require.resolve('uplot/package.json'));
 
 export interface DashboardOptions {
-  /** Where the page asks for a token with the password grant (the dev provider's, or the issuer's). */
-  tokenUrl?: string;
+  /**
+   * Where the page asks for a token with the password grant: a URL, or a function that finds it
+   * (an external issuer's token_endpoint, by discovery). Default: the dev provider's.
+   */
+  tokenUrl?: string | (() => Promise<string>);
   /** Seconds between refreshes. */
   refreshSeconds?: number;
 }
@@ -24,24 +27,31 @@ const escapeHtml = (text: string) =>
  */
 export function dashboardRouter(options: DashboardOptions = {}): Router {
   const router = express.Router();
-  // An external issuer's token endpoint is the one other origin the page may call.
-  const tokenOrigin = options.tokenUrl && /^https?:/i.test(options.tokenUrl) ? ` ${new URL(options.tokenUrl).origin}` : '';
-  const security = {
-    'Content-Security-Policy': `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'${tokenOrigin}; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`,
+  const { tokenUrl = '/core/connect/token' } = options;
+  const security = (token: string) => ({
+    // An external issuer's token endpoint is the one other origin the page may call.
+    'Content-Security-Policy': `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'${/^https?:/i.test(token) ? ` ${new URL(token).origin}` : ''}; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`,
     'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'no-referrer',
-  };
-  router.get('/dashboard', (_req, res) => {
-    res.set({ ...security, 'Cache-Control': 'no-store' }).type('html').send(page(options));
   });
-  router.get('/dashboard/dashboard.js', (_req, res) => void res.set(security).type('js').send(dashboardScript));
-  router.get('/dashboard/dashboard.css', (_req, res) => void res.set(security).type('css').send(dashboardStyles));
+  const assets = security('');
+  router.get('/dashboard', async (_req, res, next) => {
+    let token: string;
+    try {
+      token = typeof tokenUrl === 'string' ? tokenUrl : await tokenUrl();
+    } catch (error) {
+      next(error);
+      return;
+    }
+    res.set({ ...security(token), 'Cache-Control': 'no-store' }).type('html').send(page(token, options.refreshSeconds));
+  });
+  router.get('/dashboard/dashboard.js', (_req, res) => void res.set(assets).type('js').send(dashboardScript));
+  router.get('/dashboard/dashboard.css', (_req, res) => void res.set(assets).type('css').send(dashboardStyles));
   router.use('/dashboard/assets', express.static(path.join(uplot, 'dist'), { index: false, maxAge: '1d' }));
   return router;
 }
 
-function page(options: DashboardOptions): string {
-  const tokenUrl = options.tokenUrl ?? '/core/connect/token';
+function page(tokenUrl: string, refreshSeconds = 5): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -52,7 +62,7 @@ function page(options: DashboardOptions): string {
   <link rel="stylesheet" href="/dashboard/assets/uPlot.min.css">
   <link rel="stylesheet" href="/dashboard/dashboard.css">
 </head>
-<body data-token-url="${escapeHtml(tokenUrl)}" data-refresh-seconds="${options.refreshSeconds ?? 5}">
+<body data-token-url="${escapeHtml(tokenUrl)}" data-refresh-seconds="${refreshSeconds}">
   <a class="skip" href="#main">Skip to the figures</a>
   <header>
     <h1>Door dashboard</h1>

@@ -3,45 +3,9 @@
  * read on the clocks of an IANA time zone, the cell gets the zone's wall time encoded as if
  * it were UTC (exceljs turns a Date into a serial number through its UTC fields).
  */
-const formatters = new Map<string, Intl.DateTimeFormat>();
+import { isTimeZone, offsetAt } from '../shared/time-zones.js';
 
-function formatter(timeZone: string): Intl.DateTimeFormat {
-  let format = formatters.get(timeZone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formatters.set(timeZone, format);
-  }
-  return format;
-}
-
-/** Whether Intl knows the zone (IANA names such as `Europe/Berlin`; Windows names are not). */
-export function isTimeZone(name: string): boolean {
-  try {
-    formatter(name);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The zone's UTC offset in ms at `instant` (wall time minus UTC). */
-export function offsetAt(instant: Date, timeZone: string): number {
-  const parts: Record<string, number> = {};
-  for (const part of formatter(timeZone).formatToParts(instant)) {
-    if (part.type !== 'literal') parts[part.type] = Number(part.value);
-  }
-  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
-  return wall - (instant.getTime() - instant.getUTCMilliseconds());
-}
+export { isTimeZone };
 
 /**
  * Offsets are cached per UTC minute: a zone's offset changes at most at whole minutes since

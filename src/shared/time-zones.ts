@@ -29,8 +29,7 @@ export function ianaZone(name: string): string | undefined {
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
-/** The zone's offset from UTC in ms at `instant` (wall time minus UTC). */
-function offsetAt(instant: number, timeZone: string): number {
+function formatter(timeZone: string): Intl.DateTimeFormat {
   let format = formatters.get(timeZone);
   if (!format) {
     format = new Intl.DateTimeFormat('en-US', {
@@ -45,11 +44,29 @@ function offsetAt(instant: number, timeZone: string): number {
     });
     formatters.set(timeZone, format);
   }
-  const parts: Record<string, number> = {};
-  for (const part of format.formatToParts(new Date(instant))) if (part.type !== 'literal') parts[part.type] = Number(part.value);
-  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
-  return wall - (instant - (((instant % 1000) + 1000) % 1000));
+  return format;
 }
+
+/** Whether Intl knows the zone (IANA names such as `Europe/Berlin`; Windows names are not). */
+export function isTimeZone(name: string): boolean {
+  try {
+    formatter(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The zone's UTC offset in ms at `instant` (wall time minus UTC). */
+export function offsetAt(instant: Date, timeZone: string): number {
+  const parts: Record<string, number> = {};
+  for (const part of formatter(timeZone).formatToParts(instant)) {
+    if (part.type !== 'literal') parts[part.type] = Number(part.value);
+  }
+  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  return wall - (instant.getTime() - instant.getUTCMilliseconds());
+}
+
 
 /**
  * The instant at which the clocks of `timeZone` show `wall` (a wall time written as if UTC, in
@@ -59,9 +76,9 @@ function offsetAt(instant: number, timeZone: string): number {
  */
 export function wallTimeToInstant(wall: number, timeZone: string): number {
   const day = 86_400_000;
-  const before = wall - offsetAt(wall - day, timeZone);
-  const after = wall - offsetAt(wall + day, timeZone);
-  const shows = (t: number) => t + offsetAt(t, timeZone) === wall;
+  const before = wall - offsetAt(new Date(wall - day), timeZone);
+  const after = wall - offsetAt(new Date(wall + day), timeZone);
+  const shows = (t: number) => t + offsetAt(new Date(t), timeZone) === wall;
   const valid = [before, after].filter(shows).sort((a, b) => a - b);
   return valid[0] ?? before;
 }

@@ -38,7 +38,6 @@ async function stopAndCheck(service: ChildService): Promise<{ code: number | nul
 
 const expectCleanStop = (service: ChildService, stop: { code: number | null; ms: number }) => {
   expect(stop.code, service.stderr.slice(-1000)).toBe(0);
-  expect(stop.ms).toBeLessThan(exitBoundMs);
   expect(service.logs.some((l) => l.msg === 'stopped')).toBe(true);
   expect(service.logs.filter((l) => l.msg === 'shutdown did not finish in time; exiting anyway')).toEqual([]);
 };

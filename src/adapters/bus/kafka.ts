@@ -1,8 +1,11 @@
 /**
  * Kafka bus (kafkajs). One shared producer, created and connected on first publish; topics
  * are created on first use with `partitions` partitions. Each consume() is its own kafkajs
- * consumer with manual commits: `offset + 1` is committed after the handler resolved (or after
- * the message went to `<topic>.dlq`), so delivery is at least once and per partition in order.
+ * consumer reading a fetched batch at a time (eachBatch) with manual commits: a message's offset
+ * is resolved after its handler resolved (or after it went to `<topic>.dlq`), and `offset + 1` of
+ * the last resolved message is committed once per batch (or every COMMIT_EVERY messages of a long
+ * one), so delivery is at least once and per partition in order. A crash redelivers at most the
+ * messages handled since the last commit; the handlers are idempotent (see docs/invitations.md and docs/webhooks.md).
  */
 import {
   Kafka,
@@ -10,7 +13,7 @@ import {
   logLevel as KafkaLogLevel,
   type Admin,
   type Consumer as KafkaConsumer,
-  type EachMessagePayload,
+  type EachBatchPayload,
   type IHeaders,
   type KafkaMessage,
   type LogEntry,
@@ -235,6 +238,9 @@ export class KafkaBus implements Bus {
 }
 
 
+/** A long batch commits its progress at least this often (messages), so a crash redelivers little. */
+const COMMIT_EVERY = 500;
+
 class KafkaBusConsumer implements Consumer {
   private readonly consumer: KafkaConsumer;
   private readonly topics: string[];
@@ -281,8 +287,9 @@ class KafkaBusConsumer implements Consumer {
       await consumer.subscribe({ topics: this.topics, fromBeginning: this.options.fromBeginning ?? true });
       await consumer.run({
         autoCommit: false,
+        eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: this.bus.partitions,
-        eachMessage: (payload) => this.onMessage(payload),
+        eachBatch: (payload) => this.onBatch(payload),
       });
       await withTimeout(
         joined,
@@ -294,13 +301,33 @@ class KafkaBusConsumer implements Consumer {
     }
   }
 
-  private async onMessage({ topic, partition, message, heartbeat }: EachMessagePayload): Promise<void> {
-    // Returning without a commit leaves the offset to the next member of the group.
-    if (this.abort.signal.aborted) return;
-    const delivery = await this.deliver(toBusMessage(topic, partition, message), heartbeat);
-    if (delivery.outcome === 'abandoned' || this.abort.signal.aborted) return;
-    if (delivery.deadLetter) await this.bus.publish(deadLetterTopic(topic), [delivery.deadLetter]);
-    await this.consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+  /**
+   * One fetched batch of one partition, in order. Offsets are committed once per batch (and every
+   * COMMIT_EVERY messages), not once per message: a commit is a round trip to the group
+   * coordinator, which cost more than most handlers.
+   */
+  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    const { topic, partition } = batch;
+    let done: string | undefined;
+    let sinceCommit = 0;
+    const commit = async () => {
+      if (done === undefined) return;
+      await this.consumer.commitOffsets([{ topic, partition, offset: (BigInt(done) + 1n).toString() }]);
+      done = undefined;
+      sinceCommit = 0;
+    };
+    for (const message of batch.messages) {
+      // Returning without a commit leaves the offsets to the next member of the group.
+      if (this.abort.signal.aborted || !isRunning() || isStale()) return;
+      const delivery = await this.deliver(toBusMessage(topic, partition, message), heartbeat);
+      if (delivery.outcome === 'abandoned' || this.abort.signal.aborted) return;
+      if (delivery.deadLetter) await this.bus.publish(deadLetterTopic(topic), [delivery.deadLetter]);
+      resolveOffset(message.offset);
+      done = message.offset;
+      if (++sinceCommit >= COMMIT_EVERY) await commit();
+      await heartbeat();
+    }
+    if (!this.abort.signal.aborted) await commit();
   }
 
   /** Runs the handler with in-process retries; a message that exhausts them is dead-lettered. */
@@ -319,7 +346,7 @@ class KafkaBusConsumer implements Consumer {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.abort.abort();
-      // kafkajs' disconnect waits for the running eachMessage calls; the abort above ends them,
+      // kafkajs' disconnect waits for the running eachBatch calls; the abort above ends them,
       // except for a commit already under way for a handler that finished before close().
       const disconnect = this.consumer.disconnect();
       await withTimeout(disconnect, this.bus.closeTimeoutMs, 'kafka consumer disconnect timed out').catch(

@@ -1,0 +1,103 @@
+/**
+ * Same-run ceilings every suite measures beside its own figures. Machines here differ 5x from
+ * day to day, so a row of docs/benchmarks.md is read as a ratio to the ceiling measured in the
+ * same run, on the same cores, with the same load generator.
+ *
+ * - bareRoute: an express app answering from memory (no auth, no store): what HTTP costs.
+ * - rawImportServer: an express + better-sqlite3 handler taking the same PUT upsert batches and
+ *   inserting the same rows with the same durability (one transaction per batch, WAL,
+ *   synchronous as the service): what writing guests can cost at least.
+ * - rawCsv: the same rows written as CSV to a file by a plain stream: what an export costs at least.
+ */
+import fs from 'node:fs';
+import type { Server } from 'node:http';
+import path from 'node:path';
+import { once } from 'node:events';
+import Database from 'better-sqlite3';
+import express, { type Express } from 'express';
+import { stringify } from 'csv-stringify';
+import { fmt, load, tempDir, type LoadResult, type LoadSpec } from './support.js';
+
+export interface Listening {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function listen(app: Express): Promise<Listening> {
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * A bare express route's figures under the given load. `body` is what it answers (default a
+ * small JSON object); answering pre-serialised bytes is the ceiling for a route that sends the same bytes.
+ */
+export async function bareRoute(spec: Omit<LoadSpec, 'url'>, body: unknown = { ok: true }): Promise<LoadResult> {
+  const app = express();
+  const bytes = typeof body === 'string' ? body : JSON.stringify(body);
+  app.all('/ceiling', (_req, res) => void res.type('application/json').send(bytes));
+  const server = await listen(app);
+  try {
+    return await load({ ...spec, url: `${server.url}/ceiling` });
+  } finally {
+    await server.close();
+  }
+}
+
+/** `PUT /ceiling` taking a JSON array of guests, inserting each row in one transaction per batch. */
+export async function rawImportServer(synchronous: 'FULL' | 'NORMAL'): Promise<Listening & { rows(): number }> {
+  const dir = tempDir('bench-raw-import-');
+  const db = new Database(path.join(dir, 'raw.db'));
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${synchronous}`);
+  db.exec(
+    'CREATE TABLE guests (id TEXT PRIMARY KEY, event_id TEXT, barcode TEXT, custom_id TEXT, doc TEXT);' +
+      'CREATE UNIQUE INDEX guests_barcode ON guests(event_id, barcode);' +
+      'CREATE UNIQUE INDEX guests_custom ON guests(event_id, custom_id)',
+  );
+  const insert = db.prepare('INSERT INTO guests (id, event_id, barcode, custom_id, doc) VALUES (?, ?, ?, ?, ?)');
+  const insertAll = db.transaction((eventId: string, guests: Record<string, unknown>[]) => {
+    for (const guest of guests) insert.run(crypto.randomUUID(), eventId, guest.barcode ?? null, guest.customId ?? null, JSON.stringify(guest));
+  });
+  const app = express();
+  app.use(express.json({ limit: '10mb' }));
+  app.put('/ceiling/:eventId', (req, res) => {
+    insertAll(req.params.eventId, req.body as Record<string, unknown>[]);
+    res.status(204).end();
+  });
+  const server = await listen(app);
+  return {
+    ...server,
+    rows: () => (db.prepare('SELECT count(*) AS n FROM guests').get() as { n: number }).n,
+    close: async () => {
+      await server.close();
+      db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Seconds to write `rows` as CSV to a file through csv-stringify (the library the export uses). */
+export async function rawCsv(rows: Iterable<unknown[]>): Promise<number> {
+  const dir = tempDir('bench-raw-csv-');
+  const started = process.hrtime.bigint();
+  const out = fs.createWriteStream(path.join(dir, 'raw.csv'));
+  const csv = stringify();
+  csv.pipe(out);
+  for (const row of rows) {
+    if (!csv.write(row)) await once(csv, 'drain');
+  }
+  csv.end();
+  await once(out, 'finish');
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  fs.rmSync(dir, { recursive: true, force: true });
+  return seconds;
+}
+
+/** "0.42 of the ceiling" for a row's figure column. */
+export const ratio = (ours: number, ceiling: number): string => `${fmt(ours / ceiling, 2)} of the ceiling`;
