@@ -1,5 +1,6 @@
 import bwipjs from 'bwip-js';
 import QRCode from 'qrcode';
+import { tokensUsed } from './merge-tokens.js';
 
 /**
  * The guest's code as an image, for the `{{qrCode}}` and `{{barcodeImage}}` merge tokens
@@ -43,9 +44,10 @@ const code128ShownPerModule = 1.5;
 const code128BarHeightMm = 12;
 const code128MaxWidth = 600;
 
-/** Which code tokens a template source names (so a template without them renders no image). */
+/** Which code tokens a template's html names (so a template without them renders no image). */
 export function codeTokensIn(source: string): CodeImageToken[] {
-  return (['qrCode', 'barcodeImage'] as const).filter((token) => new RegExp(`\\b${token}\\b`).test(source));
+  const used = tokensUsed(source);
+  return (['qrCode', 'barcodeImage'] as const).filter((token) => used.has(token));
 }
 
 /** "Ticket code: …", the words that stand for the image in the plain-text part. */

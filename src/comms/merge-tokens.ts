@@ -167,6 +167,24 @@ function editDistance(a: string, b: string): number {
   return previous[b.length]!;
 }
 
+/** The merge tokens a template source names (output or block condition); none for a source that does not parse. */
+export function tokensUsed(source: string): Set<string> {
+  const used = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (!node || typeof node !== 'object') return;
+    const typed = node as { type?: string; original?: unknown };
+    if (typed.type === 'PathExpression' && typeof typed.original === 'string') used.add(typed.original);
+    for (const [key, value] of Object.entries(node)) if (key !== 'loc') visit(value);
+  };
+  try {
+    visit(Handlebars.parse(source));
+  } catch {
+    // An unparsable template is refused at render time; it uses nothing.
+  }
+  return used;
+}
+
 export class InvalidTemplateError extends Error {
   override readonly name = 'InvalidTemplateError';
   constructor(readonly errors: TemplateError[]) {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { code128Image, imageTag, qrImage, withEmbeddedImages } from '../../src/comms/code-images.js';
+import { code128Image, codeTokensIn, imageTag, qrImage, withEmbeddedImages } from '../../src/comms/code-images.js';
 import { checkTemplate, renderTemplate } from '../../src/comms/merge-tokens.js';
 import { renderPdf } from '../../src/comms/pdf.js';
 import { decodeCode128, decodeQr, pngPixels, renderPdfPage } from '../support/decode-codes.js';
@@ -46,6 +46,12 @@ describe('merge tokens {{qrCode}} and {{barcodeImage}}', () => {
       { path: 'subject', message: '{{qrCode}} renders an image: it is only allowed in html (line 1)' },
     ]);
     expect(checkTemplate({ html: '{{qrcode}}' })[0]!.message).toMatch(/unknown merge token "qrcode" \(did you mean "qrCode"\?\)/);
+  });
+
+  it('only tokens the template uses make images (words in the text do not)', () => {
+    expect(codeTokensIn('<p>Scan the qrCode below</p>{{qrCode}}')).toEqual(['qrCode']);
+    expect(codeTokensIn('<p>qrCode and barcodeImage</p>')).toEqual([]);
+    expect(codeTokensIn('{{#if barcodeImage}}{{barcodeImage}}{{/if}}{{{qrCode}}}')).toEqual(['qrCode', 'barcodeImage']);
   });
 
   it('render a cid: image in the html and the code in words in the plain text', async () => {
