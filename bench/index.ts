@@ -1,4 +1,4 @@
-/** npm run bench -- <suite ...>: store, auth, checkin, byinfo, export, webhooks, sends, overload, analytics (default: store auth checkin). */
+/** npm run bench -- <suite ...>: store, auth, checkin, byinfo, export, webhooks, sends, overload, analytics, real-servers (default: store auth checkin). */
 import { storeBench } from './store.js';
 
 const suites: Record<string, () => Promise<void>> = {
@@ -10,6 +10,7 @@ const suites: Record<string, () => Promise<void>> = {
   sends: async () => (await import('./sends.js')).sendsBench(),
   overload: async () => (await import('./overload.js')).overloadBench(),
   analytics: async () => (await import('./analytics.js')).analyticsBench(),
+  'real-servers': async () => (await import('./real-servers.js')).realServersBench(),
   webhooks: async () => {
     await import('./webhooks.js');
   },

@@ -180,6 +180,22 @@ export function eventStoreContract(name: string, makeStore: () => Promise<EventS
       expect(types).toEqual(Array.from({ length: 12 }, (_, i) => `E${i}`));
     });
 
+    it('keeps the filtered head right as events are appended after it was asked (matching or not)', async () => {
+      const store = await makeStore();
+      const category = `later${randomUUID().slice(0, 8)}`;
+      const filter = { streamPrefixes: [`${category}-`] };
+      const first = await store.append(stream(category), [newEvent('Wanted')], 'no_stream');
+      for (let i = 0; i < 20; i++) await store.append(stream('noise'), [newEvent('Noise')], 'no_stream');
+      expect(await store.headPosition(filter)).toBe(first.position);
+      for (let i = 0; i < 20; i++) await store.append(stream('noise'), [newEvent('Noise')], 'no_stream');
+      expect(await store.headPosition(filter)).toBe(first.position);
+      const second = await store.append(stream(category), [newEvent('Wanted')], 'no_stream');
+      expect(await store.headPosition(filter)).toBe(second.position);
+      for (let i = 0; i < 5; i++) await store.append(stream('noise'), [newEvent('Noise')], 'no_stream');
+      expect(await store.headPosition(filter)).toBe(second.position);
+      expect(await store.headPosition({ eventTypes: ['Wanted'], streamPrefixes: [`${category}-`] })).toBe(second.position);
+    });
+
     it('reports progress that reaches the filtered head when the last events match no filter', async () => {
       const store = await makeStore();
       const category = `quiet${randomUUID().slice(0, 8)}`;

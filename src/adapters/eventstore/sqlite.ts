@@ -110,6 +110,8 @@ export class SqliteEventStore implements EventStore {
   }
 
   private readonly pollIntervalMs: number;
+  /** headPosition(filter) answers, with the store head each was found at (see headPosition). */
+  private readonly filteredHeads = new Map<string, { scannedTo: number; position: number }>();
 
   async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
     const [result] = await this.appendMany([{ streamName, events, expectedRevision }]);
@@ -197,17 +199,33 @@ export class SqliteEventStore implements EventStore {
 
   /** With a filter: walks back from the end, a page at a time, to the last matching event. */
   async headPosition(filter?: EventFilter): Promise<number> {
-    if (!filter) return Number(this.statements.head.get()?.position ?? -1);
+    const head = Number(this.statements.head.get()?.position ?? -1);
+    if (!filter) return head;
+    // Incremental: the answer for a filter is kept with the head it was found at, and a later
+    // call walks back only over the events appended since. Without it a filter whose last match
+    // is far back (the accounts projection behind a stream of scans) re-read the whole tail on
+    // every call: the metrics probe asks for every projection each scrape.
+    const key = JSON.stringify(filter);
+    const known = this.filteredHeads.get(key);
+    if (known && known.scannedTo >= head) return known.position;
     const matches = compileFilter(filter);
-    let before = Number.MAX_SAFE_INTEGER;
+    const floor = known?.scannedTo ?? -1;
+    let position = known?.position ?? -1;
+    let before = head + 1;
     // The last event usually matches: a small first page, larger ones after.
     for (let page = 16; ; page = Math.min(page * 4, 4096)) {
-      const rows = this.statements.before.all(before, page);
-      if (rows.length === 0) return -1;
+      const rows = this.statements.before.all(before, page).filter((row) => row.position > floor);
       const hit = rows.find((row) => matches(row as Row));
-      if (hit) return hit.position;
+      if (hit) {
+        position = hit.position;
+        break;
+      }
+      if (rows.length < page) break;
       before = rows[rows.length - 1]!.position;
     }
+    if (this.filteredHeads.size >= 256) this.filteredHeads.clear();
+    this.filteredHeads.set(key, { scannedTo: head, position });
+    return position;
   }
 
   /** Catch-up then live: reads batches after the last position, waits for an append (or polls, for other processes). */
