@@ -227,6 +227,7 @@ export async function startService(
       if (runner) await runner.waitFor(position, config.readYourWritesTimeoutMs);
       else await pollCheckpoints(platform.eventStore, platform.readStore, position, config.readYourWritesTimeoutMs);
     },
+    secretsKeyring: webhookSettings(config).keyring,
   };
 
   const workers: Worker[] = runs('workers') ? createWorkers(platform, services, config, metrics) : [];

@@ -3,6 +3,7 @@
  * (storeExport: same files, expiry, download URL, audit event; same formula neutralising).
  */
 import type { Column } from '../exports/columns.js';
+import { rejectionReasons } from '../domain/guest.js';
 import { writeCsv } from '../exports/csv.js';
 import { writeExcel, type SummaryValue } from '../exports/excel.js';
 import { getEvent } from './events.js';
@@ -13,7 +14,7 @@ import type { Services } from './services.js';
 import { eventTimeline, type Counts, type TimelineQuery } from './timeline.js';
 
 /** Every rejection reason a scan can have, so the columns are the same in every file. */
-const REJECTION_REASONS = ['not_found', 'blocked', 'not_yet_valid', 'expired', 'already_admitted', 'ambiguous'];
+const REJECTION_REASONS: readonly string[] = rejectionReasons;
 
 interface TimelineRow {
   start: string;

@@ -18,6 +18,8 @@ import { guests, toGuestView, type GuestView } from './guests.js';
 import { findTeamMember } from './team-members.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
+import { checkTicket } from '../tickets/event-keys.js';
+import { looksLikeTicket } from '../tickets/ticket-code.js';
 
 /** How long after a check-in it can be undone (README "Door operations"). */
 export const undoWindowMs = 5 * 60_000;
@@ -126,7 +128,7 @@ async function rejectUnmatched(
   context: CommandContext,
   eventId: string,
   scan: ScanInfo,
-  reason: 'not_found' | 'ambiguous',
+  reason: 'not_found' | 'ambiguous' | 'invalid_signature',
   lookup: GuestLookup,
   candidates: string[],
 ): Promise<ScanResponse> {
@@ -175,17 +177,33 @@ export async function scan(
   request: ScanRequest,
   direction: 'in' | 'out',
 ): Promise<ScanResponse> {
-  await getEvent(services, context.tenantId, eventId);
+  const checkinEvent = await getEvent(services, context.tenantId, eventId);
   if (request.force) await checkMayForce(services, context);
   const info = await scanInfo(services, context, eventId, request);
-  const found = await findGuests(services, context.tenantId, eventId, request);
+  // Issue 16: a signed ticket names its guest; its signature is checked against the event's keys
+  // (in memory). A code that only looks like one may still be a customer's own barcode.
+  const ticket =
+    request.barcode !== undefined && looksLikeTicket(request.barcode)
+      ? await checkTicket(services, context.tenantId, checkinEvent, request.barcode, context.now)
+      : undefined;
+  const found = ticket?.valid
+    ? await findGuests(services, context.tenantId, eventId, { guestId: ticket.guestId })
+    : await findGuests(services, context.tenantId, eventId, request);
   if (found.length !== 1) {
-    return rejectUnmatched(services, context, eventId, info, found.length === 0 ? 'not_found' : 'ambiguous', lookupOf(request), found.map((g) => g._id));
+    const reason = ticket && !ticket.valid && found.length === 0 ? 'invalid_signature' : found.length === 0 ? 'not_found' : 'ambiguous';
+    return rejectUnmatched(services, context, eventId, info, reason, lookupOf(request), found.map((g) => g._id));
   }
   const guestId = found[0]!._id;
   const command =
     direction === 'in'
-      ? { type: 'CheckIn' as const, scan: info, force: request.force ?? false, recordedAt: context.now.toISOString(), ...(request.plusOnes !== undefined ? { plusOnes: request.plusOnes } : {}) }
+      ? {
+          type: 'CheckIn' as const,
+          scan: info,
+          force: request.force ?? false,
+          recordedAt: context.now.toISOString(),
+          ...(request.plusOnes !== undefined ? { plusOnes: request.plusOnes } : {}),
+          ...(ticket?.valid ? { ticketSerial: ticket.serial } : {}),
+        }
       : { type: 'CheckOut' as const, scan: info };
   const result = await handleCommand(services.eventStore, guestDecider, guestStream(guestId), command, context, {
     eventIds: () => info.scanId,

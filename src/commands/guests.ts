@@ -17,6 +17,7 @@ import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import { findTemplateDoc } from './templates.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
+import { ticketSigner, type TicketSigner } from '../tickets/event-keys.js';
 
 /**
  * A guest record as a request gives it (spec: Guest); every field optional. Admission and block
@@ -118,15 +119,31 @@ export async function saveGuests(
   const plans = await planGuests(services, context, eventId, records, options.mode);
   await checkInvitations(services, context.tenantId, eventId, plans, options.mode);
   const items: BatchItem[] = [];
+  let signer: TicketSigner | undefined;
   for (const plan of plans) {
     const details = detailsOf(plan.input);
+    // Issue 16: a guest left without a barcode, that never had a ticket, gets a signed one.
+    const barcode = plan.input.barcode === undefined ? plan.existing?.barcode : plan.input.barcode;
+    const needsTicket = !barcode && plan.existing?.ticketSerial === undefined && services.secretsKeyring !== undefined;
+    if (needsTicket) signer ??= await ticketSigner(services, context, eventId);
+    const ticket = needsTicket ? signer!.issue(plan.guestId, 1) : undefined;
     // A create retried with the same id compares as the first create did (createdBy included).
     if (details.createdBy === undefined && (!plan.existing || options.mode === 'create')) details.createdBy = context.actor.id;
     const tags = plan.input.tags !== undefined ? parseTags(plan.input.tags) : undefined;
     const imported = importedOf(plan.input, context.now);
     const command: GuestCommand =
       options.mode === 'create'
-        ? { type: 'RegisterGuest', guestId: plan.guestId, clientId: context.tenantId, eventId, details, tags: tags ?? [], invitationId: newId(), ...(imported ? { imported } : {}) }
+        ? {
+            type: 'RegisterGuest',
+            guestId: plan.guestId,
+            clientId: context.tenantId,
+            eventId,
+            details,
+            tags: tags ?? [],
+            invitationId: newId(),
+            ...(imported ? { imported } : {}),
+            ...(ticket ? { ticket } : {}),
+          }
         : {
             type: 'MergeGuest',
             guestId: plan.guestId,
@@ -137,6 +154,7 @@ export async function saveGuests(
             replaceTags: options.removeObsoleteTags ?? false,
             invitationId: newId(),
             ...(imported && !plan.existing ? { imported } : {}),
+            ...(ticket ? { ticket } : {}),
           };
     const guestItem = items.length;
     items.push({ streamName: guestStream(plan.guestId), decider: guestDecider, command });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { Doc } from '../adapters/readstore/port.js';
 import { DomainError } from '../domain/decider.js';
-import { guestDecider, guestStream, type GuestCommand } from '../domain/guest.js';
+import { guestDecider, guestStream, type GuestCommand, type GuestEvent } from '../domain/guest.js';
 import { invitationStream } from '../domain/invitation.js';
 import { personalGuestFields } from '../domain/personal-data.js';
 import { customIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
@@ -128,6 +128,12 @@ async function eraseOne(services: Services, context: CommandContext, doc: GuestD
   services.logger.info({ guestId, eventId: doc.eventId, erasedBy: erased.by }, 'guest personal data erased');
   const result: ErasureResult = { id: guestId, eventId: doc.eventId, erased: true, erasedAt: erased.at, erasedBy: erased.by, reason: erased.reason };
   return { result, values, position: written.position };
+}
+
+async function ticketCodeOf(services: Services, guestId: string): Promise<string | null> {
+  let state = guestDecider.initialState();
+  for (const event of await services.eventStore.readStream(guestStream(guestId))) state = guestDecider.evolve(state, event as unknown as GuestEvent);
+  return state.ticket?.code ?? null;
 }
 
 async function invitationEventsOf(services: Services, guestEvents: StoredEvent[]): Promise<StoredEvent[]> {
@@ -289,8 +295,8 @@ export async function personalDataOf(services: Services, clientId: string, idOrC
     guest: toGuestView(doc),
     invitations: invitations.map(({ _id, clientId: _c, ...invitation }) => ({ attendeeInvitationId: _id, ...invitation })),
     scans: scans.map(({ _id, clientId: _c, ...scan }) => ({ scanId: _id, ...scan })),
-    // Issue 16 (signed ticket codes) fills this in: the guest's ticket code, or null when it has none.
-    ticketCode: null as string | null,
+    // Issue 16: the guest's valid signed ticket code, or null when it has none.
+    ticketCode: await ticketCodeOf(services, doc._id),
     history: history.events,
   };
 }

@@ -3,6 +3,7 @@ import type { ReadStore } from '../adapters/readstore/port.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import type { DataKeys } from '../personal-data/data-keys.js';
+import type { Keyring } from '../shared/encryption.js';
 
 /** What command handlers and queries need; built once by the composition root. */
 export interface Services {
@@ -14,4 +15,9 @@ export interface Services {
   dataKeys?: DataKeys;
   /** Resolves once the read models include `position` (bounded wait; never rejects). */
   readYourWrites(position: number): Promise<void>;
+  /**
+   * Encrypts secrets at rest beyond webhook secrets: the events' ticket signing keys (issue 16).
+   * The same keyring as webhook secrets; without it the service issues no signed tickets.
+   */
+  secretsKeyring?: Keyring;
 }

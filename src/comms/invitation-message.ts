@@ -1,5 +1,6 @@
 import type { MailMessage } from '../adapters/mailer/port.js';
 import { defaultSubject, renderTemplate, type MergeValues } from './merge-tokens.js';
+import { codeImages, codeTokensIn } from './code-images.js';
 import { ianaZone } from '../shared/time-zones.js';
 
 /** The parts an invitation email is made of, as the read models hold them. */
@@ -13,6 +14,8 @@ export interface InvitationParts {
     otherNames?: string;
     lastName?: string;
     barcode?: string;
+    /** The signed ticket the service issued (src/tickets), for a guest without a barcode. */
+    ticketCode?: string;
     customId?: string;
     additionalInfo?: string;
     plusOnes?: number;
@@ -31,11 +34,15 @@ export interface Sender {
   name?: string;
 }
 
-/** The email for one invitation: the template rendered with the guest's and the event's values. */
-export function invitationMessage(parts: InvitationParts, sender: Sender): MailMessage {
+/**
+ * The email for one invitation: the template rendered with the guest's and the event's values.
+ * `{{qrCode}}` and `{{barcodeImage}}` become inline PNG attachments the html names by `cid:`.
+ */
+export async function invitationMessage(parts: InvitationParts, sender: Sender): Promise<MailMessage> {
   const { guest, template, account } = parts;
   const values = mergeValuesOf(parts);
-  const rendered = renderTemplate({ subject: template.subject ?? defaultSubject, html: template.html }, values);
+  const images = await codeImages(guest.barcode ?? guest.ticketCode, codeTokensIn(template.html), `${parts.attendeeInvitationId}@checkin`);
+  const rendered = renderTemplate({ subject: template.subject ?? defaultSubject, html: template.html }, values, images);
   const fromName = template.fromName ?? sender.name ?? account.companyName;
   return {
     messageKey: parts.attendeeInvitationId,
@@ -45,6 +52,9 @@ export function invitationMessage(parts: InvitationParts, sender: Sender): MailM
     subject: rendered.subject,
     html: rendered.html,
     text: rendered.text,
+    ...(images.length > 0
+      ? { attachments: images.map((i) => ({ filename: i.filename, contentType: i.contentType, content: i.content, contentId: i.cid })) }
+      : {}),
     trackingArgs: { attendeeInvitationId: parts.attendeeInvitationId, clientId: parts.clientId },
   };
 }

@@ -1,5 +1,6 @@
 import Handlebars from 'handlebars';
 import { parseDocument, DomUtils } from 'htmlparser2';
+import { imageTag, type CodeImage } from './code-images.js';
 
 /**
  * Merge tokens of invitation templates (spec: Comms template; the spec leaves the list to
@@ -27,7 +28,12 @@ export const mergeTokens = [
   { token: 'attendeeId', description: "The guest's id (GUID)" },
   { token: 'attendeeInvitationId', description: 'Tracking id (GUID) of this send, as in the comms webhooks' },
   { token: 'companyName', description: 'Company name of the sending account' },
+  { token: 'qrCode', description: "The guest's code (barcode or signed ticket) as a QR code image; html only" },
+  { token: 'barcodeImage', description: "The guest's code as a Code 128 barcode image (short codes); html only" },
 ] as const;
+
+/** Tokens that render an image: only in html, never in the subject. */
+const imageTokens: ReadonlySet<string> = new Set(['qrCode', 'barcodeImage']);
 
 export type MergeToken = (typeof mergeTokens)[number]['token'];
 
@@ -91,6 +97,9 @@ function checkStatement(statement: hbs.AST.Statement, path: TemplateError['path'
       const mustache = statement as hbs.AST.MustacheStatement;
       if (hasArguments(mustache)) return [`helpers are not allowed, only plain tokens like {{firstName}} ${at}`];
       const problems = checkTokenPath(mustache.path, at);
+      if (path === 'subject' && mustache.path.type === 'PathExpression' && imageTokens.has((mustache.path as hbs.AST.PathExpression).original)) {
+        problems.push(`{{${(mustache.path as hbs.AST.PathExpression).original}}} renders an image: it is only allowed in html ${at}`);
+      }
       if (!mustache.escaped && path === 'subject') problems.push(`raw output {{{…}}} is only allowed in html ${at}`);
       return problems;
     }
@@ -158,6 +167,24 @@ function editDistance(a: string, b: string): number {
   return previous[b.length]!;
 }
 
+/** The merge tokens a template source names (output or block condition); none for a source that does not parse. */
+export function tokensUsed(source: string): Set<string> {
+  const used = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (!node || typeof node !== 'object') return;
+    const typed = node as { type?: string; original?: unknown };
+    if (typed.type === 'PathExpression' && typeof typed.original === 'string') used.add(typed.original);
+    for (const [key, value] of Object.entries(node)) if (key !== 'loc') visit(value);
+  };
+  try {
+    visit(Handlebars.parse(source));
+  } catch {
+    // An unparsable template is refused at render time; it uses nothing.
+  }
+  return used;
+}
+
 export class InvalidTemplateError extends Error {
   override readonly name = 'InvalidTemplateError';
   constructor(readonly errors: TemplateError[]) {
@@ -168,10 +195,16 @@ export class InvalidTemplateError extends Error {
 /**
  * The subject, html and a plain-text alternative with the values merged in. Throws
  * InvalidTemplateError for a template `checkTemplate` refuses (it should have been refused
- * when it was stored).
+ * when it was stored). `images` are what `{{qrCode}}` and `{{barcodeImage}}` render to
+ * (src/comms/code-images.ts): an `<img src="cid:…">` each; without one the token is empty.
  */
-export function renderTemplate(template: Template, values: MergeValues): { subject: string; html: string; text: string } {
-  const context = { ...values };
+export function renderTemplate(
+  template: Template,
+  values: MergeValues,
+  images: CodeImage[] = [],
+): { subject: string; html: string; text: string } {
+  const context: Record<string, unknown> = { ...values, qrCode: undefined, barcodeImage: undefined };
+  for (const image of images) context[image.token] = new Handlebars.SafeString(imageTag(image));
   const html = compiled(template.html, 'html')(context);
   const subject = compiled(template.subject ?? defaultSubject, 'subject')(context);
   return { subject: headerText(subject), html, text: plainText(html) };
@@ -228,6 +261,12 @@ export function plainText(html: string): string {
       if (!DomUtils.isTag(node) || skipped.has(node.name)) continue;
       const breaks = paragraphs.has(node.name) ? 2 : lines.has(node.name) ? 1 : 0;
       owedBreaks = Math.max(owedBreaks, breaks);
+      // A code image ({{qrCode}}, {{barcodeImage}}) is said in words: "Ticket code: …".
+      if (node.name === 'img' && node.attribs['data-ticket-code']) {
+        owedBreaks = Math.max(owedBreaks, 1);
+        write(node.attribs['data-ticket-code']);
+        owedBreaks = Math.max(owedBreaks, 1);
+      }
       if (node.name === 'br') out.push('\n');
       else if (node.name === 'li') write('- ');
       else if (node.name === 'td' || node.name === 'th') write(' ');

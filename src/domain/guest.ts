@@ -67,7 +67,38 @@ export interface ScanInfo {
   scannedBy: { id: string; username: string };
 }
 
-export type RejectionReason = 'not_found' | 'blocked' | 'not_yet_valid' | 'expired' | 'already_admitted' | 'ambiguous';
+export type RejectionReason =
+  | 'not_found'
+  | 'blocked'
+  | 'not_yet_valid'
+  | 'expired'
+  | 'already_admitted'
+  | 'ambiguous'
+  /** A signed ticket whose signature does not verify: forged or altered (docs/tickets.md). */
+  | 'invalid_signature'
+  /** A genuine ticket that was reissued or revoked since. */
+  | 'revoked';
+
+/** Every rejection reason, for the places that list them (OpenAPI, stats, exports). */
+export const rejectionReasons = [
+  'not_found',
+  'blocked',
+  'not_yet_valid',
+  'expired',
+  'already_admitted',
+  'ambiguous',
+  'invalid_signature',
+  'revoked',
+] as const satisfies readonly RejectionReason[];
+
+/** A signed ticket code as the service issued it (src/tickets); computed by the caller, so the decider stays pure. */
+export interface IssuedTicket {
+  code: string;
+  keyId: string;
+  serial: number;
+}
+
+export type TicketToIssue = IssuedTicket & { at: string };
 
 export type GuestEvent =
   | { type: 'GuestRegistered'; data: GuestDetails & { guestId: string; clientId: string; eventId: string; tags: string[] } }
@@ -130,7 +161,11 @@ export type GuestEvent =
        */
       type: 'GuestErased';
       data: { guestId: string; eventId: string; erasedBy: string; reason: string; at: string };
-    };
+    }
+  /** A signed ticket for a guest without a barcode (issue 16); `reissued`: it replaces a revoked one. */
+  | { type: 'TicketIssued'; data: IssuedTicket & { guestId: string; eventId: string; at: string; reissued: boolean } }
+  /** The ticket with this serial no longer admits (reason `revoked` at the door). */
+  | { type: 'TicketRevoked'; data: { guestId: string; eventId: string; serial: number; keyId: string; at: string; by: string; reissue: boolean } };
 
 export interface LastAdmission {
   scanId: string;
@@ -174,6 +209,10 @@ export interface GuestState {
   lastAdmission?: LastAdmission;
   /** Set once the guest's personal data is erased: nothing but another erase is accepted after. */
   erased?: { at: string; by: string; reason: string };
+  /** The guest's valid signed ticket, if any. */
+  ticket?: IssuedTicket & { issuedAt: string };
+  /** Serial of the last ticket issued (valid or revoked); undefined: never had one. */
+  ticketSerial?: number;
 }
 
 export type GuestCommand =
@@ -187,6 +226,8 @@ export type GuestCommand =
       /** Used when the guest names a template to send. */
       invitationId: string;
       imported?: ImportedState;
+      /** Issued when the guest has no barcode. */
+      ticket?: TicketToIssue;
     }
   | {
       /** Batch upsert and single update: merge the given fields; admission and block are never touched (spec rule 3). */
@@ -201,8 +242,18 @@ export type GuestCommand =
       invitationId: string;
       /** Applied only when the record creates the guest: upsert never changes admission and block. */
       imported?: ImportedState;
+      /** Issued when the guest ends up without a barcode and never had a ticket: upsert never changes an issued one. */
+      ticket?: TicketToIssue;
     }
-  | { type: 'CheckIn'; scan: ScanInfo; plusOnes?: number; force: boolean; recordedAt: string }
+  | {
+      type: 'CheckIn';
+      scan: ScanInfo;
+      plusOnes?: number;
+      force: boolean;
+      recordedAt: string;
+      /** Set when the scan was a signed ticket whose signature verified: its serial must be the guest's valid one. */
+      ticketSerial?: number;
+    }
   | { type: 'CheckOut'; scan: ScanInfo }
   /** Names the check-in by scan id or nonce, or `latest`: the guest's last check-in (undo named by guest). */
   | { type: 'AnnulCheckIn'; scanId?: string; nonce?: string; latest?: boolean; now: string; undoWindowMs: number; annulledBy: string }
@@ -211,7 +262,10 @@ export type GuestCommand =
   | { type: 'Block'; reason: string; at: string }
   | { type: 'Unblock'; at: string }
   /** Issue 14: erase the guest's personal data (idempotent). */
-  | { type: 'Erase'; erasedBy: string; reason: string; at: string };
+  | { type: 'Erase'; erasedBy: string; reason: string; at: string }
+  /** Revoke the valid ticket (if any) and issue `ticket`, whose serial follows the last one. */
+  | { type: 'ReissueTicket'; ticket: IssuedTicket; at: string; by: string }
+  | { type: 'RevokeTicket'; at: string; by: string };
 
 export const guestStream = (guestId: string): string => `guest-${guestId}`;
 
@@ -225,7 +279,7 @@ export type DoorEvent = {
   type: 'UnmatchedScanRejected';
   data: ScanInfo & {
     eventId: string;
-    reason: 'not_found' | 'ambiguous';
+    reason: 'not_found' | 'ambiguous' | 'invalid_signature';
     lookup: { guestId?: string; barcode?: string; customId?: string };
     candidates?: string[];
   };
@@ -315,6 +369,12 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
       const { at, erasedBy: by, reason } = event.data;
       return { ...state, details: details as GuestDetails, erased: { at, by, reason } };
     }
+    case 'TicketIssued': {
+      const { code, keyId, serial, at } = event.data;
+      return { ...state, ticket: { code, keyId, serial, issuedAt: at }, ticketSerial: serial };
+    }
+    case 'TicketRevoked':
+      return state.ticket?.serial === event.data.serial ? { ...state, ticket: undefined } : state;
     case 'InvitationRequested':
       return state;
     case 'GuestScanRejected': {
@@ -406,6 +466,8 @@ function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, stat
   const reject = (reason: RejectionReason): GuestEvent[] => [
     { type: 'GuestScanRejected', data: { ...base, reason, ...(reason === 'blocked' ? { blockedReason: state.blockedReason } : {}) } },
   ];
+  // A genuine ticket that is no longer the guest's valid one: force cannot bring it back.
+  if (command.ticketSerial !== undefined && state.ticket?.serial !== command.ticketSerial) return reject('revoked');
   const at = Date.parse(scan.at);
   if (!command.force) {
     if (state.blockedDate) return reject('blocked');
@@ -444,6 +506,7 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
         type: 'GuestRegistered',
         data: { ...ids, clientId: command.clientId, ...withoutNulls(command.details), tags: command.tags ?? [] },
       },
+      ...ticketFor(ids, command.ticket, command.details.barcode ?? undefined, undefined),
       ...importEvents(ids, command.imported),
       ...invitationFor(command, undefined),
     ];
@@ -462,8 +525,28 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
     const tags = command.replaceTags ? command.tags : parseTags([...state.tags, ...command.tags].join(','));
     if (tags.join('\u0000') !== state.tags.join('\u0000')) events.push({ type: 'GuestTagsChanged', data: { ...ids, tags } });
   }
+  const barcode = command.details.barcode === undefined ? state.details.barcode : (command.details.barcode ?? undefined);
+  events.push(...ticketFor(ids, command.ticket, barcode, state.ticketSerial));
   events.push(...invitationFor(command, state.details.commsTemplateId));
   return events;
+}
+
+/**
+ * A guest without a barcode gets a signed ticket, once: a guest that ever had one keeps it (or
+ * its revocation) whatever an upsert says.
+ */
+function ticketFor(
+  ids: { guestId: string; eventId: string },
+  ticket: TicketToIssue | undefined,
+  barcode: string | undefined,
+  lastSerial: number | undefined,
+): GuestEvent[] {
+  if (!ticket || barcode || lastSerial !== undefined) return [];
+  return [{ type: 'TicketIssued', data: { ...ids, ...ticket, reissued: false } }];
+}
+
+function revoked(ids: { guestId: string; eventId: string }, ticket: IssuedTicket, command: { at: string; by: string }, reissue: boolean): GuestEvent {
+  return { type: 'TicketRevoked', data: { ...ids, serial: ticket.serial, keyId: ticket.keyId, at: command.at, by: command.by, reissue } };
 }
 
 export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
@@ -475,9 +558,11 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
         if (sameRegistration(command, state)) return [];
         throw new DomainError('conflict', 'a guest with this id already exists, with other content', { code: 'guest_exists' });
       }
-      const { type: _t, details, invitationId: _i, imported, ...rest } = command;
+      const { type: _t, details, invitationId: _i, imported, ticket, ...rest } = command;
+      const ids = { guestId: command.guestId, eventId: command.eventId };
       return [
         { type: 'GuestRegistered', data: { ...rest, ...withoutNulls(details) } },
+        ...ticketFor(ids, ticket, details.barcode ?? undefined, undefined),
         ...importEvents({ guestId: command.guestId, eventId: command.eventId }, imported),
         ...invitationFor(command, undefined),
       ];
@@ -559,6 +644,19 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
         return state.blockedDate ? [{ type: 'GuestUnblocked', data: { ...ids, at: command.at } }] : [];
       case 'Erase':
         return [{ type: 'GuestErased', data: { ...ids, erasedBy: command.erasedBy, reason: command.reason, at: command.at } }];
+      case 'ReissueTicket': {
+        const expected = (state.ticketSerial ?? 0) + 1;
+        if (command.ticket.serial !== expected) {
+          throw new DomainError('conflict', 'the ticket was reissued meanwhile; reissue again', { code: 'ticket_changed' });
+        }
+        return [
+          ...(state.ticket ? [revoked(ids, state.ticket, command, true)] : []),
+          { type: 'TicketIssued', data: { ...ids, ...command.ticket, at: command.at, reissued: state.ticketSerial !== undefined } },
+        ];
+      }
+      case 'RevokeTicket':
+        if (!state.ticket) throw new DomainError('not_found', 'the guest has no valid ticket to revoke', { code: 'no_ticket' });
+        return [revoked(ids, state.ticket, command, false)];
     }
   },
 };

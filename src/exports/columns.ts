@@ -50,6 +50,8 @@ export const guestColumns: readonly Column[] = [
   field('customId'),
   field('commsTemplateId', 'text', 38),
   field('correlationId'),
+  // Issue 16: the signed ticket the service issued to a guest without a barcode (docs/tickets.md); last, so the columns before keep their places.
+  { name: 'ticketCode', kind: 'text', width: 40, value: (guest) => guest.ticketCode },
 ];
 
 /**

@@ -21,6 +21,7 @@ import { teamMembersRouter } from './routes/team-members.js';
 import { usersRouter } from './routes/users.js';
 import { webhooksRouter } from './routes/webhooks.js';
 import type { WebhookSettings } from '../commands/webhooks.js';
+import { ticketsRouter } from './routes/tickets.js';
 import type { ExportSettings } from '../commands/export.js';
 import type { LinkPolicy } from '../comms/link-safety.js';
 import { commsRouter } from './routes/comms.js';
@@ -107,7 +108,7 @@ export function createApp(options: AppOptions): Express {
 
   if (options.comms?.sendgridEventPublicKey) app.use(providerEventsRouter(services, options.comms.sendgridEventPublicKey));
 
-  const routers = [eventsRouter(services), guestsRouter(services), teamMembersRouter(services), usersRouter(services)];
+  const routers = [eventsRouter(services), guestsRouter(services), ticketsRouter(services), teamMembersRouter(services), usersRouter(services)];
   if (options.webhooks) routers.push(webhooksRouter(services, options.webhooks));
   if (options.exports) routers.push(exportRouter(services, options.exports));
   if (options.personalData) routers.push(personalDataRouter(services, options.personalData));

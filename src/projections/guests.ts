@@ -24,6 +24,11 @@ export interface GuestDoc extends GuestDetails {
   firstNameLower?: string;
   emailLower?: string;
   customIdLower?: string;
+  /** The valid signed ticket (issue 16), for a guest without a barcode; see ticketCodeOf (src/tickets/event-keys.ts). */
+  ticketCode?: string;
+  ticketKeyId?: string;
+  ticketSerial?: number;
+  ticketIssuedAt?: string;
   created: string;
   updated: string;
   /** Issue 14: the guest's personal data was erased (docs/personal-data.md). */
@@ -171,6 +176,12 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
         }),
       ];
     }
+    case 'TicketIssued': {
+      const d = event.data;
+      return [guestUpdate(id, at, { ticketCode: d.code, ticketKeyId: d.keyId, ticketSerial: d.serial, ticketIssuedAt: d.at })];
+    }
+    case 'TicketRevoked':
+      return [guestUpdate(id, at, {}, { $unset: { ticketCode: '', ticketKeyId: '', ticketIssuedAt: '' } })];
     case 'InvitationRequested':
       // The send and its outcome are the invitation's own read models (comms work).
       return [];

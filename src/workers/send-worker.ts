@@ -7,6 +7,7 @@ import type { Services } from '../commands/services.js';
 import { enabledSendingAddress } from '../commands/sending-domain.js';
 import { invitationMessage, type InvitationParts, type Sender } from '../comms/invitation-message.js';
 import { unsafeLinks, type LinkPolicy } from '../comms/link-safety.js';
+import { withEmbeddedImages } from '../comms/code-images.js';
 import type { PdfRenderer } from '../comms/pdf-pool.js';
 import type { GuestEvent } from '../domain/guest.js';
 import {
@@ -233,8 +234,13 @@ export class SendWorker implements Worker {
     heartbeat.unref();
     try {
       if (prepared.attachPdf) {
-        const content = await this.settings.pdf.render(message.html, { title: prepared.templateName });
-        message = { ...message, attachments: [{ filename: `${prepared.templateName}.pdf`, contentType: 'application/pdf', content }] };
+        // The PDF embeds the inline code images the html names by cid: (a PDF has no attachments to point at).
+        const inline = (message.attachments ?? []).map((a) => ({ cid: a.contentId, content: a.content, contentType: a.contentType }));
+        const content = await this.settings.pdf.render(withEmbeddedImages(message.html, inline), { title: prepared.templateName });
+        message = {
+          ...message,
+          attachments: [...(message.attachments ?? []), { filename: `${prepared.templateName}.pdf`, contentType: 'application/pdf', content }],
+        };
       }
       const receipt = await this.settings.mailer.send(message);
       await this.decide(clientId, invitationId, {
@@ -294,7 +300,7 @@ export class SendWorker implements Worker {
     // Spec: while the custom domain is enabled sends come from it; otherwise from the default address.
     const customAddress = await enabledSendingAddress(this.services, ids.clientId);
     const sender = customAddress ? { ...this.settings.sender, address: customAddress } : this.settings.sender;
-    const message = invitationMessage(parts, sender);
+    const message = await invitationMessage(parts, sender);
     // Checked after merging: a guest's own data in a link (href="{{additionalInfo}}") must pass too.
     const unsafe = unsafeLinks(message.html, this.settings.linkPolicy);
     if (unsafe.length > 0) return { refuse: 'spam_check_failed', error: unsafe.map((u) => `${u.url}: ${u.reason}`).join('; ') };

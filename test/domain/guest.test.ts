@@ -173,6 +173,49 @@ describe('guest decider: undo, check-out, upsert', () => {
       .then([]));
 });
 
+describe('guest decider: signed tickets (issue 16)', () => {
+  const ticket = (serial = 1) => ({ code: `T1.code-${serial}`, keyId: 'k1', serial, at: '2026-11-21T09:00:00.000Z' });
+  const issued = (serial = 1): GuestEvent => ({ type: 'TicketIssued', data: { ...ids, ...ticket(serial), reissued: serial > 1 } });
+  const register = (details: Record<string, unknown> = {}): GuestCommand => ({
+    type: 'RegisterGuest', ...ids, clientId: 'c1', details: { firstName: 'Ada', ...details }, tags: [], invitationId: 'i1', ticket: ticket(),
+  });
+  const merge = (details: Record<string, unknown> = {}): GuestCommand => ({
+    type: 'MergeGuest', ...ids, clientId: 'c1', details, replaceTags: false, invitationId: 'i2', ticket: ticket(),
+  });
+
+  it('issues a ticket to a guest registered without a barcode, none with one', () => {
+    given([]).when(register()).then([{ type: 'GuestRegistered' }, { type: 'TicketIssued', data: { serial: 1, reissued: false } }]);
+    given([]).when(register({ barcode: 'B1' })).then([{ type: 'GuestRegistered' }]);
+  });
+
+  it('upsert never changes an issued ticket, and does not replace a revoked one', () => {
+    given([registered(), issued()]).when(merge({ firstName: 'Ann' })).then([{ type: 'GuestDetailsChanged' }]);
+    const revoked: GuestEvent = { type: 'TicketRevoked', data: { ...ids, serial: 1, keyId: 'k1', at: 'x', by: 'c1', reissue: false } };
+    given([registered(), issued(), revoked]).when(merge({ firstName: 'Ann' })).then([{ type: 'GuestDetailsChanged' }]);
+  });
+
+  it('upsert issues a first ticket to a guest without a barcode that never had one', () =>
+    given([registered()]).when(merge({ firstName: 'Ann' })).then([{ type: 'GuestDetailsChanged' }, { type: 'TicketIssued', data: { serial: 1 } }]));
+
+  it('reissue revokes the valid ticket and issues the next serial; a stale serial is a conflict', () => {
+    given([registered(), issued()]).when({ type: 'ReissueTicket', ticket: ticket(2), at: 'now', by: 'c1' }).then([
+      { type: 'TicketRevoked', data: { serial: 1, reissue: true, by: 'c1' } },
+      { type: 'TicketIssued', data: { serial: 2, reissued: true } },
+    ]);
+    given([registered(), issued(), issued(2)]).when({ type: 'ReissueTicket', ticket: ticket(2), at: 'now', by: 'c1' }).thenFails('ticket_changed');
+  });
+
+  it('a scanned ticket that is not the valid one is rejected as revoked, even forced', () => {
+    given([registered(), issued(), issued(2)]).when(checkIn({ ticketSerial: 1, force: true })).then([
+      { type: 'GuestScanRejected', data: { reason: 'revoked' } },
+    ]);
+    given([registered(), issued(), issued(2)]).when(checkIn({ ticketSerial: 2 })).then([{ type: 'GuestAdmitted' }]);
+  });
+
+  it('revoke without a valid ticket is refused', () =>
+    given([registered()]).when({ type: 'RevokeTicket', at: 'now', by: 'c1' }).thenFails('no_ticket'));
+});
+
 describe('guest decider: erasure (issue 14)', () => {
   const erase: GuestCommand = { type: 'Erase', erasedBy: 'c1', reason: 'GDPR request', at: '2026-11-22T10:00:00.000Z' };
   const erased: GuestEvent = { type: 'GuestErased', data: { ...ids, erasedBy: 'c1', reason: 'GDPR request', at: '2026-11-22T10:00:00.000Z' } };

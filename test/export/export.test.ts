@@ -14,7 +14,7 @@ const TTL_MINUTES = 60;
 const columns = [
   'id', 'firstName', 'otherNames', 'lastName', 'email', 'plusOnes', 'admittedPlusOnes', 'plusOnesLeft',
   'additionalInfo', 'barcode', 'tags', 'createdBy', 'admitted', 'blockedDate', 'blockedReason', 'eventId',
-  'validFrom', 'validTo', 'isGroup', 'discharged', 'customId', 'commsTemplateId', 'correlationId',
+  'validFrom', 'validTo', 'isGroup', 'discharged', 'customId', 'commsTemplateId', 'correlationId', 'ticketCode',
 ];
 
 let service: TestService;
@@ -76,10 +76,17 @@ beforeAll(async () => {
   const block = await alice.call('POST', `/checkin/v1/api/guests/${eventId}/block`, { barcodes: ['B-1'], reason: '=bad' });
   expect(block.status).toBe(200);
   const listed = await alice.call('GET', `/checkin/v1/api/guests/${eventId}?limit=100`);
-  expected = (listed.body.items as Record<string, unknown>[]).map((guest) => ({
-    ...guest,
-    plusOnesLeft: guest.admitted ? Math.max(0, Number(guest.plusOnes ?? 0) - Number(guest.admittedPlusOnes)) : Number(guest.plusOnes ?? 0),
-  }));
+  expected = await Promise.all(
+    (listed.body.items as Record<string, unknown>[]).map(async (guest) => {
+      // A guest without a barcode has a signed ticket (issue 16): the last column.
+      const ticket = (await alice.call('GET', `/checkin/v1/api/guest/${guest.id}/ticket`)).body;
+      return {
+        ...guest,
+        plusOnesLeft: guest.admitted ? Math.max(0, Number(guest.plusOnes ?? 0) - Number(guest.admittedPlusOnes)) : Number(guest.plusOnes ?? 0),
+        ...(ticket.kind === 'signed' ? { ticketCode: ticket.code } : {}),
+      };
+    }),
+  );
 });
 afterAll(() => service.close());
 
@@ -174,7 +181,7 @@ describe('Excel export', () => {
     const sheet = workbook.getWorksheet('Guests')!;
     expect(sheet).toBeDefined();
     expect(sheet.views[0]).toMatchObject({ state: 'frozen', ySplit: 1 });
-    expect(sheet.autoFilter).toBe(`A1:W5`);
+    expect(sheet.autoFilter).toBe(`A1:X5`);
     expect((sheet.getRow(1).values as unknown[]).slice(1)).toEqual(columns);
     expect(sheet.getRow(1).font?.bold).toBe(true);
     expect(sheet.rowCount).toBe(5);

@@ -35,9 +35,10 @@ describe('wall-clock time of an IANA zone', () => {
 describe('columns', () => {
   const guest = (fields: Partial<GuestDoc>) => ({ _id: 'g', eventId: 'e', admittedPlusOnes: 0, inside: false, ...fields }) as GuestDoc;
 
-  it('are the spec Guest fields without image, plus plusOnesLeft', () => {
+  it('are the spec Guest fields without image, plus plusOnesLeft, then ticketCode (issue 16)', () => {
     expect(guestColumns.map((c) => c.name)).not.toContain('image');
-    expect(guestColumns).toHaveLength(23);
+    expect(guestColumns).toHaveLength(24);
+    expect(guestColumns.at(-1)!.name).toBe('ticketCode');
   });
 
   it('count plus ones left as the door does', () => {

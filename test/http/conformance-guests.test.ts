@@ -53,8 +53,9 @@ describe('item 5: guest create takes the whole Guest object', () => {
     });
     expect(reply.body.discharged).toBeUndefined();
     const events = await history(alice, reply.body.id);
-    expect(events.map((e) => e.type)).toEqual(['GuestRegistered', 'GuestAdmissionImported', 'GuestBlocked']);
-    expect(events[1]).toMatchObject({ actor: { type: 'client', id: alice.id }, data: { admitted: '2026-06-01T19:00:00.000Z', admittedPlusOnes: 2, inside: true } });
+    // TicketIssued: a guest without a barcode gets a signed ticket (issue 16, docs/tickets.md).
+    expect(events.map((e) => e.type)).toEqual(['GuestRegistered', 'TicketIssued', 'GuestAdmissionImported', 'GuestBlocked']);
+    expect(events[2]).toMatchObject({ actor: { type: 'client', id: alice.id }, data: { admitted: '2026-06-01T19:00:00.000Z', admittedPlusOnes: 2, inside: true } });
     const stats = (await alice.call('GET', `/checkin/v1/api/event/${eventId}/stats`)).body;
     expect(stats).toMatchObject({ invited: 1, admitted: 1, insideNow: { guests: 1, people: 3 }, blocked: 1 });
 
@@ -113,7 +114,7 @@ describe('item 6: a create retried with the same id is safe', () => {
     const second = await createGuest(alice, { ...body, id: body.id.toUpperCase() });
     expect(second.status).toBe(200);
     expect(second.body).toEqual(first.body);
-    expect((await history(alice, body.id)).map((e) => e.type)).toEqual(['GuestRegistered', 'GuestAdmissionImported']);
+    expect((await history(alice, body.id)).map((e) => e.type)).toEqual(['GuestRegistered', 'TicketIssued', 'GuestAdmissionImported']);
     const other = await createGuest(alice, { ...body, firstName: 'Someone else' });
     expect(other.status).toBe(409);
     expect(other.body.code).toBe('guest_exists');

@@ -93,16 +93,18 @@ describe('invitation requests (spec: check-in rule 1)', () => {
     const created = await carol.call('POST', '/checkin/v1/api/guest', invitee({ commsTemplateId: template, correlationId: 'crm-1' }));
     expect(created.body.commsTemplateId).toBe(template);
     const events = await history(created.body.id);
-    expect(events[1]).toMatchObject({ type: 'InvitationRequested', data: { templateId: template, correlationId: 'crm-1' } });
-    expect(events[1].data.attendeeInvitationId).toMatch(/^[0-9a-f-]{36}$/);
+    // events[1] is TicketIssued: a guest without a barcode gets a signed ticket (issue 16), before its invitation.
+    expect(events[1]).toMatchObject({ type: 'TicketIssued' });
+    expect(events[2]).toMatchObject({ type: 'InvitationRequested', data: { templateId: template, correlationId: 'crm-1' } });
+    expect(events[2].data.attendeeInvitationId).toMatch(/^[0-9a-f-]{36}$/);
 
     const none = await carol.call('POST', '/checkin/v1/api/guest', invitee({ commsTemplateId: '' }));
-    expect(await types(none.body.id)).toEqual(['GuestRegistered']);
+    expect(await types(none.body.id)).toEqual(['GuestRegistered', 'TicketIssued']);
 
     await carol.call('PUT', `/checkin/v1/api/guests/${event}/upsert`, [{ id: created.body.id, commsTemplateId: template }]);
-    expect(await types(created.body.id)).toEqual(['GuestRegistered', 'InvitationRequested']);
+    expect(await types(created.body.id)).toEqual(['GuestRegistered', 'TicketIssued', 'InvitationRequested']);
     await carol.call('PUT', `/checkin/v1/api/guests/${event}/upsert`, [{ id: created.body.id, commsTemplateId: other }]);
-    expect(await types(created.body.id)).toEqual(['GuestRegistered', 'InvitationRequested', 'GuestDetailsChanged', 'InvitationRequested']);
+    expect(await types(created.body.id)).toEqual(['GuestRegistered', 'TicketIssued', 'InvitationRequested', 'GuestDetailsChanged', 'InvitationRequested']);
     expect((await carol.call('POST', '/checkin/v1/api/guest', invitee({ commsTemplateId: 'not-a-guid' }))).status).toBe(400);
     // A template that does not exist (or is not this client's, or not this event's) is 404.
     expect((await carol.call('POST', '/checkin/v1/api/guest', invitee({ commsTemplateId: randomUUID() }))).status).toBe(404);

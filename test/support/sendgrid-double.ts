@@ -25,7 +25,7 @@ export interface SendGridMail {
   reply_to?: SendGridAddress;
   subject: string;
   content: Array<{ type: string; value: string }>;
-  attachments?: Array<{ content: string; filename: string; type?: string; disposition?: string }>;
+  attachments?: Array<{ content: string; filename: string; type?: string; disposition?: string; content_id?: string }>;
   custom_args?: Record<string, string>;
 }
 

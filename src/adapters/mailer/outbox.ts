@@ -85,7 +85,13 @@ export function mailOptions(message: MailMessage): Mail.Options {
     subject: message.subject,
     html: message.html,
     text: message.text,
-    attachments: (message.attachments ?? []).map(({ filename, contentType, content }) => ({ filename, contentType, content })),
+    attachments: (message.attachments ?? []).map(({ filename, contentType, content, contentId }) => ({
+      filename,
+      contentType,
+      content,
+      // nodemailer puts an attachment with a cid inline, in a multipart/related part with the html.
+      ...(contentId ? { cid: contentId, contentDisposition: 'inline' as const } : {}),
+    })),
     headers: {
       [MESSAGE_KEY_HEADER]: message.messageKey,
       ...(message.trackingArgs && { [TRACKING_ARGS_HEADER]: { prepared: true, value: asciiJson(message.trackingArgs) } }),

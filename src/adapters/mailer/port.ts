@@ -13,6 +13,11 @@ export interface MailAttachment {
   filename: string;
   contentType: string;
   content: Buffer;
+  /**
+   * Set for an inline image the html shows with `<img src="cid:<contentId>">` (the ticket's
+   * QR code and barcode): sent with `Content-Disposition: inline` and this Content-ID.
+   */
+  contentId?: string;
 }
 
 export interface MailMessage {

@@ -57,8 +57,11 @@ function toSendGrid(message: MailMessage): MailDataRequired {
       filename: attachment.filename,
       type: attachment.contentType,
       content: attachment.content.toString('base64'),
-      disposition: 'attachment',
-    })),
+      // v3 mail/send: an inline image names its content_id, which the html references as cid:. The
+      // helper passes attachment objects through as given (it does not snake_case them), so the
+      // wire name is written here.
+      ...(attachment.contentId ? { disposition: 'inline', content_id: attachment.contentId } : { disposition: 'attachment' }),
+    })) as MailDataRequired['attachments'],
     customArgs: { ...message.trackingArgs, messageKey: message.messageKey },
   };
 }

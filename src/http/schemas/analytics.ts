@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { rejectionReasons } from '../../domain/guest.js';
 import { registry } from '../openapi.js';
 import { DateTime, Guid, PlainId } from './common.js';
 import { ExportQuery } from './export.js';
@@ -25,7 +26,7 @@ const Counts = z.object({
   admissions: z.number().int().openapi({ description: 'Scans that let someone in' }),
   admitted: z.number().int().openapi({ description: 'People admitted (guests and plus ones)' }),
   exits: z.number().int().openapi({ description: 'People checked out' }),
-  rejected: z.record(z.string(), z.number().int()).openapi({ description: 'Rejected scans by reason' }),
+  rejected: z.record(z.string(), z.number().int()).openapi({ description: `Rejected scans by reason (${rejectionReasons.join(', ')})` }),
   rejectedTotal: z.number().int(),
 });
 

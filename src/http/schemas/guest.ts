@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { registry } from '../openapi.js';
 import { DateTime, EMAIL_PATTERN, Guid, PageQuery, pageOf, PlainId } from './common.js';
 import { ex } from './example-values.js';
+import { rejectionReasons } from '../../domain/guest.js';
 
 /** Optional in the spec; CRMs often send null for "no value": null is treated as absent. */
 const optional = <T extends z.ZodType>(schema: T) =>
@@ -194,7 +195,7 @@ export const ScanResponse = registry.register(
   'ScanResult',
   z.object({
     result: z.enum(['admitted', 'rejected', 'discharged']),
-    reason: z.enum(['not_found', 'blocked', 'not_yet_valid', 'expired', 'already_admitted', 'ambiguous']).optional(),
+    reason: z.enum(rejectionReasons).optional(),
     blockedReason: z.string().optional(),
     scanId: z.string(),
     at: z.string(),
@@ -278,7 +279,7 @@ export const ScanRecord = registry.register(
       eventId: z.string(),
       guestId: z.string().optional().openapi({ description: 'Absent when no guest matched (reason not_found)' }),
       result: z.enum(['admitted', 'rejected', 'discharged']),
-      reason: z.string().optional(),
+      reason: z.string().optional().openapi({ description: `Why a scan was rejected: ${rejectionReasons.join(', ')}` }),
       blockedReason: z.string().optional(),
       at: z.string().openapi({ description: 'Scan time (an offline scanner’s `at`, else when it was recorded)' }),
       recordedAt: z.string(),
@@ -325,7 +326,7 @@ export const EventStatsResponse = registry.register(
       insideNow: z.object({ guests: z.number().int(), people: z.number().int() }),
       plusOnes: z.object({ invited: z.number().int(), insideNow: z.number().int() }),
       blocked: z.number().int(),
-      rejectedScans: z.record(z.string(), z.number().int()).openapi({ description: 'Rejected scans by reason' }),
+      rejectedScans: z.record(z.string(), z.number().int()).openapi({ description: `Rejected scans by reason (${rejectionReasons.join(', ')})` }),
       annulledCheckIns: z.number().int(),
       admissionsByGate: z.record(z.string(), counts),
       admissionsByDevice: z.record(z.string(), counts),

@@ -55,7 +55,7 @@ export const PersonalDataResponse = registry.register(
       guest: z.record(z.string(), z.unknown()).openapi({ description: 'The guest as GET /guest/{id} shows it' }),
       invitations: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every invitation email: recipient, status, provider reports, history' }),
       scans: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every scan of the guest at the door' }),
-      ticketCode: z.string().nullable().openapi({ description: "The guest's ticket code (issue 16), null when it has none" }),
+      ticketCode: z.string().nullable().openapi({ description: "The guest's valid signed ticket code (docs/tickets.md), null when it has none" }),
       history: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every event of the guest and its invitations, decrypted' }),
     })
     .openapi({

@@ -1,0 +1,106 @@
+import { DomainError } from '../domain/decider.js';
+import { guestDecider, guestStream, type GuestState } from '../domain/guest.js';
+import type { GuestDoc } from '../projections/guests.js';
+import { readTicketKeys, rotateTicketKey, ticketKeyViews, ticketSigner, type TicketKeyView } from '../tickets/event-keys.js';
+import { getEvent } from './events.js';
+import { findGuestByIdOrCustomId } from './guest-lookup.js';
+import { guests } from './guests.js';
+import { handleCommand, type CommandContext } from './handle-command.js';
+import type { Services } from './services.js';
+
+/** Issue 16: an event's ticket keys (public halves only) and a guest's ticket. Docs: docs/tickets.md. */
+
+export interface TicketKeysView {
+  eventId: string;
+  keys: TicketKeyView[];
+}
+
+export async function getTicketKeys(services: Services, clientId: string, eventId: string): Promise<TicketKeysView> {
+  const event = await getEvent(services, clientId, eventId);
+  return { eventId: event.id, keys: ticketKeyViews(await readTicketKeys(services.eventStore, clientId, event.id), event) };
+}
+
+export async function rotateTicketKeys(services: Services, context: CommandContext, eventId: string): Promise<TicketKeysView> {
+  const event = await getEvent(services, context.tenantId, eventId);
+  return { eventId: event.id, keys: ticketKeyViews(await rotateTicketKey(services, context, event.id), event) };
+}
+
+export interface TicketView {
+  guestId: string;
+  eventId: string;
+  /** What the guest shows at the door; what {{qrCode}} draws. */
+  code: string;
+  /** `barcode`: the guest's own barcode; `signed`: a ticket the service issued and signed. */
+  kind: 'barcode' | 'signed';
+  keyId?: string;
+  serial?: number;
+  issuedAt?: string;
+}
+
+function ticketView(doc: GuestDoc): TicketView {
+  if (doc.barcode !== undefined) return { guestId: doc._id, eventId: doc.eventId, code: doc.barcode, kind: 'barcode' };
+  if (doc.ticketCode === undefined) {
+    throw new DomainError('not_found', 'the guest has no barcode and no valid ticket; reissue one with POST .../ticket/reissue', { code: 'no_ticket' });
+  }
+  return {
+    guestId: doc._id,
+    eventId: doc.eventId,
+    code: doc.ticketCode,
+    kind: 'signed',
+    ...(doc.ticketKeyId ? { keyId: doc.ticketKeyId } : {}),
+    ...(doc.ticketSerial !== undefined ? { serial: doc.ticketSerial } : {}),
+    ...(doc.ticketIssuedAt ? { issuedAt: doc.ticketIssuedAt } : {}),
+  };
+}
+
+export async function getTicket(services: Services, clientId: string, idOrCustomId: string, eventId?: string): Promise<TicketView> {
+  return ticketView(await findGuestByIdOrCustomId(services, clientId, idOrCustomId, eventId));
+}
+
+async function guestState(services: Services, guestId: string): Promise<GuestState> {
+  let state = guestDecider.initialState();
+  for (const event of await services.eventStore.readStream(guestStream(guestId))) state = guestDecider.evolve(state, event as never);
+  return state;
+}
+
+/**
+ * A new signed ticket for the guest: the valid one (if any) is revoked, so scanning it answers
+ * `revoked`. A guest with its own barcode that never had a signed ticket is refused (409): its
+ * code is the barcode, changed by updating the guest.
+ */
+export async function reissueTicket(
+  services: Services,
+  context: CommandContext,
+  idOrCustomId: string,
+  eventId?: string,
+): Promise<TicketView> {
+  const doc = await findGuestByIdOrCustomId(services, context.tenantId, idOrCustomId, eventId);
+  const state = await guestState(services, doc._id);
+  if (state.details.barcode !== undefined && state.ticketSerial === undefined) {
+    throw new DomainError('conflict', 'the guest has its own barcode and no signed ticket; change the barcode by updating the guest', {
+      code: 'guest_has_barcode',
+    });
+  }
+  const signer = await ticketSigner(services, context, doc.eventId);
+  const ticket = signer.issue(doc._id, (state.ticketSerial ?? 0) + 1);
+  const result = await handleCommand(services.eventStore, guestDecider, guestStream(doc._id), {
+    type: 'ReissueTicket',
+    ticket,
+    at: context.now.toISOString(),
+    by: context.actor.id,
+  }, context);
+  await services.readYourWrites(result.position);
+  const fresh = await guests(services).get(doc._id);
+  return { guestId: doc._id, eventId: doc.eventId, code: ticket.code, kind: 'signed', keyId: ticket.keyId, serial: ticket.serial, issuedAt: fresh?.ticketIssuedAt ?? ticket.at };
+}
+
+/** The guest's signed ticket stops admitting (reason `revoked`); no new one is issued. */
+export async function revokeTicket(services: Services, context: CommandContext, idOrCustomId: string, eventId?: string): Promise<void> {
+  const doc = await findGuestByIdOrCustomId(services, context.tenantId, idOrCustomId, eventId);
+  const result = await handleCommand(services.eventStore, guestDecider, guestStream(doc._id), {
+    type: 'RevokeTicket',
+    at: context.now.toISOString(),
+    by: context.actor.id,
+  }, context);
+  await services.readYourWrites(result.position);
+}

@@ -1,0 +1,129 @@
+import bwipjs from 'bwip-js';
+import QRCode from 'qrcode';
+import { tokensUsed } from './merge-tokens.js';
+
+/**
+ * The guest's code as an image, for the `{{qrCode}}` and `{{barcodeImage}}` merge tokens
+ * (docs/tickets.md, "Sizes"). Both are PNGs drawn with well-kept libraries (qrcode, bwip-js),
+ * no network. The email carries them as inline attachments referenced by `cid:` (mail clients
+ * block `data:` images); the PDF embeds the same PNGs.
+ *
+ * Sizes, chosen to scan from a phone screen and from paper:
+ * - QR: error correction level M (15% of the symbol may be damaged), quiet zone 4 modules
+ *   (ISO/IEC 18004), drawn at 8 pixels a module and shown at 4 CSS px (= 3 pt in the PDF,
+ *   about 1.06 mm) a module: a 119-character signed ticket (version 7, 45 modules) is
+ *   about 212 px / 56 mm wide with its quiet zone.
+ * - Code 128: quiet zone 10 modules each side (ISO/IEC 15417), bars 12 mm high, drawn at 3
+ *   pixels a module and shown at 1.5 CSS px a module (0.4 mm in the PDF), at most 600 px
+ *   wide: right for short codes (a customer's own barcode up to about 30 characters). A signed
+ *   ticket is too long for a 1D barcode on a page; use {{qrCode}} for those.
+ */
+export type CodeImageToken = 'qrCode' | 'barcodeImage';
+
+export interface CodeImage {
+  token: CodeImageToken;
+  /** Content-ID of the inline attachment (without angle brackets). */
+  cid: string;
+  filename: string;
+  contentType: 'image/png';
+  content: Buffer;
+  /** Display size in CSS pixels. */
+  width: number;
+  height: number;
+  /** What the plain-text part and screen readers say instead of the picture. */
+  alt: string;
+}
+
+export const qrErrorCorrection = 'M';
+export const qrQuietZoneModules = 4;
+const qrPixelsPerModule = 8;
+const qrShownPerModule = 4;
+export const code128QuietZoneModules = 10;
+const code128PixelsPerModule = 3;
+const code128ShownPerModule = 1.5;
+const code128BarHeightMm = 12;
+const code128MaxWidth = 600;
+
+/** Which code tokens a template's html names (so a template without them renders no image). */
+export function codeTokensIn(source: string): CodeImageToken[] {
+  const used = tokensUsed(source);
+  return (['qrCode', 'barcodeImage'] as const).filter((token) => used.has(token));
+}
+
+/** "Ticket code: …", the words that stand for the image in the plain-text part. */
+export const codeInWords = (code: string): string => `Ticket code: ${code}`;
+
+export async function qrImage(code: string, cidSuffix: string): Promise<CodeImage> {
+  const qr = QRCode.create(code, { errorCorrectionLevel: qrErrorCorrection });
+  const modules = qr.modules.size + 2 * qrQuietZoneModules;
+  const content = await QRCode.toBuffer(code, {
+    type: 'png',
+    errorCorrectionLevel: qrErrorCorrection,
+    margin: qrQuietZoneModules,
+    scale: qrPixelsPerModule,
+    color: { dark: '#000000ff', light: '#ffffffff' },
+  });
+  const size = modules * qrShownPerModule;
+  return { token: 'qrCode', cid: `qrcode.${cidSuffix}`, filename: 'ticket-qr.png', contentType: 'image/png', content, width: size, height: size, alt: codeInWords(code) };
+}
+
+export async function code128Image(code: string, cidSuffix: string): Promise<CodeImage> {
+  const content = await bwipjs.toBuffer({
+    bcid: 'code128',
+    text: code,
+    scale: code128PixelsPerModule,
+    height: code128BarHeightMm,
+    includetext: false,
+    paddingwidth: code128QuietZoneModules,
+    paddingheight: 2,
+    backgroundcolor: 'FFFFFF',
+  });
+  const { width: pixelWidth, height: pixelHeight } = pngSize(content);
+  const shown = (pixelWidth / code128PixelsPerModule) * code128ShownPerModule;
+  const width = Math.round(Math.min(shown, code128MaxWidth));
+  // A capped width narrows the bars only; the bars keep their height.
+  const height = Math.round((pixelHeight / code128PixelsPerModule) * code128ShownPerModule);
+  return {
+    token: 'barcodeImage',
+    cid: `barcode.${cidSuffix}`,
+    filename: 'ticket-barcode.png',
+    contentType: 'image/png',
+    content,
+    width,
+    height,
+    alt: codeInWords(code),
+  };
+}
+
+/** Width and height from a PNG's IHDR chunk. */
+export function pngSize(png: Buffer): { width: number; height: number } {
+  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
+}
+
+/** The images for the tokens a template uses, or none when the guest has no code. */
+export async function codeImages(code: string | undefined, tokens: CodeImageToken[], cidSuffix: string): Promise<CodeImage[]> {
+  if (!code) return [];
+  return Promise.all(tokens.map((token) => (token === 'qrCode' ? qrImage(code, cidSuffix) : code128Image(code, cidSuffix))));
+}
+
+const escapeAttribute = (text: string): string =>
+  text.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** The `<img>` a token renders to; `data-ticket-code` lets the plain-text part say the code in words. */
+export function imageTag(image: CodeImage, src = `cid:${image.cid}`): string {
+  const alt = escapeAttribute(image.alt);
+  return (
+    `<img src="${escapeAttribute(src)}" alt="${alt}" data-ticket-code="${alt}" width="${image.width}" height="${image.height}" ` +
+    `style="width:${image.width}px;height:${image.height}px;max-width:100%;display:block">`
+  );
+}
+
+/** The html with each `cid:` image of `images` replaced by an embedded PNG, for the PDF. */
+export function withEmbeddedImages(html: string, images: { cid?: string; content: Buffer; contentType: string }[]): string {
+  let out = html;
+  for (const image of images) {
+    if (!image.cid) continue;
+    out = out.split(`src="cid:${image.cid}"`).join(`src="data:${image.contentType};base64,${image.content.toString('base64')}"`);
+  }
+  return out;
+}

@@ -1,0 +1,170 @@
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import type { EventStore } from '../adapters/eventstore/port.js';
+import { handleCommand, type CommandContext } from '../commands/handle-command.js';
+import type { Services } from '../commands/services.js';
+import {
+  currentTicketKey,
+  ticketKeyDecider,
+  ticketKeysStream,
+  type NewTicketKey,
+  type TicketKey,
+  type TicketKeysState,
+} from '../domain/ticket-key.js';
+import type { TicketToIssue } from '../domain/guest.js';
+import type { GuestDoc } from '../projections/guests.js';
+import { decrypt, encrypt, type Keyring } from '../shared/encryption.js';
+import { normalizeId } from '../shared/ids.js';
+import { encodeTicket, maxSerial, parseTicket, verifyTicket } from './ticket-code.js';
+
+/**
+ * Event ticket keys (issue 16): creating and rotating them, signing tickets, and verifying a
+ * scanned code at the door. Verification needs only public keys, kept in memory per event
+ * (no read-model round trip per scan); an unknown key id reads the key stream again (a key
+ * another process rotated in), and a rotation here drops the entry.
+ */
+
+/** The code a guest shows at the door: the guest's own barcode, else the signed ticket the service issued. */
+export const ticketCodeOf = (guest: Pick<GuestDoc, 'barcode' | 'ticketCode'>): string | undefined => guest.barcode ?? guest.ticketCode;
+
+/** The AES-GCM additional data of a stored private key: it decrypts only as this event's key. */
+const privateKeyContext = (clientId: string, eventId: string, keyId: string): string =>
+  `ticket-key:${clientId}:${normalizeId(eventId)}:${keyId}`;
+
+function freshKey(keyring: Keyring, clientId: string, eventId: string): NewTicketKey {
+  const keyId = randomBytes(4).toString('hex');
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const pkcs8 = privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64url');
+  const { ciphertext, keyId: encryptionKeyId } = encrypt(keyring, pkcs8, privateKeyContext(clientId, eventId, keyId));
+  return { keyId, publicKey: publicKey.export({ format: 'jwk' }).x!, encryptedPrivateKey: ciphertext, encryptionKeyId };
+}
+
+const publicKeyObject = (raw: string): KeyObject => createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw }, format: 'jwk' });
+
+function requireKeyring(services: Services): Keyring {
+  if (!services.secretsKeyring) throw new Error('ticket signing needs the secrets keyring (WEBHOOK_ENCRYPTION_KEYS or the data dir key file)');
+  return services.secretsKeyring;
+}
+
+export async function readTicketKeys(store: EventStore, clientId: string, eventId: string): Promise<TicketKeysState> {
+  let state = ticketKeyDecider.initialState();
+  for (const event of await store.readStream(ticketKeysStream(clientId, normalizeId(eventId)))) {
+    state = ticketKeyDecider.evolve(state, event as never);
+  }
+  return state;
+}
+
+interface CachedKeys {
+  keys: Map<string, { publicKey: KeyObject; retiredAt?: string }>;
+}
+const verifyCache = new WeakMap<EventStore, Map<string, CachedKeys>>();
+
+function cacheOf(store: EventStore): Map<string, CachedKeys> {
+  let cache = verifyCache.get(store);
+  if (!cache) verifyCache.set(store, (cache = new Map()));
+  return cache;
+}
+
+async function loadForVerify(store: EventStore, clientId: string, eventId: string): Promise<CachedKeys> {
+  const state = await readTicketKeys(store, clientId, eventId);
+  const entry: CachedKeys = {
+    keys: new Map(state.keys.map((k) => [k.keyId, { publicKey: publicKeyObject(k.publicKey), ...(k.retiredAt ? { retiredAt: k.retiredAt } : {}) }])),
+  };
+  const cache = cacheOf(store);
+  // Bounded: an event's entry is a few hundred bytes; the oldest go first.
+  if (cache.size >= 10_000) cache.delete(cache.keys().next().value!);
+  cache.set(ticketKeysStream(clientId, normalizeId(eventId)), entry);
+  return entry;
+}
+
+export type TicketCheck = { valid: true; guestId: string; serial: number } | { valid: false };
+
+/**
+ * Whether `code` is a genuine ticket of this event: well formed, signed by one of the event's
+ * keys, and that key still verifies (a rotated-out key until the event's end).
+ */
+export async function checkTicket(
+  services: Services,
+  clientId: string,
+  event: { id: string; endTime: string },
+  code: string,
+  now: Date,
+): Promise<TicketCheck> {
+  const ticket = parseTicket(code);
+  if (!ticket) return { valid: false };
+  const stream = ticketKeysStream(clientId, normalizeId(event.id));
+  let keys = cacheOf(services.eventStore).get(stream);
+  if (!keys?.keys.has(ticket.keyId)) keys = await loadForVerify(services.eventStore, clientId, event.id);
+  const key = keys.keys.get(ticket.keyId);
+  if (!key) return { valid: false };
+  if (key.retiredAt && now.getTime() > Date.parse(event.endTime)) return { valid: false };
+  return verifyTicket(ticket, event.id, key.publicKey) ? { valid: true, guestId: ticket.guestId, serial: ticket.serial } : { valid: false };
+}
+
+/** Signs tickets with the event's current key, creating the event's first key if needed. */
+export interface TicketSigner {
+  issue(guestId: string, serial: number): TicketToIssue;
+}
+
+export async function ticketSigner(services: Services, context: CommandContext, eventId: string): Promise<TicketSigner> {
+  const keyring = requireKeyring(services);
+  const clientId = context.tenantId;
+  const result = await handleCommand(services.eventStore, ticketKeyDecider, ticketKeysStream(clientId, normalizeId(eventId)), {
+    type: 'EnsureTicketKey',
+    clientId,
+    eventId: normalizeId(eventId),
+    key: freshKey(keyring, clientId, eventId),
+    at: context.now.toISOString(),
+  }, context);
+  return signerFor(keyring, clientId, eventId, currentTicketKey(result.state)!, context.now.toISOString());
+}
+
+function signerFor(keyring: Keyring, clientId: string, eventId: string, key: TicketKey, at: string): TicketSigner {
+  const pkcs8 = decrypt(keyring, { ciphertext: key.encryptedPrivateKey, keyId: key.encryptionKeyId }, privateKeyContext(clientId, eventId, key.keyId));
+  const privateKey = createPrivateKey({ key: Buffer.from(pkcs8, 'base64url'), format: 'der', type: 'pkcs8' });
+  return {
+    issue(guestId, serial) {
+      if (serial > maxSerial) throw new Error(`a guest's ticket can be reissued at most ${maxSerial - 1} times`);
+      return { code: encodeTicket({ guestId, keyId: key.keyId, serial }, eventId, privateKey), keyId: key.keyId, serial, at };
+    },
+  };
+}
+
+/** Rotate: a new key signs from now on; the old ones verify until the event ends. */
+export async function rotateTicketKey(services: Services, context: CommandContext, eventId: string): Promise<TicketKeysState> {
+  const keyring = requireKeyring(services);
+  const clientId = context.tenantId;
+  const result = await handleCommand(services.eventStore, ticketKeyDecider, ticketKeysStream(clientId, normalizeId(eventId)), {
+    type: 'RotateTicketKey',
+    clientId,
+    eventId: normalizeId(eventId),
+    key: freshKey(keyring, clientId, eventId),
+    at: context.now.toISOString(),
+  }, context);
+  cacheOf(services.eventStore).delete(ticketKeysStream(clientId, normalizeId(eventId)));
+  return result.state;
+}
+
+/** The public half of the event's keys, as GET /checkin/v1/api/event/{id}/ticket-keys shows them. */
+export interface TicketKeyView {
+  keyId: string;
+  algorithm: 'Ed25519';
+  /** The public key as a JWK (RFC 8037): `{kty: 'OKP', crv: 'Ed25519', x}`. */
+  publicKeyJwk: { kty: 'OKP'; crv: 'Ed25519'; x: string };
+  status: 'current' | 'retired';
+  createdAt: string;
+  retiredAt?: string;
+  /** A retired key verifies until then (the event's end); absent for the current key. */
+  verifiesUntil?: string;
+}
+
+export function ticketKeyViews(state: TicketKeysState, event: { endTime: string }): TicketKeyView[] {
+  const current = currentTicketKey(state);
+  return state.keys.map((key) => ({
+    keyId: key.keyId,
+    algorithm: 'Ed25519' as const,
+    publicKeyJwk: { kty: 'OKP' as const, crv: 'Ed25519' as const, x: key.publicKey },
+    status: key === current ? ('current' as const) : ('retired' as const),
+    createdAt: key.createdAt,
+    ...(key.retiredAt ? { retiredAt: key.retiredAt, verifiesUntil: event.endTime } : {}),
+  }));
+}

@@ -1,0 +1,93 @@
+import { sign, verify, type KeyObject } from 'node:crypto';
+import { isUuid, normalizeId } from '../shared/ids.js';
+
+/**
+ * The signed ticket code (issue 16; docs/tickets.md "Format"): what a guest without a barcode
+ * shows at the door. Text: `T1.` then base64url (no padding) of
+ *
+ *   byte 0      form of the guest id: 1 = a GUID in 16 bytes, 2 = any other id as
+ *               1 length byte + UTF-8 (at most 255 bytes)
+ *   bytes 1-4   key id: the event key that signed (shown as 8 hex digits)
+ *   bytes 5-6   serial, big-endian: 1 for the first ticket, +1 on every reissue
+ *   then        the guest id
+ *   last 64     Ed25519 signature of (all bytes above) + 0x00 + UTF-8 of the event id
+ *
+ * The event id is signed but not written: a scanner knows which event it is at, and a code of
+ * another event fails. Pure functions; keys come from src/tickets/event-keys.ts.
+ */
+export const ticketPrefix = 'T1.';
+const signatureBytes = 64;
+const formUuid = 1;
+const formText = 2;
+export const maxSerial = 0xffff;
+
+export interface TicketFields {
+  guestId: string;
+  /** 8 hex digits. */
+  keyId: string;
+  serial: number;
+}
+
+export interface ParsedTicket extends TicketFields {
+  signed: Buffer;
+  signature: Buffer;
+}
+
+/** Whether a scanned value is meant as a signed ticket (it may still be forged or damaged). */
+export const looksLikeTicket = (value: string): boolean => value.startsWith(ticketPrefix);
+
+function payloadOf(fields: TicketFields): Buffer {
+  const head = Buffer.alloc(7);
+  const id = normalizeId(fields.guestId);
+  const uuid = isUuid(id);
+  head[0] = uuid ? formUuid : formText;
+  Buffer.from(fields.keyId, 'hex').copy(head, 1);
+  head.writeUInt16BE(fields.serial, 5);
+  if (uuid) return Buffer.concat([head, Buffer.from(id.replace(/-/g, ''), 'hex')]);
+  const text = Buffer.from(id, 'utf8');
+  if (text.length > 255) throw new Error('a guest id longer than 255 bytes cannot be put in a ticket code');
+  return Buffer.concat([head, Buffer.from([text.length]), text]);
+}
+
+/** What the signature covers: the payload, a zero byte, the event id. */
+export const signedMessage = (payload: Buffer, eventId: string): Buffer =>
+  Buffer.concat([payload, Buffer.from([0]), Buffer.from(normalizeId(eventId), 'utf8')]);
+
+export function encodeTicket(fields: TicketFields, eventId: string, privateKey: KeyObject): string {
+  if (!/^[0-9a-f]{8}$/.test(fields.keyId)) throw new Error(`ticket key id must be 8 hex digits, not ${fields.keyId}`);
+  if (!Number.isInteger(fields.serial) || fields.serial < 1 || fields.serial > maxSerial) throw new Error(`ticket serial out of range: ${fields.serial}`);
+  const payload = payloadOf(fields);
+  const signature = sign(null, signedMessage(payload, eventId), privateKey);
+  return ticketPrefix + Buffer.concat([payload, signature]).toString('base64url');
+}
+
+/** The fields of a well-formed code, or undefined (not a ticket, or damaged). Checks no signature. */
+export function parseTicket(code: string): ParsedTicket | undefined {
+  if (!looksLikeTicket(code)) return undefined;
+  const body = code.slice(ticketPrefix.length);
+  if (!/^[A-Za-z0-9_-]+$/.test(body)) return undefined;
+  const raw = Buffer.from(body, 'base64url');
+  // Re-encoding must give the same text: no second spelling of one ticket.
+  if (raw.toString('base64url') !== body || raw.length < 7 + 16 + signatureBytes) return undefined;
+  const keyId = raw.subarray(1, 5).toString('hex');
+  const serial = raw.readUInt16BE(5);
+  let guestId: string;
+  let end: number;
+  if (raw[0] === formUuid) {
+    const hex = raw.subarray(7, 23).toString('hex');
+    guestId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+    end = 23;
+  } else if (raw[0] === formText) {
+    const length = raw[7]!;
+    end = 8 + length;
+    guestId = raw.subarray(8, end).toString('utf8');
+  } else {
+    return undefined;
+  }
+  if (raw.length !== end + signatureBytes || serial < 1) return undefined;
+  return { guestId, keyId, serial, signed: raw.subarray(0, end), signature: raw.subarray(end) };
+}
+
+export function verifyTicket(ticket: ParsedTicket, eventId: string, publicKey: KeyObject): boolean {
+  return verify(null, signedMessage(ticket.signed, eventId), publicKey, ticket.signature);
+}
