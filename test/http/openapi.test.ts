@@ -134,6 +134,16 @@ describe('OpenAPI document: complete for a generated client', () => {
     expect(linked).toBeGreaterThanOrEqual(8);
   });
 
+  it('says that a name or title of white space only is refused (pattern \\S), and refuses it', async () => {
+    const doc = (await request(service.url, 'GET', '/openapi.json')).body;
+    const templateName = doc.paths['/comms/v1/api/comms/templates'].post.requestBody.content['application/json'].schema;
+    const resolved = templateName.$ref ? doc.components.schemas[templateName.$ref.split('/').pop()] : templateName;
+    expect(resolved.properties.name.pattern).toBe('\\S');
+    const event = await client.call('POST', '/checkin/v1/api/event', { title: '\t ', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z' });
+    expect(event.status).toBe(400);
+    expect(event.body.errors).toEqual([{ path: 'title', message: 'must hold a character other than white space' }]);
+  });
+
   it('refuses a JSON null where the document asks for an object, and changes nothing', async () => {
     const created = await request(service.url, 'POST', '/admin/v1/accounts', { email: 'null-body@example.com', password: 'a long passphrase 1' }, {
       authorization: 'Bearer test-admin-key-0123456789',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Email, Guid, PlainId, TimeZoneId } from './common.js';
+import { Email, Guid, PlainId, TimeZoneId, VisibleText } from './common.js';
 import { ex } from './example-values.js';
 
 const name = z.string().trim().max(200);
@@ -46,7 +46,7 @@ export const UserResponse = registry.register(
   }).openapi({ example: userExample }),
 );
 
-export const UserEmailQuery = z.object({ email: z.string().trim().min(1).max(320) });
+export const UserEmailQuery = z.object({ email: VisibleText(320) });
 
 export const UserUpdateBody = registry.register(
   'UserUpdate',
@@ -54,7 +54,7 @@ export const UserUpdateBody = registry.register(
     id: PlainId,
     firstName: name.optional(),
     lastName: name.optional(),
-    userName: z.string().trim().min(1).max(200).optional(),
+    userName: VisibleText(200).optional(),
     email: email.optional(),
     timeZoneId: TimeZoneId.optional(),
     companyName: name.optional(),
@@ -84,7 +84,7 @@ export const PasswordChangeBody = registry.register(
 export const TeamMemberBody = registry.register(
   'TeamMember',
   z.object({
-    userName: z.string().trim().min(1).max(200).openapi({ description: 'Unique across the service, case-insensitively (a taken one is 409)' }),
+    userName: VisibleText(200).openapi({ description: 'Unique across the service, case-insensitively (a taken one is 409)' }),
     password,
     email,
     id: PlainId.optional().openapi({ description: 'Team member id, any string of 1-128 characters; generated when absent' }),
@@ -120,7 +120,7 @@ export const AccountCreateBody = registry.register(
   z.object({
     email,
     password,
-    userName: z.string().trim().min(1).max(200).optional(),
+    userName: VisibleText(200).optional(),
     firstName: name.optional(),
     lastName: name.optional(),
     companyName: name.optional(),

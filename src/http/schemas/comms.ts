@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { mergeTokens } from '../../comms/merge-tokens.js';
 import { isPublicDomainName } from '../../domain/domain-name.js';
 import { registry } from '../openapi.js';
-import { Email, Guid, PageQuery, PlainId } from './common.js';
+import { Email, Guid, PageQuery, PlainId, VisibleText } from './common.js';
 import { ex } from './example-values.js';
 
 const email = Email;
@@ -15,15 +15,15 @@ export const TemplateBody = registry.register(
   z.object({
     id: Guid.optional().openapi({ description: 'Template id; generated when absent. An id that exists returns that template unchanged.' }),
     eventId: PlainId.openapi({ description: 'Event the template belongs to (one of the caller’s)' }),
-    name: z.string().trim().min(1).max(200).openapi({ description: 'Internal name; the PDF attachment is named after it' }),
+    name: VisibleText(200).openapi({ description: 'Internal name; the PDF attachment is named after it' }),
     html: z
       .string()
       .min(1)
       .max(500_000)
       .openapi({ description: `Full HTML body with merge tokens in double braces. Tokens: ${tokenList}. Blocks: {{#if token}}…{{else}}…{{/if}}, {{#unless token}}.` }),
-    subject: z.string().trim().min(1).max(500).optional().openapi({ description: 'Subject line with merge tokens; default "Your invitation to {{eventTitle}}"' }),
+    subject: VisibleText(500).optional().openapi({ description: 'Subject line with merge tokens; default "Your invitation to {{eventTitle}}"' }),
     fromAddress: email.optional(),
-    fromName: z.string().trim().min(1).max(200).optional(),
+    fromName: VisibleText(200).optional(),
     replyTo: email.optional(),
     attachPdf: z.boolean().optional().openapi({ description: 'Attach a PDF of the rendered HTML to every send (default false)' }),
   }).openapi({
