@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { PlainId } from './common.js';
+import { PlainId, VisibleText } from './common.js';
 import { ex } from './example-values.js';
 
-const reason = z.string().trim().min(1).max(1000).openapi({ description: 'Why the data is erased (kept in the audit trail; put no personal data in it)' });
+const reason = VisibleText(1000).openapi({ description: 'Why the data is erased (kept in the audit trail; put no personal data in it)' });
 
 export const EraseBody = registry.register(
   'EraseGuest',
