@@ -69,6 +69,19 @@ describe('signed tickets (issue 16)', () => {
     expect(scan.body).toMatchObject({ result: 'admitted', guest: { id: guestId } });
   });
 
+  it("the guest's code is in its personal-data answer (issue 16, item 4), and the reissued one after a reissue", async () => {
+    const eventId = await newEvent(alice);
+    const guestId = await newGuest(alice, eventId);
+    const first = (await ticketOf(alice, guestId)).body.code;
+    const access = await alice.call('GET', `/checkin/v1/api/guest/${guestId}/personal-data`);
+    expect(access.status, JSON.stringify(access.body)).toBe(200);
+    expect(access.body.ticketCode).toBe(first);
+    expect((await alice.call('POST', `/checkin/v1/api/guest/${guestId}/ticket/reissue`, {})).status).toBe(200);
+    const second = (await ticketOf(alice, guestId)).body.code;
+    expect(second).not.toBe(first);
+    expect((await alice.call('GET', `/checkin/v1/api/guest/${guestId}/personal-data`)).body.ticketCode).toBe(second);
+  });
+
   it('the offline verification example of docs/tickets.md works as printed', async () => {
     const doc = fs.readFileSync(new URL('../../docs/tickets.md', import.meta.url), 'utf8');
     const example = /```js\n([\s\S]*?)```/.exec(doc)![1]!;
