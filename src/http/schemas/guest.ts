@@ -92,19 +92,23 @@ export const GuestCreateBody = registry.register(
   }),
 );
 
+/** Erased guests (docs/personal-data.md) answer these as null; the others stay as they were. */
+const erasable = (description?: string) =>
+  z.string().nullable().optional().openapi({ description: `${description ? `${description}. ` : ''}null once the guest’s personal data is erased (\`erased: true\`)` });
+
 export const GuestResponse = registry.register(
   'GuestResponse',
   z.object({
     id: z.string(),
     eventId: z.string(),
-    firstName: z.string().optional(),
-    otherNames: z.string().optional(),
-    lastName: z.string().optional(),
-    email: z.string().optional(),
+    firstName: erasable(),
+    otherNames: erasable(),
+    lastName: erasable(),
+    email: erasable(),
     plusOnes: z.number().int().optional(),
     admittedPlusOnes: z.number().int(),
-    additionalInfo: z.string().optional(),
-    barcode: z.string().optional(),
+    additionalInfo: erasable(),
+    barcode: erasable(),
     tags: z.string().optional(),
     createdBy: z.string().optional(),
     admitted: z.string().optional(),
@@ -114,10 +118,12 @@ export const GuestResponse = registry.register(
     validTo: z.string().optional(),
     isGroup: z.boolean().optional(),
     discharged: z.string().optional(),
-    image: z.string().optional(),
-    customId: z.string().optional(),
+    image: erasable(),
+    customId: erasable(),
     commsTemplateId: z.string().optional(),
     correlationId: z.string().optional(),
+    erased: z.literal(true).optional().openapi({ description: 'Present once the guest’s personal data is erased (POST …/guest/{id}/erase, retention); its personal fields are then null' }),
+    erasedAt: z.string().optional().openapi({ description: 'When the personal data was erased' }),
   }).openapi({ example: { ...guestExample(), createdBy: 'organizer@example.com', admittedPlusOnes: 0 } }),
 );
 
