@@ -24,7 +24,11 @@ export const EraseBatchBody = registry.register(
       all: z.literal(true).optional().openapi({ description: 'Every guest of the event (instead of ids)' }),
     })
     .refine((b) => (b.ids !== undefined) !== (b.all !== undefined), { message: 'give either ids or all: true', path: ['ids'] })
-    .openapi({ example: { reason: 'event data no longer needed', ids: [ex.guestId] } }),
+    .openapi({
+      description: 'Names the guests by exactly one of ids or all.',
+      oneOf: [{ required: ['ids'] }, { required: ['all'] }],
+      example: { reason: 'event data no longer needed', ids: [ex.guestId] },
+    }),
 );
 
 const erasure = z.object({
