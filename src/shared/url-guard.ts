@@ -82,8 +82,24 @@ export function refusalOf(address: string, policy: UrlPolicy): string | undefine
   return undefined;
 }
 
+const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+/** The last label starts with a letter: a DNS name, never an IPv4 address in disguise. */
+const TOP_LABEL = '[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+const PORT = '(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
+
+/**
+ * The form of a webhook receiver's URL (outside development): https, a DNS name (no IP
+ * literal, no user info), an optional port, and a path and query of URL characters (no fragment,
+ * nothing to percent-encode left unencoded). The OpenAPI document states this same pattern, so a
+ * URL the document allows is one the service takes, and the other way round.
+ */
+export const WEBHOOK_URL_PATTERN = new RegExp(`^https://(?:${LABEL}\\.)+${TOP_LABEL}\\.?(?::${PORT})?(?:/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$`);
+
 /** Checks the URL's form and, when its host is an IP literal, the address. Returns the parsed URL. */
 export function checkUrlForm(raw: string, policy: UrlPolicy): URL {
+  if (!policy.allowInsecure && !WEBHOOK_URL_PATTERN.test(raw)) {
+    throw new UrlRefusedError('url must be https:// with a DNS name (not an IP address), an optional port, and a path of URL characters (percent-encode others; no #fragment)');
+  }
   let url: URL;
   try {
     url = new URL(raw);

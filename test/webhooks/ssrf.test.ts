@@ -44,11 +44,11 @@ describe('webhook URL rules at configuration (SSRF)', () => {
     expect((await client.call('GET', `${api}/webhook`)).status).toBe(404);
   });
 
-  it('accepts an https URL on a public address', async () => {
+  it('takes a receiver by DNS name only: an IP address, even a public one, is refused on url', async () => {
     const reply = await client.call('POST', `${api}/webhook`, { url: 'https://93.184.215.14/hooks/comms' });
-    expect(reply.status).toBe(200);
-    expect(reply.body.url).toBe('https://93.184.215.14/hooks/comms');
-    await client.call('POST', `${api}/webhook/delete`);
+    expect(reply.status).toBe(400);
+    expect(reply.body.errors?.[0]?.path).toBe('url');
+    expect(reply.body.errors?.[0]?.message).toContain('DNS name');
   });
 });
 

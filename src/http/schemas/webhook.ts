@@ -3,21 +3,22 @@ import { commsEventTypes } from '../../domain/webhook.js';
 import { registry } from '../openapi.js';
 import { DateTime, Guid, PageQuery, pageOf } from './common.js';
 import { ex } from './example-values.js';
+import { WEBHOOK_URL_PATTERN } from '../../shared/url-guard.js';
 
 export const WebhookBody = registry.register(
   'WebhookConfiguration',
   z.object({
     url: z
       .string()
-      .trim()
       .min(1)
       .max(2048)
       .openapi({
         description:
-          'HTTPS URL that receives the signed POSTs. Refused (400 on `url`): other schemes, localhost, and hosts that are or resolve to ' +
-          'loopback, private, link-local, multicast or reserved addresses. A host that does not resolve yet is accepted (every delivery resolves again).',
-        // The form a receiver's URL takes: https, a DNS name, an optional port and path.
-        pattern: "^https://[A-Za-z][A-Za-z0-9-]{0,62}(\\.[A-Za-z][A-Za-z0-9-]{0,62})+(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$",
+          'HTTPS URL that receives the signed POSTs: a DNS name (no IP address), an optional port, a path and query of URL characters (no fragment). ' +
+          'Refused (400 on `url`): other forms, localhost, and hosts that resolve to loopback, private, link-local, multicast or reserved addresses. ' +
+          'A host that does not resolve yet is accepted (every delivery resolves again).',
+        // The same pattern the service checks (src/shared/url-guard.ts).
+        pattern: WEBHOOK_URL_PATTERN.source,
         example: 'https://example.com/hooks/comms',
       }),
   }).openapi({ example: { url: 'https://example.com/hooks/comms' } }),
