@@ -3,6 +3,18 @@ import { DateTime, PlainId, TimeZoneId, VisibleText } from './common.js';
 import { registry } from '../openapi.js';
 import { ex } from './example-values.js';
 
+/** The one event the document's examples show (request and answer). */
+const eventExample = {
+  id: ex.eventId,
+  title: 'Winter gala',
+  startTime: ex.start,
+  endTime: ex.end,
+  active: true,
+  timeZoneId: 'Europe/Amsterdam',
+  tags: 'gala,vip',
+  customData: '{"room":"Main hall"}',
+};
+
 export const EventBody = registry.register(
   'Event',
   z.object({
@@ -20,16 +32,7 @@ export const EventBody = registry.register(
   })
     .openapi({
       description: 'endTime must be after startTime (else 400 on `endTime`).',
-      example: {
-        id: ex.eventId,
-        title: 'Winter gala',
-        startTime: ex.start,
-        endTime: ex.end,
-        active: true,
-        timeZoneId: 'Europe/Amsterdam',
-        tags: 'gala,vip',
-        customData: '{"room":"Main hall"}',
-      },
+      example: eventExample,
     }),
 );
 
@@ -49,14 +52,7 @@ export const EventResponse = registry.register(
     updated: z.string(),
   }).openapi({
     example: {
-      id: ex.eventId,
-      title: 'Winter gala',
-      startTime: ex.start,
-      endTime: ex.end,
-      active: true,
-      timeZoneId: 'Europe/Amsterdam',
-      tags: 'gala,vip',
-      customData: '{"room":"Main hall"}',
+      ...eventExample,
       created: ex.created,
       updated: ex.created,
     },
