@@ -24,6 +24,7 @@ export const toUserView = (doc: AccountDoc): UserView => ({
   ...(doc.companyName !== undefined ? { companyName: doc.companyName } : {}),
   ...(doc.timeZoneId !== undefined ? { timeZoneId: doc.timeZoneId } : {}),
   ...(doc.customData !== undefined ? { customData: doc.customData } : {}),
+  ...(typeof doc.retentionDays === 'number' ? { retentionDays: doc.retentionDays } : {}),
   commsApiEnabled: doc.commsApiEnabled,
   senderTrusted: doc.senderTrusted,
 });

@@ -9,6 +9,11 @@ export interface AccountProfile {
   companyName?: string;
   timeZoneId?: string;
   customData?: string;
+  /**
+   * The client's default for events without their own `retentionDays`: erase an event's guests
+   * this many days after its end (docs/personal-data.md, Retention). `null` clears it.
+   */
+  retentionDays?: number | null;
 }
 
 export type AccountEvent =

@@ -21,6 +21,8 @@ export interface AccountDoc {
   companyName?: string;
   timeZoneId?: string;
   customData?: string;
+  /** The client's retention default (null or absent: none). */
+  retentionDays?: number | null;
   passwordHash: string;
   clientSecretHash: string;
   commsApiEnabled: boolean;

@@ -225,4 +225,39 @@ describe.each(stores)('personal data on the $name', ({ env }) => {
     });
     expect(await worker.runOnce(new Date('2026-02-01T00:00:00Z'))).toBe(0);
   });
+
+  it("retention: a client's default (PUT user retentionDays) erases its events without their own; an event's own days win; other clients are untouched", async () => {
+    const organiser = await createClient(service);
+    const bystander = await createClient(service);
+    expect((await organiser.call('PUT', '/users/v1/api/user', { id: organiser.id, retentionDays: 30 })).status).toBe(204);
+    const me = await organiser.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(organiser.email)}`);
+    expect(me.body.retentionDays).toBe(30);
+    const ended = { startTime: '2026-03-01T18:00:00Z', endTime: '2026-03-01T23:00:00Z' };
+    const byDefault = (await organiser.call('POST', `${api}/event`, { title: 'Default 30 days', ...ended })).body.id;
+    const ownDays = (await organiser.call('POST', `${api}/event`, { title: 'Own 365 days', ...ended, retentionDays: 365 })).body.id;
+    const noDefault = (await bystander.call('POST', `${api}/event`, { title: 'No default', ...ended })).body.id;
+    const [a, b, c] = [person(), person(), person()];
+    const idA = (await organiser.call('POST', `${api}/guest`, { eventId: byDefault, ...a })).body.id;
+    const idB = (await organiser.call('POST', `${api}/guest`, { eventId: ownDays, ...b })).body.id;
+    const idC = (await bystander.call('POST', `${api}/guest`, { eventId: noDefault, ...c })).body.id;
+    const worker = service.workers.find((w) => w.name === 'retention') as RetentionWorker;
+
+    await worker.runOnce(new Date('2026-03-31T22:59:00Z'));
+    expect((await organiser.call('GET', `${api}/guest/${idA}`)).body.email).toBe(a.email);
+    await worker.runOnce(new Date('2026-03-31T23:00:00Z'));
+    expect((await organiser.call('GET', `${api}/guest/${idA}`)).body).toMatchObject({ erased: true, email: null });
+    const history = await organiser.call('GET', `${api}/guest/${idA}/history`);
+    expect(history.body.events.find((e: { type: string }) => e.type === 'GuestErased')?.data.reason).toBe("retention: 30 days after the event ended (the client's default)");
+    expect((await organiser.call('GET', `${api}/guest/${idB}`)).body.email).toBe(b.email);
+    expect((await bystander.call('GET', `${api}/guest/${idC}`)).body.email).toBe(c.email);
+
+    // null removes the default: a later event of the same client is kept.
+    expect((await organiser.call('PUT', '/users/v1/api/user', { id: organiser.id, retentionDays: null })).status).toBe(204);
+    const later = (await organiser.call('POST', `${api}/event`, { title: 'After the default', ...ended })).body.id;
+    const d = person();
+    const idD = (await organiser.call('POST', `${api}/guest`, { eventId: later, ...d })).body.id;
+    await worker.runOnce(new Date('2027-06-01T00:00:00Z'));
+    expect((await organiser.call('GET', `${api}/guest/${idD}`)).body.email).toBe(d.email);
+    expect((await organiser.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(organiser.email)}`)).body.retentionDays).toBeUndefined();
+  });
 });

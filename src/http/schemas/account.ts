@@ -43,6 +43,7 @@ export const UserResponse = registry.register(
     timeZoneId: z.string().optional(),
     companyName: z.string().optional(),
     customData: z.string().optional(),
+    retentionDays: z.number().int().optional().openapi({ description: "The client's retention default for events without their own (absent: none)" }),
   }).openapi({ example: userExample }),
 );
 
@@ -59,6 +60,10 @@ export const UserUpdateBody = registry.register(
     timeZoneId: TimeZoneId.optional(),
     companyName: name.optional(),
     customData: z.string().max(100_000).optional(),
+    retentionDays: z.number().int().min(0).max(36_500).nullable().optional().openapi({
+      description:
+        "Default for the client's events that have no `retentionDays` of their own: erase their guests' personal data this many days after the event's endTime (0: right after it); `null` removes the default (docs/personal-data.md)",
+    }),
     password: z
       .string()
       .optional()
