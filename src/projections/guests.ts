@@ -95,7 +95,8 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
     guestUpdateOp(docId, updatedAt, { ...set, guestId }, extra);
   switch (event.type) {
     case 'GuestRegistered': {
-      const { tags, ...fields } = event.data;
+      // An event read after its guest's erasure carries the codec's `personalDataErased` mark: not a guest field.
+      const { tags, personalDataErased: _erased, ...fields } = event.data as typeof event.data & { personalDataErased?: boolean };
       return [
         {
           kind: 'replace',
