@@ -270,9 +270,9 @@ export type GuestCommand =
 /**
  * Guest ids are scoped per client (docs/identifiers.md): two clients may each have a guest with
  * the same GUID. A guest's storage key is `<client>:<guid>` (scopedKey), its stream
- * `guest-<key>`, and the same key names it in read models (the `guests` document's `_id`) and
- * personal-data keys. Streams written before the scoping are `guest-<guid>` (legacyGuestStream);
- * their key is the bare GUID, and they keep working for the client they belong to.
+ * `guest-<key>`, and the same key names it in read models (the `guests` document's `_id`).
+ * Streams written before the scoping are `guest-<guid>` (legacyGuestStream); their key is the
+ * bare GUID, and they keep working for the client they belong to.
  */
 export const guestKey = (clientId: string, guestId: string): string => scopedKey(clientId, guestId);
 export const guestStream = (clientId: string, guestId: string): string => `guest-${guestKey(clientId, guestId)}`;
