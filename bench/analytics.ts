@@ -12,6 +12,7 @@ import type { StreamAppend } from '../src/adapters/eventstore/port.js';
 import { newId } from '../src/shared/ids.js';
 import { createClient, startTestService } from '../test/support/service.js';
 import { fmt, load, percentile, record, table } from './support.js';
+import { guestStream } from '../src/domain/guest.js';
 
 const SCANS = Number(process.env.BENCH_SCANS ?? 100_000);
 const START = Date.parse('2026-06-01T16:00:00Z');
@@ -45,7 +46,7 @@ export async function analyticsBench(): Promise<void> {
         : type === 'GuestDischarged'
           ? { ...scan, people: 1 }
           : { ...scan, reason: reasons[i % reasons.length] };
-    appends.push({ streamName: `guest-${scan.guestId}`, events: [{ id: newId(), type, data, metadata: metadata(at) }], expectedRevision: 'any' });
+    appends.push({ streamName: guestStream(client.id, scan.guestId), events: [{ id: newId(), type, data, metadata: metadata(at) }], expectedRevision: 'any' });
     if (appends.length === 1000) {
       await service.platform.eventStore.appendMany(appends);
       appends = [];

@@ -14,6 +14,7 @@ import { sealedEventStore } from '../src/personal-data/sealed-event-store.js';
 import { keyringOf } from '../src/shared/encryption.js';
 import { createClient, startTestService } from '../test/support/service.js';
 import { fmt, load, record, table, tempDir } from './support.js';
+import { guestStream } from '../src/domain/guest.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -96,7 +97,7 @@ async function codecAlone(): Promise<{ sealUs: number; openUs: number }> {
     Array.from({ length: 200 }, (_, i) => {
       const guestId = randomUUID();
       const data = { guestId, eventId: 'e', clientId: 'c', tags: [], firstName: `First${i}`, lastName: `Last${i}`, email: `guest${i}@example.com`, barcode: `BC-${i}`, customId: `crm-${i}`, plusOnes: 1, additionalInfo: 'Table 12' };
-      return { streamName: `guest-${guestId}`, events: [{ id: randomUUID(), type: 'GuestRegistered', data, metadata: {} as NewEvent['metadata'] }], expectedRevision: 'no_stream' as const };
+      return { streamName: guestStream('c', guestId), events: [{ id: randomUUID(), type: 'GuestRegistered', data, metadata: { tenantId: 'c' } as NewEvent['metadata'] }], expectedRevision: 'no_stream' as const };
     }),
   );
   let since = process.cpuUsage();

@@ -3,7 +3,7 @@ import { DomainError } from '../domain/decider.js';
 import {
   doorStream,
   guestDecider,
-  guestStream,
+  guestStreamOfKey,
   type DoorEvent,
   type GuestState,
   type RejectionReason,
@@ -11,9 +11,10 @@ import {
   type ScanOutcome,
 } from '../domain/guest.js';
 import type { AccountDoc } from '../projections/accounts.js';
-import type { GuestDoc } from '../projections/guests.js';
+import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
 import { getEvent } from './events.js';
+import { findOwnGuest } from './guest-lookup.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
 import { findTeamMember } from './team-members.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
@@ -107,8 +108,8 @@ async function scanInfo(services: Services, context: CommandContext, eventId: st
 /** The guests of this event that a lookup names (0, 1, or several for a shared barcode). */
 async function findGuests(services: Services, clientId: string, eventId: string, lookup: GuestLookup): Promise<GuestDoc[]> {
   if (lookup.guestId) {
-    const doc = await guests(services).get(lookup.guestId);
-    return doc && doc.clientId === clientId && doc.eventId === eventId ? [doc] : [];
+    const doc = await findOwnGuest(services, clientId, lookup.guestId);
+    return doc && doc.eventId === eventId ? [doc] : [];
   }
   const filter =
     lookup.barcode !== undefined
@@ -154,8 +155,8 @@ async function rejectUnmatched(
   return { result: 'rejected', reason, scanId: scan.scanId, at: scan.at, plusOnesAdmitted: 0, plusOnesLeft: 0, replayed: false };
 }
 
-async function respond(services: Services, guestId: string, state: GuestState, outcome: ScanOutcome, replayed: boolean): Promise<ScanResponse> {
-  const doc = await guests(services).get(guestId);
+async function respond(services: Services, guestKey: string, state: GuestState, outcome: ScanOutcome, replayed: boolean): Promise<ScanResponse> {
+  const doc = await guests(services).get(guestKey);
   return {
     result: outcome.result,
     ...(outcome.reason ? { reason: outcome.reason } : {}),
@@ -191,9 +192,9 @@ export async function scan(
     : await findGuests(services, context.tenantId, eventId, request);
   if (found.length !== 1) {
     const reason = ticket && !ticket.valid && found.length === 0 ? 'invalid_signature' : found.length === 0 ? 'not_found' : 'ambiguous';
-    return rejectUnmatched(services, context, eventId, info, reason, lookupOf(request), found.map((g) => g._id));
+    return rejectUnmatched(services, context, eventId, info, reason, lookupOf(request), found.map(guestIdOf));
   }
-  const guestId = found[0]!._id;
+  const guestKey = found[0]!._id;
   const command =
     direction === 'in'
       ? {
@@ -205,12 +206,12 @@ export async function scan(
           ...(ticket?.valid ? { ticketSerial: ticket.serial } : {}),
         }
       : { type: 'CheckOut' as const, scan: info };
-  const result = await handleCommand(services.eventStore, guestDecider, guestStream(guestId), command, context, {
+  const result = await handleCommand(services.eventStore, guestDecider, guestStreamOfKey(guestKey), command, context, {
     eventIds: () => info.scanId,
   });
   await services.readYourWrites(result.position);
   const outcome = request.nonce ? result.state.nonces[request.nonce] : undefined;
-  if (result.events.length === 0 && outcome) return respond(services, guestId, result.state, outcome, true);
+  if (result.events.length === 0 && outcome) return respond(services, guestKey, result.state, outcome, true);
   const event = result.events[0]!;
   const data = event.data as { scanId: string; at: string; plusOnesAdmitted?: number; reason?: RejectionReason };
   const fresh: ScanOutcome = {
@@ -220,7 +221,7 @@ export async function scan(
     ...(data.reason ? { reason: data.reason } : {}),
     plusOnesAdmitted: data.plusOnesAdmitted ?? 0,
   };
-  return respond(services, guestId, result.state, fresh, false);
+  return respond(services, guestKey, result.state, fresh, false);
 }
 
 const lookupOf = (request: GuestLookup): GuestLookup =>
@@ -240,10 +241,11 @@ export async function undoCheckIn(
   if (request.guestId !== undefined || request.customId !== undefined) return undoLatest(services, context, eventId, request);
   const scanId = request.scanId ?? scanIdFor(context, eventId, request.nonce);
   const scanDoc = await services.readStore.collection<{ _id: string; guestId?: string; eventId: string; clientId: string }>('scans').get(scanId);
-  if (!scanDoc?.guestId || scanDoc.eventId !== eventId || scanDoc.clientId !== context.tenantId) {
+  const guest = scanDoc?.guestId && scanDoc.clientId === context.tenantId ? await findOwnGuest(services, context.tenantId, scanDoc.guestId) : null;
+  if (!guest || scanDoc!.eventId !== eventId) {
     throw new DomainError('not_found', 'no check-in with this scan id or nonce', { code: 'check_in_not_found' });
   }
-  const result = await handleCommand(services.eventStore, guestDecider, guestStream(scanDoc.guestId), {
+  const result = await handleCommand(services.eventStore, guestDecider, guestStreamOf(guest), {
     type: 'AnnulCheckIn',
     scanId,
     now: context.now.toISOString(),
@@ -251,7 +253,7 @@ export async function undoCheckIn(
     annulledBy: context.actor.id,
   }, context);
   await services.readYourWrites(result.position);
-  const doc = await guests(services).get(scanDoc.guestId);
+  const doc = await guests(services).get(guest._id);
   return { annulled: scanId, guest: toGuestView(doc!) };
 }
 
@@ -263,7 +265,7 @@ async function undoLatest(
 ): Promise<{ annulled: string; guest: GuestView }> {
   const [found] = await findGuests(services, context.tenantId, eventId, lookup);
   if (!found) throw new DomainError('not_found', 'no guest of this event has this id or customId');
-  const result = await handleCommand(services.eventStore, guestDecider, guestStream(found._id), {
+  const result = await handleCommand(services.eventStore, guestDecider, guestStreamOf(found), {
     type: 'AnnulCheckIn',
     latest: true,
     now: context.now.toISOString(),
@@ -286,10 +288,10 @@ export async function setBlocked(
 ): Promise<GuestView[]> {
   await getEvent(services, context.tenantId, eventId);
   const errors: { path: string; message: string }[] = [];
-  const targets = new Set<string>();
+  const targets = new Set<string>(); // the guests' storage keys (document ids)
   for (const [i, id] of (request.ids ?? []).entries()) {
-    const doc = await guests(services).get(id);
-    if (!doc || doc.eventId !== eventId || doc.clientId !== context.tenantId) errors.push({ path: `ids.${i}`, message: 'no such guest in this event' });
+    const doc = await findOwnGuest(services, context.tenantId, id);
+    if (!doc || doc.eventId !== eventId) errors.push({ path: `ids.${i}`, message: 'no such guest in this event' });
     else targets.add(doc._id);
   }
   for (const [i, customId] of (request.customIds ?? []).entries()) {
@@ -304,8 +306,8 @@ export async function setBlocked(
   }
   if (errors.length > 0) throw new DomainError('validation_error', 'some guests were not found; nothing was changed', { errors });
   const at = context.now.toISOString();
-  const items: BatchItem[] = [...targets].map((guestId) => ({
-    streamName: guestStream(guestId),
+  const items: BatchItem[] = [...targets].map((key) => ({
+    streamName: guestStreamOfKey(key),
     decider: guestDecider,
     command: blocked ? { type: 'Block', reason: request.reason ?? '', at } : { type: 'Unblock', at },
   }));

@@ -76,7 +76,7 @@ export async function invitationFunnel(services: Services, clientId: string, que
   const arrivals = new Map<string, string>();
   for await (const arrival of services.readStore.collection<FunnelArrivalDoc>(FUNNEL_ARRIVALS).stream({ clientId, eventId: event.id }, { batchSize: 1000, readOnly: true })) {
     const first = Object.values(arrival.entries ?? {}).sort()[0];
-    if (first && arrival.clientId === clientId) arrivals.set(arrival._id, first);
+    if (first && arrival.clientId === clientId) arrivals.set(arrival.guestId ?? arrival._id, first);
   }
   const rows = [];
   for (const [templateId, guests] of [...byTemplate].sort(([a], [b]) => a.localeCompare(b))) {

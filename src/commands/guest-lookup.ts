@@ -1,9 +1,24 @@
 import { DomainError } from '../domain/decider.js';
+import { guestKey } from '../domain/guest.js';
 import { reservationKey } from '../domain/reservation.js';
 import type { GuestDoc } from '../projections/guests.js';
 import { isUuid } from '../shared/ids.js';
 import { guests } from './guests.js';
 import type { Services } from './services.js';
+
+/**
+ * The caller's guest with this id, or null. Guest ids are scoped per client (docs/identifiers.md):
+ * the document is found under the client's key, or, for a guest stored before the scoping, under
+ * the bare GUID when it belongs to the caller. Another client's guest with the same GUID is never
+ * found.
+ */
+export async function findOwnGuest(services: Services, clientId: string, guestId: string): Promise<GuestDoc | null> {
+  if (!isUuid(guestId)) return null;
+  const doc = await guests(services).get(guestKey(clientId, guestId));
+  if (doc) return doc;
+  const legacy = await guests(services).get(guestId.toLowerCase());
+  return legacy && legacy.clientId === clientId ? legacy : null;
+}
 
 /**
  * Spec, Guest.customId: "usable instead of id". A route that names one guest takes either
@@ -21,8 +36,8 @@ export async function findGuestByIdOrCustomId(
   eventId?: string,
 ): Promise<GuestDoc> {
   if (isUuid(value)) {
-    const doc = await guests(services).get(value.toLowerCase());
-    if (doc && doc.clientId === clientId && (eventId === undefined || doc.eventId === eventId)) return doc;
+    const doc = await findOwnGuest(services, clientId, value);
+    if (doc && (eventId === undefined || doc.eventId === eventId)) return doc;
   }
   const filter = { customIdLower: reservationKey(value), clientId, ...(eventId !== undefined ? { eventId } : {}) };
   const { items } = await guests(services).find(filter, { limit: 2 });

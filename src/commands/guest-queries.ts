@@ -1,13 +1,13 @@
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { Filter } from '../adapters/readstore/port.js';
 import { DomainError } from '../domain/decider.js';
-import { guestDecider, guestStream, type GuestEvent } from '../domain/guest.js';
+import { guestDecider, type GuestEvent } from '../domain/guest.js';
 import { invitationStream } from '../domain/invitation.js';
 import { eventKey, getEvent } from './events.js';
 import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
-import type { ScanDoc } from '../projections/guests.js';
+import { guestIdOf, guestStreamOf, type ScanDoc } from '../projections/guests.js';
 import { teamMemberIdOf, type TeamMemberDoc } from '../projections/accounts.js';
 
 /** A literal text as a case-insensitive regex: the caller's text is never a pattern. */
@@ -207,8 +207,9 @@ export async function eventStats(services: Services, clientId: string, eventId: 
 /** Audit: every event of a guest; with `asOf`, the guest as it was at that moment. */
 export async function guestHistory(services: Services, clientId: string, idOrCustomId: string, query: { asOf?: string; eventId?: string }) {
   const { asOf } = query;
-  const guestId = (await findGuestByIdOrCustomId(services, clientId, idOrCustomId, query.eventId))._id;
-  const events = await services.eventStore.readStream(guestStream(guestId));
+  const doc = await findGuestByIdOrCustomId(services, clientId, idOrCustomId, query.eventId);
+  const guestId = guestIdOf(doc);
+  const events = await services.eventStore.readStream(guestStreamOf(doc));
   if (events.length === 0 || events[0]!.metadata.tenantId !== clientId) throw new DomainError('not_found', 'guest not found');
   const before = (e: StoredEvent) => !asOf || e.metadata.occurredAt <= asOf;
   const upTo = events.filter(before);

@@ -2,7 +2,7 @@ import { DomainError } from '../domain/decider.js';
 import {
   detailFields,
   guestDecider,
-  guestStream,
+  guestKey,
   parseTags,
   type GuestCommand,
   type GuestDetails,
@@ -10,10 +10,10 @@ import {
 } from '../domain/guest.js';
 import { personalGuestFields } from '../domain/personal-data.js';
 import { customIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
-import type { GuestDoc } from '../projections/guests.js';
+import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
 import { getEvent } from './events.js';
-import { findGuestByIdOrCustomId } from './guest-lookup.js';
+import { findGuestByIdOrCustomId, findOwnGuest } from './guest-lookup.js';
 import { findTemplateDoc } from './templates.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
@@ -48,7 +48,7 @@ export interface GuestView extends GuestDetails {
 const erasedViewFields = personalGuestFields.filter((field) => (detailFields as readonly string[]).includes(field));
 
 export function toGuestView(doc: GuestDoc): GuestView {
-  const view: Record<string, unknown> = { id: doc._id, eventId: doc.eventId };
+  const view: Record<string, unknown> = { id: guestIdOf(doc), eventId: doc.eventId };
   for (const field of detailFields) if (doc[field] !== undefined) view[field] = doc[field];
   view.admittedPlusOnes = doc.admittedPlusOnes ?? 0;
   for (const field of ['tags', 'admitted', 'blockedDate', 'blockedReason', 'discharged'] as const) {
@@ -99,6 +99,8 @@ function recordErrors(input: GuestInput, existing: GuestDoc | null, eventId: str
 
 interface Planned {
   guestId: string;
+  /** Where the guest is stored: its guests document's `_id`, which also names its stream. */
+  key: string;
   existing: GuestDoc | null;
   input: GuestInput;
 }
@@ -157,7 +159,7 @@ export async function saveGuests(
             ...(ticket ? { ticket } : {}),
           };
     const guestItem = items.length;
-    items.push({ streamName: guestStream(plan.guestId), decider: guestDecider, command });
+    items.push({ streamName: guestStreamOf({ _id: plan.key }), decider: guestDecider, command });
     items.push(...customIdReservations(context.tenantId, eventId, plan, guestItem));
   }
   const results = await handleCommands(services.eventStore, items, context).catch((error: unknown) => {
@@ -168,7 +170,7 @@ export async function saveGuests(
     throw error;
   });
   await services.readYourWrites(lastPosition(results));
-  const docs = await Promise.all(plans.map((p) => guests(services).get(p.guestId)));
+  const docs = await Promise.all(plans.map((p) => guests(services).get(p.key)));
   return docs.filter((d): d is GuestDoc => d !== null).map(toGuestView);
 }
 
@@ -250,16 +252,14 @@ async function planGuests(
     const at = (field: string) => (records.length > 1 || mode === 'upsert' ? `${index}.${field}` : field);
     let existing: GuestDoc | null = null;
     if (input.id) {
-      existing = await guests(services).get(input.id);
-      if (existing && (existing.clientId !== context.tenantId || existing.eventId !== eventId)) {
-        // Another client's guest, or a guest of another event: never reveal which.
-        throw new DomainError('not_found', `guest ${input.id} not found in this event`);
-      }
+      // Guest ids are scoped per client: another client's guest with this id is not seen at all.
+      existing = await findOwnGuest(services, context.tenantId, input.id);
+      if (existing && existing.eventId !== eventId) throw new DomainError('not_found', `guest ${input.id} not found in this event`);
     } else if (input.customId && mode === 'upsert') {
       existing = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: reservationKey(input.customId) });
     }
     errors.push(...recordErrors(input, mode === 'create' ? null : existing, eventId, at));
-    const guestId = existing?._id ?? input.id ?? newId();
+    const guestId = existing ? guestIdOf(existing) : (input.id?.toLowerCase() ?? newId());
     if (seenIds.has(guestId)) errors.push({ path: at(input.id ? 'id' : 'customId'), message: `the same guest as record ${seenIds.get(guestId)}` });
     seenIds.set(guestId, index);
     if (input.customId) {
@@ -267,9 +267,9 @@ async function planGuests(
       if (seenCustomIds.has(key)) errors.push({ path: at('customId'), message: `repeats record ${seenCustomIds.get(key)}'s customId` });
       seenCustomIds.set(key, index);
       const holder = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: key });
-      if (holder && holder._id !== guestId) errors.push({ path: at('customId'), message: 'already used by another guest of this event' });
+      if (holder && guestIdOf(holder) !== guestId) errors.push({ path: at('customId'), message: 'already used by another guest of this event' });
     }
-    plans.push({ guestId, existing, input });
+    plans.push({ guestId, key: existing?._id ?? guestKey(context.tenantId, guestId), existing, input });
   }
   if (errors.length > 0) {
     const duplicate = errors.some((e) => e.message.startsWith('already used'));

@@ -1,12 +1,12 @@
 import type { LinkPolicy } from '../comms/link-safety.js';
 import { DomainError } from '../domain/decider.js';
-import { guestDecider, guestStream } from '../domain/guest.js';
+import { guestDecider } from '../domain/guest.js';
 import { invitationDecider, invitationStream, type ProviderReport } from '../domain/invitation.js';
 import { derivedId } from '../domain/webhook.js';
-import type { GuestDoc } from '../projections/guests.js';
+import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
 import { newId } from '../shared/ids.js';
-import { guests } from './guests.js';
+import { findOwnGuest } from './guest-lookup.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 import { assertSafeLinks, getTemplate } from './templates.js';
@@ -38,18 +38,18 @@ export interface SendRequest {
 export async function requestSends(services: Services, linkPolicy: LinkPolicy, context: CommandContext, request: SendRequest) {
   const template = await getTemplate(services, context.tenantId, request.templateId);
   const attendeeIds = [...new Set(request.attendeeIds)];
-  const found = await Promise.all(attendeeIds.map((id) => guests(services).get(id)));
-  const missing = attendeeIds.filter((_, i) => found[i]?.clientId !== context.tenantId || found[i]?.eventId !== template.eventId);
+  const found = await Promise.all(attendeeIds.map((id) => findOwnGuest(services, context.tenantId, id)));
+  const missing = attendeeIds.filter((_, i) => found[i]?.eventId !== template.eventId);
   if (missing.length > 0) throw new DomainError('not_found', `guest(s) not found in the template's event: ${missing.join(', ')}`);
   const recipients = found as GuestDoc[];
-  const withoutEmail = recipients.flatMap((g, i) => (g.email ? [] : [{ path: `attendeeIds.${i}`, message: `guest ${g._id} has no email address` }]));
+  const withoutEmail = recipients.flatMap((g, i) => (g.email ? [] : [{ path: `attendeeIds.${i}`, message: `guest ${guestIdOf(g)} has no email address` }]));
   if (withoutEmail.length > 0) throw new DomainError('validation_error', 'every guest needs an email address: see errors', { errors: withoutEmail });
   await assertReachable(services, context.tenantId, recipients);
   assertSafeLinks(template.html, linkPolicy);
 
   const planned = recipients.map((guest) => ({ guest, invitationId: newId() }));
   const items: BatchItem[] = planned.map(({ guest, invitationId }) => ({
-    streamName: guestStream(guest._id),
+    streamName: guestStreamOf(guest),
     decider: guestDecider,
     command: {
       type: 'RequestInvitation',
@@ -62,7 +62,7 @@ export async function requestSends(services: Services, linkPolicy: LinkPolicy, c
   await services.readYourWrites(lastPosition(results));
   return {
     templateId: template.id,
-    invitations: planned.map(({ guest, invitationId }) => ({ attendeeId: guest._id, attendeeInvitationId: invitationId, status: 'requested' as const })),
+    invitations: planned.map(({ guest, invitationId }) => ({ attendeeId: guestIdOf(guest), attendeeInvitationId: invitationId, status: 'requested' as const })),
   };
 }
 

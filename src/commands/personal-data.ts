@@ -3,13 +3,13 @@ import path from 'node:path';
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { Doc } from '../adapters/readstore/port.js';
 import { DomainError } from '../domain/decider.js';
-import { guestDecider, guestStream, type GuestCommand, type GuestEvent } from '../domain/guest.js';
+import { guestDecider, type GuestCommand, type GuestEvent } from '../domain/guest.js';
 import { invitationStream } from '../domain/invitation.js';
-import { personalGuestFields } from '../domain/personal-data.js';
+import { dataKeyId, personalGuestFields } from '../domain/personal-data.js';
 import { customIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
 import type { InvitationDoc } from '../projections/invitations.js';
 import { suppressionId } from '../projections/invitations.js';
-import { personalDocFields, type GuestDoc, type ScanDoc } from '../projections/guests.js';
+import { guestIdOf, guestStreamOf, personalDocFields, type GuestDoc, type ScanDoc } from '../projections/guests.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import { guestHistory } from './guest-queries.js';
@@ -112,27 +112,34 @@ async function eraseAll(
 }
 
 async function eraseOne(services: Services, context: CommandContext, doc: GuestDoc, reason: string) {
-  const guestId = doc._id;
+  const guestId = guestIdOf(doc);
   // Every value the guest ever had, read while the key still opens them: each is searched for below.
-  const events = await services.eventStore.readStream(guestStream(guestId));
+  const events = await services.eventStore.readStream(guestStreamOf(doc));
   const invitationEvents = await invitationEventsOf(services, events);
   const values = personalValues([doc, ...events.map((e) => e.data), ...invitationEvents.map((e) => e.data)]);
   const command: GuestCommand = { type: 'Erase', erasedBy: context.actor.id, reason, at: context.now.toISOString() };
-  const written = await handleCommand(services.eventStore, guestDecider, guestStream(guestId), command, context);
+  const written = await handleCommand(services.eventStore, guestDecider, guestStreamOf(doc), command, context);
   const erased = written.state.erased!;
   for (const customId of values.customIds) {
     const release: ReservationCommand = { type: 'Release', key: reservationKey(customId), ownerId: guestId };
     await handleCommand(services.eventStore, reservationDecider, customIdStream(context.tenantId, doc.eventId, customId), release, context);
   }
-  await services.dataKeys?.erase(guestId, erased.at);
+  // The guest's key is per client; a guest stored before ids were scoped also has one named by the bare GUID.
+  for (const keyId of dataKeyIdsOf(doc)) await services.dataKeys?.erase(keyId, erased.at);
   services.logger.info({ guestId, eventId: doc.eventId, erasedBy: erased.by }, 'guest personal data erased');
   const result: ErasureResult = { id: guestId, eventId: doc.eventId, erased: true, erasedAt: erased.at, erasedBy: erased.by, reason: erased.reason };
   return { result, values, position: written.position };
 }
 
-async function ticketCodeOf(services: Services, guestId: string): Promise<string | null> {
+/** The data keys that may seal this guest's personal data (docs/personal-data.md). */
+function dataKeyIdsOf(doc: GuestDoc): string[] {
+  const scoped = dataKeyId(doc.clientId, guestIdOf(doc))!;
+  return doc._id === guestIdOf(doc) ? [scoped, doc._id] : [scoped];
+}
+
+async function ticketCodeOf(services: Services, doc: GuestDoc): Promise<string | null> {
   let state = guestDecider.initialState();
-  for (const event of await services.eventStore.readStream(guestStream(guestId))) state = guestDecider.evolve(state, event as unknown as GuestEvent);
+  for (const event of await services.eventStore.readStream(guestStreamOf(doc))) state = guestDecider.evolve(state, event as unknown as GuestEvent);
   return state.ticket?.code ?? null;
 }
 
@@ -219,13 +226,15 @@ async function scrubCollection(services: Services, name: string, filter: Record<
  */
 async function scrubGuestReadModels(services: Services, doc: GuestDoc, values: PersonalValues): Promise<void> {
   const { readStore } = services;
-  await scrubCollection(services, 'invitations', { attendeeId: doc._id }, values.needles);
-  await scrubCollection(services, 'funnel_invitations', { guestId: doc._id }, values.needles);
-  await scrubCollection(services, 'comms_events', { 'data.attendeeId': doc._id }, values.needles);
+  const guestId = guestIdOf(doc);
+  const { clientId } = doc;
+  await scrubCollection(services, 'invitations', { clientId, attendeeId: guestId }, values.needles);
+  await scrubCollection(services, 'funnel_invitations', { clientId, guestId }, values.needles);
+  await scrubCollection(services, 'comms_events', { clientId, 'data.attendeeId': guestId }, values.needles);
   // Invitations lose their recipient even when it was shorter than a searched value.
   const invitations = readStore.collection<InvitationDoc>('invitations');
   const withRecipient: string[] = [];
-  for await (const invitation of invitations.stream({ attendeeId: doc._id, to: { $exists: true } })) withRecipient.push(invitation._id);
+  for await (const invitation of invitations.stream({ clientId, attendeeId: guestId, to: { $exists: true } })) withRecipient.push(invitation._id);
   for (const id of withRecipient) await invitations.updateOne(id, { $unset: { to: '' } });
   // A guest document the projection has not reached yet (the read-your-writes wait is bounded) is scrubbed here too.
   const current = await guests(services).get(doc._id);
@@ -283,20 +292,21 @@ async function removeFiles(services: Services, settings: PersonalDataSettings, c
  */
 export async function personalDataOf(services: Services, clientId: string, idOrCustomId: string, eventId?: string) {
   const doc = await findGuestByIdOrCustomId(services, clientId, idOrCustomId, eventId);
-  const history = await guestHistory(services, clientId, doc._id, { eventId: doc.eventId });
+  const guestId = guestIdOf(doc);
+  const history = await guestHistory(services, clientId, guestId, { eventId: doc.eventId });
   const invitations: InvitationDoc[] = [];
-  for await (const invitation of services.readStore.collection<InvitationDoc>('invitations').stream({ attendeeId: doc._id })) invitations.push(invitation);
+  for await (const invitation of services.readStore.collection<InvitationDoc>('invitations').stream({ clientId, attendeeId: guestId })) invitations.push(invitation);
   const scans: ScanDoc[] = [];
-  for await (const scan of services.readStore.collection<ScanDoc>('scans').stream({ clientId, guestId: doc._id }, { sort: { at: 1 } })) scans.push(scan);
+  for await (const scan of services.readStore.collection<ScanDoc>('scans').stream({ clientId, guestId }, { sort: { at: 1 } })) scans.push(scan);
   return {
-    guestId: doc._id,
+    guestId,
     eventId: doc.eventId,
     generatedAt: services.clock.now().toISOString(),
     guest: toGuestView(doc),
     invitations: invitations.map(({ _id, clientId: _c, ...invitation }) => ({ attendeeInvitationId: _id, ...invitation })),
     scans: scans.map(({ _id, clientId: _c, ...scan }) => ({ scanId: _id, ...scan })),
     // Issue 16: the guest's valid signed ticket code, or null when it has none.
-    ticketCode: await ticketCodeOf(services, doc._id),
+    ticketCode: await ticketCodeOf(services, doc),
     history: history.events,
   };
 }

@@ -1,6 +1,6 @@
 import { DomainError } from '../domain/decider.js';
-import { guestDecider, guestStream, type GuestState } from '../domain/guest.js';
-import type { GuestDoc } from '../projections/guests.js';
+import { guestDecider, type GuestState } from '../domain/guest.js';
+import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { readTicketKeys, rotateTicketKey, ticketKeyViews, ticketSigner, type TicketKeyView } from '../tickets/event-keys.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId } from './guest-lookup.js';
@@ -38,12 +38,12 @@ export interface TicketView {
 }
 
 function ticketView(doc: GuestDoc): TicketView {
-  if (doc.barcode !== undefined) return { guestId: doc._id, eventId: doc.eventId, code: doc.barcode, kind: 'barcode' };
+  if (doc.barcode !== undefined) return { guestId: guestIdOf(doc), eventId: doc.eventId, code: doc.barcode, kind: 'barcode' };
   if (doc.ticketCode === undefined) {
     throw new DomainError('not_found', 'the guest has no barcode and no valid ticket; reissue one with POST .../ticket/reissue', { code: 'no_ticket' });
   }
   return {
-    guestId: doc._id,
+    guestId: guestIdOf(doc),
     eventId: doc.eventId,
     code: doc.ticketCode,
     kind: 'signed',
@@ -57,9 +57,9 @@ export async function getTicket(services: Services, clientId: string, idOrCustom
   return ticketView(await findGuestByIdOrCustomId(services, clientId, idOrCustomId, eventId));
 }
 
-async function guestState(services: Services, guestId: string): Promise<GuestState> {
+async function guestState(services: Services, doc: GuestDoc): Promise<GuestState> {
   let state = guestDecider.initialState();
-  for (const event of await services.eventStore.readStream(guestStream(guestId))) state = guestDecider.evolve(state, event as never);
+  for (const event of await services.eventStore.readStream(guestStreamOf(doc))) state = guestDecider.evolve(state, event as never);
   return state;
 }
 
@@ -75,15 +75,15 @@ export async function reissueTicket(
   eventId?: string,
 ): Promise<TicketView> {
   const doc = await findGuestByIdOrCustomId(services, context.tenantId, idOrCustomId, eventId);
-  const state = await guestState(services, doc._id);
+  const state = await guestState(services, doc);
   if (state.details.barcode !== undefined && state.ticketSerial === undefined) {
     throw new DomainError('conflict', 'the guest has its own barcode and no signed ticket; change the barcode by updating the guest', {
       code: 'guest_has_barcode',
     });
   }
   const signer = await ticketSigner(services, context, doc.eventId);
-  const ticket = signer.issue(doc._id, (state.ticketSerial ?? 0) + 1);
-  const result = await handleCommand(services.eventStore, guestDecider, guestStream(doc._id), {
+  const ticket = signer.issue(guestIdOf(doc), (state.ticketSerial ?? 0) + 1);
+  const result = await handleCommand(services.eventStore, guestDecider, guestStreamOf(doc), {
     type: 'ReissueTicket',
     ticket,
     at: context.now.toISOString(),
@@ -91,13 +91,13 @@ export async function reissueTicket(
   }, context);
   await services.readYourWrites(result.position);
   const fresh = await guests(services).get(doc._id);
-  return { guestId: doc._id, eventId: doc.eventId, code: ticket.code, kind: 'signed', keyId: ticket.keyId, serial: ticket.serial, issuedAt: fresh?.ticketIssuedAt ?? ticket.at };
+  return { guestId: guestIdOf(doc), eventId: doc.eventId, code: ticket.code, kind: 'signed', keyId: ticket.keyId, serial: ticket.serial, issuedAt: fresh?.ticketIssuedAt ?? ticket.at };
 }
 
 /** The guest's signed ticket stops admitting (reason `revoked`); no new one is issued. */
 export async function revokeTicket(services: Services, context: CommandContext, idOrCustomId: string, eventId?: string): Promise<void> {
   const doc = await findGuestByIdOrCustomId(services, context.tenantId, idOrCustomId, eventId);
-  const result = await handleCommand(services.eventStore, guestDecider, guestStream(doc._id), {
+  const result = await handleCommand(services.eventStore, guestDecider, guestStreamOf(doc), {
     type: 'RevokeTicket',
     at: context.now.toISOString(),
     by: context.actor.id,

@@ -8,7 +8,8 @@ export interface InvitationParts {
   attendeeInvitationId: string;
   clientId: string;
   guest: {
-    _id: string;
+    /** The guest id (GUID) as the API shows it. */
+    id: string;
     email: string;
     firstName?: string;
     otherNames?: string;
@@ -80,7 +81,7 @@ export function mergeValuesOf(parts: InvitationParts): MergeValues {
     eventStart: formatTime(event.startTime, zone),
     eventEnd: formatTime(event.endTime, zone),
     eventTimeZone: zone ?? 'UTC',
-    attendeeId: guest._id,
+    attendeeId: guest.id,
     attendeeInvitationId: parts.attendeeInvitationId,
     companyName: parts.account.companyName,
   };

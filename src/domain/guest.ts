@@ -267,7 +267,20 @@ export type GuestCommand =
   | { type: 'ReissueTicket'; ticket: IssuedTicket; at: string; by: string }
   | { type: 'RevokeTicket'; at: string; by: string };
 
-export const guestStream = (guestId: string): string => `guest-${guestId}`;
+/**
+ * Guest ids are scoped per client (docs/identifiers.md): two clients may each have a guest with
+ * the same GUID. A guest's storage key is `<client>:<guid>` (scopedKey), its stream
+ * `guest-<key>`, and the same key names it in read models (the `guests` document's `_id`).
+ * Streams written before the scoping are `guest-<guid>` (legacyGuestStream); their key is the
+ * bare GUID, and they keep working for the client they belong to.
+ */
+export const guestKey = (clientId: string, guestId: string): string => scopedKey(clientId, guestId);
+export const guestStream = (clientId: string, guestId: string): string => `guest-${guestKey(clientId, guestId)}`;
+export const legacyGuestStream = (guestId: string): string => `guest-${guestId.toLowerCase()}`;
+/** The stream of the guest stored under `key` (a guestKey, or a bare GUID for a legacy stream). */
+export const guestStreamOfKey = (key: string): string => `guest-${key}`;
+/** The storage key of a guest stream: what follows `guest-`. */
+export const guestKeyOfStream = (streamName: string): string => streamName.slice('guest-'.length);
 
 /**
  * Scans that match no single guest (unknown barcode, or one shared by several guests) are

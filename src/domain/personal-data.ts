@@ -1,3 +1,5 @@
+import { scopedKey } from '../shared/ids.js';
+
 /**
  * Which fields of which events are a person's data (issue 14, crypto-shredding). The event
  * store codec (src/personal-data/sealed-event-store.ts) seals exactly these with the data key
@@ -24,17 +26,26 @@ export interface PersonalDataRule {
   /** The object inside `data` that holds the fields (`changes` of GuestDetailsChanged); absent: `data` itself. */
   within?: string;
   fields: readonly string[];
-  /** The guest whose key seals the fields. */
-  owner: (data: Record<string, unknown>) => unknown;
+  /** The id of the data key that seals the fields: the owning guest's dataKeyId. */
+  owner: (data: Record<string, unknown>, clientId: string) => string | undefined;
 }
 
+/**
+ * A guest's data key id: per client and guest (the guest's storage key, `<client>:<guid>`, as
+ * guestKey in guest.ts), so erasing one client's guest never shreds another client's guest with
+ * the same GUID. Keys made before guest ids were scoped have the bare GUID as id; sealed events
+ * name their key, so those stay readable (docs/personal-data.md).
+ */
+export const dataKeyId = (clientId: string, guestId: unknown): string | undefined =>
+  typeof guestId === 'string' && guestId !== '' ? scopedKey(clientId, guestId) : undefined;
+
 export const personalDataRules: readonly PersonalDataRule[] = [
-  { streamPrefix: 'guest-', types: ['GuestRegistered'], fields: personalGuestFields, owner: (d) => d.guestId },
-  { streamPrefix: 'guest-', types: ['GuestDetailsChanged'], within: 'changes', fields: personalGuestFields, owner: (d) => d.guestId },
+  { streamPrefix: 'guest-', types: ['GuestRegistered'], fields: personalGuestFields, owner: (d, client) => dataKeyId(client, d.guestId) },
+  { streamPrefix: 'guest-', types: ['GuestDetailsChanged'], within: 'changes', fields: personalGuestFields, owner: (d, client) => dataKeyId(client, d.guestId) },
   // The customId reservation's key (its stream name still holds the customId: docs/personal-data.md).
-  { streamPrefix: 'guestcustomid-', types: ['KeyReserved', 'KeyReleased'], fields: ['key'], owner: (d) => d.ownerId },
-  { streamPrefix: 'invitation-', types: ['SendStarted', 'SendSucceeded'], fields: ['to'], owner: (d) => d.attendeeId },
-  { streamPrefix: 'invitation-', types: ['ProviderEventReceived'], fields: ['email'], owner: (d) => d.attendeeId },
+  { streamPrefix: 'guestcustomid-', types: ['KeyReserved', 'KeyReleased'], fields: ['key'], owner: (d, client) => dataKeyId(client, d.ownerId) },
+  { streamPrefix: 'invitation-', types: ['SendStarted', 'SendSucceeded'], fields: ['to'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
+  { streamPrefix: 'invitation-', types: ['ProviderEventReceived'], fields: ['email'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
 ];
 
 export function personalDataRuleFor(streamName: string, type: string): PersonalDataRule | undefined {
@@ -43,7 +54,7 @@ export function personalDataRuleFor(streamName: string, type: string): PersonalD
 
 /** Where an event keeps its sealed fields, and what it says after the key is gone. */
 export interface SealedPersonalData {
-  /** The data key's id: the guest's id (one key per guest). */
+  /** The data key's id (dataKeyId; the bare guest id for keys made before guest ids were scoped). */
   keyId: string;
   alg: 'A256GCM';
   /** base64url of iv (12 bytes) | tag (16 bytes) | ciphertext of the fields as JSON. */

@@ -1,4 +1,4 @@
-import type { GuestDoc } from '../projections/guests.js';
+import { guestIdOf, type GuestDoc } from '../projections/guests.js';
 
 /** How a column's values are typed in Excel (CSV writes them all as text). */
 export type ColumnKind = 'text' | 'integer' | 'boolean' | 'timestamp';
@@ -27,7 +27,7 @@ export const plusOnesLeft = (guest: GuestDoc): number => {
  * `plusOnesLeft` follows `admittedPlusOnes`. The order is part of the interface (docs/export.md).
  */
 export const guestColumns: readonly Column[] = [
-  { name: 'id', kind: 'text', width: 38, value: (guest) => guest._id },
+  { name: 'id', kind: 'text', width: 38, value: (guest) => guestIdOf(guest) },
   field('firstName'),
   field('otherNames'),
   field('lastName'),

@@ -92,10 +92,10 @@ interface Personal {
   owner: string;
 }
 
-function personalOf(streamName: string, event: { type: string; data: unknown }): Personal | undefined {
+function personalOf(streamName: string, event: { type: string; data: unknown; metadata: { tenantId: string } }): Personal | undefined {
   const rule = personalDataRuleFor(streamName, event.type);
   if (!rule) return undefined;
-  const owner = rule.owner(event.data as Record<string, unknown>);
+  const owner = rule.owner(event.data as Record<string, unknown>, event.metadata.tenantId);
   return typeof owner === 'string' && owner !== '' ? { rule, owner } : undefined;
 }
 

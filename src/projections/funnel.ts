@@ -1,6 +1,6 @@
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { WriteOp } from '../adapters/readstore/port.js';
-import type { GuestEvent } from '../domain/guest.js';
+import { guestKeyOfStream, type GuestEvent } from '../domain/guest.js';
 import type { InvitationEvent, ProviderEventType } from '../domain/invitation.js';
 import { fieldKey } from './guests.js';
 import type { Projection } from './projection.js';
@@ -25,9 +25,14 @@ export interface FunnelInvitationDoc {
   provider?: Partial<Record<ProviderEventType, string>>;
 }
 
-/** `funnel_arrivals`: per guest, the check-ins that let the guest in and still stand (by scan). */
+/**
+ * `funnel_arrivals`: per guest, the check-ins that let the guest in and still stand (by scan).
+ * `_id` is the guest's storage key (as the `guests` document's); `guestId` the GUID (absent in
+ * documents written before guest ids were scoped, whose `_id` is the GUID).
+ */
 export interface FunnelArrivalDoc {
   _id: string;
+  guestId?: string;
   clientId: string;
   eventId: string;
   entries?: Record<string, string>;
@@ -71,7 +76,7 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
   const arrival = (update: Record<string, unknown>, upsert = false): WriteOp => ({
     kind: 'update',
     collection: FUNNEL_ARRIVALS,
-    id: event.data.guestId,
+    id: guestKeyOfStream(event.streamName),
     ...(upsert ? { upsert } : {}),
     update,
   });
@@ -80,7 +85,7 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
       if (!event.data.guestEntered) return [];
       return [
         arrival(
-          { $set: { clientId: event.metadata.tenantId, eventId: event.data.eventId, [`entries.${fieldKey(event.data.scanId)}`]: event.data.at } },
+          { $set: { clientId: event.metadata.tenantId, eventId: event.data.eventId, guestId: event.data.guestId, [`entries.${fieldKey(event.data.scanId)}`]: event.data.at } },
           true,
         ),
       ];

@@ -1,13 +1,19 @@
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { WriteOp } from '../adapters/readstore/port.js';
-import type { DoorEvent, GuestDetails, GuestEvent } from '../domain/guest.js';
+import { guestKeyOfStream, guestStreamOfKey, type DoorEvent, type GuestDetails, type GuestEvent } from '../domain/guest.js';
 import type { Projection } from './projection.js';
 import { scopedKey } from '../shared/ids.js';
 import { personalGuestFields } from '../domain/personal-data.js';
 
-/** `guests`: one document per guest; every guest query reads it (docs/read-models.md). */
+/**
+ * `guests`: one document per guest; every guest query reads it (docs/read-models.md). `_id` is
+ * the guest's storage key (guestKey: `<client>:<guid>`; the bare GUID for a stream written
+ * before guest ids were scoped), so it also names the guest's stream (guestStreamOf).
+ */
 export interface GuestDoc extends GuestDetails {
   _id: string;
+  /** The guest's id as the API shows it; documents written before guest ids were scoped may lack it (guestIdOf). */
+  guestId?: string;
   clientId: string;
   eventId: string;
   tags?: string;
@@ -35,6 +41,12 @@ export interface GuestDoc extends GuestDetails {
   erased?: boolean;
   erasedAt?: string;
 }
+
+/** The guest id (GUID) the API shows for a document. */
+export const guestIdOf = (doc: Pick<GuestDoc, '_id' | 'guestId'>): string => doc.guestId ?? doc._id;
+
+/** The stream of the guest a document shows. */
+export const guestStreamOf = (doc: Pick<GuestDoc, '_id'>): string => guestStreamOfKey(doc._id);
 
 /** Every field of a guest document that holds (or is derived from) personal data. */
 export const personalDocFields = [...personalGuestFields, 'lastNameLower', 'firstNameLower', 'emailLower', 'customIdLower'] as const;
@@ -67,7 +79,7 @@ const lowerFields = (details: GuestDetails) => ({
   ...(details.customId !== undefined ? { customIdLower: details.customId.toLowerCase() } : {}),
 });
 
-const guestUpdate = (id: string, at: string, set: Record<string, unknown>, extra: Record<string, unknown> = {}): WriteOp => ({
+const guestUpdateOp = (id: string, at: string, set: Record<string, unknown>, extra: Record<string, unknown> = {}): WriteOp => ({
   kind: 'update',
   collection: 'guests',
   id,
@@ -76,10 +88,15 @@ const guestUpdate = (id: string, at: string, set: Record<string, unknown>, extra
 
 function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
   const at = event.metadata.occurredAt;
-  const id = event.data.guestId;
+  // The stream names the document: a legacy stream keeps its document keyed by the bare GUID.
+  const id = guestKeyOfStream(event.streamName);
+  const guestId = event.data.guestId;
+  const guestUpdate = (docId: string, updatedAt: string, set: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    guestUpdateOp(docId, updatedAt, { ...set, guestId }, extra);
   switch (event.type) {
     case 'GuestRegistered': {
-      const { guestId: _g, tags, ...fields } = event.data;
+      // An event read after its guest's erasure carries the codec's `personalDataErased` mark: not a guest field.
+      const { tags, personalDataErased: _erased, ...fields } = event.data as typeof event.data & { personalDataErased?: boolean };
       return [
         {
           kind: 'replace',
@@ -119,7 +136,7 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
           admittedPlusOnes: d.admittedPlusOnes,
           ...(d.guestEntered ? { admitted: d.at } : {}),
         }),
-        scanOp(event, { guestId: id, result: 'admitted', people: d.people, plusOnesAdmitted: d.plusOnesAdmitted }),
+        scanOp(event, { guestId, result: 'admitted', people: d.people, plusOnesAdmitted: d.plusOnesAdmitted }),
         ...teamStatsOps(event, d.scannedBy, { checkedIn: d.people }, d.at, d.people),
         eventStatsOp(event, admissionCounts(d, 1)),
       ];
@@ -144,7 +161,7 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
       const d = event.data;
       return [
         guestUpdate(id, at, { inside: false, discharged: d.at }),
-        scanOp(event, { guestId: id, result: 'discharged', people: d.people }),
+        scanOp(event, { guestId, result: 'discharged', people: d.people }),
         ...teamStatsOps(event, d.scannedBy, { checkedOut: d.people }),
       ];
     }
@@ -152,7 +169,7 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
       const d = event.data;
       return [
         scanOp(event, {
-          guestId: id,
+          guestId,
           result: 'rejected',
           reason: d.reason,
           people: 0,

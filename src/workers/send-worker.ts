@@ -21,7 +21,8 @@ import {
 } from '../domain/invitation.js';
 import { derivedId } from '../domain/webhook.js';
 import type { AccountDoc } from '../projections/accounts.js';
-import type { GuestDoc } from '../projections/guests.js';
+import { findOwnGuest } from '../commands/guest-lookup.js';
+import { guestIdOf } from '../projections/guests.js';
 import { invitationsProjection, suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
 import type { TemplateDoc } from '../projections/templates.js';
 import type { Logger } from '../shared/logger.js';
@@ -274,12 +275,12 @@ export class SendWorker implements Worker {
   private async prepare(ids: InvitationIds): Promise<Prepared | Refusal> {
     const { readStore } = this.services;
     const [guest, template, event, account] = await Promise.all([
-      readStore.collection<GuestDoc>('guests').get(ids.attendeeId),
+      findOwnGuest(this.services, ids.clientId, ids.attendeeId),
       findTemplateDoc(this.services, ids.clientId, ids.templateId),
       findEvent(this.services, ids.clientId, ids.eventId),
       readStore.collection<AccountDoc>('accounts').get(ids.clientId),
     ]);
-    if (!guest || guest.clientId !== ids.clientId) return { refuse: 'guest_not_found', error: 'the guest no longer exists' };
+    if (!guest) return { refuse: 'guest_not_found', error: 'the guest no longer exists' };
     if (!template || template.clientId !== ids.clientId || template.eventId !== guest.eventId || !event) {
       return { refuse: 'template_not_found', error: 'the template does not exist for this guest’s event' };
     }
@@ -292,7 +293,7 @@ export class SendWorker implements Worker {
     const parts: InvitationParts = {
       attendeeInvitationId: ids.attendeeInvitationId,
       clientId: ids.clientId,
-      guest: { ...guest, email: guest.email },
+      guest: { ...guest, id: guestIdOf(guest), email: guest.email },
       template,
       event,
       account,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventStore, StoredEvent } from '../../src/adapters/eventstore/port.js';
 import { batchLogStream, completeOpenBatches } from '../../src/commands/batch-intents.js';
 import { accountDecider } from '../../src/domain/account.js';
-import { guestDecider, type GuestState } from '../../src/domain/guest.js';
+import { guestDecider, guestStream, type GuestState } from '../../src/domain/guest.js';
 import { customIdStream, reservationDecider, reservationKey, usernameStream } from '../../src/domain/reservation.js';
 import { teamMemberDecider, teamMemberStream } from '../../src/domain/team-member.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
@@ -103,7 +103,7 @@ describe.each(['crash', 'throw'] as const)('guest create with a customId, a %s a
       const reply = await alice.call('POST', '/checkin/v1/api/guest', { id, eventId, firstName: 'Ada', customId });
       expect(reply.status).toBe(after < gaps ? 500 : 200);
       await restart();
-      const guest = (await fold(guestDecider, `guest-${id}`)) as GuestState;
+      const guest = (await fold(guestDecider, guestStream(alice.id, id))) as GuestState;
       const reservation = await fold(reservationDecider, customIdStream(alice.id, eventId, customId));
       if (after === 0) {
         // The intent was never written: nothing of the request is.
@@ -134,7 +134,7 @@ describe('guest upsert that changes a customId, a crash at every gap (intent, cl
       const reply = await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ id, customId: `new-${tag}` }]);
       expect(reply.status).toBe(after < gaps ? 500 : 204);
       await restart();
-      const guest = (await fold(guestDecider, `guest-${id}`)) as GuestState;
+      const guest = (await fold(guestDecider, guestStream(alice.id, id))) as GuestState;
       expect(guest.details.customId).toBe(after === 0 ? `old-${tag}` : `new-${tag}`);
       await assertUniqueKeys();
     });
@@ -231,12 +231,12 @@ describe('an invitation send to two guests, a crash at every gap (intent, guest 
         { firstName: 'Ed', email: `ed-${after}@example.com` },
       ]);
       const ids = created.body.map((g: { id: string }) => g.id) as string[];
-      if (after < gaps) crashAfter(after, prefixes(batchLogStream, ...ids.map((id) => `guest-${id}`)));
+      if (after < gaps) crashAfter(after, prefixes(batchLogStream, ...ids.map((id) => guestStream(alice.id, id))));
       const reply = await alice.call('POST', '/comms/v1/api/comms/send', { templateId, attendeeIds: ids });
       expect(reply.status).toBe(after < gaps ? 500 : 200);
       await restart();
       for (const id of ids) {
-        const requested = (await store.readStream(`guest-${id}`)).filter((e) => e.type === 'InvitationRequested');
+        const requested = (await store.readStream(guestStream(alice.id, id))).filter((e) => e.type === 'InvitationRequested');
         expect(requested).toHaveLength(after === 0 ? 0 : 1);
       }
     });

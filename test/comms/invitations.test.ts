@@ -8,6 +8,7 @@ import { toMessage } from '../../src/workers/relay.js';
 import { readOutbox } from '../support/mail-readers.js';
 import { createClient, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually, startReceiver, type Receiver } from '../webhooks/receiver.js';
+import { guestStream } from '../../src/domain/guest.js';
 
 const api = '/comms/v1/api/comms';
 const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
@@ -286,7 +287,7 @@ describe('invitation emails (spec: check-in rule 1, Events)', () => {
     await receiver.waitFor(1);
 
     // At-least-once: the bus hands the same InvitationRequested over again.
-    const history = await service.platform.eventStore.readStream(`guest-${guest.body.id}`);
+    const history = await service.platform.eventStore.readStream(guestStream(client.id, guest.body.id));
     const requested = history.find((e) => e.type === 'InvitationRequested')!;
     await service.platform.bus.publish(topics.invitations, [toMessage(requested)]);
 

@@ -4,6 +4,7 @@ import { startSendGridDouble, type SendGridDouble } from '../support/sendgrid-do
 import { fromSendGrid } from '../support/mail-readers.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually, startReceiver, type Receiver } from '../webhooks/receiver.js';
+import { guestStream } from '../../src/domain/guest.js';
 
 /** The send worker on the real @sendgrid/mail client, pointed at the SendGrid test double (DESIGN.md section 7). */
 const api = '/comms/v1/api/comms';
@@ -122,7 +123,7 @@ describe('sends through SendGrid', () => {
       { id: randomUUID(), type: 'SendStarted', data: { attendeeInvitationId, attempt: 1, to: 'max@example.com', at: past, leaseUntil: past }, metadata },
     ], 'no_stream');
     // The request reaches a worker again (a redelivery, or a restart's resume).
-    await eventStore.append(`guest-${guest.body.id}`, [
+    await eventStore.append(guestStream(client.id, guest.body.id), [
       { id: randomUUID(), type: 'InvitationRequested', data: { guestId: guest.body.id, eventId, attendeeInvitationId, templateId }, metadata },
     ], 'any');
 

@@ -119,9 +119,12 @@ describe('item 6: a create retried with the same id is safe', () => {
     expect(other.status).toBe(409);
     expect(other.body.code).toBe('guest_exists');
     expect((await createGuest(alice, { ...body, admitted: '2026-06-01T20:00:00Z' })).status).toBe(409);
-    // Another client's guest id is not found, never "exists".
+    // Guest ids are scoped per client: the same id is a new guest of Bob's, never "exists".
     const bobEvent = await newEvent(bob);
-    expect((await createGuest(bob, { ...body, eventId: bobEvent })).status).toBe(404);
+    const bobs = await createGuest(bob, { ...body, eventId: bobEvent });
+    expect(bobs.status).toBe(200);
+    expect(bobs.body).toMatchObject({ id: body.id, eventId: bobEvent, firstName: 'Retry' });
+    expect((await history(alice, body.id)).map((e) => e.type)).toEqual(['GuestRegistered', 'TicketIssued', 'GuestAdmissionImported']);
   });
 
   it('the same for team members: the same content (password included) is 200, other content 409', async () => {

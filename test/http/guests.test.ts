@@ -174,14 +174,16 @@ describe('batch upsert (spec: rules 2 and 3, Limits)', () => {
     expect((await alice.call('GET', `/checkin/v1/api/guests/${ev}`)).body.items).toHaveLength(0);
   });
 
-  it('never touches another client’s guest or event (404)', async () => {
+  it('never touches another client’s guest or event (404); the same guest id is the caller’s own guest', async () => {
     const ev = await newEvent(alice);
     const [g] = (await alice.call('POST', `/checkin/v1/api/guests/${ev}`, [{ firstName: 'Mine' }])).body;
     const bobEvent = await newEvent(bob);
     expect((await bob.call('PUT', `/checkin/v1/api/guests/${ev}/upsert`, [{ firstName: 'x' }])).status).toBe(404);
-    expect((await bob.call('PUT', `/checkin/v1/api/guests/${bobEvent}/upsert`, [{ id: g.id, firstName: 'Stolen' }])).status).toBe(404);
     expect((await bob.call('GET', `/checkin/v1/api/guest/${g.id}`)).status).toBe(404);
     expect((await bob.call('GET', `/checkin/v1/api/guest/${g.id}/history`)).status).toBe(404);
+    // Guest ids are scoped per client (docs/identifiers.md): Bob's record with this id is a guest of Bob's.
+    expect((await bob.call('PUT', `/checkin/v1/api/guests/${bobEvent}/upsert`, [{ id: g.id, firstName: 'Other' }])).status).toBe(204);
+    expect((await bob.call('GET', `/checkin/v1/api/guest/${g.id}`)).body).toMatchObject({ id: g.id, eventId: bobEvent, firstName: 'Other' });
     expect((await bob.call('GET', `/checkin/v1/api/guests/${ev}`)).status).toBe(404);
     expect((await bob.call('GET', `/checkin/v1/api/guests/${ev}/byinfo?additionalInfo=x`)).status).toBe(404);
     expect((await alice.call('GET', `/checkin/v1/api/guest/${g.id}`)).body.firstName).toBe('Mine');

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clientToken, createClient, request, startTestService, type Client } from '../support/service.js';
+import { dataKeyId } from '../../src/domain/personal-data.js';
 
 const api = '/checkin/v1/api';
 const dirs: string[] = [];
@@ -72,7 +73,10 @@ describe('personal data keys', () => {
     // Lay the keys out as the earlier version did: their own file, none in events.sqlite.
     const events = new Database(path.join(dataDir, 'events.sqlite'));
     const rows = events.prepare('SELECT * FROM personal_data_keys').all() as Record<string, unknown>[];
-    expect(rows.map((r) => r.guest_id).sort()).toEqual([kept, erased].sort());
+    // Data keys are per client and guest (docs/personal-data.md).
+    const keptKey = dataKeyId(client.id, kept)!;
+    const erasedKey = dataKeyId(client.id, erased)!;
+    expect(rows.map((r) => r.guest_id).sort()).toEqual([keptKey, erasedKey].sort());
     events.exec('DELETE FROM personal_data_keys');
     events.close();
     const oldFile = path.join(dataDir, 'personal-data-keys.sqlite');
@@ -91,9 +95,9 @@ describe('personal data keys', () => {
       // The tombstone came along: the erased guest stays without a key, so its history stays sealed.
       const erasedHistory = await again.call('GET', `${api}/guest/${erased}/history`);
       expect(JSON.stringify(erasedHistory.body)).not.toContain('erased@example.com');
-      const moved = await second.platform.dataKeys!.store.get([kept, erased]);
-      expect(moved.find((r) => r.guestId === erased)).toMatchObject({ erasedAt: expect.any(String) });
-      expect(moved.find((r) => r.guestId === kept)?.wrapped).toEqual(expect.any(String));
+      const moved = await second.platform.dataKeys!.store.get([keptKey, erasedKey]);
+      expect(moved.find((r) => r.guestId === erasedKey)).toMatchObject({ erasedAt: expect.any(String) });
+      expect(moved.find((r) => r.guestId === keptKey)?.wrapped).toEqual(expect.any(String));
     } finally {
       await second.close();
     }

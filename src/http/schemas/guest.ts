@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { registry } from '../openapi.js';
 import { DateTime, EMAIL_PATTERN, Guid, PageQuery, pageOf, PlainId } from './common.js';
 import { ex } from './example-values.js';
-import { rejectionReasons } from '../../domain/guest.js';
+import { guestStream, rejectionReasons } from '../../domain/guest.js';
 
 /** Optional in the spec; CRMs often send null for "no value": null is treated as absent. */
 const optional = <T extends z.ZodType>(schema: T) =>
@@ -421,7 +421,7 @@ export const GuestHistoryResponse = registry.register(
         events: [
           {
             type: 'GuestCreated',
-            stream: `guest-${ex.guestId}`,
+            stream: guestStream(ex.clientId, ex.guestId),
             at: ex.created,
             recordedAt: ex.created,
             revision: 0,
@@ -431,7 +431,7 @@ export const GuestHistoryResponse = registry.register(
           },
           {
             type: 'GuestCheckedIn',
-            stream: `guest-${ex.guestId}`,
+            stream: guestStream(ex.clientId, ex.guestId),
             at: ex.scannedAt,
             recordedAt: ex.scannedAt,
             revision: 1,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { registry } from '../openapi.js';
 import { PlainId, VisibleText } from './common.js';
 import { ex } from './example-values.js';
+import { guestStream } from '../../domain/guest.js';
 
 const reason = VisibleText(1000).openapi({ description: 'Why the data is erased (kept in the audit trail; put no personal data in it)' });
 
@@ -71,7 +72,7 @@ export const PersonalDataResponse = registry.register(
         invitations: [{ attendeeInvitationId: ex.invitationId, status: 'sent', to: 'ada@example.com', providerStatus: 'delivered' }],
         scans: [{ scanId: ex.scanId, result: 'admitted', at: ex.scannedAt, people: 1 }],
         ticketCode: null,
-        history: [{ type: 'GuestRegistered', stream: `guest-${ex.guestId}`, at: ex.created, data: { firstName: 'Ada', lastName: 'Lovelace' } }],
+        history: [{ type: 'GuestRegistered', stream: guestStream(ex.clientId, ex.guestId), at: ex.created, data: { firstName: 'Ada', lastName: 'Lovelace' } }],
       },
     }),
 );
