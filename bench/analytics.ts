@@ -10,7 +10,7 @@ import os from 'node:os';
 import express from 'express';
 import type { StreamAppend } from '../src/adapters/eventstore/port.js';
 import { newId } from '../src/shared/ids.js';
-import { createClient, startTestService } from '../test/support/service.js';
+import { createClient, startTestService, type TestService } from '../test/support/service.js';
 import { fmt, load, percentile, record, table } from './support.js';
 
 const SCANS = Number(process.env.BENCH_SCANS ?? 100_000);
@@ -30,32 +30,7 @@ export async function analyticsBench(): Promise<void> {
   const eventId = event.body.id as string;
   const headers = { authorization: `Bearer ${client.token}`, 'ocp-apim-subscription-key': client.subscriptionKey };
 
-  const seedStart = process.hrtime.bigint();
-  const metadata = (at: string) => ({ tenantId: client.id, actor: { type: 'team_member' as const, id: 'bench' }, correlationId: 'bench', occurredAt: at });
-  let appends: StreamAppend[] = [];
-  for (let i = 0; i < SCANS; i += 1) {
-    const at = new Date(START + Math.floor((i / SCANS) * HOURS * 3_600_000)).toISOString();
-    const scan = { scanId: newId(), at, gate: `gate-${i % 6}`, device: `scanner-${i % 24}`, scannedBy: { id: 'bench', username: 'bench' }, eventId, guestId: newId() };
-    // 80 % admissions (a third with plus ones), 10 % exits, 10 % rejections.
-    const kind = i % 10;
-    const type = kind < 8 ? 'GuestAdmitted' : kind === 8 ? 'GuestDischarged' : 'GuestScanRejected';
-    const data =
-      type === 'GuestAdmitted'
-        ? { ...scan, guestEntered: true, plusOnesAdmitted: i % 3 === 0 ? 1 : 0, admittedPlusOnes: i % 3 === 0 ? 1 : 0, people: i % 3 === 0 ? 2 : 1, forced: false, recordedAt: at }
-        : type === 'GuestDischarged'
-          ? { ...scan, people: 1 }
-          : { ...scan, reason: reasons[i % reasons.length] };
-    appends.push({ streamName: `guest-${scan.guestId}`, events: [{ id: newId(), type, data, metadata: metadata(at) }], expectedRevision: 'any' });
-    if (appends.length === 1000) {
-      await service.platform.eventStore.appendMany(appends);
-      appends = [];
-    }
-  }
-  if (appends.length > 0) await service.platform.eventStore.appendMany(appends);
-  await service.services.readYourWrites(await service.platform.eventStore.headPosition());
-  const caughtUp = await service.runner!.waitFor(await service.platform.eventStore.headPosition(), 600_000);
-  if (!caughtUp) throw new Error('the projections did not catch up with the seeded scans');
-  const seedSeconds = Number(process.hrtime.bigint() - seedStart) / 1e9;
+  const seedSeconds = await seedScans(service, client.id, eventId, SCANS);
   const check = await client.call('GET', `/checkin/v1/api/event/${eventId}/timeline?bucket=5`);
   const scansSeen = check.body.totals.admissions + check.body.totals.rejectedTotal + check.body.totals.exits;
   console.log(`  seeded ${fmt(SCANS)} scans and projected them in ${fmt(seedSeconds, 1)} s; the timeline counts ${fmt(scansSeen)}`);
@@ -102,4 +77,38 @@ export async function analyticsBench(): Promise<void> {
   record('Analytics', `${output}\n\n${note}`);
   ceiling.server.close();
   await service.close();
+}
+
+/**
+ * Appends `scans` door events of one event to the event store (admissions, exits, rejections
+ * over four hours, 6 gates, 24 devices) and waits for the projections; returns the seconds taken.
+ */
+export async function seedScans(service: TestService, clientId: string, eventId: string, scans: number): Promise<number> {
+  const seedStart = process.hrtime.bigint();
+  const metadata = (at: string) => ({ tenantId: clientId, actor: { type: 'team_member' as const, id: 'bench' }, correlationId: 'bench', occurredAt: at });
+  let appends: StreamAppend[] = [];
+  for (let i = 0; i < scans; i += 1) {
+    const at = new Date(START + Math.floor((i / scans) * HOURS * 3_600_000)).toISOString();
+    const scan = { scanId: newId(), at, gate: `gate-${i % 6}`, device: `scanner-${i % 24}`, scannedBy: { id: 'bench', username: 'bench' }, eventId, guestId: newId() };
+    // 80 % admissions (a third with plus ones), 10 % exits, 10 % rejections.
+    const kind = i % 10;
+    const type = kind < 8 ? 'GuestAdmitted' : kind === 8 ? 'GuestDischarged' : 'GuestScanRejected';
+    const data =
+      type === 'GuestAdmitted'
+        ? { ...scan, guestEntered: true, plusOnesAdmitted: i % 3 === 0 ? 1 : 0, admittedPlusOnes: i % 3 === 0 ? 1 : 0, people: i % 3 === 0 ? 2 : 1, forced: false, recordedAt: at }
+        : type === 'GuestDischarged'
+          ? { ...scan, people: 1 }
+          : { ...scan, reason: reasons[i % reasons.length] };
+    appends.push({ streamName: `guest-${scan.guestId}`, events: [{ id: newId(), type, data, metadata: metadata(at) }], expectedRevision: 'any' });
+    if (appends.length === 1000) {
+      await service.platform.eventStore.appendMany(appends);
+      appends = [];
+    }
+  }
+  if (appends.length > 0) await service.platform.eventStore.appendMany(appends);
+  await service.services.readYourWrites(await service.platform.eventStore.headPosition());
+  const caughtUp = await service.runner!.waitFor(await service.platform.eventStore.headPosition(), 600_000);
+  if (!caughtUp) throw new Error('the projections did not catch up with the seeded scans');
+  const seedSeconds = Number(process.hrtime.bigint() - seedStart) / 1e9;
+  return seedSeconds;
 }
