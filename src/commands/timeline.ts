@@ -124,7 +124,8 @@ class GroupNames {
       this.rank = new Map(names.map((name, index) => [name, index]));
     }
     const rank = this.rank;
-    const entries = [...groups];
+    // A group whose only scan was undone sums to nothing: it is left out, as if never scanned.
+    const entries = [...groups].filter(([, counts]) => counts.admissions !== 0 || counts.admitted !== 0 || counts.exits !== 0 || counts.rejectedTotal !== 0);
     if (entries.length > 1) entries.sort(([a], [b]) => rank.get(a)! - rank.get(b)!);
     return Object.fromEntries(entries);
   }
