@@ -11,6 +11,10 @@
  * kept under (a scan landing in between makes it newer, and the next request, seeing the new
  * head, builds again). Events without a head document (projected before heads existed, until
  * their next scan or a rebuild) are built on every request, as before.
+ *
+ * The same head means the same minutes only while the projection's code is the same: a rebuild
+ * by another process after a change to it (`npm run projections -- rebuild timeline`) ends at
+ * the same heads with different minutes. So an answer is also kept at most KEEP_MS.
  */
 import { LRUCache } from 'lru-cache';
 import type { ReadStore } from '../adapters/readstore/port.js';
@@ -22,6 +26,8 @@ import { scopedKey } from '../shared/ids.js';
 const MAX_BYTES = 32 * 1024 * 1024;
 /** A larger answer (thousands of 1-minute buckets split by many devices) is built each time. */
 const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+/** Longest an answer is kept while its event's head stays put. */
+const KEEP_MS = 60_000;
 
 interface Kept {
   position: number;
@@ -29,13 +35,22 @@ interface Kept {
 }
 
 class TimelineAnswers {
-  private readonly kept = new LRUCache<string, Kept>({ maxSize: MAX_BYTES, maxEntrySize: MAX_ANSWER_BYTES, sizeCalculation: (entry) => entry.answer.bytes.length });
+  private readonly kept = new LRUCache<string, Kept>({
+    maxSize: MAX_BYTES,
+    maxEntrySize: MAX_ANSWER_BYTES,
+    sizeCalculation: (entry) => entry.answer.bytes.length,
+    ttl: KEEP_MS,
+  });
   /** Answers being built, so requests that arrive together after a scan build one. */
   private readonly building = new Map<string, Promise<SerializedJson>>();
 
   async answer(readStore: ReadStore, clientId: string, eventId: string, key: string, build: () => Promise<unknown>): Promise<SerializedJson> {
     const head = await readStore.collection<TimelineHeadDoc>(TIMELINE_HEADS_COLLECTION).get(scopedKey(clientId, eventId));
-    if (!head) return SerializedJson.of(await build());
+    if (!head) {
+      // The heads are gone (a rebuild has just dropped them): nothing kept can be trusted.
+      this.kept.delete(key);
+      return SerializedJson.of(await build());
+    }
     const kept = this.kept.get(key);
     if (kept && kept.position === head.position) return kept.answer;
     const pendingKey = `${key}\u0000${head.position}`;
@@ -43,9 +58,7 @@ class TimelineAnswers {
     if (!pending) {
       pending = build().then((value) => {
         const answer = SerializedJson.of(value);
-        // Never replace a newer answer with an older one (a slow build finishing late).
-        const current = this.kept.peek(key);
-        if (!current || current.position <= head.position) this.kept.set(key, { position: head.position, answer });
+        this.kept.set(key, { position: head.position, answer });
         return answer;
       });
       this.building.set(pendingKey, pending);
