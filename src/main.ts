@@ -110,7 +110,7 @@ export interface Platform {
 }
 
 /** The key store (a MongoDB collection when MONGO_URL is set, else a SQLite file) and the master keyring. */
-function createDataKeys(config: Config): DataKeys | undefined {
+function createDataKeys(config: Config, logger: Logger): DataKeys | undefined {
   const { personalData } = config;
   if (!personalData.encryption) return undefined;
   const master = personalData.masterKeys
@@ -118,7 +118,14 @@ function createDataKeys(config: Config): DataKeys | undefined {
     : loadOrCreateKeyFile(path.join(config.dataDir, 'personal-data', 'master-keys.json'));
   const store: KeyStore = config.mongoUrl
     ? new MongoKeyStore({ url: config.mongoUrl, dbName: config.mongoDb })
-    : new EmbeddedKeyStore(path.join(config.dataDir, 'personal-data-keys.sqlite'));
+    : config.eventStoreUrl
+      ? new EmbeddedKeyStore(path.join(config.dataDir, 'personal-data-keys.sqlite'))
+      : // Beside the events, so a new key needs no fsync of its own (see EmbeddedKeyStoreOptions).
+        new EmbeddedKeyStore(path.join(config.dataDir, 'events.sqlite'), {
+          ridesOnEventStoreCommits: true,
+          migrateFrom: path.join(config.dataDir, 'personal-data-keys.sqlite'),
+          logger: logger.child({ adapter: 'key-store' }),
+        });
   return new DataKeys(store, master);
 }
 
@@ -139,7 +146,7 @@ export function createPlatform(
     ),
     { logger, ...(metrics ? { metrics } : {}) },
   );
-  const dataKeys = createDataKeys(config);
+  const dataKeys = createDataKeys(config, logger);
   const eventStore = dataKeys ? sealedEventStore(observed, dataKeys) : observed;
   const readStore = config.mongoUrl
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })

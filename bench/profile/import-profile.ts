@@ -1,7 +1,8 @@
 /**
  * npx tsx bench/profile/import-profile.ts: a CPU profile of the service process while it imports
  * guests through PUT /guests/{eventId}/upsert (batches of 200, one at a time), written to
- * import.cpuprofile, with the self time per area and the heaviest functions.
+ * import.cpuprofile (PROFILE_OUT to name another file), with the self time per area and the heaviest
+ * functions. PII_ENCRYPTION=off profiles the import without sealing (the personal-data baseline).
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -9,7 +10,7 @@ import { createClient, startTestService } from '../../test/support/service.js';
 import { heaviest, summarise } from './areas.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 20_000);
-const service = await startTestService({ LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'FULL', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' });
+const service = await startTestService({ LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'FULL', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', PII_ENCRYPTION: process.env.PII_ENCRYPTION ?? 'on' });
 const client = await createClient(service);
 const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' });
 const eventId = event.body.id as string;
@@ -30,7 +31,7 @@ for (let start = 0; start < GUESTS; start += 200) {
 }
 const seconds = Number(process.hrtime.bigint() - started) / 1e9;
 const { profile } = await session.post('Profiler.stop');
-fs.writeFileSync('import.cpuprofile', JSON.stringify(profile));
+fs.writeFileSync(process.env.PROFILE_OUT ?? 'import.cpuprofile', JSON.stringify(profile));
 console.log(`import: ${GUESTS} guests in ${seconds.toFixed(1)} s`);
 console.log(summarise(profile));
 console.log('\nheaviest functions (self time):');

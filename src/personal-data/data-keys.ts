@@ -25,8 +25,12 @@ export class DataKeys {
     this.cache = new LRUCache({ max: options.max ?? 50_000, ttl: options.ttlMs ?? 60_000 });
   }
 
-  /** The keys of these guests; with `create`, guests without a row get a new key (erased ones stay without). */
-  async keysFor(guestIds: Iterable<string>, create: boolean): Promise<Map<string, Buffer | null>> {
+  /**
+   * The keys of these guests; with `create`, guests without a row get a new key (erased ones
+   * stay without). `likelyNew` names guests whose stream is being created: their row is not
+   * looked up first, the insert finds out (an import of new guests then costs no read).
+   */
+  async keysFor(guestIds: Iterable<string>, create: boolean, likelyNew: ReadonlySet<string> = new Set()): Promise<Map<string, Buffer | null>> {
     const result = new Map<string, Buffer | null>();
     const missing: string[] = [];
     for (const id of new Set(guestIds)) {
@@ -35,7 +39,8 @@ export class DataKeys {
       else result.set(id, cached === false ? null : cached);
     }
     if (missing.length === 0) return result;
-    const rows = await this.store.get(missing);
+    const toLookUp = create ? missing.filter((id) => !likelyNew.has(id)) : missing;
+    const rows = toLookUp.length > 0 ? await this.store.get(toLookUp) : [];
     const found = new Set(rows.map((r) => r.guestId));
     const toCreate = create ? missing.filter((id) => !found.has(id)) : [];
     if (toCreate.length > 0) {
@@ -49,7 +54,8 @@ export class DataKeys {
         this.cache.set(guestId, fresh.get(guestId)!);
         result.set(guestId, fresh.get(guestId)!);
       }
-      // Another process inserted first: the stored row wins.
+      // Another process inserted first, or the row was there (a tombstone, a key of an earlier
+      // try): the stored row wins.
       const lost = toCreate.filter((id) => !inserted.has(id));
       if (lost.length > 0) rows.push(...(await this.store.get(lost)));
     }

@@ -30,7 +30,8 @@ export const ERASED_MARK = 'personalDataErased';
 export function sealedEventStore(inner: EventStore, keys: DataKeys): EventStore {
   const recent = new RecentlySealed();
   keys.onErase((guestId) => recent.forget(guestId));
-  const seal = async (streamName: string, events: NewEvent[]) => (await sealAll(keys, [{ streamName, events }], recent))[0]!.events;
+  const seal = async (streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision) =>
+    (await sealAll(keys, [{ streamName, events, expectedRevision }], recent))[0]!.events;
   const openAll = (events: StoredEvent[]) => openEvents(keys, events, recent);
   return {
     get kind() {
@@ -40,10 +41,10 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys): EventStore 
       return inner.atomicBatches;
     },
     async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
-      return inner.append(streamName, await seal(streamName, events), expectedRevision);
+      return inner.append(streamName, await seal(streamName, events, expectedRevision), expectedRevision);
     },
     async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
-      const sealed = await sealAll(keys, appends.map((a) => ({ streamName: a.streamName, events: a.events })), recent);
+      const sealed = await sealAll(keys, appends, recent);
       return inner.appendMany(appends.map((a, i) => ({ ...a, events: sealed[i]!.events })));
     },
     async readStream(streamName, options) {
@@ -99,34 +100,44 @@ function personalOf(streamName: string, event: { type: string; data: unknown }):
 }
 
 /** Seals every personal field of every event; keys missing for new guests are created in one batch. */
-async function sealAll(keys: DataKeys, appends: { streamName: string; events: NewEvent[] }[], recent: RecentlySealed) {
-  const owners = new Set<string>();
-  for (const { streamName, events } of appends) {
-    for (const event of events) {
+async function sealAll(keys: DataKeys, appends: { streamName: string; events: NewEvent[]; expectedRevision?: ExpectedRevision }[], recent: RecentlySealed) {
+  // One pass finds what each event carries; the second seals it with its guest's key.
+  const found = appends.map(({ streamName, events }) =>
+    events.map((event) => {
       const personal = personalOf(streamName, event);
-      if (personal && Object.keys(fieldsOf(personal.rule, event.data)).length > 0) owners.add(personal.owner);
+      if (!personal) return undefined;
+      const fields = fieldsOf(personal.rule, event.data);
+      return Object.keys(fields).length > 0 ? { ...personal, fields } : undefined;
+    }),
+  );
+  const owners = new Set<string>();
+  const likelyNew = new Set<string>();
+  let sealedCount = 0;
+  found.forEach((events, a) => {
+    for (const personal of events) {
+      if (!personal) continue;
+      owners.add(personal.owner);
+      if (appends[a]!.expectedRevision === 'no_stream') likelyNew.add(personal.owner);
+      sealedCount++;
     }
-  }
+  });
   if (owners.size === 0) return appends;
-  const keyOf = await keys.keysFor(owners, true);
+  const keyOf = await keys.keysFor(owners, true, likelyNew);
   // One draw of randomness for every IV of the batch (a draw per event costs more than the cipher).
-  const total = appends.reduce((n, a) => n + a.events.length, 0);
-  const ivs = randomBytes(IV_BYTES * total);
+  const ivs = randomBytes(IV_BYTES * sealedCount);
   let next = 0;
   const nextIv = () => ivs.subarray(IV_BYTES * next, IV_BYTES * ++next);
-  return appends.map(({ streamName, events }) => ({
+  return appends.map(({ streamName, events }, a) => ({
     streamName,
-    events: events.map((event) => {
-      const personal = personalOf(streamName, event);
+    events: events.map((event, e) => {
+      const personal = found[a]![e];
       if (!personal) return event;
-      const fields = fieldsOf(personal.rule, event.data);
-      if (Object.keys(fields).length === 0) return event;
       const key = keyOf.get(personal.owner) ?? null;
       const rest = withoutFields(personal.rule, event.data);
       // An erased guest gets no new key: whatever a late write carried is dropped, not stored.
       if (!key) return { ...event, data: { ...rest, [ERASED_MARK]: true } };
       recent.remember(event.id, personal.owner, event.data);
-      return { ...event, data: { ...rest, personalData: sealFields(key, personal.owner, fields, nextIv()) } };
+      return { ...event, data: { ...rest, personalData: sealFields(key, personal.owner, personal.fields, nextIv()) } };
     }),
   }));
 }
@@ -164,10 +175,11 @@ function fieldsOf(rule: PersonalDataRule, data: Record<string, unknown>): Record
 }
 
 function withoutFields(rule: PersonalDataRule, data: Record<string, unknown>): Record<string, unknown> {
+  // A new object without the fields (`delete` on a copy would turn it into a slow dictionary).
   const strip = (holder: Record<string, unknown>) => {
-    const copy = { ...holder };
-    for (const field of rule.fields) delete copy[field];
-    return copy;
+    const kept: Record<string, unknown> = {};
+    for (const name in holder) if (!rule.fields.includes(name)) kept[name] = holder[name];
+    return kept;
   };
   return rule.within ? { ...data, [rule.within]: strip((data[rule.within] ?? {}) as Record<string, unknown>) } : strip(data);
 }

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clientToken, createClient, request, startTestService, type Client } from '../support/service.js';
 
@@ -55,6 +56,46 @@ describe('personal data keys', () => {
       expect(history.body.events[0].data).toMatchObject({ firstName: 'Rotated', email: 'rot@example.com' });
     } finally {
       await third.close();
+    }
+  });
+
+  it('keys kept in their own file by an earlier version (personal-data-keys.sqlite) move into the event store file on start, tombstones included', async () => {
+    const dataDir = newDir();
+    const first = await startTestService({}, { dataDir });
+    const client = await createClient(first);
+    const eventId = (await client.call('POST', `${api}/event`, { title: 'Gala', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z' })).body.id;
+    const kept = (await client.call('POST', `${api}/guest`, { eventId, firstName: 'Kept', email: 'kept@example.com' })).body.id;
+    const erased = (await client.call('POST', `${api}/guest`, { eventId, firstName: 'Erased', email: 'erased@example.com' })).body.id;
+    expect((await client.call('POST', `${api}/guest/${erased}/erase`, { reason: 'request' })).status).toBe(200);
+    await first.close();
+
+    // Lay the keys out as the earlier version did: their own file, none in events.sqlite.
+    const events = new Database(path.join(dataDir, 'events.sqlite'));
+    const rows = events.prepare('SELECT * FROM personal_data_keys').all() as Record<string, unknown>[];
+    expect(rows.map((r) => r.guest_id).sort()).toEqual([kept, erased].sort());
+    events.exec('DELETE FROM personal_data_keys');
+    events.close();
+    const oldFile = path.join(dataDir, 'personal-data-keys.sqlite');
+    const old = new Database(oldFile);
+    old.exec('CREATE TABLE personal_data_keys (guest_id TEXT PRIMARY KEY, wrapped TEXT, master_key_id TEXT, created_at TEXT NOT NULL, erased_at TEXT) WITHOUT ROWID');
+    const insert = old.prepare('INSERT INTO personal_data_keys VALUES (@guest_id, @wrapped, @master_key_id, @created_at, @erased_at)');
+    for (const row of rows) insert.run(row);
+    old.close();
+
+    const second = await startTestService({}, { dataDir });
+    try {
+      expect(fs.existsSync(oldFile)).toBe(false);
+      const again = await signIn(second.url, client);
+      const history = await again.call('GET', `${api}/guest/${kept}/history`);
+      expect(history.body.events[0].data).toMatchObject({ firstName: 'Kept', email: 'kept@example.com' });
+      // The tombstone came along: the erased guest stays without a key, so its history stays sealed.
+      const erasedHistory = await again.call('GET', `${api}/guest/${erased}/history`);
+      expect(JSON.stringify(erasedHistory.body)).not.toContain('erased@example.com');
+      const moved = await second.platform.dataKeys!.store.get([kept, erased]);
+      expect(moved.find((r) => r.guestId === erased)).toMatchObject({ erasedAt: expect.any(String) });
+      expect(moved.find((r) => r.guestId === kept)?.wrapped).toEqual(expect.any(String));
+    } finally {
+      await second.close();
     }
   });
 
