@@ -3,14 +3,16 @@
  *  100,000 guests in one event (inserted through the command layer, batches of 200), then
  *  POST /checkin/v1/api/event/export as CSV and as Excel: wall time of the request and peak RSS
  *  growth while it runs (sampled every 50 ms from a worker thread, minus the RSS just before).
- *  Targets: CSV < 3 s, Excel < 15 s, RSS growth < 150 MB each; CSV ≥ 0.5 of the same-run
- *  ceiling: the same guests' column values, already in memory, through csv-stringify to a file.
+ *  Targets (issue 13, goal 4, on the reference machine): CSV < 3 s and ≥ 0.5 of the same-run
+ *  ceiling (the same guests' column values, already in memory, through csv-stringify to a file);
+ *  Excel < 3 s, shown beside its own ceiling (the same values through exceljs's streaming writer,
+ *  nothing else); RSS growth < 150 MB each.
  */
 import { Worker } from 'node:worker_threads';
 import { saveGuests, type GuestInput } from '../src/commands/guests.js';
 import { guestColumns } from '../src/exports/columns.js';
 import type { GuestDoc } from '../src/projections/guests.js';
-import { rawCsv, ratio } from './ceiling.js';
+import { rawCsv, rawExcel, ratio } from './ceiling.js';
 import { createClient, startTestService } from '../test/support/service.js';
 import { fmt, record, table } from './support.js';
 
@@ -74,7 +76,8 @@ export async function exportBench(): Promise<void> {
   const body = { id: eventId, title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' };
   const rows: string[][] = [];
   let csvSeconds = NaN;
-  for (const [type, secondsTarget] of [['CSV', 3], ['EXCEL', 15]] as const) {
+  let excelSeconds = NaN;
+  for (const [type, secondsTarget] of [['CSV', 3], ['EXCEL', 3]] as const) {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const before = process.memoryUsage.rss();
     const sampler = rssSampler();
@@ -85,6 +88,7 @@ export async function exportBench(): Promise<void> {
     if (reply.status !== 200 || reply.body.rowCount !== GUESTS) throw new Error(`export failed: ${reply.status} ${JSON.stringify(reply.body)}`);
     const sizeMb = reply.body.sizeBytes / 2 ** 20;
     if (type === 'CSV') csvSeconds = seconds;
+    else excelSeconds = seconds;
     console.log(`  ${type}: ${fmt(seconds, 2)} s, RSS +${fmt(growthMb)} MB, ${fmt(sizeMb, 1)} MB file`);
     rows.push([
       `${type === 'CSV' ? 'CSV' : 'Excel'} export of ${fmt(GUESTS)} guests (${fmt(sizeMb, 1)} MB file)`,
@@ -95,10 +99,14 @@ export async function exportBench(): Promise<void> {
   // Ceiling: the same rows' column values, read beforehand, written as CSV by the same library.
   const docs: GuestDoc[] = [];
   for await (const doc of service.services.readStore.collection<GuestDoc>('guests').stream({ clientId: client.id, eventId }, {})) docs.push(doc);
-  const rawSeconds = await rawCsv(docs.map((doc) => guestColumns.map((column) => column.value(doc))));
+  const values = docs.map((doc) => guestColumns.map((column) => column.value(doc)));
+  const rawSeconds = await rawCsv(values);
+  const rawExcelSeconds = await rawExcel(values);
   rows.push([`raw CSV of the same ${fmt(docs.length)} rows from memory (ceiling: csv-stringify to a file, no store, no HTTP)`, `${fmt(rawSeconds, 2)} s`, '']);
+  rows.push([`raw Excel of the same ${fmt(docs.length)} rows from memory (ceiling: exceljs streaming writer, no styles, no store, no HTTP)`, `${fmt(rawExcelSeconds, 2)} s`, '']);
   rows[0]![1] = `${rows[0]![1]}, ${ratio(rawSeconds, csvSeconds)}`;
   rows[0]![2] = `${rows[0]![2]}, ≥ 0.5 of the ceiling`;
+  rows[1]![1] = `${rows[1]![1]}, ${ratio(rawExcelSeconds, excelSeconds)}`;
   const output = table(['measure', 'figure', 'target'], rows);
   const note =
     `Guests inserted through the command layer (saveGuests, batches of 200) in ${fmt(importSeconds, 1)} s. ` +

@@ -178,7 +178,7 @@ export async function eventStats(services: Services, clientId: string, eventId: 
   let plusOnesInvited = 0;
   let plusOnesAdmitted = 0;
   let blocked = 0;
-  for await (const guest of collection.stream({ clientId, eventId })) {
+  for await (const guest of collection.stream({ clientId, eventId }, { readOnly: true })) {
     invited += 1;
     plusOnesInvited += guest.plusOnes ?? 0;
     if (guest.admitted) admitted += 1;

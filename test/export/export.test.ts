@@ -221,6 +221,9 @@ describe('Excel export', () => {
     expect(asa.getCell(col('validFrom')).value).toEqual(new Date('2026-07-01T12:00:00Z'));
     expect(asa.getCell(col('validTo')).value).toEqual(new Date('2026-12-01T11:00:00Z'));
     expect(asa.getCell(col('validFrom')).numFmt).toBe('yyyy-mm-dd hh:mm:ss');
+    // Text and number cells carry no date format (cells share one style object per column kind).
+    expect(asa.getCell(col('firstName')).numFmt).toBeUndefined();
+    expect(asa.getCell(col('plusOnes')).numFmt).toBeUndefined();
     // 00:30Z on the night the clocks go forward is 01:30 CET.
     expect(row('firstName', 'Zoë').getCell(col('admitted')).value).toEqual(new Date('2026-03-29T01:30:00Z'));
   });
