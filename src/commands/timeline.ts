@@ -6,6 +6,8 @@ import { DomainError } from '../domain/decider.js';
 import { wallClock } from '../exports/wall-clock.js';
 import { TIMELINE_COLLECTION, type DoorCounts, type TimelineMinuteDoc } from '../projections/timeline.js';
 import { getEvent } from './events.js';
+import type { SerializedJson } from '../shared/serialized-json.js';
+import { cachedTimeline } from './timeline-cache.js';
 import { timeZoneOf } from './export.js';
 import type { Services } from './services.js';
 
@@ -65,7 +67,11 @@ function addCounts(target: Counts, source: DoorCounts | undefined): void {
   target.admissions += source.admissions ?? 0;
   target.admitted += source.admitted ?? 0;
   target.exits += source.exits ?? 0;
-  for (const [reason, count] of Object.entries(source.rejected ?? {})) {
+  const rejected = source.rejected;
+  if (!rejected) return;
+  // for...in: no array per call (this runs once per minute and group).
+  for (const reason in rejected) {
+    const count = rejected[reason]!;
     target.rejected[reason] = (target.rejected[reason] ?? 0) + count;
     target.rejectedTotal += count;
   }
@@ -80,20 +86,63 @@ interface Accumulated {
 export async function eventTimeline(services: Services, clientId: string, eventId: string, query: TimelineQuery): Promise<Timeline> {
   const event = await getEvent(services, clientId, eventId);
   const zone = await timeZoneOf(services, clientId, event);
-  const size = query.bucket;
+  return assembleTimeline(services, clientId, event.id, zone.name, query);
+}
+
+/**
+ * The answer as JSON bytes, for the route: kept per query and handed out again until the
+ * event's timeline moves on (src/commands/timeline-cache.ts), so a dashboard polling an
+ * unchanged event costs a read of one small document.
+ */
+export async function eventTimelineJson(services: Services, clientId: string, eventId: string, query: TimelineQuery): Promise<SerializedJson> {
+  const event = await getEvent(services, clientId, eventId);
+  const zone = await timeZoneOf(services, clientId, event);
+  const key = [clientId, event.id, zone.name, query.bucket, query.by ?? '', query.from ?? '', query.to ?? ''].join('\u0000');
+  return cachedTimeline(services.readStore, clientId, event.id, key, () => assembleTimeline(services, clientId, event.id, zone.name, query));
+}
+
+/** The event's minute documents of one split, in minute order. */
+async function readMinutes(services: Services, clientId: string, eventId: string, split: 'total' | TimelineSplit): Promise<TimelineMinuteDoc[]> {
   const minutes = services.readStore.collection<TimelineMinuteDoc>(TIMELINE_COLLECTION);
+  const docs: TimelineMinuteDoc[] = [];
   // Read-only: the documents are summed, never changed or kept, so the store need not copy each one.
-  const read = async (split: 'total' | TimelineSplit) => {
-    const docs: TimelineMinuteDoc[] = [];
-    for await (const doc of minutes.stream({ clientId, eventId: event.id, split }, { sort: { minute: 1 }, batchSize: 5000, readOnly: true })) docs.push(doc);
-    return docs;
-  };
-  const totalsDocs = await read('total');
-  const splitDocs = query.by ? await read(query.by) : [];
+  for await (const doc of minutes.stream({ clientId, eventId, split }, { sort: { minute: 1 }, batchSize: 5000, readOnly: true })) docs.push(doc);
+  return docs;
+}
+
+/** Names in the order the answer lists them (the default collation, as `localeCompare`), decoded once each. */
+class GroupNames {
+  private readonly decoded = new Map<string, string>();
+  private rank?: Map<string, number>;
+
+  decode(key: string): string {
+    let name = this.decoded.get(key);
+    if (name === undefined) this.decoded.set(key, (name = decodeURIComponent(key)));
+    return name;
+  }
+
+  /** A bucket's groups as an object whose keys follow the collation. */
+  ordered(groups: Map<string, Counts>): Record<string, Counts> {
+    if (!this.rank) {
+      const names = [...new Set(this.decoded.values())].sort(new Intl.Collator().compare);
+      this.rank = new Map(names.map((name, index) => [name, index]));
+    }
+    const rank = this.rank;
+    // A group whose only scan was undone sums to nothing: it is left out, as if never scanned.
+    const entries = [...groups].filter(([, counts]) => counts.admissions !== 0 || counts.admitted !== 0 || counts.exits !== 0 || counts.rejectedTotal !== 0);
+    if (entries.length > 1) entries.sort(([a], [b]) => rank.get(a)! - rank.get(b)!);
+    return Object.fromEntries(entries);
+  }
+}
+
+async function assembleTimeline(services: Services, clientId: string, eventId: string, timeZone: string, query: TimelineQuery): Promise<Timeline> {
+  const size = query.bucket;
+  const totalsDocs = await readMinutes(services, clientId, eventId, 'total');
+  const splitDocs = query.by ? await readMinutes(services, clientId, eventId, query.by) : [];
 
   const from = query.from ? Math.floor(Date.parse(query.from) / 60_000) : undefined;
   const to = query.to ? Math.ceil(Date.parse(query.to) / 60_000) - 1 : undefined;
-  const clock = localClock(zone.name, Math.min(from ?? Infinity, totalsDocs[0]?.minute ?? Infinity), Math.max(to ?? -Infinity, totalsDocs.at(-1)?.minute ?? -Infinity));
+  const clock = localClock(timeZone, Math.min(from ?? Infinity, totalsDocs[0]?.minute ?? Infinity), Math.max(to ?? -Infinity, totalsDocs.at(-1)?.minute ?? -Infinity));
   const bucketOf = (minute: number) => Math.floor(clock.wallMinute(minute) / size) * size;
 
   const byBucket = new Map<number, Accumulated>();
@@ -111,10 +160,13 @@ export async function eventTimeline(services: Services, clientId: string, eventI
     acc.annulled += doc.annulled ?? 0;
     totals.annulled += doc.annulled ?? 0;
   }
+  const names = new GroupNames();
   for (const doc of splitDocs) {
     const acc = accumulated(doc.minute);
-    for (const [name, counts] of Object.entries(doc.groups ?? {})) {
-      const group = decodeURIComponent(name);
+    const groups = doc.groups ?? {};
+    for (const key in groups) {
+      const counts = groups[key]!;
+      const group = names.decode(key);
       let target = acc.groups.get(group);
       if (!target) acc.groups.set(group, (target = emptyCounts()));
       addCounts(target, counts);
@@ -161,11 +213,11 @@ export async function eventTimeline(services: Services, clientId: string, eventI
         ...counts,
         annulled: acc?.annulled ?? 0,
         insideNow: inside,
-        ...(query.by ? { groups: Object.fromEntries([...(acc?.groups ?? new Map<string, Counts>())].sort(([a], [b]) => a.localeCompare(b))) } : {}),
+        ...(query.by ? { groups: acc ? names.ordered(acc.groups) : {} } : {}),
       });
     }
   }
-  return { eventId: event.id, timeZone: zone.name, bucketMinutes: size, ...(query.by ? { by: query.by } : {}), ...(clipped ? { clipped } : {}), totals, buckets };
+  return { eventId, timeZone, bucketMinutes: size, ...(query.by ? { by: query.by } : {}), ...(clipped ? { clipped } : {}), totals, buckets };
 }
 
 /** A span no zone changes its offset twice in (clock changes are months apart). */

@@ -8,6 +8,7 @@ import { readingTimesIn } from './schemas/common.js';
 import { isWallTime } from '../shared/date-time.js';
 import { ianaZone } from '../shared/time-zones.js';
 import { principalOf, type Principal } from './context.js';
+import { SerializedJson } from '../shared/serialized-json.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -92,6 +93,7 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
     if (res.headersSent) return;
     const status = spec.status ?? 200;
     if (status === 204) res.status(204).end();
+    else if (value instanceof SerializedJson) res.status(status).set('Content-Type', 'application/json; charset=utf-8').send(value.bytes);
     else res.status(status).json(value);
   });
 }

@@ -10,7 +10,9 @@ import { scopedKey } from '../shared/ids.js';
  * adds to small per-minute documents, so the arrivals curve of any bucket size and time zone
  * is a fold over the event's minutes (a few hundred documents), never over its scans. Each
  * minute has a `total` document and, apart, a `gate` and a `device` one, so the plain curve
- * never reads the splits.
+ * never reads the splits. `timeline_heads` holds, per event, the position of the last event
+ * applied to its minutes, so the route can keep answers until the event has a new scan
+ * (src/commands/timeline-cache.ts).
  */
 export interface DoorCounts {
   /** Scans that let someone in. */
@@ -39,6 +41,15 @@ export interface TimelineMinuteDoc extends DoorCounts {
 }
 
 export const TIMELINE_COLLECTION = 'timeline_minutes';
+export const TIMELINE_HEADS_COLLECTION = 'timeline_heads';
+
+export interface TimelineHeadDoc {
+  _id: string;
+  clientId: string;
+  eventId: string;
+  /** Position of the last event applied to this event's minutes. */
+  position: number;
+}
 
 const minuteOf = (at: string): number => Math.floor(Date.parse(at) / 60_000);
 
@@ -55,17 +66,38 @@ function minuteOp(event: StoredEvent & { data: { eventId: string } }, at: string
   };
 }
 
-/** The same increments at the minute's total, at the scan's gate and at its device. */
-function everywhere(event: StoredEvent & { data: { eventId: string } }, scan: { at: string; gate?: string; device?: string }, counts: Record<string, number>): WriteOp[] {
+/** The same increments at the scan's gate and at its device. */
+function splitOps(event: StoredEvent & { data: { eventId: string } }, at: string, via: { gate?: string; device?: string }, counts: Record<string, number>): WriteOp[] {
   const prefixed = (prefix: string) => Object.fromEntries(Object.entries(counts).map(([field, value]) => [`${prefix}.${field}`, value]));
   return [
-    minuteOp(event, scan.at, 'total', counts),
-    minuteOp(event, scan.at, 'gate', prefixed(`groups.${fieldKey(scan.gate ?? '(none)')}`)),
-    minuteOp(event, scan.at, 'device', prefixed(`groups.${fieldKey(scan.device ?? '(none)')}`)),
+    minuteOp(event, at, 'gate', prefixed(`groups.${fieldKey(via.gate ?? '(none)')}`)),
+    minuteOp(event, at, 'device', prefixed(`groups.${fieldKey(via.device ?? '(none)')}`)),
   ];
 }
 
+/** The same increments at the minute's total, at the scan's gate and at its device. */
+function everywhere(event: StoredEvent & { data: { eventId: string } }, scan: { at: string; gate?: string; device?: string }, counts: Record<string, number>): WriteOp[] {
+  return [minuteOp(event, scan.at, 'total', counts), ...splitOps(event, scan.at, scan, counts)];
+}
+
+/** Moves the event's head to this event's position (last, after its minutes). */
+function headOp(event: StoredEvent & { data: { eventId: string } }): WriteOp {
+  const eventId = event.data.eventId;
+  return {
+    kind: 'update',
+    collection: TIMELINE_HEADS_COLLECTION,
+    id: scopedKey(event.metadata.tenantId, eventId),
+    upsert: true,
+    update: { $set: { clientId: event.metadata.tenantId, eventId }, $max: { position: event.position } },
+  };
+}
+
 function applyTimeline(stored: StoredEvent): WriteOp[] {
+  const ops = minuteOps(stored);
+  return ops.length > 0 ? [...ops, headOp(stored as StoredEvent & { data: { eventId: string } })] : [];
+}
+
+function minuteOps(stored: StoredEvent): WriteOp[] {
   if (stored.streamName.startsWith('door-')) {
     const event = stored as StoredEvent & DoorEvent;
     return everywhere(event, event.data, { [`rejected.${event.data.reason}`]: 1 });
@@ -78,9 +110,12 @@ function applyTimeline(stored: StoredEvent): WriteOp[] {
       return everywhere(event, event.data, { exits: event.data.people });
     case 'GuestScanRejected':
       return everywhere(event, event.data, { [`rejected.${event.data.reason}`]: 1 });
-    case 'GuestAdmissionAnnulled':
-      // The annulment does not name the gate or device: only the totals are corrected.
-      return [minuteOp(event, event.data.admittedAt, 'total', { admissions: -1, admitted: -event.data.people, annulled: 1 })];
+    case 'GuestAdmissionAnnulled': {
+      const d = event.data;
+      const total = minuteOp(event, d.admittedAt, 'total', { admissions: -1, admitted: -d.people, annulled: 1 });
+      // Annulments recorded before they named the scan's gate and device correct the totals only.
+      return d.admittedVia ? [total, ...splitOps(event, d.admittedAt, d.admittedVia, { admissions: -1, admitted: -d.people })] : [total];
+    }
     default:
       return [];
   }
@@ -89,6 +124,9 @@ function applyTimeline(stored: StoredEvent): WriteOp[] {
 export const timelineProjection: Projection = {
   name: 'timeline',
   filter: { streamPrefixes: ['guest-', 'door-'] },
-  collections: [{ name: TIMELINE_COLLECTION, indexes: [{ name: 'eventId_split_minute', keys: { eventId: 1, split: 1, minute: 1 } }] }],
+  collections: [
+    { name: TIMELINE_COLLECTION, indexes: [{ name: 'eventId_split_minute', keys: { eventId: 1, split: 1, minute: 1 } }] },
+    { name: TIMELINE_HEADS_COLLECTION, indexes: [] },
+  ],
   apply: applyTimeline,
 };

@@ -3,7 +3,7 @@ import { exportFunnel, exportTimeline } from '../../commands/analytics-export.js
 import type { ExportFile, ExportSettings, ExportType } from '../../commands/export.js';
 import { invitationFunnel } from '../../commands/funnel.js';
 import type { Services } from '../../commands/services.js';
-import { eventTimeline } from '../../commands/timeline.js';
+import { eventTimelineJson } from '../../commands/timeline.js';
 import { commandContext, principalOf } from '../context.js';
 import { doNotStoreResponse } from '../middleware/idempotency.js';
 import { defineRoute } from '../route.js';
@@ -35,7 +35,7 @@ export function analyticsRouter(services: Services, exports?: ExportSettings): R
       response: TimelineResponse,
       errors: [404],
     },
-    ({ params, query, res }) => eventTimeline(services, principalOf(res).tenantId, params.id, query),
+    ({ params, query, res }) => eventTimelineJson(services, principalOf(res).tenantId, params.id, query),
   );
   defineRoute(
     router,
