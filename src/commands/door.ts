@@ -71,7 +71,7 @@ async function scannedBy(services: Services, context: CommandContext): Promise<S
     const member = await findTeamMember(services, context.tenantId, id);
     return { id, username: member?.userName ?? id };
   }
-  const account = await services.readStore.collection<AccountDoc>('accounts').get(id);
+  const account = await services.readStore.collection<AccountDoc>('accounts').get(id, { readOnly: true });
   return { id, username: account?.userName ?? id };
 }
 
@@ -115,7 +115,8 @@ async function findGuests(services: Services, clientId: string, eventId: string,
     lookup.barcode !== undefined
       ? { barcode: lookup.barcode, clientId, eventId }
       : { customIdLower: lookup.customId!.toLowerCase(), clientId, eventId };
-  return (await guests(services).find(filter, { limit: 10 })).items;
+  // Read-only: callers read the documents' ids and fields (toGuestView copies what it shows).
+  return (await guests(services).find(filter, { limit: 10, readOnly: true })).items;
 }
 
 function plusOnesLeft(state: GuestState): number {
@@ -156,7 +157,7 @@ async function rejectUnmatched(
 }
 
 async function respond(services: Services, guestKey: string, state: GuestState, outcome: ScanOutcome, replayed: boolean): Promise<ScanResponse> {
-  const doc = await guests(services).get(guestKey);
+  const doc = await guests(services).get(guestKey, { readOnly: true });
   return {
     result: outcome.result,
     ...(outcome.reason ? { reason: outcome.reason } : {}),

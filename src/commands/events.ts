@@ -54,10 +54,11 @@ export const eventKey = (clientId: string, eventId: string): string => scopedKey
 /** An event of this client, or null (another client's events are not seen). */
 export async function findEvent(services: Services, clientId: string, eventId: string): Promise<EventView | null> {
   const events = services.readStore.collection<EventDoc>('events');
-  const doc = await events.get(eventKey(clientId, eventId));
+  // Read-only: toEventView builds a new object from the stored document.
+  const doc = await events.get(eventKey(clientId, eventId), { readOnly: true });
   if (doc) return toEventView(doc);
   // A document written before the keys were scoped (until `projections rebuild events`).
-  const legacy = isUuid(eventId) ? await events.get(eventId.toLowerCase()) : null;
+  const legacy = isUuid(eventId) ? await events.get(eventId.toLowerCase(), { readOnly: true }) : null;
   return legacy && legacy.clientId === clientId ? toEventView(legacy) : null;
 }
 

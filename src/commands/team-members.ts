@@ -28,7 +28,10 @@ export const toTeamMemberView = (doc: TeamMemberDoc): TeamMemberView => ({
  */
 export async function findTeamMember(services: Services, clientId: string, teamMemberId: string): Promise<TeamMemberDoc | null> {
   const members = services.readStore.collection<TeamMemberDoc>('team_members');
-  const doc = (await members.get(scopedKey(clientId, teamMemberId))) ?? (isUuid(teamMemberId) ? await members.get(teamMemberId.toLowerCase()) : null);
+  // Read-only: every caller only reads the member (its name, canForce, the stored view).
+  const doc =
+    (await members.get(scopedKey(clientId, teamMemberId), { readOnly: true })) ??
+    (isUuid(teamMemberId) ? await members.get(teamMemberId.toLowerCase(), { readOnly: true }) : null);
   return doc?.clientId === clientId ? doc : null;
 }
 

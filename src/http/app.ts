@@ -9,6 +9,7 @@ import { idempotency } from './middleware/idempotency.js';
 import type { RateLimits } from './middleware/rate-limit.js';
 import { declaredLengthLimit, jsonOnly, verifyUtf8 } from './middleware/body-guards.js';
 import { methodGuard } from './middleware/methods.js';
+import { onlyUnder, routersFor } from './middleware/dispatch.js';
 import { declaredRoutes } from './route.js';
 import { docsRouter } from './docs-page.js';
 import { adminAuth, adminRouter } from './routes/admin.js';
@@ -100,8 +101,8 @@ export function createApp(options: AppOptions): Express {
     document ??= JSON.stringify(openApiDocument());
     res.type('json').send(document);
   });
-  app.use(docsRouter('/openapi.json'));
-  app.use(dashboardRouter(options.dashboard));
+  app.use(onlyUnder('/docs', docsRouter('/openapi.json')));
+  app.use(onlyUnder('/dashboard', dashboardRouter(options.dashboard)));
   // Spec Limits: every request to the API host counts, the token endpoint included (password guessing).
   if (options.rateLimits) app.use(options.rateLimits.all, options.rateLimits.send);
   if (options.identityProvider) app.use('/core', options.identityProvider);
@@ -124,7 +125,7 @@ export function createApp(options: AppOptions): Express {
   app.use('/comms/v1', commsGates());
   // After the gates, so a refusal is not stored and replayed once the account is enabled.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], idempotency(services.readStore, { now: () => services.clock.now() }));
-  for (const router of routers) app.use(router);
+  app.use(routersFor(routers));
   if (admin) {
     app.use('/admin/v1', adminAuth(options.adminApiKey!));
     app.use(admin);

@@ -39,7 +39,8 @@ export function authenticate(verifier: BearerVerifier, services: Services): Requ
     }
     const key = req.get('ocp-apim-subscription-key');
     if (!key) return next(unauthorized('the Ocp-Apim-Subscription-Key header is required', 'invalid_request'));
-    const account = await accounts.get(token.tenant);
+    // Read-only: the account is only read here and by later middleware (res.locals.account).
+    const account = await accounts.get(token.tenant, { readOnly: true });
     if (!account) return next(unauthorized('the token names an unknown client'));
     // Compare against every live key so the time taken does not tell which one nearly matched.
     const keyMatches = Object.values(account.subscriptionKeys ?? {}).reduce((ok, hash) => sameSecret(key, hash) || ok, false);

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type Database from 'better-sqlite3';
 import { openSqliteFile } from '../sqlite-file.js';
+import { backstopPages, checkpointInBackground } from '../sqlite-checkpointer.js';
 import {
   ConcurrencyError,
   type AppendResult,
@@ -49,6 +50,8 @@ export class SqliteEventStore implements EventStore {
   private readonly appendOne;
   /** Every append waiting in this tick, in one transaction: one commit (one fsync) for all. */
   private readonly appendGroup;
+  /** WAL checkpoints in a background thread (src/adapters/sqlite-checkpointer.ts), not inside group commits. */
+  private readonly checkpoints: { release(): Promise<void> };
   private pending: { appends: StreamAppend[]; resolve: (r: AppendResult[]) => void; reject: (e: unknown) => void }[] = [];
   private closed = false;
 
@@ -71,6 +74,8 @@ export class SqliteEventStore implements EventStore {
         UNIQUE (stream, revision)
       );
     `);
+    this.db.pragma(`wal_autocheckpoint = ${backstopPages}`);
+    this.checkpoints = checkpointInBackground(file, options.synchronous ?? 'FULL');
     this.appended.setMaxListeners(0);
     this.statements = {
       lastRevision: this.db.prepare<[string], { revision: number | null }>(
@@ -308,6 +313,7 @@ export class SqliteEventStore implements EventStore {
     this.flush();
     this.closed = true;
     this.appended.emit('append', -1);
+    await this.checkpoints.release();
     this.db.close();
   }
 }

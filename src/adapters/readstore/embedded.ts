@@ -13,6 +13,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { Query, update as mingoUpdate } from 'mingo';
 import { compileFilter } from './fast-filter.js';
+import { backstopPages, checkpointInBackground } from '../sqlite-checkpointer.js';
 import {
   clampLimit,
   compareSortValues,
@@ -35,6 +36,7 @@ import {
   type FindOptions,
   type IndexSpec,
   type Page,
+  type ReadOptions,
   type ReadStore,
   type Sort,
   type StreamOptions,
@@ -64,9 +66,12 @@ const SCHEMA = `
 export class EmbeddedReadStore implements ReadStore {
   readonly kind = 'embedded';
   private readonly documents: Documents;
+  /** WAL checkpoints in a background thread (src/adapters/sqlite-checkpointer.ts), not inside projection commits. */
+  private readonly checkpoints: { release(): Promise<void> };
 
   constructor(readonly path: string) {
     this.documents = new Documents(openDatabase(path));
+    this.checkpoints = checkpointInBackground(path, 'NORMAL');
   }
 
   collection<T extends Doc = Doc>(name: string): Collection<T> {
@@ -98,6 +103,7 @@ export class EmbeddedReadStore implements ReadStore {
   }
 
   async close(): Promise<void> {
+    await this.checkpoints.release();
     this.documents.close();
   }
 }
@@ -112,6 +118,7 @@ function openDatabase(path: string): Database.Database {
       db.pragma('busy_timeout = 5000');
       // Erasure (issue 14): deleted and overwritten documents leave zeros, not their old bytes.
       db.pragma('secure_delete = ON');
+      db.pragma(`wal_autocheckpoint = ${backstopPages}`);
       db.exec(SCHEMA);
     } catch (error) {
       db.close();
@@ -129,13 +136,13 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     readonly name: string,
   ) {}
 
-  async get(id: string): Promise<T | null> {
+  async get(id: string, options: ReadOptions = {}): Promise<T | null> {
     const doc = this.documents.state(this.name).docs.get(id);
-    return doc ? (copy(doc) as T) : null;
+    return doc ? ((options.readOnly ? doc : copy(doc)) as T) : null;
   }
 
-  async findOne(filter: Filter): Promise<T | null> {
-    const [first] = this.documents.find(this.name, filter, { limit: 1 }).items;
+  async findOne(filter: Filter, options: ReadOptions = {}): Promise<T | null> {
+    const [first] = this.documents.find(this.name, filter, { limit: 1, ...(options.readOnly ? { readOnly: true } : {}) }).items;
     return (first as T | undefined) ?? null;
   }
 
@@ -326,7 +333,7 @@ class Documents {
     // A rare text found through a substring index beats reading a whole group in order.
     const contains = substringCandidates(state, filter);
     const inOrder =
-      contains && contains.size <= 2000 ? undefined : this.findInIndexOrder(state, filter, keys, limit, after, options.projection);
+      contains && contains.size <= 2000 ? undefined : this.findInIndexOrder(state, filter, keys, limit, after, options);
     if (inOrder) return inOrder;
     const top = new TopRanked(limit + 1, keys);
     for (const doc of this.matches(this.state(name), filter)) {
@@ -338,7 +345,7 @@ class Documents {
     const page = ranked.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      items: page.map(({ doc }) => project(copy(doc), options.projection)),
+      items: page.map(({ doc }) => project(options.readOnly ? doc : copy(doc), options.projection)),
       ...(ranked.length > limit && last ? { nextCursor: encodeCursor(last.values, keys) } : {}),
     };
   }
@@ -354,7 +361,7 @@ class Documents {
     keys: SortKey[],
     limit: number,
     after: unknown[] | undefined,
-    projection: FindOptions['projection'],
+    options: FindOptions,
   ): Page<Doc> | undefined {
     const index = [...state.indexes.values()].find(
       (candidate) =>
@@ -390,7 +397,7 @@ class Documents {
     }
     const last = page[page.length - 1];
     return {
-      items: page.map((doc) => project(copy(doc), projection)),
+      items: page.map((doc) => project(options.readOnly ? doc : copy(doc), options.projection)),
       ...(more && last ? { nextCursor: encodeCursor(sortValues(last, keys), keys) } : {}),
     };
   }

@@ -21,6 +21,17 @@ export interface FindOptions {
   cursor?: string;
   /** Fields to return (`{field: 1}`); `_id` is always returned. */
   projection?: Record<string, 1>;
+  /** The caller only reads the documents (see ReadOptions). */
+  readOnly?: boolean;
+}
+
+export interface ReadOptions {
+  /**
+   * The caller promises not to change the document (nor anything it holds), so an in-memory
+   * store may hand out its own stored document instead of a copy. Stored documents are replaced,
+   * never changed in place, so a read-only document stays what it was when read. MongoDB ignores it.
+   */
+  readOnly?: boolean;
 }
 
 export interface Page<T> {
@@ -69,8 +80,8 @@ export interface StreamOptions {
 
 export interface Collection<T extends { _id: string } = Doc> {
   readonly name: string;
-  get(id: string): Promise<T | null>;
-  findOne(filter: Filter): Promise<T | null>;
+  get(id: string, options?: ReadOptions): Promise<T | null>;
+  findOne(filter: Filter, options?: ReadOptions): Promise<T | null>;
   /** Cursor paging: sorted by `sort` then `_id`; `nextCursor` resumes after the last item. */
   find(filter: Filter, options?: FindOptions): Promise<Page<T>>;
   /**

@@ -39,14 +39,30 @@ export function methodGuard(routes: KnownRoute[]): RequestHandler {
   }
   const all = [...patterns.values()];
 
+  /** Per path: the `Allow` list and its methods, or null when no declared route matches (bounded memory). */
+  const byPath = new Map<string, { allow: string; methods: Set<string> } | null>();
+  const allowedOn = (path: string) => {
+    const known = byPath.get(path);
+    if (known !== undefined) return known;
+    const matching = all.filter((p) => p.matches(path));
+    let found: { allow: string; methods: Set<string> } | null = null;
+    if (matching.length > 0) {
+      const fewest = Math.min(...matching.map((p) => p.params));
+      const methods = new Set(matching.filter((p) => p.params === fewest).flatMap((p) => [...p.methods]));
+      if (methods.has('GET')) methods.add('HEAD');
+      methods.add('OPTIONS');
+      const allow = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => methods.has(m)).join(', ');
+      found = { allow, methods };
+    }
+    if (byPath.size >= 5_000) byPath.clear();
+    byPath.set(path, found);
+    return found;
+  };
+
   return (req, res, next) => {
-    const matching = all.filter((p) => p.matches(req.path));
-    if (matching.length === 0) return next();
-    const fewest = Math.min(...matching.map((p) => p.params));
-    const methods = new Set(matching.filter((p) => p.params === fewest).flatMap((p) => [...p.methods]));
-    if (methods.has('GET')) methods.add('HEAD');
-    methods.add('OPTIONS');
-    const allow = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => methods.has(m)).join(', ');
+    const found = allowedOn(req.path);
+    if (!found) return next();
+    const { allow, methods } = found;
     if (req.method === 'OPTIONS') {
       res.set('Allow', allow).status(204).end();
       return;

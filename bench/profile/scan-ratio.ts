@@ -1,0 +1,41 @@
+/**
+ * npx tsx bench/profile/scan-ratio.ts [seconds]: the check-in scan figure beside the bare express
+ * route, measured bare / scans / bare back to back in one run, without the 100,000-guest import of
+ * `npm run bench -- checkin` (a quick before/after check of one change on a shared machine).
+ * Same load as the checkin suite: 50 connections, a different guest's barcode per scan,
+ * SQLITE_SYNCHRONOUS=FULL.
+ */
+import { performance } from 'node:perf_hooks';
+import { createClient, startTestService } from '../../test/support/service.js';
+import { bareRoute } from '../ceiling.js';
+import { load } from '../support.js';
+
+const GUESTS = Number(process.env.BENCH_GUESTS ?? 20_000);
+const seconds = Number(process.argv[2] ?? 8);
+const service = await startTestService({ LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'FULL' });
+const client = await createClient(service);
+const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' });
+const eventId = event.body.id as string;
+const headers = { authorization: `Bearer ${client.token}`, 'ocp-apim-subscription-key': client.subscriptionKey, 'content-type': 'application/json' };
+for (let start = 0; start < GUESTS; start += 200) {
+  const batch = Array.from({ length: 200 }, (_, k) => ({ firstName: `F${start + k}`, lastName: 'L', barcode: `BC-${start + k}`, plusOnes: 1 }));
+  const reply = await fetch(`${service.url}/checkin/v1/api/guests/${eventId}/upsert`, { method: 'PUT', headers, body: JSON.stringify(batch) });
+  if (reply.status !== 204) throw new Error(await reply.text());
+}
+const bodies = Array.from({ length: GUESTS }, (_, i) => JSON.stringify({ barcode: `BC-${i}`, gate: `G${i % 4}`, device: `d${i % 10}` }));
+const before = await bareRoute({ connections: 50, durationSec: 5 });
+const elu = performance.eventLoopUtilization();
+const cpu = process.cpuUsage();
+const scans = await load({ url: `${service.url}/checkin/v1/api/guests/${eventId}/checkin`, method: 'POST', headers, connections: 50, durationSec: seconds, bodies });
+const busy = performance.eventLoopUtilization(elu);
+const used = process.cpuUsage(cpu);
+const after = await bareRoute({ connections: 50, durationSec: 5 });
+await service.close();
+const bare = (before.requestsPerSec + after.requestsPerSec) / 2;
+console.log(`bare route: ${Math.round(before.requestsPerSec)} then ${Math.round(after.requestsPerSec)} req/s`);
+console.log(`scans: ${Math.round(scans.requestsPerSec)}/s, p50 ${scans.p50} ms, p99 ${scans.p99} ms, non-2xx ${scans.non2xx}, errors ${scans.errors}`);
+console.log(
+  `per scan: main thread busy ${((busy.active / scans.total) * 1000).toFixed(0)} µs, process CPU ${((used.user + used.system) / scans.total).toFixed(0)} µs (all threads); event loop utilisation ${busy.utilization.toFixed(2)}`,
+);
+console.log(`ratio: ${(scans.requestsPerSec / bare).toFixed(2)} of the bare route`);
+process.exit(0);
