@@ -57,42 +57,43 @@ parentPort.on('message', (message) => {
 });
 `;
 
-interface Registration {
-  file: string;
-  refs: number;
+interface Thread {
+  worker: Worker;
+  /** Releases waiting for the thread to close their connection, by message id. */
+  waiting: Map<number, () => void>;
 }
 
-let worker: Worker | undefined;
+let thread: Thread | undefined;
 let nextId = 0;
-const registered = new Map<string, Registration>();
-const waiting = new Map<number, () => void>();
+/** Files checkpointed by the current thread, with how many owners registered each. */
+const registered = new Map<string, number>();
 let onWarning: (file: string, message: string) => void = () => {};
 
-function ensureWorker(): Worker {
-  if (worker) return worker;
-  const started = new Worker(workerSource, {
+function ensureThread(): Thread {
+  if (thread) return thread;
+  const worker = new Worker(workerSource, {
     eval: true,
     workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), intervalMs },
   });
-  started.unref();
-  started.on('message', (message: { type: string; id?: number; file?: string; message?: string }) => {
+  worker.unref();
+  const started: Thread = { worker, waiting: new Map() };
+  worker.on('message', (message: { type: string; id?: number; file?: string; message?: string }) => {
     if (message.type === 'removed') {
-      waiting.get(message.id!)?.();
-      waiting.delete(message.id!);
+      started.waiting.get(message.id!)?.();
+      started.waiting.delete(message.id!);
     } else if (message.type === 'warning') onWarning(message.file!, message.message!);
   });
   // A checkpointer that fails leaves checkpoints to SQLite's automatic backstop: never crash the owner.
-  const gone = (error?: unknown) => {
-    if (worker !== started) return;
-    worker = undefined;
-    if (error) onWarning('(all)', `the background checkpoint thread stopped: ${(error as Error).message ?? String(error)}`);
-    for (const release of waiting.values()) release();
-    waiting.clear();
-    registered.clear();
-  };
-  started.on('error', gone);
-  started.on('exit', () => gone());
-  worker = started;
+  worker.on('error', (error: Error) => onWarning('(all)', `the background checkpoint thread stopped: ${error.message}`));
+  worker.on('exit', () => {
+    if (thread === started) {
+      thread = undefined;
+      registered.clear();
+    }
+    for (const release of started.waiting.values()) release();
+    started.waiting.clear();
+  });
+  thread = started;
   return started;
 }
 
@@ -107,31 +108,33 @@ export function onCheckpointWarning(handler: (file: string, message: string) => 
  */
 export function checkpointInBackground(file: string, synchronous: 'FULL' | 'NORMAL'): { release(): Promise<void> } {
   if (file === ':memory:' || file === '') return { release: async () => {} };
-  const current = registered.get(file);
-  if (current) current.refs += 1;
-  else {
-    registered.set(file, { file, refs: 1 });
-    ensureWorker().postMessage({ type: 'add', file, synchronous });
-  }
+  const owner = ensureThread();
+  const owners = registered.get(file) ?? 0;
+  registered.set(file, owners + 1);
+  if (owners === 0) owner.worker.postMessage({ type: 'add', file, synchronous });
   let released = false;
   return {
     release: () => {
       if (released) return Promise.resolve();
       released = true;
-      const registration = registered.get(file);
-      if (!registration || --registration.refs > 0) return Promise.resolve();
+      // The thread this file was registered with has ended since: nothing holds the file.
+      if (thread !== owner) return Promise.resolve();
+      const left = (registered.get(file) ?? 1) - 1;
+      if (left > 0) {
+        registered.set(file, left);
+        return Promise.resolve();
+      }
       registered.delete(file);
-      const running = worker;
-      if (!running) return Promise.resolve();
       const id = nextId++;
       return new Promise<void>((resolve) => {
-        waiting.set(id, resolve);
-        running.postMessage({ type: 'remove', file, id });
+        owner.waiting.set(id, resolve);
+        owner.worker.postMessage({ type: 'remove', file, id });
       }).then(() => {
-        // The last file gone: the thread ends, so a process (a test, a CLI) holds no thread it does not use.
-        if (registered.size === 0 && worker === running) {
-          worker = undefined;
-          void running.terminate();
+        // No file left and no release under way: the thread ends, so a process (a test, a CLI)
+        // keeps no thread it does not use. A later registration starts a new one.
+        if (thread === owner && registered.size === 0 && owner.waiting.size === 0) {
+          thread = undefined;
+          void owner.worker.terminate();
         }
       });
     },

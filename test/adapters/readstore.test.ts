@@ -24,6 +24,36 @@ readStoreContract('embedded (temp file)', async () => new EmbeddedReadStore(dbFi
 readStoreContract('embedded (:memory:)', async () => new EmbeddedReadStore(':memory:'), { atomicBatches: true });
 
 describe('embedded read store', () => {
+  it('holds what the file holds: dates as ISO strings, no undefined fields, nothing shared with the writer', async () => {
+    const store = new EmbeddedReadStore(dbFile());
+    const docs = store.collection('docs');
+    const nested = { city: 'Oslo', tags: ['a'] };
+    const at = new Date('2026-01-02T03:04:05.000Z');
+    await store.applyBatch([
+      { kind: 'replace', collection: 'docs', id: 'plain', doc: { nested, n: 1 } },
+      { kind: 'replace', collection: 'docs', id: 'dated', doc: { at, gone: undefined } },
+      { kind: 'update', collection: 'docs', id: 'plain', update: { $set: { when: at, also: undefined } } },
+    ]);
+    expect(await docs.get('dated')).toEqual({ _id: 'dated', at: '2026-01-02T03:04:05.000Z' });
+    expect(Object.keys((await docs.get('dated'))!)).toEqual(['_id', 'at']);
+    const plain = await docs.get('plain', { readOnly: true });
+    expect(plain).toEqual({ _id: 'plain', nested: { city: 'Oslo', tags: ['a'] }, n: 1, when: '2026-01-02T03:04:05.000Z' });
+    expect(Object.keys(plain!)).not.toContain('also');
+    // A copy unless read-only: changing it changes nothing stored.
+    const copy = (await docs.get('plain'))!;
+    (copy.nested as { city: string }).city = 'Bergen';
+    expect((await docs.get('plain', { readOnly: true }))!.nested).toEqual({ city: 'Oslo', tags: ['a'] });
+    // The writer's objects are not the stored ones.
+    nested.city = 'Trondheim';
+    expect((await docs.get('plain', { readOnly: true }))!.nested).toEqual({ city: 'Oslo', tags: ['a'] });
+    // A scalar update (the common projection op) keeps the other fields as they were.
+    await store.applyBatch([{ kind: 'update', collection: 'docs', id: 'plain', update: { $set: { 'nested.zip': '0150' }, $inc: { n: 2 } } }]);
+    expect(await docs.get('plain')).toEqual({ _id: 'plain', nested: { city: 'Oslo', tags: ['a'], zip: '0150' }, n: 3, when: '2026-01-02T03:04:05.000Z' });
+    expect((await docs.findOne({ n: 3 }, { readOnly: true }))!._id).toBe('plain');
+    expect((await docs.find({ n: 3 }, { readOnly: true })).items.map((d) => d._id)).toEqual(['plain']);
+    await store.close();
+  });
+
   it('after a restart, reopening the file gives the same documents, indexes and checkpoint', async () => {
     const file = dbFile();
     const first = new EmbeddedReadStore(file);

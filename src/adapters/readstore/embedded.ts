@@ -258,17 +258,16 @@ class Documents {
     const only = checkpoints.length === 1 ? checkpoints[0]!.name : undefined;
     const undo: Change[] = [];
     // Final body (or null: deleted) per collection and id; several ops on one document persist once.
-    const dirty = new Map<CollectionState, Map<string, string | null>>();
+    const dirty = new Map<CollectionState, Map<string, Body | null>>();
     try {
       for (const op of ops) {
         const guard = applied.get(op.checkpoint ?? only ?? '');
         if (guard != null && op.position !== undefined && op.position <= guard) continue;
         const state = this.state(op.collection);
         const before = state.docs.get(op.id);
-        const after = nextBody(op, before);
+        const after = nextDoc(op, before);
         if (after === undefined) continue;
-        const doc = after === null ? undefined : (JSON.parse(after) as Body);
-        putDocument(state, op.id, before, doc, true);
+        putDocument(state, op.id, before, after ?? undefined, true);
         undo.push({ state, id: op.id, before });
         let bodies = dirty.get(state);
         if (!bodies) dirty.set(state, (bodies = new Map()));
@@ -281,12 +280,13 @@ class Documents {
     }
   }
 
-  private persist(dirty: Map<CollectionState, Map<string, string | null>>, checkpoints: Checkpoint[]): void {
+  /** Each document's final version of the batch is serialised once, however many ops changed it. */
+  private persist(dirty: Map<CollectionState, Map<string, Body | null>>, checkpoints: Checkpoint[]): void {
     this.db.transaction(() => {
       for (const [state, bodies] of dirty) {
         for (const [id, body] of bodies) {
           if (body === null) this.sql.deleteDoc.run(state.name, id);
-          else this.sql.putDoc.run(state.name, id, body);
+          else this.sql.putDoc.run(state.name, id, JSON.stringify(body));
         }
       }
       for (const checkpoint of checkpoints) this.sql.advanceCheckpoint.run(checkpoint.name, checkpoint.position);
@@ -449,25 +449,48 @@ class Documents {
 // Writes
 
 /**
- * The document's JSON after the op: a string, null when it is deleted, or undefined
- * when the op changes nothing (an update of a missing document without upsert).
- * Serialising here also normalises values as the file holds them (dates become ISO strings).
+ * The document after the op: a new object (the stored one is never changed in place), null when
+ * it is deleted, or undefined when the op changes nothing (an update of a missing document
+ * without upsert). Documents hold what the file holds and share nothing with the writer: a JSON
+ * round trip normalises them (dates become ISO strings, undefined fields vanish) and copies the
+ * writer's objects. An update that only sets or counts scalar JSON values (most projection ops:
+ * a check-in's flags, counters, times) needs neither, so it skips the round trip; the file's copy
+ * is serialised once per document and batch, in persist.
  */
-function nextBody(op: WriteOp, before: Body | undefined): string | null | undefined {
+function nextDoc(op: WriteOp, before: Body | undefined): Body | null | undefined {
   switch (op.kind) {
     case 'delete':
       return before ? null : undefined;
     case 'replace': {
       const { _id: _ignored, ...fields } = op.doc as Partial<Body>;
-      return JSON.stringify({ _id: op.id, ...fields });
+      return JSON.parse(JSON.stringify({ _id: op.id, ...fields })) as Body;
     }
     case 'update': {
       if (!before && !op.upsert) return undefined;
       const after = before ? applyUpdate(before, op.update) : insertWithUpdate(op.id, op.update);
       if (after._id !== op.id) throw new Error(`update of ${op.collection}/${op.id} must not change _id`);
-      return JSON.stringify(after);
+      // mingo's updater (the uncommon operators) may build values of its own: round trip, as before.
+      return isScalarUpdate(op.update) && !(after as Record<symbol, unknown>)[viaMingo] ? after : (JSON.parse(JSON.stringify(after)) as Body);
     }
   }
+}
+
+/** Marks a document that mingo's updater produced (not enumerable: never stored or serialised). */
+const viaMingo = Symbol('viaMingo');
+
+/** Whether every operator of an update gives scalar JSON values: strings, booleans, null, finite numbers (not -0). */
+function isScalarUpdate(update: Update): boolean {
+  for (const op in update) {
+    const fields = update[op];
+    if (!isPlainObject(fields)) return false;
+    for (const path in fields) {
+      const value = fields[path];
+      if (value === null || typeof value === 'string' || typeof value === 'boolean') continue;
+      if (typeof value === 'number' && Number.isFinite(value) && !Object.is(value, -0)) continue;
+      return false;
+    }
+  }
+  return true;
 }
 
 /** An upsert's new document: `$setOnInsert` (which mingo lacks) first, then the other operators. */
@@ -489,6 +512,7 @@ function applyUpdate(doc: Body, update: Update): Body {
   if (fast) return fast;
   const copyOfDoc = structuredClone(doc);
   mingoUpdate(copyOfDoc, modifier as Parameters<typeof mingoUpdate>[1]);
+  Object.defineProperty(copyOfDoc, viaMingo, { value: true, enumerable: false });
   return copyOfDoc;
 }
 
@@ -509,7 +533,7 @@ const fieldUpdates: Record<string, FieldUpdate> = {
   },
   $inc: (parent, field, value) => {
     const current = parent[field] ?? 0;
-    if (typeof value !== 'number' || typeof current !== 'number') return false;
+    if (typeof value !== 'number' || typeof current !== 'number' || !Number.isFinite(current + value)) return false;
     parent[field] = current + value;
     return true;
   },
