@@ -39,13 +39,23 @@ export interface PersonalDataRule {
 export const dataKeyId = (clientId: string, guestId: unknown): string | undefined =>
   typeof guestId === 'string' && guestId !== '' ? scopedKey(clientId, guestId) : undefined;
 
+/**
+ * The data key of one door scan that matched no single guest (UnmatchedScanRejected): what was
+ * scanned may be a barcode or customId a guest gets later, so it is sealed with a key of its
+ * own, which erasing such a guest deletes (docs/personal-data.md). `scan:` and the two encoded
+ * parts keep it apart from any guest's key id.
+ */
+export const unmatchedScanKeyId = (clientId: string, scanId: unknown): string | undefined =>
+  typeof scanId === 'string' && scanId !== '' ? `scan:${scopedKey(clientId, scanId)}` : undefined;
+
 export const personalDataRules: readonly PersonalDataRule[] = [
   { streamPrefix: 'guest-', types: ['GuestRegistered'], fields: personalGuestFields, owner: (d, client) => dataKeyId(client, d.guestId) },
   { streamPrefix: 'guest-', types: ['GuestDetailsChanged'], within: 'changes', fields: personalGuestFields, owner: (d, client) => dataKeyId(client, d.guestId) },
-  // The customId reservation's key (its stream name still holds the customId: docs/personal-data.md).
+  // The customId reservation's key (its stream is named by a keyed hash of it: src/domain/reservation.ts).
   { streamPrefix: 'guestcustomid-', types: ['KeyReserved', 'KeyReleased'], fields: ['key'], owner: (d, client) => dataKeyId(client, d.ownerId) },
   { streamPrefix: 'invitation-', types: ['SendStarted', 'SendSucceeded'], fields: ['to'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
   { streamPrefix: 'invitation-', types: ['ProviderEventReceived'], fields: ['email'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
+  { streamPrefix: 'door-', types: ['UnmatchedScanRejected'], fields: ['lookup'], owner: (d, client) => unmatchedScanKeyId(client, d.scanId) },
 ];
 
 export function personalDataRuleFor(streamName: string, type: string): PersonalDataRule | undefined {

@@ -1,10 +1,20 @@
 import { createCipheriv, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { KeyStore, StoredDataKey } from '../adapters/keystore/port.js';
+import type { StreamNameKey } from '../domain/reservation.js';
 import { decrypt, type Keyring } from '../shared/encryption.js';
 
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
+
+/**
+ * The customId stream-name key (src/domain/reservation.ts): one random key per deployment, a
+ * row of the key store like a guest's data key (so it is wrapped under the master keys and
+ * re-wrapped on rotation, never replaced by it). `#` never occurs in a guest's key id (its
+ * parts are percent-encoded). The `n1` is the name key's id, written into every name.
+ */
+export const STREAM_NAME_KEY_ID = 'n1';
+const streamNameKeyRow = (id: string) => `#customid-stream-names:${id}`;
 
 /**
  * The guests' data keys: created on first use (a batch at once), kept wrapped under the
@@ -66,6 +76,20 @@ export class DataKeys {
     }
     for (const id of missing) if (!result.has(id)) result.set(id, null);
     return result;
+  }
+
+  private streamNameKeyLoad?: Promise<StreamNameKey>;
+
+  /** The key that names customId reservation streams: created on first use, never erased; kept once read. */
+  streamNameKey(): Promise<StreamNameKey> {
+    this.streamNameKeyLoad ??= this.keysFor([streamNameKeyRow(STREAM_NAME_KEY_ID)], true).then((keys) => {
+      const key = keys.get(streamNameKeyRow(STREAM_NAME_KEY_ID));
+      if (!key) throw new Error('the customId stream-name key is erased in the key store; restore the key store from a backup');
+      return { id: STREAM_NAME_KEY_ID, key };
+    });
+    // A failed read (the key store unreachable) is tried again by the next caller.
+    this.streamNameKeyLoad.catch(() => (this.streamNameKeyLoad = undefined));
+    return this.streamNameKeyLoad;
   }
 
   private readonly erasureListeners: ((guestId: string) => void)[] = [];

@@ -4,7 +4,7 @@ import type { EventStore, StoredEvent } from '../../src/adapters/eventstore/port
 import { batchLogStream, completeOpenBatches } from '../../src/commands/batch-intents.js';
 import { accountDecider } from '../../src/domain/account.js';
 import { guestDecider, guestStream, type GuestState } from '../../src/domain/guest.js';
-import { customIdStream, reservationDecider, reservationKey, usernameStream } from '../../src/domain/reservation.js';
+import { customIdStream as hashedCustomIdStream, reservationDecider, reservationKey, usernameStream, type StreamNameKey } from '../../src/domain/reservation.js';
 import { teamMemberDecider, teamMemberStream } from '../../src/domain/team-member.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { StreamByStreamStore } from '../support/stream-by-stream-store.js';
@@ -20,10 +20,14 @@ let service: TestService;
 let store: StreamByStreamStore;
 let alice: Client;
 let eventId: string;
+let nameKey: StreamNameKey | undefined;
+/** The customId reservation stream as the service names it (hashed: docs/personal-data.md). */
+const customIdStream = (clientId: string, event: string, customId: string) => hashedCustomIdStream(clientId, event, customId, nameKey);
 
 beforeAll(async () => {
   service = await startTestService({ WEBHOOK_ALLOW_INSECURE: 'true' }, { wrapEventStore: (inner) => (store = new StreamByStreamStore(inner)) });
   alice = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+  nameKey = await service.platform.dataKeys?.streamNameKey();
   eventId = (await alice.call('POST', '/checkin/v1/api/event', { title: 'Ball', startTime: '2026-01-01T18:00:00Z', endTime: '2027-12-31T23:00:00Z' })).body.id;
 });
 afterAll(() => service.close());
