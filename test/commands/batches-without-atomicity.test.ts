@@ -42,7 +42,8 @@ function crashAfter(after: number, counts: (stream: string) => boolean, mode: 'c
 /** The process comes back: appends work again, and the completer finishes what was left. */
 async function restart() {
   store.restart();
-  await completeOpenBatches(store, { logger: service.services.logger, olderThanMs: 0 });
+  // Through the service's store, as the batch completer runs: intents are sealed (docs/personal-data.md).
+  await completeOpenBatches(service.platform.eventStore, { logger: service.services.logger, olderThanMs: 0 });
 }
 
 /** Folds through the service's store: the personal-data codec above `store` opens sealed fields (docs/personal-data.md). */
@@ -124,6 +125,34 @@ describe.each(['crash', 'throw'] as const)('guest create with a customId, a %s a
       await assertUniqueKeys();
     });
   }
+});
+
+describe('batch intents hold personal data sealed, and only while the batch is open', () => {
+  it("seals an intent's items with a key of the batch, deleted once the batch completed", async () => {
+    const tag = randomUUID().slice(0, 8);
+    const guest = { eventId, firstName: `Intent${tag}`, email: `intent.${tag}@example.com`, customId: `intent-${tag}@example.com` };
+    // A crash after the intent and the claim: the batch stays open until the completer runs.
+    crashAfter(2, prefixes(batchLogStream, 'guest-', 'guestcustomid-'));
+    expect((await alice.call('POST', '/checkin/v1/api/guest', guest)).status).toBe(500);
+    store.restart();
+    const intentOf = async (from: EventStore) => (await from.readStream(batchLogStream)).filter((e) => e.type === 'BatchStarted').at(-1)!;
+    const raw = await intentOf(store);
+    expect(JSON.stringify(raw.data)).not.toContain(tag);
+    expect(raw.data).toMatchObject({ personalData: { alg: 'A256GCM' } });
+    // Open: the completer reads the intent (its items) and completes the batch.
+    expect(JSON.stringify((await intentOf(service.platform.eventStore)).data)).toContain(guest.customId);
+    expect((await completeOpenBatches(service.platform.eventStore, { logger: service.services.logger, olderThanMs: 0 })).completed).toBe(1);
+    expect(await guestCount(guest.customId)).toBe(1);
+    // Completed: the batch's key is gone, the intent opens without its items.
+    const opened = await intentOf(service.platform.eventStore);
+    expect(opened.data).toMatchObject({ personalDataErased: true });
+    expect(opened.data.items).toBeUndefined();
+    // A batch its writer completes at once leaves the same.
+    const next = { ...guest, firstName: 'Next', customId: `next-${tag}` };
+    expect((await alice.call('POST', '/checkin/v1/api/guest', next)).status).toBe(200);
+    expect((await intentOf(service.platform.eventStore)).data).toMatchObject({ personalDataErased: true });
+    await assertUniqueKeys();
+  });
 });
 
 describe('guest upsert that changes a customId, a crash at every gap (intent, claim, guest, release, outcome)', () => {
