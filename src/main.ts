@@ -199,6 +199,9 @@ export async function startService(
   const logger = options.logger ?? createLogger(config.logLevel);
   const metrics = new Metrics(logger);
   const platform = createPlatform(config, logger, metrics, options.wrapEventStore);
+  // Made on the first start of a version that hashes customId stream names: events created
+  // after it cannot hold a reservation under the legacy name (src/commands/guests.ts).
+  await platform.dataKeys?.streamNameKey();
   metrics.watchPipeline(
     pipelineProbe({
       eventStore: platform.eventStore,

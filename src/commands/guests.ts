@@ -119,10 +119,12 @@ export async function saveGuests(
   records: GuestInput[],
   options: { mode: 'create' | 'upsert'; removeObsoleteTags?: boolean },
 ): Promise<GuestView[]> {
-  await getEvent(services, context.tenantId, eventId);
+  const event = await getEvent(services, context.tenantId, eventId);
   // Only a record with a customId reserves or releases one (and needs the stream-name key).
   const nameKey = records.some((r) => r.customId !== undefined) ? await services.dataKeys?.streamNameKey() : undefined;
-  const plans = await planGuests(services, context, eventId, records, options.mode, nameKey);
+  // Legacy (plaintext) reservation names exist only in events created before names were hashed.
+  const legacyNames = nameKey !== undefined && !(Date.parse(event.created) >= Date.parse(nameKey.since));
+  const plans = await planGuests(services, context, eventId, records, options.mode, legacyNames);
   await checkInvitations(services, context.tenantId, eventId, plans, options.mode);
   const items: BatchItem[] = [];
   let signer: TicketSigner | undefined;
@@ -250,8 +252,9 @@ const changesCustomId = (plan: Omit<Planned, 'key'>): boolean => {
 
 /**
  * Who holds a customId under its legacy (plaintext) stream name, from before names were hashed
- * (docs/personal-data.md): such a reservation keeps the customId taken. Only read when names
- * are hashed (else the legacy name is the name).
+ * (docs/personal-data.md): such a reservation keeps the customId taken. Only read for events
+ * created before this deployment hashed names (and never when names are not hashed: then the
+ * legacy name is the name), so an import into a new event pays no extra read per guest.
  */
 async function legacyHolder(services: Services, clientId: string, eventId: string, customId: string): Promise<string | undefined> {
   let state = reservationDecider.initialState();
@@ -267,7 +270,7 @@ async function planGuests(
   eventId: string,
   records: GuestInput[],
   mode: 'create' | 'upsert',
-  nameKey: StreamNameKey | undefined,
+  legacyNames: boolean,
 ): Promise<Planned[]> {
   const errors: { path: string; message: string }[] = [];
   const plans: Planned[] = [];
@@ -293,14 +296,14 @@ async function planGuests(
       seenCustomIds.set(key, index);
       const holder = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: key });
       let taken = holder !== null && guestIdOf(holder) !== guestId;
-      if (!taken && nameKey && changesCustomId({ guestId, existing, input })) {
+      if (!taken && legacyNames && changesCustomId({ guestId, existing, input })) {
         const legacy = await legacyHolder(services, context.tenantId, eventId, input.customId);
         taken = legacy !== undefined && legacy !== guestId;
       }
       if (taken) errors.push({ path: at('customId'), message: 'already used by another guest of this event' });
     }
     const releaseLegacy =
-      nameKey !== undefined && existing?.customId !== undefined && changesCustomId({ guestId, existing, input }) && (await legacyHolder(services, context.tenantId, eventId, existing.customId)) === guestId;
+      legacyNames && existing?.customId !== undefined && changesCustomId({ guestId, existing, input }) && (await legacyHolder(services, context.tenantId, eventId, existing.customId)) === guestId;
     plans.push({ guestId, key: existing?._id ?? guestKey(context.tenantId, guestId), existing, input, ...(releaseLegacy ? { releaseLegacy } : {}) });
   }
   if (errors.length > 0) {

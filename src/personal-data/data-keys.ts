@@ -78,14 +78,20 @@ export class DataKeys {
     return result;
   }
 
-  private streamNameKeyLoad?: Promise<StreamNameKey>;
+  private streamNameKeyLoad?: Promise<StreamNameKey & { since: string }>;
 
-  /** The key that names customId reservation streams: created on first use, never erased; kept once read. */
-  streamNameKey(): Promise<StreamNameKey> {
-    this.streamNameKeyLoad ??= this.keysFor([streamNameKeyRow(STREAM_NAME_KEY_ID)], true).then((keys) => {
-      const key = keys.get(streamNameKeyRow(STREAM_NAME_KEY_ID));
-      if (!key) throw new Error('the customId stream-name key is erased in the key store; restore the key store from a backup');
-      return { id: STREAM_NAME_KEY_ID, key };
+  /**
+   * The key that names customId reservation streams, and `since`: when this deployment made it
+   * (the first start of a version that hashes the names). Created on first use (the service
+   * makes it on start), never erased; kept once read.
+   */
+  streamNameKey(): Promise<StreamNameKey & { since: string }> {
+    const rowId = streamNameKeyRow(STREAM_NAME_KEY_ID);
+    this.streamNameKeyLoad ??= this.keysFor([rowId], true).then(async (keys) => {
+      const key = keys.get(rowId);
+      const [row] = await this.store.get([rowId]);
+      if (!key || !row) throw new Error('the customId stream-name key is erased in the key store; restore the key store from a backup');
+      return { id: STREAM_NAME_KEY_ID, key, since: row.createdAt };
     });
     // A failed read (the key store unreachable) is tried again by the next caller.
     this.streamNameKeyLoad.catch(() => (this.streamNameKeyLoad = undefined));

@@ -12,7 +12,7 @@ import { readOutbox } from '../support/mail-readers.js';
 import { eventually } from '../webhooks/receiver.js';
 import type { RetentionWorker } from '../../src/workers/retention.js';
 import { GuestResponse } from '../../src/http/schemas/guest.js';
-import { customIdStream, legacyCustomIdStream, reservationDecider, type ReservationCommand } from '../../src/domain/reservation.js';
+import { customIdStream, reservationDecider } from '../../src/domain/reservation.js';
 
 const api = '/checkin/v1/api';
 const comms = '/comms/v1/api/comms';
@@ -262,12 +262,6 @@ describe.each(stores)('personal data on the $name', ({ env }) => {
     expect((await organiser.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(organiser.email)}`)).body.retentionDays).toBeUndefined();
   });
 
-  /** Appends one reservation event as an earlier version did (plaintext stream name), or to any stream. */
-  const reservationEvent = async (streamName: string, owner: string, event: ReservationCommand) => {
-    const data = event.type === 'Reserve' ? { key: event.key, ownerType: 'guest', ownerId: owner } : { key: event.key, ownerId: owner };
-    const metadata = { tenantId: client.id, actor: { type: 'client' as const, id: client.id }, correlationId: randomUUID(), occurredAt: new Date().toISOString() };
-    await service.platform.eventStore.append(streamName, [{ id: randomUUID(), type: event.type === 'Reserve' ? 'KeyReserved' : 'KeyReleased', data, metadata }], 'any');
-  };
   const holderOf = async (streamName: string) => {
     let state = reservationDecider.initialState();
     for (const event of await service.platform.eventStore.readStream(streamName)) state = reservationDecider.evolve(state, event as never);
@@ -298,38 +292,6 @@ describe.each(stores)('personal data on the $name', ({ env }) => {
     await service.runner!.rebuild([]);
     expect(filesHolding(service.dataDir, [customId])).toEqual([]);
     expect((await client.call('POST', `${api}/guest`, { eventId, firstName: 'Next', customId })).status).toBe(200);
-  });
-
-  it('keeps reservations made under the legacy plaintext stream names: still taken, released on a change of customId and on erasure', async () => {
-    const tag = randomUUID().slice(0, 8);
-    // Reserved by an earlier version for an owner the read model does not show: the customId is still taken.
-    const held = `legacy-held-${tag}`;
-    await reservationEvent(legacyCustomIdStream(client.id, eventId, held), 'racer', { type: 'Reserve', key: held, ownerType: 'guest', ownerId: 'racer' });
-    const refused = await client.call('POST', `${api}/guest`, { eventId, firstName: 'Late', customId: held.toUpperCase() });
-    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
-    expect(refused.body.code).toBe('custom_id_taken');
-
-    // Two guests whose customIds were reserved by an earlier version (moved back to the legacy name here).
-    const nameKey = await service.platform.dataKeys!.streamNameKey();
-    const asLegacy = async (guestId: string, customId: string) => {
-      await reservationEvent(customIdStream(client.id, eventId, customId, nameKey), guestId, { type: 'Release', key: customId, ownerId: guestId });
-      await reservationEvent(legacyCustomIdStream(client.id, eventId, customId), guestId, { type: 'Reserve', key: customId, ownerType: 'guest', ownerId: guestId });
-    };
-    const [changing, erasing] = [`legacy-a-${tag}`, `legacy-b-${tag}`];
-    const a = (await client.call('POST', `${api}/guest`, { eventId, firstName: 'A', customId: changing })).body.id;
-    const b = (await client.call('POST', `${api}/guest`, { eventId, firstName: 'B', customId: erasing })).body.id;
-    await asLegacy(a, changing);
-    await asLegacy(b, erasing);
-
-    const changed = await client.call('PUT', `${api}/guests/${eventId}/upsert`, [{ id: a, customId: `${changing}-new` }]);
-    expect(changed.status, JSON.stringify(changed.body)).toBe(204);
-    expect(await holderOf(legacyCustomIdStream(client.id, eventId, changing))).toBeUndefined();
-    expect(await holderOf(customIdStream(client.id, eventId, `${changing}-new`, nameKey))).toBe(a);
-    expect((await client.call('POST', `${api}/guest`, { eventId, firstName: 'Takes A', customId: changing })).status).toBe(200);
-
-    expect((await client.call('POST', `${api}/guest/${b}/erase`, { reason: 'request' })).status).toBe(200);
-    expect(await holderOf(legacyCustomIdStream(client.id, eventId, erasing))).toBeUndefined();
-    expect((await client.call('POST', `${api}/guest`, { eventId, firstName: 'Takes B', customId: erasing })).status).toBe(200);
   });
 
   it("deletes the erased guest's own outbox emails only: another client's guest with the same email keeps its copy", async () => {
