@@ -12,7 +12,9 @@ import { percentile, type LoadSpec } from './support.js';
 
 const spec = JSON.parse(fs.readFileSync(process.argv[2]!, 'utf8')) as LoadSpec;
 const durationMs = (spec.durationSec ?? 10) * 1000;
-const agent = new http.Agent({ keepAlive: true, maxSockets: spec.connections });
+// Every loop keeps its connection while it waits (the agent's default keeps only 256 idle
+// sockets, and reconnecting under load would measure TCP's SYN retries, not the service).
+const agent = new http.Agent({ keepAlive: true, maxSockets: spec.connections, maxFreeSockets: spec.connections });
 const accepted: number[] = [];
 const refused: number[] = [];
 let errors = 0;
