@@ -461,6 +461,7 @@ async function startApi(
     maxEventLoopDelayMs: config.observability.overloadMaxEventLoopDelayMs,
     retryAfterSeconds: config.observability.overloadRetryAfterSeconds,
     minInFlight: config.observability.overloadMinInFlight,
+    maxInFlight: config.observability.overloadMaxInFlight,
     metrics,
     logger: services.logger,
   });
