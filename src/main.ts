@@ -200,8 +200,12 @@ export async function startService(
   const metrics = new Metrics(logger);
   const platform = createPlatform(config, logger, metrics, options.wrapEventStore);
   // Made on the first start of a version that hashes customId stream names: events created
-  // after it cannot hold a reservation under the legacy name (src/commands/guests.ts).
-  await platform.dataKeys?.streamNameKey();
+  // after it cannot hold a reservation under the legacy name (src/commands/guests.ts). Not
+  // awaited: a key store that is down at start must not stop the process (it is made on first
+  // use then, and events created meanwhile are checked for legacy names too: slower, not wrong).
+  platform.dataKeys?.streamNameKey().catch((error: unknown) =>
+    logger.warn({ err: error }, 'the customId stream-name key could not be read on start; it is read again on first use'),
+  );
   metrics.watchPipeline(
     pipelineProbe({
       eventStore: platform.eventStore,
