@@ -147,7 +147,7 @@ export function createPlatform(
     { logger, ...(metrics ? { metrics } : {}) },
   );
   const dataKeys = createDataKeys(config, logger);
-  const eventStore = dataKeys ? sealedEventStore(observed, dataKeys) : observed;
+  const eventStore = dataKeys ? sealedEventStore(observed, dataKeys, { logger: logger.child({ adapter: 'personal-data' }) }) : observed;
   const readStore = config.mongoUrl
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
     : new EmbeddedReadStore(file('read-models.sqlite'));

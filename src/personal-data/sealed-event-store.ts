@@ -13,6 +13,7 @@ import type {
 import { LRUCache } from 'lru-cache';
 import { keyEndRuleFor, personalDataRuleFor, type PersonalDataRule, type SealedPersonalData } from '../domain/personal-data.js';
 import type { DataKeys } from './data-keys.js';
+import type { Logger } from '../shared/logger.js';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -27,9 +28,9 @@ export const ERASED_MARK = 'personalDataErased';
  * mark the event `personalDataErased: true` once it is gone. Events written before this
  * codec (plaintext) are read as they are. Deciders and projections never see ciphertext.
  * An appended event that ends a key's use (keyEndRules: a completed batch's intent) deletes
- * that key once the event is stored.
+ * that key once the event is stored; a failed delete is logged, never the append's error.
  */
-export function sealedEventStore(inner: EventStore, keys: DataKeys): EventStore {
+export function sealedEventStore(inner: EventStore, keys: DataKeys, options: { logger?: Logger } = {}): EventStore {
   const recent = new RecentlySealed();
   keys.onErase((guestId) => recent.forget(guestId));
   const seal = async (streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision) =>
@@ -44,13 +45,13 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys): EventStore 
     },
     async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
       const result = await inner.append(streamName, await seal(streamName, events, expectedRevision), expectedRevision);
-      await endKeys(keys, [{ streamName, events }]);
+      await endKeys(keys, [{ streamName, events }], options.logger);
       return result;
     },
     async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
       const sealed = await sealAll(keys, appends, recent);
       const results = await inner.appendMany(appends.map((a, i) => ({ ...a, events: sealed[i]!.events })));
-      await endKeys(keys, appends);
+      await endKeys(keys, appends, options.logger);
       return results;
     },
     async readStream(streamName, options) {
@@ -72,11 +73,15 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys): EventStore 
 }
 
 /** Deletes the keys that stored events made needless (keyEndRules); nothing for every other append. */
-async function endKeys(keys: DataKeys, appends: { streamName: string; events: NewEvent[] }[]): Promise<void> {
+async function endKeys(keys: DataKeys, appends: { streamName: string; events: NewEvent[] }[], logger?: Logger): Promise<void> {
   for (const { streamName, events } of appends) {
     for (const event of events) {
       const keyId = keyEndRuleFor(streamName, event.type)?.keyId(event.data, event.metadata.tenantId);
-      if (keyId) await keys.erase(keyId, event.metadata.occurredAt);
+      if (!keyId) continue;
+      // The event is stored: a key store that fails now leaves the key (its data stays readable), not the write undone.
+      await keys.erase(keyId, event.metadata.occurredAt).catch((error: unknown) =>
+        logger?.warn({ err: error, keyId, streamName }, 'a data key no longer needed could not be deleted: the data it seals stays readable; check the key store'),
+      );
     }
   }
 }
