@@ -165,7 +165,8 @@ export async function saveGuests(
             ...(ticket ? { ticket } : {}),
           };
     const guestItem = items.length;
-    items.push({ streamName: guestStreamOf({ _id: plan.key }), decider: guestDecider, command });
+    // A guest the read model does not know is decided without reading its stream (see assumeNew).
+    items.push({ streamName: guestStreamOf({ _id: plan.key }), decider: guestDecider, command, assumeNew: !plan.existing });
     items.push(...customIdReservations(context.tenantId, eventId, plan, guestItem, nameKey));
   }
   const results = await handleCommands(services.eventStore, items, context).catch((error: unknown) => {
@@ -229,6 +230,8 @@ function customIdReservations(clientId: string, eventId: string, plan: Planned, 
     stage: 'claim',
     partOf: guestItem,
     undo: { type: 'Release', key: wanted!, ownerId: plan.guestId } satisfies ReservationCommand,
+    // Most customIds are new; one released before has a stream, and the batch is retried reading it.
+    assumeNew: true,
   };
   if (current === undefined) return [reserve];
   const release = (streamName: string): BatchItem => ({
