@@ -31,6 +31,11 @@ export interface LoadSpec {
   amount?: number;
   /** Rotated over requests (e.g. one barcode per scan). */
   bodies?: string[];
+  /**
+   * Well-behaved clients instead of autocannon's closed loop: each connection waits the
+   * Retry-After of a 503 before its next request (bench/polite-load.ts).
+   */
+  honourRetryAfter?: boolean;
 }
 
 /** Runs autocannon in a child process (see bench/load.ts). */
@@ -39,7 +44,8 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
   const specFile = path.join(tempDir('bench-load-'), 'spec.json');
   fs.writeFileSync(specFile, JSON.stringify(spec));
   try {
-    const { stdout } = await run(process.execPath, [tsx, path.join(here, 'load.ts'), specFile], { maxBuffer: 64 * 1024 * 1024 });
+    const generator = spec.honourRetryAfter ? 'polite-load.ts' : 'load.ts';
+    const { stdout } = await run(process.execPath, [tsx, path.join(here, generator), specFile], { maxBuffer: 64 * 1024 * 1024 });
     return JSON.parse(stdout) as LoadResult;
   } finally {
     fs.rmSync(path.dirname(specFile), { recursive: true, force: true });

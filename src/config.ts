@@ -97,6 +97,11 @@ export interface ObservabilityConfig {
   overloadRetryAfterSeconds: number;
   /** OVERLOAD_MIN_IN_FLIGHT: requests still accepted at a time while overloaded, so work goes on (default 8). */
   overloadMinInFlight: number;
+  /**
+   * OVERLOAD_MAX_IN_FLIGHT: API requests in flight at most, overloaded or not; more are refused
+   * at once with 503 (default 32; 0: no cap). Off with the rest of load shedding.
+   */
+  overloadMaxInFlight: number;
 }
 
 export interface CommsConfig {
@@ -178,6 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       overloadMaxEventLoopDelayMs: int('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 50),
       overloadRetryAfterSeconds: int('OVERLOAD_RETRY_AFTER_SECONDS', 1),
       overloadMinInFlight: int('OVERLOAD_MIN_IN_FLIGHT', 8),
+      overloadMaxInFlight: int('OVERLOAD_MAX_IN_FLIGHT', 32),
     },
     personalData: personalDataConfig(env, problems, int),
   };

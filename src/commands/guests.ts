@@ -9,7 +9,7 @@ import {
   type ImportedState,
 } from '../domain/guest.js';
 import { personalGuestFields } from '../domain/personal-data.js';
-import { customIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
+import { customIdStream, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand, type StreamNameKey } from '../domain/reservation.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { newId } from '../shared/ids.js';
 import { getEvent } from './events.js';
@@ -103,6 +103,8 @@ interface Planned {
   key: string;
   existing: GuestDoc | null;
   input: GuestInput;
+  /** The guest's current customId is reserved under its legacy (plaintext) stream name: release it there too. */
+  releaseLegacy?: boolean;
 }
 
 /**
@@ -117,8 +119,12 @@ export async function saveGuests(
   records: GuestInput[],
   options: { mode: 'create' | 'upsert'; removeObsoleteTags?: boolean },
 ): Promise<GuestView[]> {
-  await getEvent(services, context.tenantId, eventId);
-  const plans = await planGuests(services, context, eventId, records, options.mode);
+  const event = await getEvent(services, context.tenantId, eventId);
+  // Only a record with a customId reserves or releases one (and needs the stream-name key).
+  const nameKey = records.some((r) => r.customId !== undefined) ? await services.dataKeys?.streamNameKey() : undefined;
+  // Legacy (plaintext) reservation names exist only in events created before names were hashed.
+  const legacyNames = nameKey !== undefined && !(Date.parse(event.created) >= Date.parse(nameKey.since));
+  const plans = await planGuests(services, context, eventId, records, options.mode, legacyNames);
   await checkInvitations(services, context.tenantId, eventId, plans, options.mode);
   const items: BatchItem[] = [];
   let signer: TicketSigner | undefined;
@@ -159,8 +165,9 @@ export async function saveGuests(
             ...(ticket ? { ticket } : {}),
           };
     const guestItem = items.length;
-    items.push({ streamName: guestStreamOf({ _id: plan.key }), decider: guestDecider, command });
-    items.push(...customIdReservations(context.tenantId, eventId, plan, guestItem));
+    // A guest the read model does not know is decided without reading its stream (see assumeNew).
+    items.push({ streamName: guestStreamOf({ _id: plan.key }), decider: guestDecider, command, assumeNew: !plan.existing });
+    items.push(...customIdReservations(context.tenantId, eventId, plan, guestItem, nameKey));
   }
   const results = await handleCommands(services.eventStore, items, context).catch((error: unknown) => {
     // A customId another request reserved since the plan was made: the same answer as a known holder.
@@ -212,29 +219,52 @@ async function checkInvitations(
  * the reservation is a claim (taken before the guest is written, given back if the batch
  * aborts), the release comes after the guest gave the key up (src/commands/batch-intents.ts).
  */
-function customIdReservations(clientId: string, eventId: string, plan: Planned, guestItem: number): BatchItem[] {
+function customIdReservations(clientId: string, eventId: string, plan: Planned, guestItem: number, nameKey: StreamNameKey | undefined): BatchItem[] {
   const wanted = plan.input.customId;
   const current = plan.existing?.customId;
-  if (wanted === undefined || (current !== undefined && reservationKey(current) === reservationKey(wanted))) return [];
+  if (!changesCustomId(plan)) return [];
   const reserve: BatchItem = {
-    streamName: customIdStream(clientId, eventId, wanted),
+    streamName: customIdStream(clientId, eventId, wanted!, nameKey),
     decider: reservationDecider,
-    command: { type: 'Reserve', key: wanted, ownerType: 'guest', ownerId: plan.guestId } satisfies ReservationCommand,
+    command: { type: 'Reserve', key: wanted!, ownerType: 'guest', ownerId: plan.guestId } satisfies ReservationCommand,
     stage: 'claim',
     partOf: guestItem,
-    undo: { type: 'Release', key: wanted, ownerId: plan.guestId } satisfies ReservationCommand,
+    undo: { type: 'Release', key: wanted!, ownerId: plan.guestId } satisfies ReservationCommand,
+    // Most customIds are new; one released before has a stream, and the batch is retried reading it.
+    assumeNew: true,
   };
   if (current === undefined) return [reserve];
-  return [
-    reserve,
-    {
-      streamName: customIdStream(clientId, eventId, current),
-      decider: reservationDecider,
-      command: { type: 'Release', key: current, ownerId: plan.guestId } satisfies ReservationCommand,
-      stage: 'release',
-      partOf: guestItem,
-    },
-  ];
+  const release = (streamName: string): BatchItem => ({
+    streamName,
+    decider: reservationDecider,
+    command: { type: 'Release', key: current, ownerId: plan.guestId } satisfies ReservationCommand,
+    stage: 'release',
+    partOf: guestItem,
+  });
+  const releases = [release(customIdStream(clientId, eventId, current, nameKey))];
+  if (plan.releaseLegacy) releases.push(release(legacyCustomIdStream(clientId, eventId, current)));
+  return [reserve, ...releases];
+}
+
+/** The record gives the guest a customId it does not have yet (a new reservation). */
+const changesCustomId = (plan: Omit<Planned, 'key'>): boolean => {
+  const wanted = plan.input.customId;
+  const current = plan.existing?.customId;
+  return wanted !== undefined && (current === undefined || reservationKey(current) !== reservationKey(wanted));
+};
+
+/**
+ * Who holds a customId under its legacy (plaintext) stream name, from before names were hashed
+ * (docs/personal-data.md): such a reservation keeps the customId taken. Only read for events
+ * created before this deployment hashed names (and never when names are not hashed: then the
+ * legacy name is the name), so an import into a new event pays no extra read per guest.
+ */
+async function legacyHolder(services: Services, clientId: string, eventId: string, customId: string): Promise<string | undefined> {
+  let state = reservationDecider.initialState();
+  for (const event of await services.eventStore.readStream(legacyCustomIdStream(clientId, eventId, customId))) {
+    state = reservationDecider.evolve(state, event as never);
+  }
+  return state.ownerId;
 }
 
 async function planGuests(
@@ -243,6 +273,7 @@ async function planGuests(
   eventId: string,
   records: GuestInput[],
   mode: 'create' | 'upsert',
+  legacyNames: boolean,
 ): Promise<Planned[]> {
   const errors: { path: string; message: string }[] = [];
   const plans: Planned[] = [];
@@ -267,9 +298,16 @@ async function planGuests(
       if (seenCustomIds.has(key)) errors.push({ path: at('customId'), message: `repeats record ${seenCustomIds.get(key)}'s customId` });
       seenCustomIds.set(key, index);
       const holder = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: key });
-      if (holder && guestIdOf(holder) !== guestId) errors.push({ path: at('customId'), message: 'already used by another guest of this event' });
+      let taken = holder !== null && guestIdOf(holder) !== guestId;
+      if (!taken && legacyNames && changesCustomId({ guestId, existing, input })) {
+        const legacy = await legacyHolder(services, context.tenantId, eventId, input.customId);
+        taken = legacy !== undefined && legacy !== guestId;
+      }
+      if (taken) errors.push({ path: at('customId'), message: 'already used by another guest of this event' });
     }
-    plans.push({ guestId, key: existing?._id ?? guestKey(context.tenantId, guestId), existing, input });
+    const releaseLegacy =
+      legacyNames && existing?.customId !== undefined && changesCustomId({ guestId, existing, input }) && (await legacyHolder(services, context.tenantId, eventId, existing.customId)) === guestId;
+    plans.push({ guestId, key: existing?._id ?? guestKey(context.tenantId, guestId), existing, input, ...(releaseLegacy ? { releaseLegacy } : {}) });
   }
   if (errors.length > 0) {
     const duplicate = errors.some((e) => e.message.startsWith('already used'));

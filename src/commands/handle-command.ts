@@ -86,6 +86,7 @@ async function load<State, Command, Event extends AnyEvent>(
   context: CommandContext,
   eventIds?: (index: number) => string,
   useCache = false,
+  assumeNew = false,
 ): Promise<Decided<State, Event>> {
   // With caller-chosen ids the stream is read, not the cache: the ids are looked for in it.
   const cached = useCache && !eventIds ? folded.get(store)?.get(streamName) : undefined;
@@ -93,7 +94,9 @@ async function load<State, Command, Event extends AnyEvent>(
   let revision = cached?.revision ?? -1;
   let applied = false;
   if (state === undefined) {
-    const history = await store.readStream(streamName);
+    // A stream believed new is not read: the append expects no stream, so the store refuses it
+    // if one exists after all, and the retry reads it.
+    const history = assumeNew ? [] : await store.readStream(streamName);
     state = decider.initialState();
     for (const stored of history) state = decider.evolve(state, stored as unknown as Event);
     revision = history.length > 0 ? history[history.length - 1]!.revision : -1;
@@ -191,6 +194,13 @@ export interface BatchItem<State = unknown, Command = unknown, Event extends Any
   /** Index (in the batch) of the main item a claim or release belongs to. */
   partOf?: number;
   undo?: Command;
+  /**
+   * The caller believes the stream does not exist yet (a guest the read model does not know):
+   * on a store with atomic batches the first attempt decides on an empty stream without reading
+   * it and appends expecting no stream; if one exists, the batch is refused whole and the retry
+   * reads every stream as usual. Ignored on a store without atomic batches.
+   */
+  assumeNew?: boolean;
 }
 
 /**
@@ -210,8 +220,9 @@ export async function handleCommands(
   const maxAttempts = options.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
     const batchId = store.atomicBatches ? undefined : newId();
+    const assume = attempt === 1 && store.atomicBatches;
     const decided = await Promise.all(
-      items.map((item) => load(store, item.decider, item.streamName, item.command, context, item.eventIds)),
+      items.map((item) => load(store, item.decider, item.streamName, item.command, context, item.eventIds, false, assume && item.assumeNew === true)),
     );
     const changed = decided.filter((d) => d.events.length > 0);
     if (batchId && changed.length > 1) {

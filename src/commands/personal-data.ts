@@ -5,8 +5,8 @@ import type { Doc } from '../adapters/readstore/port.js';
 import { DomainError } from '../domain/decider.js';
 import { guestDecider, type GuestCommand, type GuestEvent } from '../domain/guest.js';
 import { invitationStream } from '../domain/invitation.js';
-import { dataKeyId, personalGuestFields } from '../domain/personal-data.js';
-import { customIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
+import { dataKeyId, personalGuestFields, unmatchedScanKeyId } from '../domain/personal-data.js';
+import { customIdStream, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
 import type { InvitationDoc } from '../projections/invitations.js';
 import { suppressionId } from '../projections/invitations.js';
 import { guestIdOf, guestStreamOf, personalDocFields, type GuestDoc, type ScanDoc } from '../projections/guests.js';
@@ -94,7 +94,7 @@ async function eraseAll(
   reason: string,
 ): Promise<ErasureResult[]> {
   const results: ErasureResult[] = [];
-  const all: PersonalValues = { needles: [], emails: [], customIds: [] };
+  const all: PersonalValues = { needles: [], emails: [], customIds: [], invitationIds: [] };
   let position = -1;
   for (const doc of docs) {
     const erased = await eraseOne(services, context, doc, reason);
@@ -102,11 +102,13 @@ async function eraseAll(
     position = Math.max(position, erased.position);
     all.needles.push(...erased.values.needles);
     all.emails.push(...erased.values.emails);
+    all.invitationIds.push(...erased.values.invitationIds);
   }
   await services.readYourWrites(position);
   for (const doc of docs) await scrubGuestReadModels(services, doc, all);
-  await scrubSharedReadModels(services, context.tenantId, docs, all);
-  for (const eventId of new Set(docs.map((d) => d.eventId))) await removeFiles(services, settings, context.tenantId, eventId, all);
+  await scrubSharedReadModels(services, context.tenantId, docs, all, context.now.toISOString());
+  for (const eventId of new Set(docs.map((d) => d.eventId))) await removeExports(services, settings, context.tenantId, eventId);
+  if (settings.outboxDir) await removeOutboxEmails(settings.outboxDir, all.invitationIds);
   await services.readStore.purgeDeleted?.();
   return results;
 }
@@ -117,12 +119,16 @@ async function eraseOne(services: Services, context: CommandContext, doc: GuestD
   const events = await services.eventStore.readStream(guestStreamOf(doc));
   const invitationEvents = await invitationEventsOf(services, events);
   const values = personalValues([doc, ...events.map((e) => e.data), ...invitationEvents.map((e) => e.data)]);
+  values.invitationIds = await invitationIdsOf(services, doc, events);
   const command: GuestCommand = { type: 'Erase', erasedBy: context.actor.id, reason, at: context.now.toISOString() };
   const written = await handleCommand(services.eventStore, guestDecider, guestStreamOf(doc), command, context);
   const erased = written.state.erased!;
+  // Released under its hashed name and, for a reservation made before names were hashed, its legacy one.
+  const nameKey = values.customIds.length > 0 ? await services.dataKeys?.streamNameKey() : undefined;
   for (const customId of values.customIds) {
     const release: ReservationCommand = { type: 'Release', key: reservationKey(customId), ownerId: guestId };
-    await handleCommand(services.eventStore, reservationDecider, customIdStream(context.tenantId, doc.eventId, customId), release, context);
+    const names = new Set([customIdStream(context.tenantId, doc.eventId, customId, nameKey), legacyCustomIdStream(context.tenantId, doc.eventId, customId)]);
+    for (const name of names) await handleCommand(services.eventStore, reservationDecider, name, release, context);
   }
   // The guest's key is per client; a guest stored before ids were scoped also has one named by the bare GUID.
   for (const keyId of dataKeyIdsOf(doc)) await services.dataKeys?.erase(keyId, erased.at);
@@ -143,9 +149,20 @@ async function ticketCodeOf(services: Services, doc: GuestDoc): Promise<string |
   return state.ticket?.code ?? null;
 }
 
+const requestedInvitationIds = (guestEvents: StoredEvent[]): string[] =>
+  guestEvents.filter((e) => e.type === 'InvitationRequested').map((e) => (e.data as { attendeeInvitationId: string }).attendeeInvitationId);
+
 async function invitationEventsOf(services: Services, guestEvents: StoredEvent[]): Promise<StoredEvent[]> {
-  const ids = guestEvents.filter((e) => e.type === 'InvitationRequested').map((e) => (e.data as { attendeeInvitationId: string }).attendeeInvitationId);
+  const ids = requestedInvitationIds(guestEvents);
   return (await Promise.all(ids.map((id) => services.eventStore.readStream(invitationStream(id))))).flat();
+}
+
+/** The ids of the guest's own invitation emails: its InvitationRequested events and the invitations read model. */
+async function invitationIdsOf(services: Services, doc: GuestDoc, guestEvents: StoredEvent[]): Promise<string[]> {
+  const ids = new Set(requestedInvitationIds(guestEvents));
+  const invitations = services.readStore.collection<InvitationDoc>('invitations');
+  for await (const invitation of invitations.stream({ clientId: doc.clientId, attendeeId: guestIdOf(doc) }, { readOnly: true })) ids.add(invitation._id);
+  return [...ids];
 }
 
 interface PersonalValues {
@@ -153,6 +170,8 @@ interface PersonalValues {
   needles: string[];
   emails: string[];
   customIds: string[];
+  /** The guest's own invitation emails: the embedded mailer names its files by them (`<id>.eml`). */
+  invitationIds: string[];
 }
 
 function personalValues(sources: unknown[]): PersonalValues {
@@ -177,7 +196,7 @@ function personalValues(sources: unknown[]): PersonalValues {
       }
     }
   }
-  return { needles: [...needles], emails: [...emails], customIds: [...customIds] };
+  return { needles: [...needles], emails: [...emails], customIds: [...customIds], invitationIds: [] };
 }
 
 /** Replaces every string that contains a personal value with `[erased]`; returns the document when it changed. */
@@ -251,10 +270,8 @@ async function scrubGuestReadModels(services: Services, doc: GuestDoc, values: P
  * suppression list entries of the guests' addresses, the webhook delivery log and stored
  * idempotent replies (which may repeat a created guest).
  */
-async function scrubSharedReadModels(services: Services, clientId: string, docs: GuestDoc[], values: PersonalValues): Promise<void> {
-  for (const eventId of new Set(docs.map((d) => d.eventId))) {
-    await scrubCollection(services, 'scans', { clientId, eventId, lookup: { $exists: true } }, values.needles);
-  }
+async function scrubSharedReadModels(services: Services, clientId: string, docs: GuestDoc[], values: PersonalValues, at: string): Promise<void> {
+  for (const eventId of new Set(docs.map((d) => d.eventId))) await eraseUnmatchedScans(services, clientId, eventId, values.needles, at);
   await scrubCollection(services, 'webhook_deliveries', { clientId }, values.needles);
   const ownKeys = `^${clientId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`;
   await scrubCollection(services, 'idempotency_keys', { _id: { $regex: ownKeys } }, values.needles);
@@ -262,10 +279,28 @@ async function scrubSharedReadModels(services: Services, clientId: string, docs:
 }
 
 /**
- * Export files hold the event's guest list: every export of the event is deleted (record and
- * file; the client makes a new one). Outbox emails (the embedded mailer) that name the guest are deleted.
+ * Door scans that matched no single guest (UnmatchedScanRejected) but looked up one of the
+ * guest's values, e.g. its barcode scanned before the guest had it: the scan's own data key is
+ * deleted, so its event opens without the lookup from now on (also on a rebuild), and the
+ * scans row loses its lookup, as a rebuild would write it. Scans written unsealed (before this
+ * release, or with PII_ENCRYPTION=off) lose it in the read model only (docs/personal-data.md).
  */
-async function removeFiles(services: Services, settings: PersonalDataSettings, clientId: string, eventId: string, values: PersonalValues): Promise<void> {
+async function eraseUnmatchedScans(services: Services, clientId: string, eventId: string, needles: string[], at: string): Promise<void> {
+  if (needles.length === 0) return;
+  const scans = services.readStore.collection<ScanDoc>('scans');
+  const matched: string[] = [];
+  for await (const scan of scans.stream({ clientId, eventId, lookup: { $exists: true } }, { readOnly: true })) {
+    if (scan.guestId === undefined && scrubbed(scan.lookup, needles).changed) matched.push(scan._id);
+  }
+  for (const scanId of matched) {
+    const keyId = unmatchedScanKeyId(clientId, scanId);
+    if (keyId) await services.dataKeys?.erase(keyId, at);
+    await scans.updateOne(scanId, { $unset: { lookup: '' } });
+  }
+}
+
+/** Export files hold the event's guest list: every export of the event is deleted (record and file; the client makes a new one). */
+async function removeExports(services: Services, settings: PersonalDataSettings, clientId: string, eventId: string): Promise<void> {
   const exports = services.readStore.collection<Doc & { file: string }>('exports');
   const found: (Doc & { file: string })[] = [];
   for await (const record of exports.stream({ clientId, eventId })) found.push(record);
@@ -273,15 +308,21 @@ async function removeFiles(services: Services, settings: PersonalDataSettings, c
     await fs.promises.rm(path.join(settings.exportDir, record.file), { force: true });
     await exports.deleteOne(record._id);
   }
-  if (!settings.outboxDir || values.needles.length === 0) return;
-  const names = await fs.promises.readdir(settings.outboxDir).catch(() => [] as string[]);
+}
+
+/**
+ * The guest's own outbox emails, by file name: the embedded mailer writes invitation `<id>` to
+ * `<id>.eml` (src/adapters/mailer/outbox.ts), and a temp file `.<id>.eml.<pid>.<uuid>.tmp` while
+ * it writes. Matching by content would also delete other guests' emails that hold the same
+ * address or name (another client's guest with the same email), so it is not done.
+ */
+async function removeOutboxEmails(outboxDir: string, invitationIds: string[]): Promise<void> {
+  if (invitationIds.length === 0) return;
+  const wanted = new Set(invitationIds.map((id) => `${id}.eml`));
+  const names = await fs.promises.readdir(outboxDir).catch(() => [] as string[]);
   for (const name of names) {
-    const file = path.join(settings.outboxDir, name);
-    const text = await fs.promises.readFile(file, 'utf8').catch(() => undefined);
-    if (text === undefined) continue;
-    // Headers may fold or encode a name; the address and any value in the body are searched as written.
-    const lower = text.toLowerCase();
-    if (values.needles.some((n) => lower.includes(n))) await fs.promises.rm(file, { force: true });
+    const temp = /^\.(.+\.eml)\.[^/]+\.tmp$/.exec(name);
+    if (wanted.has(name) || (temp && wanted.has(temp[1]!))) await fs.promises.rm(path.join(outboxDir, name), { force: true });
   }
 }
 

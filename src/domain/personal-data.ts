@@ -39,14 +39,50 @@ export interface PersonalDataRule {
 export const dataKeyId = (clientId: string, guestId: unknown): string | undefined =>
   typeof guestId === 'string' && guestId !== '' ? scopedKey(clientId, guestId) : undefined;
 
+/**
+ * The data key of one door scan that matched no single guest (UnmatchedScanRejected): what was
+ * scanned may be a barcode or customId a guest gets later, so it is sealed with a key of its
+ * own, which erasing such a guest deletes (docs/personal-data.md). `scan:` and the two encoded
+ * parts keep it apart from any guest's key id.
+ */
+export const unmatchedScanKeyId = (clientId: string, scanId: unknown): string | undefined =>
+  typeof scanId === 'string' && scanId !== '' ? `scan:${scopedKey(clientId, scanId)}` : undefined;
+
+/**
+ * The data key of one batch intent (EventStoreDB has no multi-stream transaction:
+ * src/commands/batch-intents.ts). An intent repeats every command and event of its batch,
+ * personal data included; its items are sealed with this key, which is deleted as soon as the
+ * batch completed (keyEndRules), because only an open batch's intent is ever read again.
+ */
+export const batchIntentKeyId = (clientId: string, batchId: unknown): string | undefined =>
+  typeof batchId === 'string' && batchId !== '' ? `batch:${scopedKey(clientId, batchId)}` : undefined;
+
 export const personalDataRules: readonly PersonalDataRule[] = [
   { streamPrefix: 'guest-', types: ['GuestRegistered'], fields: personalGuestFields, owner: (d, client) => dataKeyId(client, d.guestId) },
   { streamPrefix: 'guest-', types: ['GuestDetailsChanged'], within: 'changes', fields: personalGuestFields, owner: (d, client) => dataKeyId(client, d.guestId) },
-  // The customId reservation's key (its stream name still holds the customId: docs/personal-data.md).
+  // The customId reservation's key (its stream is named by a keyed hash of it: src/domain/reservation.ts).
   { streamPrefix: 'guestcustomid-', types: ['KeyReserved', 'KeyReleased'], fields: ['key'], owner: (d, client) => dataKeyId(client, d.ownerId) },
   { streamPrefix: 'invitation-', types: ['SendStarted', 'SendSucceeded'], fields: ['to'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
   { streamPrefix: 'invitation-', types: ['ProviderEventReceived'], fields: ['email'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
+  { streamPrefix: 'door-', types: ['UnmatchedScanRejected'], fields: ['lookup'], owner: (d, client) => unmatchedScanKeyId(client, d.scanId) },
+  { streamPrefix: 'batchlog', types: ['BatchStarted'], fields: ['items'], owner: (d, client) => batchIntentKeyId(client, d.batchId) },
 ];
+
+/** An event whose append ends the need for a data key: the event store codec deletes the key once the event is stored. */
+export interface KeyEndRule {
+  streamPrefix: string;
+  type: string;
+  keyId: (data: Record<string, unknown>, clientId: string) => string | undefined;
+}
+
+export const keyEndRules: readonly KeyEndRule[] = [
+  // A completed batch's intent is never read again (an aborted one is: its claims may still have to be given back).
+  { streamPrefix: 'batchlog', type: 'BatchCompleted', keyId: (d, client) => batchIntentKeyId(client, d.batchId) },
+];
+
+export function keyEndRuleFor(streamName: string, type: string): KeyEndRule | undefined {
+  return keyEndRules.find((rule) => rule.type === type && streamName.startsWith(rule.streamPrefix));
+}
 
 export function personalDataRuleFor(streamName: string, type: string): PersonalDataRule | undefined {
   return personalDataRules.find((rule) => rule.types.includes(type) && streamName.startsWith(rule.streamPrefix));

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { scopedKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
 
@@ -19,8 +20,34 @@ export type ReservationState = { ownerId?: string };
 export const reservationKey = (value: string): string => value.trim().toLowerCase();
 
 export const usernameStream = (userName: string): string => `username-${reservationKey(userName)}`;
-/** A customId is unique within one event of one client; every part is percent-encoded (docs/identifiers.md). */
-export const customIdStream = (clientId: string, eventId: string, customId: string): string =>
+/**
+ * The secret that names customId reservation streams (docs/personal-data.md, "Stream names"):
+ * a per-deployment key held wrapped in the data-key store; its id is part of every name.
+ */
+export interface StreamNameKey {
+  id: string;
+  key: Buffer;
+}
+
+/**
+ * A customId is unique within one event of one client, so it has a reservation stream per
+ * client and event. With a name key (personal data encrypted, the default) the stream is named
+ * by an HMAC-SHA256 of the client, the event and the lower-cased customId:
+ * `guestcustomid-<client>:<event>:#<key id>.<base64url HMAC>`, so the name does not hold the
+ * customId. Without one (PII_ENCRYPTION=off) it is the legacy name.
+ */
+export const customIdStream = (clientId: string, eventId: string, customId: string, nameKey: StreamNameKey | undefined): string => {
+  if (!nameKey) return legacyCustomIdStream(clientId, eventId, customId);
+  const scope = scopedKey(clientId, eventId);
+  const digest = createHmac('sha256', nameKey.key).update(`${scope}\n${reservationKey(customId)}`, 'utf8').digest('base64url');
+  return `guestcustomid-${scope}:#${nameKey.id}.${digest}`;
+};
+
+/**
+ * The name reservations had before it was hashed (every part percent-encoded, the customId in
+ * plaintext). Still read, so a customId reserved under it stays taken, and released.
+ */
+export const legacyCustomIdStream = (clientId: string, eventId: string, customId: string): string =>
   `guestcustomid-${scopedKey(clientId, eventId)}:${encodeURIComponent(reservationKey(customId))}`;
 
 export const reservationDecider: Decider<ReservationState, ReservationCommand, ReservationEvent> = {

@@ -1,9 +1,12 @@
 import { once } from 'node:events';
+import { MessageChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import ExcelJS from 'exceljs';
 import type { GuestDoc } from '../projections/guests.js';
 import { guestColumns, neutralise, type Column } from './columns.js';
 import { wallClock } from './wall-clock.js';
+import type { ExcelMessage, ExcelTask } from './excel-task.js';
 
 export const XLSX_MEDIA_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 
@@ -41,8 +44,87 @@ export async function writeGuestsExcel(guests: AsyncIterable<GuestDoc>, file: st
   return writeExcel(guests, file, options);
 }
 
-/** Any rows under `options.columns`, written as guests are (analytics exports). */
+/**
+ * Any rows under `options.columns`, written as guests are (analytics exports). The workbook is
+ * written on a pool thread (issue 13, goal 6: exceljs's XML and zip work is seconds of CPU for a
+ * large event, which on the main thread would stall the door): this thread reads the rows and
+ * computes the column values, and sends them in chunks of CHUNK_ROWS, at most CHUNKS_AHEAD
+ * ahead of the writer, so memory stays flat whatever the size.
+ */
 export async function writeExcel<Row>(
+  rows: AsyncIterable<Row> | Iterable<Row>,
+  file: string,
+  options: ExcelExportOptions<Row>,
+): Promise<number> {
+  const columns = options.columns ?? (guestColumns as unknown as readonly Column<Row>[]);
+  const { port1, port2 } = new MessageChannel();
+  const task: ExcelTask = {
+    file,
+    columns: columns.map(({ name, kind, width }) => ({ name, kind, width })),
+    timeZone: options.timeZone,
+    ...(options.sheetName ? { sheetName: options.sheetName } : {}),
+    port: port2,
+  };
+  const written = excelPool().run(task, { transferList: [port2] }) as Promise<number>;
+  // A failed thread ends any wait for credit below; its error is the export's.
+  const failed = written.then(() => new Promise<never>(() => {}));
+  failed.catch(() => {});
+  let credits = CHUNKS_AHEAD;
+  let wake: (() => void) | undefined;
+  port1.on('message', () => {
+    credits += 1;
+    wake?.();
+  });
+  const send = async (chunk: unknown[][]) => {
+    while (credits === 0) await Promise.race([new Promise<void>((resolve) => (wake = resolve)), failed]);
+    credits -= 1;
+    port1.postMessage({ rows: chunk } satisfies ExcelMessage);
+  };
+  try {
+    let chunk: unknown[][] = [];
+    let count = 0;
+    for await (const row of rows) {
+      chunk.push(columns.map((column) => column.value(row)));
+      count += 1;
+      if (chunk.length === CHUNK_ROWS) {
+        await send(chunk);
+        chunk = [];
+      }
+    }
+    if (chunk.length > 0) await send(chunk);
+    port1.postMessage({ end: true, summary: options.summary(count) } satisfies ExcelMessage);
+    return await written;
+  } catch (error) {
+    // The thread stops at its next read: nothing more comes on the port.
+    port1.close();
+    await written.catch(() => {});
+    throw error;
+  } finally {
+    port1.close();
+  }
+}
+
+const CHUNK_ROWS = 500;
+const CHUNKS_AHEAD = 4;
+
+let pool: Piscina | undefined;
+
+/** One thread, made on the first export; idle threads do not keep the process up (piscina unrefs them). */
+function excelPool(): Piscina {
+  // Under tsx (npm start, tests) the task is TypeScript: the thread loads it through tsx too.
+  const fromSource = import.meta.url.endsWith('.ts');
+  pool ??= new Piscina({
+    filename: new URL(fromSource ? './excel-task.ts' : './excel-task.js', import.meta.url).href,
+    minThreads: 0,
+    maxThreads: 1,
+    idleTimeout: 30_000,
+    ...(fromSource ? { execArgv: ['--import', 'tsx'] } : {}),
+  });
+  return pool;
+}
+
+/** The same workbook written on this thread (the pool thread's own entry, and tests). */
+export async function writeExcelInProcess<Row>(
   guests: AsyncIterable<Row> | Iterable<Row>,
   file: string,
   options: ExcelExportOptions<Row>,

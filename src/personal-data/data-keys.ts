@@ -1,10 +1,20 @@
 import { createCipheriv, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { KeyStore, StoredDataKey } from '../adapters/keystore/port.js';
+import type { StreamNameKey } from '../domain/reservation.js';
 import { decrypt, type Keyring } from '../shared/encryption.js';
 
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
+
+/**
+ * The customId stream-name key (src/domain/reservation.ts): one random key per deployment, a
+ * row of the key store like a guest's data key (so it is wrapped under the master keys and
+ * re-wrapped on rotation, never replaced by it). `#` never occurs in a guest's key id (its
+ * parts are percent-encoded). The `n1` is the name key's id, written into every name.
+ */
+export const STREAM_NAME_KEY_ID = 'n1';
+const streamNameKeyRow = (id: string) => `#customid-stream-names:${id}`;
 
 /**
  * The guests' data keys: created on first use (a batch at once), kept wrapped under the
@@ -66,6 +76,26 @@ export class DataKeys {
     }
     for (const id of missing) if (!result.has(id)) result.set(id, null);
     return result;
+  }
+
+  private streamNameKeyLoad?: Promise<StreamNameKey & { since: string }>;
+
+  /**
+   * The key that names customId reservation streams, and `since`: when this deployment made it
+   * (the first start of a version that hashes the names). Created on first use (the service
+   * makes it on start), never erased; kept once read.
+   */
+  streamNameKey(): Promise<StreamNameKey & { since: string }> {
+    const rowId = streamNameKeyRow(STREAM_NAME_KEY_ID);
+    this.streamNameKeyLoad ??= this.keysFor([rowId], true).then(async (keys) => {
+      const key = keys.get(rowId);
+      const [row] = await this.store.get([rowId]);
+      if (!key || !row) throw new Error('the customId stream-name key is erased in the key store; restore the key store from a backup');
+      return { id: STREAM_NAME_KEY_ID, key, since: row.createdAt };
+    });
+    // A failed read (the key store unreachable) is tried again by the next caller.
+    this.streamNameKeyLoad.catch(() => (this.streamNameKeyLoad = undefined));
+    return this.streamNameKeyLoad;
   }
 
   private readonly erasureListeners: ((guestId: string) => void)[] = [];

@@ -11,8 +11,9 @@ import type {
   SubscriptionBatch,
 } from '../adapters/eventstore/port.js';
 import { LRUCache } from 'lru-cache';
-import { personalDataRuleFor, type PersonalDataRule, type SealedPersonalData } from '../domain/personal-data.js';
+import { keyEndRuleFor, personalDataRuleFor, type PersonalDataRule, type SealedPersonalData } from '../domain/personal-data.js';
 import type { DataKeys } from './data-keys.js';
+import type { Logger } from '../shared/logger.js';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -26,8 +27,10 @@ export const ERASED_MARK = 'personalDataErased';
  * `personalData` object; reads and subscriptions open them again while the key exists, and
  * mark the event `personalDataErased: true` once it is gone. Events written before this
  * codec (plaintext) are read as they are. Deciders and projections never see ciphertext.
+ * An appended event that ends a key's use (keyEndRules: a completed batch's intent) deletes
+ * that key once the event is stored; a failed delete is logged, never the append's error.
  */
-export function sealedEventStore(inner: EventStore, keys: DataKeys): EventStore {
+export function sealedEventStore(inner: EventStore, keys: DataKeys, options: { logger?: Logger } = {}): EventStore {
   const recent = new RecentlySealed();
   keys.onErase((guestId) => recent.forget(guestId));
   const seal = async (streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision) =>
@@ -41,11 +44,15 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys): EventStore 
       return inner.atomicBatches;
     },
     async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
-      return inner.append(streamName, await seal(streamName, events, expectedRevision), expectedRevision);
+      const result = await inner.append(streamName, await seal(streamName, events, expectedRevision), expectedRevision);
+      await endKeys(keys, [{ streamName, events }], options.logger);
+      return result;
     },
     async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
       const sealed = await sealAll(keys, appends, recent);
-      return inner.appendMany(appends.map((a, i) => ({ ...a, events: sealed[i]!.events })));
+      const results = await inner.appendMany(appends.map((a, i) => ({ ...a, events: sealed[i]!.events })));
+      await endKeys(keys, appends, options.logger);
+      return results;
     },
     async readStream(streamName, options) {
       return openAll(await inner.readStream(streamName, options));
@@ -63,6 +70,20 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys): EventStore 
     ping: () => inner.ping(),
     close: () => inner.close(),
   };
+}
+
+/** Deletes the keys that stored events made needless (keyEndRules); nothing for every other append. */
+async function endKeys(keys: DataKeys, appends: { streamName: string; events: NewEvent[] }[], logger?: Logger): Promise<void> {
+  for (const { streamName, events } of appends) {
+    for (const event of events) {
+      const keyId = keyEndRuleFor(streamName, event.type)?.keyId(event.data, event.metadata.tenantId);
+      if (!keyId) continue;
+      // The event is stored: a key store that fails now leaves the key (its data stays readable), not the write undone.
+      await keys.erase(keyId, event.metadata.occurredAt).catch((error: unknown) =>
+        logger?.warn({ err: error, keyId, streamName }, 'a data key no longer needed could not be deleted: the data it seals stays readable; check the key store'),
+      );
+    }
+  }
 }
 
 /**

@@ -296,7 +296,8 @@ function eventStatsOp(event: StoredEvent & { data: { eventId: string } }, inc: R
 function applyDoor(event: StoredEvent & DoorEvent): WriteOp[] {
   const d = event.data;
   return [
-    scanOp(event, { result: 'rejected', reason: d.reason, people: 0, lookup: d.lookup }),
+    // No lookup once the scan's key is erased (an erased guest held what was scanned: docs/personal-data.md).
+    scanOp(event, { result: 'rejected', reason: d.reason, people: 0, ...(d.lookup ? { lookup: d.lookup } : {}) }),
     eventStatsOp(event, { [`rejected.${d.reason}`]: 1 }),
   ];
 }

@@ -4,7 +4,7 @@ import type { EventStore, StoredEvent } from '../../src/adapters/eventstore/port
 import { batchLogStream, completeOpenBatches } from '../../src/commands/batch-intents.js';
 import { accountDecider } from '../../src/domain/account.js';
 import { guestDecider, guestStream, type GuestState } from '../../src/domain/guest.js';
-import { customIdStream, reservationDecider, reservationKey, usernameStream } from '../../src/domain/reservation.js';
+import { customIdStream as hashedCustomIdStream, reservationDecider, reservationKey, usernameStream, type StreamNameKey } from '../../src/domain/reservation.js';
 import { teamMemberDecider, teamMemberStream } from '../../src/domain/team-member.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { StreamByStreamStore } from '../support/stream-by-stream-store.js';
@@ -20,10 +20,14 @@ let service: TestService;
 let store: StreamByStreamStore;
 let alice: Client;
 let eventId: string;
+let nameKey: StreamNameKey | undefined;
+/** The customId reservation stream as the service names it (hashed: docs/personal-data.md). */
+const customIdStream = (clientId: string, event: string, customId: string) => hashedCustomIdStream(clientId, event, customId, nameKey);
 
 beforeAll(async () => {
   service = await startTestService({ WEBHOOK_ALLOW_INSECURE: 'true' }, { wrapEventStore: (inner) => (store = new StreamByStreamStore(inner)) });
   alice = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+  nameKey = await service.platform.dataKeys?.streamNameKey();
   eventId = (await alice.call('POST', '/checkin/v1/api/event', { title: 'Ball', startTime: '2026-01-01T18:00:00Z', endTime: '2027-12-31T23:00:00Z' })).body.id;
 });
 afterAll(() => service.close());
@@ -38,7 +42,8 @@ function crashAfter(after: number, counts: (stream: string) => boolean, mode: 'c
 /** The process comes back: appends work again, and the completer finishes what was left. */
 async function restart() {
   store.restart();
-  await completeOpenBatches(store, { logger: service.services.logger, olderThanMs: 0 });
+  // Through the service's store, as the batch completer runs: intents are sealed (docs/personal-data.md).
+  await completeOpenBatches(service.platform.eventStore, { logger: service.services.logger, olderThanMs: 0 });
 }
 
 /** Folds through the service's store: the personal-data codec above `store` opens sealed fields (docs/personal-data.md). */
@@ -120,6 +125,34 @@ describe.each(['crash', 'throw'] as const)('guest create with a customId, a %s a
       await assertUniqueKeys();
     });
   }
+});
+
+describe('batch intents hold personal data sealed, and only while the batch is open', () => {
+  it("seals an intent's items with a key of the batch, deleted once the batch completed", async () => {
+    const tag = randomUUID().slice(0, 8);
+    const guest = { eventId, firstName: `Intent${tag}`, email: `intent.${tag}@example.com`, customId: `intent-${tag}@example.com` };
+    // A crash after the intent and the claim: the batch stays open until the completer runs.
+    crashAfter(2, prefixes(batchLogStream, 'guest-', 'guestcustomid-'));
+    expect((await alice.call('POST', '/checkin/v1/api/guest', guest)).status).toBe(500);
+    store.restart();
+    const intentOf = async (from: EventStore) => (await from.readStream(batchLogStream)).filter((e) => e.type === 'BatchStarted').at(-1)!;
+    const raw = await intentOf(store);
+    expect(JSON.stringify(raw.data)).not.toContain(tag);
+    expect(raw.data).toMatchObject({ personalData: { alg: 'A256GCM' } });
+    // Open: the completer reads the intent (its items) and completes the batch.
+    expect(JSON.stringify((await intentOf(service.platform.eventStore)).data)).toContain(guest.customId);
+    expect((await completeOpenBatches(service.platform.eventStore, { logger: service.services.logger, olderThanMs: 0 })).completed).toBe(1);
+    expect(await guestCount(guest.customId)).toBe(1);
+    // Completed: the batch's key is gone, the intent opens without its items.
+    const opened = await intentOf(service.platform.eventStore);
+    expect(opened.data).toMatchObject({ personalDataErased: true });
+    expect(opened.data.items).toBeUndefined();
+    // A batch its writer completes at once leaves the same.
+    const next = { ...guest, firstName: 'Next', customId: `next-${tag}` };
+    expect((await alice.call('POST', '/checkin/v1/api/guest', next)).status).toBe(200);
+    expect((await intentOf(service.platform.eventStore)).data).toMatchObject({ personalDataErased: true });
+    await assertUniqueKeys();
+  });
 });
 
 describe('guest upsert that changes a customId, a crash at every gap (intent, claim, guest, release, outcome)', () => {

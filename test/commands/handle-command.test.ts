@@ -73,6 +73,26 @@ describe('the command loop', () => {
     expect(await store.readStream('count-c')).toEqual([]);
   });
 
+  it('a batch item assumed new (assumeNew) that has a stream after all is decided again on the stream, whole batch, nothing lost', async () => {
+    await handleCommand(store, counter, 'count-g', { type: 'Count', by: 3, max: 9 }, context);
+    // Believed new: decided on 0 without a read, refused by the store (no_stream), then re-read: 3 + 4 > 5.
+    await expect(
+      handleCommands(store, [{ streamName: 'count-g', decider: counter, command: { type: 'Count', by: 4, max: 5 }, assumeNew: true }], context),
+    ).rejects.toThrow('over the maximum');
+    const [ok, fresh] = await handleCommands(
+      store,
+      [
+        { streamName: 'count-g', decider: counter, command: { type: 'Count', by: 2, max: 5 }, assumeNew: true },
+        { streamName: 'count-h', decider: counter, command: { type: 'Count', by: 1, max: 5 }, assumeNew: true },
+      ],
+      context,
+    );
+    expect(ok!.state).toBe(5);
+    expect(fresh!.state).toBe(1);
+    expect((await store.readStream('count-g')).map((e) => e.data.by)).toEqual([3, 2]);
+    expect((await store.readStream('count-h')).map((e) => e.data.by)).toEqual([1]);
+  });
+
   it('decides nothing for a command whose caller-chosen ids are already in the stream, even after other writes', async () => {
     const stream = 'count-f';
     const id = crypto.randomUUID();

@@ -1,4 +1,6 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OverloadGuard } from '../../src/http/middleware/overload.js';
 import { createClient, request, startTestService, type TestService } from '../support/service.js';
 import { eventually } from '../webhooks/receiver.js';
 
@@ -76,4 +78,54 @@ describe('overload (issue 12 item 8)', () => {
       await unguarded.close();
     }
   }, 60_000);
+
+  it('admits at most OVERLOAD_MAX_IN_FLIGHT API requests at once, refuses the next at once, passes /healthz, and admits again when one finishes', async () => {
+    const held: ServerResponse[] = [];
+    const app = (_req: IncomingMessage, res: ServerResponse) => void held.push(res);
+    const guard = new OverloadGuard({ maxEventLoopDelayMs: 10_000, retryAfterSeconds: 1, maxInFlight: 2, minInFlight: 0 });
+    const server = createServer(guard.handler(app));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      const first = fetch(`${url}/checkin/v1/api/events`);
+      const second = fetch(`${url}/checkin/v1/api/events`);
+      await eventually(async () => held.length === 2, 10_000, 'two requests in flight');
+      const third = await fetch(`${url}/checkin/v1/api/events`);
+      expect(third.status).toBe(503);
+      expect(await third.json()).toEqual({ code: 'overloaded', message: 'the service is overloaded; retry after 1 s' });
+      expect(third.headers.get('retry-after')).toBe('1');
+      // Health passes whatever is in flight (and is held by this app like any request).
+      void fetch(`${url}/healthz`);
+      await eventually(async () => held.length === 3, 10_000, '/healthz admitted past the cap');
+      for (const res of held.splice(0)) res.end('ok');
+      expect((await first).status).toBe(200);
+      expect((await second).status).toBe(200);
+      const again = fetch(`${url}/checkin/v1/api/events`);
+      await eventually(async () => held.length === 1, 10_000, 'a request admitted again');
+      held.splice(0).forEach((res) => res.end('ok'));
+      expect((await again).status).toBe(200);
+    } finally {
+      guard.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('has no cap with load shedding switched off (OVERLOAD_MAX_EVENT_LOOP_DELAY_MS=0)', async () => {
+    const held: ServerResponse[] = [];
+    const guard = new OverloadGuard({ maxEventLoopDelayMs: 0, retryAfterSeconds: 1, maxInFlight: 1 });
+    const server = createServer(guard.handler((_req, res) => void held.push(res)));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      const replies = Array.from({ length: 3 }, () => fetch(`${url}/checkin/v1/api/events`));
+      await eventually(async () => held.length === 3, 10_000, 'three requests in flight');
+      held.splice(0).forEach((res) => res.end('ok'));
+      expect((await Promise.all(replies)).map((r) => r.status)).toEqual([200, 200, 200]);
+    } finally {
+      guard.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
 });

@@ -12,6 +12,7 @@ import { readOutbox } from '../support/mail-readers.js';
 import { eventually } from '../webhooks/receiver.js';
 import type { RetentionWorker } from '../../src/workers/retention.js';
 import { GuestResponse } from '../../src/http/schemas/guest.js';
+import { customIdStream, reservationDecider } from '../../src/domain/reservation.js';
 
 const api = '/checkin/v1/api';
 const comms = '/comms/v1/api/comms';
@@ -259,5 +260,92 @@ describe.each(stores)('personal data on the $name', ({ env }) => {
     await worker.runOnce(new Date('2027-06-01T00:00:00Z'));
     expect((await organiser.call('GET', `${api}/guest/${idD}`)).body.email).toBe(d.email);
     expect((await organiser.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(organiser.email)}`)).body.retentionDays).toBeUndefined();
+  });
+
+  const holderOf = async (streamName: string) => {
+    let state = reservationDecider.initialState();
+    for (const event of await service.platform.eventStore.readStream(streamName)) state = reservationDecider.evolve(state, event as never);
+    return state.ownerId;
+  };
+
+  it('names customId reservations by a keyed hash: an email as customId is nowhere under DATA_DIR after the erase, and stays unique meanwhile', async () => {
+    const tag = randomUUID().slice(0, 8);
+    const customId = `alice.${tag}@example.com`;
+    const created = await client.call('POST', `${api}/guest`, { eventId, firstName: 'Alice', customId });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    // The event store holds neither the stream name nor the key in plaintext (the read models do, while the guest exists).
+    expect(filesHolding(service.dataDir, [customId]).filter((f) => path.basename(f).startsWith('events.sqlite'))).toEqual([]);
+    const nameKey = await service.platform.dataKeys!.streamNameKey();
+    expect(await holderOf(customIdStream(client.id, eventId, customId, nameKey))).toBe(created.body.id);
+    // Unique within the event, any case; another event may use it.
+    const twice = await client.call('POST', `${api}/guest`, { eventId, firstName: 'Other', customId: customId.toUpperCase() });
+    expect(twice.status).toBe(409);
+    expect(twice.body.code).toBe('custom_id_taken');
+    const otherEvent = (await client.call('POST', `${api}/event`, { title: 'Other', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z' })).body.id;
+    const elsewhere = await client.call('POST', `${api}/guest`, { eventId: otherEvent, firstName: 'Elsewhere', customId });
+    expect(elsewhere.status).toBe(200);
+
+    expect((await client.call('POST', `${api}/guest/${created.body.id}/erase`, { reason: 'request' })).status).toBe(200);
+    expect((await client.call('POST', `${api}/guest/${elsewhere.body.id}/erase`, { reason: 'request' })).status).toBe(200);
+    expect(filesHolding(service.dataDir, [customId])).toEqual([]);
+    if (settings.MONGO_URL) expect(await mongoDocsHolding(settings.MONGO_URL, settings.MONGO_DB!, [customId])).toEqual([]);
+    await service.runner!.rebuild([]);
+    expect(filesHolding(service.dataDir, [customId])).toEqual([]);
+    expect((await client.call('POST', `${api}/guest`, { eventId, firstName: 'Next', customId })).status).toBe(200);
+  });
+
+  it("deletes the erased guest's own outbox emails only: another client's guest with the same email keeps its copy", async () => {
+    const other = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+    const otherEvent = (await other.call('POST', `${api}/event`, { title: 'Other gala', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z' })).body.id;
+    const otherTemplate = (await other.call('POST', `${comms}/template`, { eventId: otherEvent, name: 'Invitation', subject: 'Hello {{firstName}}', html: '<p>Dear {{fullName}}</p>' })).body.id;
+    const tag = randomUUID().slice(0, 8);
+    const shared = { firstName: `Shared${tag}`, lastName: `Person${tag}`, email: `shared.${tag}@example.com` };
+    const mine = (await client.call('POST', `${api}/guest`, { eventId, ...shared, commsTemplateId: templateId })).body.id;
+    const theirs = (await other.call('POST', `${api}/guest`, { eventId: otherEvent, ...shared, commsTemplateId: otherTemplate })).body.id;
+    const outbox = path.join(service.dataDir, 'outbox');
+    const invitationOf = async (who: Client, guestId: string) => {
+      let id: string | undefined;
+      await eventually(async () => {
+        id = (await who.call('GET', `${comms}/invitations?attendeeId=${guestId}`)).body.items?.find((i: { status: string }) => i.status === 'sent')?.attendeeInvitationId;
+        return id !== undefined;
+      }, 60_000, 'invitation sent');
+      return id!;
+    };
+    const [myEmail, theirEmail] = [`${await invitationOf(client, mine)}.eml`, `${await invitationOf(other, theirs)}.eml`];
+    expect(fs.existsSync(path.join(outbox, myEmail)) && fs.existsSync(path.join(outbox, theirEmail))).toBe(true);
+
+    expect((await client.call('POST', `${api}/guest/${mine}/erase`, { reason: 'request' })).status).toBe(200);
+    expect(fs.existsSync(path.join(outbox, myEmail))).toBe(false);
+    expect(fs.existsSync(path.join(outbox, theirEmail))).toBe(true);
+    expect((await readOutbox(outbox)).filter((m) => m.to.email === shared.email).map((m) => m.messageKey)).toEqual([theirEmail.replace(/\.eml$/, '')]);
+  });
+
+  it('a barcode scanned before any guest had it leaves neither the scans list nor DATA_DIR once the guest who then had it is erased', async () => {
+    const tag = randomUUID().slice(0, 8);
+    const barcode = `EARLY-${tag}`;
+    const unrelated = `NOBODY-${tag}`;
+    const scan = (code: string) => client.call('POST', `${api}/guests/${eventId}/checkin`, { barcode: code, gate: 'East' });
+    expect((await scan(barcode)).body).toMatchObject({ result: 'rejected', reason: 'not_found' });
+    expect((await scan(unrelated)).body).toMatchObject({ result: 'rejected', reason: 'not_found' });
+    // The scanned text is sealed in the event store like a guest's fields.
+    expect(filesHolding(service.dataDir, [barcode]).filter((f) => path.basename(f).startsWith('events.sqlite'))).toEqual([]);
+    const id = (await client.call('POST', `${api}/guest`, { eventId, firstName: `Early${tag}`, barcode })).body.id;
+    expect((await scan(barcode)).body).toMatchObject({ result: 'admitted' });
+    const rejectedScans = async () => (await client.call('GET', `${api}/event/${eventId}/scans?result=rejected&limit=1000`)).body.items as { lookup?: { barcode?: string }; gate?: string }[];
+    expect((await rejectedScans()).map((s) => s.lookup?.barcode)).toEqual(expect.arrayContaining([barcode, unrelated]));
+
+    expect((await client.call('POST', `${api}/guest/${id}/erase`, { reason: 'request' })).status).toBe(200);
+    const check = async () => {
+      const scans = await rejectedScans();
+      expect(JSON.stringify(scans)).not.toContain(barcode);
+      // The rejected scan stays (counts and gates are kept); a scan of a value the guest never had keeps its text.
+      expect(scans.filter((s) => s.gate === 'East' && s.lookup === undefined).length).toBeGreaterThanOrEqual(1);
+      expect(scans.map((s) => s.lookup?.barcode)).toContain(unrelated);
+      expect(filesHolding(service.dataDir, [barcode])).toEqual([]);
+      if (settings.MONGO_URL) expect(await mongoDocsHolding(settings.MONGO_URL, settings.MONGO_DB!, [barcode])).toEqual([]);
+    };
+    await check();
+    await service.runner!.rebuild([]);
+    await check();
   });
 });

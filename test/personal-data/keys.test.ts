@@ -5,11 +5,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clientToken, createClient, request, startTestService, type Client } from '../support/service.js';
 import { dataKeyId } from '../../src/domain/personal-data.js';
+import { customIdStream, legacyCustomIdStream, reservationDecider } from '../../src/domain/reservation.js';
+import type { EventStore } from '../../src/adapters/eventstore/port.js';
 
 const api = '/checkin/v1/api';
 const dirs: string[] = [];
@@ -76,7 +78,8 @@ describe('personal data keys', () => {
     // Data keys are per client and guest (docs/personal-data.md).
     const keptKey = dataKeyId(client.id, kept)!;
     const erasedKey = dataKeyId(client.id, erased)!;
-    expect(rows.map((r) => r.guest_id).sort()).toEqual([keptKey, erasedKey].sort());
+    // Beside them, the customId stream-name key (made on start: docs/personal-data.md).
+    expect(rows.map((r) => r.guest_id).sort()).toEqual([keptKey, erasedKey, '#customid-stream-names:n1'].sort());
     events.exec('DELETE FROM personal_data_keys');
     events.close();
     const oldFile = path.join(dataDir, 'personal-data-keys.sqlite');
@@ -100,6 +103,58 @@ describe('personal data keys', () => {
       expect(moved.find((r) => r.guestId === keptKey)?.wrapped).toEqual(expect.any(String));
     } finally {
       await second.close();
+    }
+  });
+
+  it('customId reservations of an earlier version (plaintext stream names) stay taken, and are released on a change of customId and on erasure', async () => {
+    const dataDir = newDir();
+    const before = await startTestService({ PII_ENCRYPTION: 'off' }, { dataDir });
+    const client = await createClient(before);
+    const event = { startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z' };
+    const eventId = (await client.call('POST', `${api}/event`, { title: 'Old', ...event })).body.id;
+    const a = (await client.call('POST', `${api}/guest`, { eventId, firstName: 'A', customId: 'legacy-a@example.com' })).body.id;
+    const b = (await client.call('POST', `${api}/guest`, { eventId, firstName: 'B', customId: 'legacy-b@example.com' })).body.id;
+    // A reservation the read model does not show (its guest's projection lagging, a racer): only the stream says it is taken.
+    const metadata = { tenantId: client.id, actor: { type: 'client' as const, id: client.id }, correlationId: 'c', occurredAt: new Date().toISOString() };
+    const held = { key: 'held@example.com', ownerType: 'guest', ownerId: 'racer' };
+    await before.platform.eventStore.append(legacyCustomIdStream(client.id, eventId, held.key), [{ id: randomUUID(), type: 'KeyReserved', data: held, metadata }], 'any');
+    await before.close();
+    expect(fileHolds(path.join(dataDir, 'events.sqlite'), 'legacy-a%40example.com') || fileHolds(path.join(dataDir, 'events.sqlite-wal'), 'legacy-a%40example.com')).toBe(true);
+
+    const after = await startTestService({}, { dataDir });
+    try {
+      const again = await signIn(after.url, client);
+      const holder = async (store: EventStore, stream: string) => {
+        let state = reservationDecider.initialState();
+        for (const e of await store.readStream(stream)) state = reservationDecider.evolve(state, e as never);
+        return state.ownerId;
+      };
+      const nameKey = await after.platform.dataKeys!.streamNameKey();
+      // Which streams the service reads: the legacy name only in an event older than the name key.
+      const reads: string[] = [];
+      const readStream = after.platform.eventStore.readStream.bind(after.platform.eventStore);
+      after.platform.eventStore.readStream = async (stream, options) => (reads.push(stream), readStream(stream, options));
+      const refused = await again.call('POST', `${api}/guest`, { eventId, firstName: 'Late', customId: 'HELD@example.com' });
+      expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+      expect(refused.body.code).toBe('custom_id_taken');
+      expect(reads).toContain(legacyCustomIdStream(client.id, eventId, 'held@example.com'));
+
+      expect((await again.call('PUT', `${api}/guests/${eventId}/upsert`, [{ id: a, customId: 'new-a@example.com' }])).status).toBe(204);
+      expect(await holder(after.platform.eventStore, legacyCustomIdStream(client.id, eventId, 'legacy-a@example.com'))).toBeUndefined();
+      expect(await holder(after.platform.eventStore, customIdStream(client.id, eventId, 'new-a@example.com', nameKey))).toBe(a);
+      expect((await again.call('POST', `${api}/guest`, { eventId, firstName: 'Takes A', customId: 'legacy-a@example.com' })).status).toBe(200);
+
+      expect((await again.call('POST', `${api}/guest/${b}/erase`, { reason: 'request' })).status).toBe(200);
+      expect(await holder(after.platform.eventStore, legacyCustomIdStream(client.id, eventId, 'legacy-b@example.com'))).toBeUndefined();
+      expect((await again.call('POST', `${api}/guest`, { eventId, firstName: 'Takes B', customId: 'legacy-b@example.com' })).status).toBe(200);
+
+      // An event created since names are hashed has no legacy reservations: none is read there.
+      const newEvent = (await again.call('POST', `${api}/event`, { title: 'New', ...event })).body.id;
+      expect((await again.call('POST', `${api}/guest`, { eventId: newEvent, firstName: 'New', customId: 'held@example.com' })).status).toBe(200);
+      expect(reads).not.toContain(legacyCustomIdStream(client.id, newEvent, 'held@example.com'));
+      expect(await holder(after.platform.eventStore, customIdStream(client.id, newEvent, 'held@example.com', nameKey))).toEqual(expect.any(String));
+    } finally {
+      await after.close();
     }
   });
 

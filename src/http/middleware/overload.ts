@@ -15,6 +15,8 @@ export interface OverloadOptions {
   sampleIntervalMs?: number;
   /** While overloaded, this many accepted requests may still be in flight, so the service keeps making progress. */
   minInFlight?: number;
+  /** API requests in flight at most, overloaded or not (0 or absent: no cap). */
+  maxInFlight?: number;
   metrics?: Metrics;
   logger?: Logger;
 }
@@ -25,7 +27,10 @@ export interface OverloadOptions {
  * sign. While it is above the threshold, new API requests get 503 `overloaded` with Retry-After
  * at once, which costs next to nothing, and the requests already accepted finish in time; a
  * few (`minInFlight`) are still accepted at a time, so the service keeps serving at its pace
- * instead of refusing everyone until the delay clears.
+ * instead of refusing everyone until the delay clears. Independently of the delay, at most
+ * `maxInFlight` API requests are in flight at once: one event loop serves them one slice at a
+ * time, so more in flight adds waiting to every one of them, not throughput (a burst from many
+ * clients would otherwise be admitted whole before the delay shows it).
  * The guard sits in front of the express app (`handler`): a refusal must cost far less than
  * the work it saves, so it is written directly, in the error body shape, without the app's
  * middleware. /healthz, /readyz and /metrics pass and keep answering; so do the dev identity
@@ -61,11 +66,14 @@ export class OverloadGuard {
     const refusal = new HttpError(503, 'overloaded', `the service is overloaded; retry after ${retryAfter} s`);
     const body = JSON.stringify({ code: refusal.code, message: refusal.message });
     const minInFlight = this.options.minInFlight ?? 8;
+    // The cap belongs to load shedding: with the delay threshold at 0, nothing is refused.
+    const maxInFlight = this.options.maxEventLoopDelayMs > 0 && this.options.maxInFlight ? this.options.maxInFlight : Infinity;
     const finished = () => {
       this.inFlight -= 1;
     };
     return (req: IncomingMessage, res: ServerResponse) => {
-      if (!this.overloaded || this.inFlight < minInFlight || exempt(req.url ?? '')) {
+      const admit = this.inFlight < minInFlight || (!this.overloaded && this.inFlight < maxInFlight);
+      if (admit || exempt(req.url ?? '')) {
         this.inFlight += 1;
         res.once('close', finished);
         return app(req, res);
