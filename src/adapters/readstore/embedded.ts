@@ -592,14 +592,28 @@ function eachValue(value: unknown): unknown[] | undefined {
  * array-filter paths, other operators or modifiers, conflicting paths, `_id`), which then
  * goes through mingo with its exact MongoDB semantics and errors.
  */
+/** A path's segments when it is a plain dotted path (no `_id`, positional, array index or empty part), else null; kept per path. */
+const pathSegments = new Map<string, string[] | null>();
+function simpleSegments(path: string): string[] | null {
+  let segments = pathSegments.get(path);
+  if (segments === undefined) {
+    const parts = path.split('.');
+    segments = parts[0] === '_id' || parts.some((s) => s === '' || s.startsWith('$') || /^\d+$/.test(s)) ? null : parts;
+    // Paths carry ids (timeline minutes, funnel entries): the memory starts over past a bound.
+    if (pathSegments.size >= 10_000) pathSegments.clear();
+    pathSegments.set(path, segments);
+  }
+  return segments;
+}
+
 function applySimpleUpdate(doc: Body, modifier: Update): Body | undefined {
   const steps: Array<[op: string, segments: string[], value: unknown]> = [];
   const paths = new Set<string>();
   for (const [op, expr] of Object.entries(modifier)) {
     if (!(op in fieldUpdates) || !isPlainObject(expr)) return undefined;
     for (const [path, value] of Object.entries(expr)) {
-      const segments = path.split('.');
-      if (segments[0] === '_id' || segments.some((s) => s === '' || s.startsWith('$') || /^\d+$/.test(s))) return undefined;
+      const segments = simpleSegments(path);
+      if (!segments) return undefined;
       if (paths.has(path)) return undefined;
       paths.add(path);
       steps.push([op, segments, value]);
@@ -613,7 +627,8 @@ function applySimpleUpdate(doc: Body, modifier: Update): Body | undefined {
   const root: Record<string, unknown> = { ...doc };
   for (const [op, segments, value] of steps) {
     let parent: Record<string, unknown> | undefined = root;
-    for (const segment of segments.slice(0, -1)) {
+    for (let i = 0; i < segments.length - 1; i++) {
+      const segment = segments[i]!;
       const child: unknown = parent[segment];
       if (child === undefined) {
         if (removing.has(op)) {
