@@ -1,0 +1,73 @@
+/**
+ * The API routers are dispatched by path (src/http/middleware/dispatch.ts): only routers with a
+ * matching declared route run, in mounting order, with express's own outcome.
+ */
+import express, { Router } from 'express';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onlyUnder, routersFor } from '../../src/http/middleware/dispatch.js';
+import { errorHandler, unknownRoute } from '../../src/http/errors.js';
+import { defineRoute } from '../../src/http/route.js';
+import { DomainError } from '../../src/domain/decider.js';
+
+let server: Server;
+let base: string;
+const ran: string[] = [];
+
+beforeAll(async () => {
+  const first = Router();
+  const second = Router();
+  const open = { summary: 'test', tags: ['test'], secured: false } as const;
+  defineRoute(first, { ...open, method: 'get', path: '/t/things/:id' }, async ({ params }) => (ran.push('first'), { by: 'first', id: (params as { id: string }).id }));
+  defineRoute(second, { ...open, method: 'get', path: '/t/things/export' }, async () => (ran.push('second'), { by: 'second' }));
+  defineRoute(second, { ...open, method: 'get', path: '/t/other' }, async () => (ran.push('second'), { by: 'second' }));
+  defineRoute(second, { ...open, method: 'get', path: '/t/fails' }, async () => {
+    throw new DomainError('not_found', 'nothing here');
+  });
+  const pages = Router();
+  pages.get('/pages/a', (_req, res) => void res.json({ page: 'a' }));
+  const app = express();
+  app.use(onlyUnder('/pages', pages));
+  app.use(routersFor([first, second]));
+  app.use(unknownRoute);
+  app.use(errorHandler);
+  server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+});
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+const get = async (path: string) => {
+  ran.length = 0;
+  const reply = await fetch(`${base}${path}`);
+  return { status: reply.status, body: (await reply.json()) as Record<string, unknown>, ran: [...ran] };
+};
+
+describe('routers dispatched by path', () => {
+  it('runs only the router whose route matches', async () => {
+    expect(await get('/t/other')).toEqual({ status: 200, body: { by: 'second' }, ran: ['second'] });
+  });
+
+  it('keeps mounting order when two routers match: the first one answers, as express would', async () => {
+    expect(await get('/t/things/export')).toEqual({ status: 200, body: { by: 'first', id: 'export' }, ran: ['first'] });
+    // Case-insensitive with a trailing slash, as express matches; the same path again comes from the cache.
+    expect((await get('/T/Things/42/')).body).toEqual({ by: 'first', id: '42' });
+    expect((await get('/T/Things/42/')).body).toEqual({ by: 'first', id: '42' });
+  });
+
+  it('passes errors to the error handler and unknown paths to the 404 handler', async () => {
+    const failed = await get('/t/fails');
+    expect(failed.status).toBe(404);
+    expect(failed.body).toMatchObject({ code: 'not_found', message: 'nothing here' });
+    const unknown = await get('/t/nowhere');
+    expect(unknown.status).toBe(404);
+    expect(unknown.ran).toEqual([]);
+  });
+
+  it('serves a prefix-only router under its prefix and skips it elsewhere', async () => {
+    expect((await get('/pages/a')).body).toEqual({ page: 'a' });
+    expect((await get('/PAGES/a')).body).toEqual({ page: 'a' });
+    expect((await get('/pagesx/a')).status).toBe(404);
+  });
+});
