@@ -98,8 +98,17 @@ export class EmbeddedReadStore implements ReadStore {
     this.documents.ping();
   }
 
+  /**
+   * The WAL is checkpointed and truncated. Another checkpoint under way (the background thread's,
+   * a few milliseconds, or another process's) makes SQLite answer busy: tried again for up to
+   * about 5 s, then refused, so an erasure never reports data gone that the WAL still holds.
+   */
   async purgeDeleted(): Promise<void> {
-    this.documents.checkpoint();
+    for (let attempt = 0; attempt < 250; attempt++) {
+      if (this.documents.checkpoint()) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    throw new Error(`the read store's WAL (${this.path}-wal) could not be truncated: another connection kept it busy for 5 s; try again`);
   }
 
   async close(): Promise<void> {
@@ -203,9 +212,13 @@ class Documents {
   private readonly states = new Map<string, CollectionState>();
   private readonly sql;
 
-  /** Copies the WAL into the file and truncates it, so no old page versions stay in the WAL. */
-  checkpoint(): void {
-    this.db.pragma('wal_checkpoint(TRUNCATE)');
+  /**
+   * Copies the WAL into the file and truncates it, so no old page versions stay in the WAL.
+   * Whether it completed (false: busy, another checkpoint or a reader held the WAL).
+   */
+  checkpoint(): boolean {
+    const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    return !result || result.busy === 0;
   }
 
   constructor(private readonly db: Database.Database) {
