@@ -140,6 +140,17 @@ export class DataKeys {
     if (!this.master.keys.has(row.masterKeyId!)) {
       throw new Error(`the data key of guest ${row.guestId} is wrapped under master key "${row.masterKeyId}", which is not in PII_MASTER_KEYS; add it back (docs/personal-data.md, Rotation)`);
     }
-    return Buffer.from(decrypt(this.master, { ciphertext: row.wrapped!, keyId: row.masterKeyId! }, `personal-data-key:${row.guestId}`), 'base64url');
+    let opened: string;
+    try {
+      opened = decrypt(this.master, { ciphertext: row.wrapped!, keyId: row.masterKeyId! }, `personal-data-key:${row.guestId}`);
+    } catch (error) {
+      // GCM's own message ("Unsupported state or unable to authenticate data") names nothing.
+      throw new Error(
+        `the data key of ${row.guestId} does not open with master key "${row.masterKeyId}": PII_MASTER_KEYS holds another key under that id ` +
+          `(another deployment's, or a changed value), or the key row was altered; set the key this data was written with (docs/personal-data.md, Keys)`,
+        { cause: error },
+      );
+    }
+    return Buffer.from(opened, 'base64url');
   }
 }

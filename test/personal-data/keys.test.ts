@@ -12,6 +12,9 @@ import { clientToken, createClient, request, startTestService, type Client } fro
 import { dataKeyId } from '../../src/domain/personal-data.js';
 import { customIdStream, legacyCustomIdStream, reservationDecider } from '../../src/domain/reservation.js';
 import type { EventStore } from '../../src/adapters/eventstore/port.js';
+import { EmbeddedKeyStore } from '../../src/adapters/keystore/embedded.js';
+import { DataKeys } from '../../src/personal-data/data-keys.js';
+import { keyringOf } from '../../src/shared/encryption.js';
 
 const api = '/checkin/v1/api';
 const dirs: string[] = [];
@@ -59,6 +62,19 @@ describe('personal data keys', () => {
       expect(history.body.events[0].data).toMatchObject({ firstName: 'Rotated', email: 'rot@example.com' });
     } finally {
       await third.close();
+    }
+  });
+
+  it('a data key that does not open under the configured master key (same id, other value) fails naming the key id and what to set', async () => {
+    const file = path.join(newDir(), 'keys.sqlite');
+    const written = new DataKeys(new EmbeddedKeyStore(file), keyringOf([{ id: 'k1', key: randomBytes(32) }]));
+    await written.keysFor(['c:g-1'], true);
+    await written.store.close();
+    const other = new DataKeys(new EmbeddedKeyStore(file), keyringOf([{ id: 'k1', key: randomBytes(32) }]));
+    try {
+      await expect(other.keysFor(['c:g-1'], false)).rejects.toThrow(/data key of c:g-1 does not open with master key "k1".*PII_MASTER_KEYS/);
+    } finally {
+      await other.store.close();
     }
   });
 
