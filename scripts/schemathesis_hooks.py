@@ -74,12 +74,17 @@ def _imported_state(record):
     if not record.get("admitted"):
         record.pop("discharged", None)
         record.pop("admittedPlusOnes", None)
-    admitted_plus_ones = record.get("admittedPlusOnes")
-    if isinstance(admitted_plus_ones, int) and not isinstance(admitted_plus_ones, bool):
-        plus_ones = record.get("plusOnes")
-        allowed = plus_ones if isinstance(plus_ones, int) and not isinstance(plus_ones, bool) else 0
+    # JSON's integers may come as 2833.0 (a float in Python): any number counts.
+    admitted_plus_ones = _number(record.get("admittedPlusOnes"))
+    if admitted_plus_ones is not None:
+        plus_ones = _number(record.get("plusOnes"))
+        allowed = plus_ones if plus_ones is not None else 0
         if admitted_plus_ones > allowed:
             record["admittedPlusOnes"] = allowed
+
+
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _timeline_window(query, path):
