@@ -6,22 +6,13 @@
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { createClient, startTestService } from '../../test/support/service.js';
+import { doorWithGuests } from './door.js';
 import { load } from '../support.js';
 import { heaviest, summarise } from './areas.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 20_000);
 const seconds = Number(process.argv[2] ?? 10);
-const service = await startTestService({ LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'FULL', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' });
-const client = await createClient(service);
-const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' });
-const eventId = event.body.id as string;
-const headers = { authorization: `Bearer ${client.token}`, 'ocp-apim-subscription-key': client.subscriptionKey, 'content-type': 'application/json' };
-for (let start = 0; start < GUESTS; start += 200) {
-  const batch = Array.from({ length: 200 }, (_, k) => ({ firstName: `F${start + k}`, lastName: 'L', barcode: `BC-${start + k}`, plusOnes: 1 }));
-  const reply = await fetch(`${service.url}/checkin/v1/api/guests/${eventId}/upsert`, { method: 'PUT', headers, body: JSON.stringify(batch) });
-  if (reply.status !== 204) throw new Error(await reply.text());
-}
+const { service, eventId, headers } = await doorWithGuests(GUESTS);
 const session = new Session();
 session.connect();
 await session.post('Profiler.enable');

@@ -6,23 +6,13 @@
  * SQLITE_SYNCHRONOUS=FULL.
  */
 import { performance } from 'node:perf_hooks';
-import { createClient, startTestService } from '../../test/support/service.js';
+import { doorWithGuests } from './door.js';
 import { bareRoute } from '../ceiling.js';
 import { load } from '../support.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 20_000);
 const seconds = Number(process.argv[2] ?? 8);
-const service = await startTestService({ LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'FULL' });
-const client = await createClient(service);
-const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' });
-const eventId = event.body.id as string;
-const headers = { authorization: `Bearer ${client.token}`, 'ocp-apim-subscription-key': client.subscriptionKey, 'content-type': 'application/json' };
-for (let start = 0; start < GUESTS; start += 200) {
-  const batch = Array.from({ length: 200 }, (_, k) => ({ firstName: `F${start + k}`, lastName: 'L', barcode: `BC-${start + k}`, plusOnes: 1 }));
-  const reply = await fetch(`${service.url}/checkin/v1/api/guests/${eventId}/upsert`, { method: 'PUT', headers, body: JSON.stringify(batch) });
-  if (reply.status !== 204) throw new Error(await reply.text());
-}
-const bodies = Array.from({ length: GUESTS }, (_, i) => JSON.stringify({ barcode: `BC-${i}`, gate: `G${i % 4}`, device: `d${i % 10}` }));
+const { service, eventId, headers, bodies } = await doorWithGuests(GUESTS);
 const before = await bareRoute({ connections: 50, durationSec: 5 });
 const elu = performance.eventLoopUtilization();
 const cpu = process.cpuUsage();
