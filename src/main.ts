@@ -110,7 +110,7 @@ export interface Platform {
 }
 
 /** The key store (a MongoDB collection when MONGO_URL is set, else a SQLite file) and the master keyring. */
-function createDataKeys(config: Config, logger: Logger): DataKeys | undefined {
+function createDataKeys(config: Config, logger: Logger, embeddedEvents?: SqliteEventStore): DataKeys | undefined {
   const { personalData } = config;
   if (!personalData.encryption) return undefined;
   const master = personalData.masterKeys
@@ -118,11 +118,10 @@ function createDataKeys(config: Config, logger: Logger): DataKeys | undefined {
     : loadOrCreateKeyFile(path.join(config.dataDir, 'personal-data', 'master-keys.json'));
   const store: KeyStore = config.mongoUrl
     ? new MongoKeyStore({ url: config.mongoUrl, dbName: config.mongoDb })
-    : config.eventStoreUrl
+    : !embeddedEvents
       ? new EmbeddedKeyStore(path.join(config.dataDir, 'personal-data-keys.sqlite'))
-      : // Beside the events, so a new key needs no fsync of its own (see EmbeddedKeyStoreOptions).
-        new EmbeddedKeyStore(path.join(config.dataDir, 'events.sqlite'), {
-          ridesOnEventStoreCommits: true,
+      : // In the event store's file and transactions: a new key commits with the first events sealed with it.
+        EmbeddedKeyStore.inEventStore(embeddedEvents, {
           migrateFrom: path.join(config.dataDir, 'personal-data-keys.sqlite'),
           logger: logger.child({ adapter: 'key-store' }),
         });
@@ -138,15 +137,9 @@ export function createPlatform(
 ): Platform {
   const file = (name: string) => path.join(config.dataDir, name);
   // Appends are timed, stamped with the current trace and logged (src/observability/observed-event-store.ts).
-  const observed = observedEventStore(
-    wrapEventStore(
-      config.eventStoreUrl
-        ? new EsdbEventStore(config.eventStoreUrl)
-        : new SqliteEventStore(file('events.sqlite'), { synchronous: config.sqliteSynchronous }),
-    ),
-    { logger, ...(metrics ? { metrics } : {}) },
-  );
-  const dataKeys = createDataKeys(config, logger);
+  const embeddedEvents = config.eventStoreUrl ? undefined : new SqliteEventStore(file('events.sqlite'), { synchronous: config.sqliteSynchronous });
+  const observed = observedEventStore(wrapEventStore(embeddedEvents ?? new EsdbEventStore(config.eventStoreUrl!)), { logger, ...(metrics ? { metrics } : {}) });
+  const dataKeys = createDataKeys(config, logger, embeddedEvents);
   const eventStore = dataKeys ? sealedEventStore(observed, dataKeys, { logger: logger.child({ adapter: 'personal-data' }) }) : observed;
   const readStore = config.mongoUrl
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })

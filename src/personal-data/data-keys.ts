@@ -39,8 +39,18 @@ export class DataKeys {
    * The keys of these guests; with `create`, guests without a row get a new key (erased ones
    * stay without). `likelyNew` names guests whose stream is being created: their row is not
    * looked up first, the insert finds out (an import of new guests then costs no read).
+   *
+   * New keys are staged when the store can (KeyStore.stage: written with the first append that
+   * uses them; the caller must then seal with them and append, and handle DataKeyConflictError
+   * with `forget` and another try), else inserted at once. `insertNow` inserts them at once
+   * anyway (a key no event will carry: the stream-name key).
    */
-  async keysFor(guestIds: Iterable<string>, create: boolean, likelyNew: ReadonlySet<string> = new Set()): Promise<Map<string, Buffer | null>> {
+  async keysFor(
+    guestIds: Iterable<string>,
+    create: boolean,
+    likelyNew: ReadonlySet<string> = new Set(),
+    options: { insertNow?: boolean } = {},
+  ): Promise<Map<string, Buffer | null>> {
     const result = new Map<string, Buffer | null>();
     const missing: string[] = [];
     for (const id of new Set(guestIds)) {
@@ -59,7 +69,8 @@ export class DataKeys {
       const random = randomBytes((KEY_BYTES + IV_BYTES) * toCreate.length);
       const slice = (i: number, at: number, length: number) => random.subarray((KEY_BYTES + IV_BYTES) * i + at, (KEY_BYTES + IV_BYTES) * i + at + length);
       const fresh = new Map(toCreate.map((guestId, i) => [guestId, slice(i, 0, KEY_BYTES)]));
-      const inserted = await this.store.insert(toCreate.map((guestId, i) => this.wrap(guestId, fresh.get(guestId)!, at, slice(i, KEY_BYTES, IV_BYTES))));
+      const made = toCreate.map((guestId, i) => this.wrap(guestId, fresh.get(guestId)!, at, slice(i, KEY_BYTES, IV_BYTES)));
+      const inserted = this.store.stage && !options.insertNow ? this.store.stage(made) : await this.store.insert(made);
       for (const guestId of inserted) {
         this.cache.set(guestId, fresh.get(guestId)!);
         result.set(guestId, fresh.get(guestId)!);
@@ -87,7 +98,7 @@ export class DataKeys {
    */
   streamNameKey(): Promise<StreamNameKey & { since: string }> {
     const rowId = streamNameKeyRow(STREAM_NAME_KEY_ID);
-    this.streamNameKeyLoad ??= this.keysFor([rowId], true).then(async (keys) => {
+    this.streamNameKeyLoad ??= this.keysFor([rowId], true, undefined, { insertNow: true }).then(async (keys) => {
       const key = keys.get(rowId);
       const [row] = await this.store.get([rowId]);
       if (!key || !row) throw new Error('the customId stream-name key is erased in the key store; restore the key store from a backup');
@@ -96,6 +107,11 @@ export class DataKeys {
     // A failed read (the key store unreachable) is tried again by the next caller.
     this.streamNameKeyLoad.catch(() => (this.streamNameKeyLoad = undefined));
     return this.streamNameKeyLoad;
+  }
+
+  /** Drops cached keys (a staged key lost to a stored one: DataKeyConflictError); the next use reads the store. */
+  forget(guestIds: Iterable<string>): void {
+    for (const id of guestIds) this.cache.delete(id);
   }
 
   private readonly erasureListeners: ((guestId: string) => void)[] = [];

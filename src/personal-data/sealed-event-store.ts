@@ -13,6 +13,7 @@ import type {
 import { LRUCache } from 'lru-cache';
 import { keyEndRuleFor, personalDataRuleFor, type PersonalDataRule, type SealedPersonalData } from '../domain/personal-data.js';
 import type { DataKeys } from './data-keys.js';
+import { DataKeyConflictError } from '../adapters/keystore/port.js';
 import type { Logger } from '../shared/logger.js';
 
 const IV_BYTES = 12;
@@ -33,8 +34,23 @@ export const ERASED_MARK = 'personalDataErased';
 export function sealedEventStore(inner: EventStore, keys: DataKeys, options: { logger?: Logger } = {}): EventStore {
   const recent = new RecentlySealed();
   keys.onErase((guestId) => recent.forget(guestId));
-  const seal = async (streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision) =>
-    (await sealAll(keys, [{ streamName, events, expectedRevision }], recent))[0]!.events;
+  /**
+   * Seals and appends; a staged key that lost to a stored one (DataKeyConflictError: another
+   * process made the guest's key first, or erased it) is read from the store and the events are
+   * sealed again. Nothing was written by the failed try.
+   */
+  const sealAndAppend = async <T>(appends: StreamAppend[], write: (sealed: StreamAppend[]) => Promise<T>): Promise<T> => {
+    const lookUp = new Set<string>();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await write(await sealAll(keys, appends, recent, lookUp));
+      } catch (error) {
+        if (!(error instanceof DataKeyConflictError) || attempt >= 3) throw error;
+        keys.forget(error.keyIds);
+        for (const id of error.keyIds) lookUp.add(id);
+      }
+    }
+  };
   const openAll = (events: StoredEvent[]) => openEvents(keys, events, recent);
   return {
     get kind() {
@@ -44,13 +60,12 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys, options: { l
       return inner.atomicBatches;
     },
     async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
-      const result = await inner.append(streamName, await seal(streamName, events, expectedRevision), expectedRevision);
+      const result = await sealAndAppend([{ streamName, events, expectedRevision }], ([sealed]) => inner.append(streamName, sealed!.events, expectedRevision));
       await endKeys(keys, [{ streamName, events }], options.logger);
       return result;
     },
     async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
-      const sealed = await sealAll(keys, appends, recent);
-      const results = await inner.appendMany(appends.map((a, i) => ({ ...a, events: sealed[i]!.events })));
+      const results = await sealAndAppend(appends, (sealed) => inner.appendMany(sealed));
       await endKeys(keys, appends, options.logger);
       return results;
     },
@@ -121,7 +136,7 @@ function personalOf(streamName: string, event: { type: string; data: unknown; me
 }
 
 /** Seals every personal field of every event; keys missing for new guests are created in one batch. */
-async function sealAll(keys: DataKeys, appends: { streamName: string; events: NewEvent[]; expectedRevision?: ExpectedRevision }[], recent: RecentlySealed) {
+async function sealAll(keys: DataKeys, appends: StreamAppend[], recent: RecentlySealed, lookUp: ReadonlySet<string>) {
   // One pass finds what each event carries; the second seals it with its guest's key.
   const found = appends.map(({ streamName, events }) =>
     events.map((event) => {
@@ -138,7 +153,7 @@ async function sealAll(keys: DataKeys, appends: { streamName: string; events: Ne
     for (const personal of events) {
       if (!personal) continue;
       owners.add(personal.owner);
-      if (appends[a]!.expectedRevision === 'no_stream') likelyNew.add(personal.owner);
+      if (appends[a]!.expectedRevision === 'no_stream' && !lookUp.has(personal.owner)) likelyNew.add(personal.owner);
       sealedCount++;
     }
   });
@@ -150,6 +165,7 @@ async function sealAll(keys: DataKeys, appends: { streamName: string; events: Ne
   const nextIv = () => ivs.subarray(IV_BYTES * next, IV_BYTES * ++next);
   return appends.map(({ streamName, events }, a) => ({
     streamName,
+    expectedRevision: appends[a]!.expectedRevision,
     events: events.map((event, e) => {
       const personal = found[a]![e];
       if (!personal) return event;

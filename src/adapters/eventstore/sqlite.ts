@@ -39,6 +39,19 @@ const toEvent = (row: Row): StoredEvent => ({
   recordedAt: row.recorded_at,
 });
 
+/**
+ * Work another embedded adapter does inside an append's transaction, on the event store's own
+ * connection (the key store writes the data keys of new guests there: src/adapters/keystore/embedded.ts).
+ */
+export interface AppendParticipant {
+  /**
+   * Runs inside the caller's savepoint, after its events are inserted: a throw fails that caller
+   * alone (its events and whatever this wrote roll back). The returned function, if any, runs
+   * once the transaction committed (before the caller's promise settles).
+   */
+  duringAppend(appends: StreamAppend[]): (() => void) | undefined;
+}
+
 /** Embedded event store: one SQLite table, global position = rowid. */
 export class SqliteEventStore implements EventStore {
   readonly kind = 'sqlite';
@@ -52,6 +65,7 @@ export class SqliteEventStore implements EventStore {
   private readonly appendGroup;
   /** WAL checkpoints in a background thread (src/adapters/sqlite-checkpointer.ts), not inside group commits. */
   private readonly checkpoints: { release(): Promise<void> };
+  private readonly participants: AppendParticipant[] = [];
   private pending: { appends: StreamAppend[]; resolve: (r: AppendResult[]) => void; reject: (e: unknown) => void }[] = [];
   private closed = false;
 
@@ -101,19 +115,38 @@ export class SqliteEventStore implements EventStore {
         'SELECT position, stream, type FROM events WHERE position < ? ORDER BY position DESC LIMIT ?',
       ),
     };
-    this.appendOne = this.db.transaction((appends: StreamAppend[]) =>
-      appends.map((a) => this.appendInTransaction(a.streamName, a.events, a.expectedRevision)),
-    );
+    this.appendOne = this.db.transaction((appends: StreamAppend[]) => {
+      const results = appends.map((a) => this.appendInTransaction(a.streamName, a.events, a.expectedRevision));
+      let committed: (() => void)[] | undefined;
+      for (const participant of this.participants) {
+        const then = participant.duringAppend(appends);
+        if (then) (committed ??= []).push(then);
+      }
+      return { results, committed };
+    });
     this.appendGroup = this.db.transaction((requests: StreamAppend[][]) =>
       requests.map((appends) => {
         try {
-          return { ok: true as const, results: this.appendOne(appends) };
+          return { ok: true as const, ...this.appendOne(appends) };
         } catch (error) {
           // better-sqlite3 rolled this caller's savepoint back; the others still commit.
           return { ok: false as const, error };
         }
       }),
     );
+  }
+
+  /**
+   * The connection, for an adapter that keeps its table in this file and writes it in the same
+   * transactions (`participate`). Its own transactions must be synchronous (never span an await).
+   */
+  get connection(): Database.Database {
+    return this.db;
+  }
+
+  /** `participant` writes inside every append's transaction from now on (see AppendParticipant). */
+  participate(participant: AppendParticipant): void {
+    this.participants.push(participant);
   }
 
   private readonly pollIntervalMs: number;
@@ -153,6 +186,7 @@ export class SqliteEventStore implements EventStore {
     let position = -1;
     outcomes.forEach((outcome, i) => {
       if (outcome.ok) {
+        if (outcome.committed) for (const then of outcome.committed) then();
         position = Math.max(position, ...outcome.results.map((r) => r.position));
         group[i]!.resolve(outcome.results);
       } else group[i]!.reject(outcome.error);

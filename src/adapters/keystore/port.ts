@@ -20,6 +20,16 @@ export interface KeyStore {
   get(guestIds: string[]): Promise<StoredDataKey[]>;
   /** Inserts keys for guests that have no row yet (one transaction); an existing row wins. Returns the guests whose key was inserted. */
   insert(keys: StoredDataKey[]): Promise<Set<string>>;
+  /**
+   * Optional (the embedded store in the event store's own file): keeps new keys in memory, and
+   * writes each in the transaction of the first append that stores an event sealed with it, so
+   * a key row exists exactly when an event uses it. Returns the keys staged (a key already
+   * staged or stored for the guest wins; `get` answers staged keys too). An append whose staged
+   * key lost to a row stored meanwhile (another process's key, a tombstone) fails with
+   * DataKeyConflictError and writes nothing. Staged keys no append took within a minute are
+   * inserted like `insert` does.
+   */
+  stage?(keys: StoredDataKey[]): Set<string>;
   /** Replaces the guest's key with a tombstone (idempotent). */
   erase(guestId: string, at: string): Promise<void>;
   /** Rows wrapped under another master key than `currentMasterKeyId` (rotation). */
@@ -29,4 +39,15 @@ export interface KeyStore {
   /** Makes deleted bytes unrecoverable from the files (embedded: WAL checkpoint; secure_delete is on). */
   purgeDeleted(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * An append carried a staged key (KeyStore.stage) for a guest whose row is already stored with
+ * another key or a tombstone: the append wrote nothing. Seal again with the stored key and retry.
+ */
+export class DataKeyConflictError extends Error {
+  override readonly name = 'DataKeyConflictError';
+  constructor(readonly keyIds: string[]) {
+    super(`the data key of ${keyIds.join(', ')} was stored by another writer first; seal the events again with the stored key`);
+  }
 }
