@@ -223,26 +223,29 @@ function customIdReservations(clientId: string, eventId: string, plan: Planned, 
   const wanted = plan.input.customId;
   const current = plan.existing?.customId;
   if (!changesCustomId(plan)) return [];
+  // A hashed stream name stands for the customId: its events leave it out (docs/personal-data.md, Stream names).
+  const keyInEvent = !nameKey;
   const reserve: BatchItem = {
     streamName: customIdStream(clientId, eventId, wanted!, nameKey),
     decider: reservationDecider,
-    command: { type: 'Reserve', key: wanted!, ownerType: 'guest', ownerId: plan.guestId } satisfies ReservationCommand,
+    command: { type: 'Reserve', key: wanted!, ownerType: 'guest', ownerId: plan.guestId, keyInEvent } satisfies ReservationCommand,
     stage: 'claim',
     partOf: guestItem,
-    undo: { type: 'Release', key: wanted!, ownerId: plan.guestId } satisfies ReservationCommand,
+    undo: { type: 'Release', key: wanted!, ownerId: plan.guestId, keyInEvent } satisfies ReservationCommand,
     // Most customIds are new; one released before has a stream, and the batch is retried reading it.
     assumeNew: true,
   };
   if (current === undefined) return [reserve];
-  const release = (streamName: string): BatchItem => ({
+  const release = (streamName: string, keyInEvent: boolean): BatchItem => ({
     streamName,
     decider: reservationDecider,
-    command: { type: 'Release', key: current, ownerId: plan.guestId } satisfies ReservationCommand,
+    command: { type: 'Release', key: current, ownerId: plan.guestId, keyInEvent } satisfies ReservationCommand,
     stage: 'release',
     partOf: guestItem,
   });
-  const releases = [release(customIdStream(clientId, eventId, current, nameKey))];
-  if (plan.releaseLegacy) releases.push(release(legacyCustomIdStream(clientId, eventId, current)));
+  const releases = [release(customIdStream(clientId, eventId, current, nameKey), keyInEvent)];
+  // A legacy name holds the customId in plaintext anyway; its events keep the earlier shape.
+  if (plan.releaseLegacy) releases.push(release(legacyCustomIdStream(clientId, eventId, current), true));
   return [reserve, ...releases];
 }
 

@@ -126,9 +126,13 @@ async function eraseOne(services: Services, context: CommandContext, doc: GuestD
   // Released under its hashed name and, for a reservation made before names were hashed, its legacy one.
   const nameKey = values.customIds.length > 0 ? await services.dataKeys?.streamNameKey() : undefined;
   for (const customId of values.customIds) {
-    const release: ReservationCommand = { type: 'Release', key: reservationKey(customId), ownerId: guestId };
-    const names = new Set([customIdStream(context.tenantId, doc.eventId, customId, nameKey), legacyCustomIdStream(context.tenantId, doc.eventId, customId)]);
-    for (const name of names) await handleCommand(services.eventStore, reservationDecider, name, release, context);
+    const hashed = customIdStream(context.tenantId, doc.eventId, customId, nameKey);
+    const legacy = legacyCustomIdStream(context.tenantId, doc.eventId, customId);
+    for (const name of new Set([hashed, legacy])) {
+      // Under a hashed name the event leaves the customId out (docs/personal-data.md, Stream names).
+      const release: ReservationCommand = { type: 'Release', key: reservationKey(customId), ownerId: guestId, keyInEvent: name === legacy };
+      await handleCommand(services.eventStore, reservationDecider, name, release, context);
+    }
   }
   // The guest's key is per client; a guest stored before ids were scoped also has one named by the bare GUID.
   for (const keyId of dataKeyIdsOf(doc)) await services.dataKeys?.erase(keyId, erased.at);

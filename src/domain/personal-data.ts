@@ -80,12 +80,21 @@ export const keyEndRules: readonly KeyEndRule[] = [
   { streamPrefix: 'batchlog', type: 'BatchCompleted', keyId: (d, client) => batchIntentKeyId(client, d.batchId) },
 ];
 
+// By event type, so the codec's look-up per appended or read event is one Map get.
+const byType = <T>(pairs: [string, T][]): Map<string, T[]> => {
+  const map = new Map<string, T[]>();
+  for (const [type, rule] of pairs) map.set(type, [...(map.get(type) ?? []), rule]);
+  return map;
+};
+const keyEndRulesByType = byType(keyEndRules.map((rule) => [rule.type, rule]));
+const personalDataRulesByType = byType(personalDataRules.flatMap((rule) => rule.types.map((type): [string, PersonalDataRule] => [type, rule])));
+
 export function keyEndRuleFor(streamName: string, type: string): KeyEndRule | undefined {
-  return keyEndRules.find((rule) => rule.type === type && streamName.startsWith(rule.streamPrefix));
+  return keyEndRulesByType.get(type)?.find((rule) => streamName.startsWith(rule.streamPrefix));
 }
 
 export function personalDataRuleFor(streamName: string, type: string): PersonalDataRule | undefined {
-  return personalDataRules.find((rule) => rule.types.includes(type) && streamName.startsWith(rule.streamPrefix));
+  return personalDataRulesByType.get(type)?.find((rule) => streamName.startsWith(rule.streamPrefix));
 }
 
 /** Where an event keeps its sealed fields, and what it says after the key is gone. */

@@ -7,12 +7,17 @@ import { DomainError, type Decider } from './decider.js';
  * stream of its own: reserving appends to it, so two racing reservations cannot both win.
  */
 export type ReservationEvent =
-  | { type: 'KeyReserved'; data: { key: string; ownerType: string; ownerId: string } }
-  | { type: 'KeyReleased'; data: { key: string; ownerId: string } };
+  | { type: 'KeyReserved'; data: { key?: string; ownerType: string; ownerId: string } }
+  | { type: 'KeyReleased'; data: { key?: string; ownerId: string } };
 
+/**
+ * `keyInEvent: false` leaves the key out of the event: a stream named by a keyed hash of it (a
+ * guest's customId, docs/personal-data.md) then holds it nowhere, not even sealed; the guest's own
+ * events say which customId it had. Default: the event repeats the key.
+ */
 export type ReservationCommand =
-  | { type: 'Reserve'; key: string; ownerType: string; ownerId: string }
-  | { type: 'Release'; key: string; ownerId: string };
+  | { type: 'Reserve'; key: string; ownerType: string; ownerId: string; keyInEvent?: boolean }
+  | { type: 'Release'; key: string; ownerId: string; keyInEvent?: boolean };
 
 export type ReservationState = { ownerId?: string };
 
@@ -57,10 +62,10 @@ export const reservationDecider: Decider<ReservationState, ReservationCommand, R
     if (command.type === 'Reserve') {
       if (state.ownerId === command.ownerId) return [];
       if (state.ownerId) throw new DomainError('conflict', `${command.key} is already taken`, { code: 'already_taken' });
-      const { type: _t, ...data } = command;
-      return [{ type: 'KeyReserved', data }];
+      const { type: _t, keyInEvent, key, ...data } = command;
+      return [{ type: 'KeyReserved', data: keyInEvent === false ? data : { key, ...data } }];
     }
     if (state.ownerId !== command.ownerId) return [];
-    return [{ type: 'KeyReleased', data: { key: command.key, ownerId: command.ownerId } }];
+    return [{ type: 'KeyReleased', data: command.keyInEvent === false ? { ownerId: command.ownerId } : { key: command.key, ownerId: command.ownerId } }];
   },
 };

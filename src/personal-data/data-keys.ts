@@ -148,8 +148,14 @@ export class DataKeys {
     const masterKeyId = this.master.currentKeyId;
     const cipher = createCipheriv('aes-256-gcm', this.master.keys.get(masterKeyId)!, iv);
     cipher.setAAD(Buffer.from(`personal-data-key:${guestId}`, 'utf8'));
-    const body = Buffer.concat([cipher.update(key.toString('base64url'), 'utf8'), cipher.final()]);
-    return { guestId, wrapped: Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url'), masterKeyId, createdAt };
+    // The wrapped text is the key in base64url (what src/shared/encryption.ts's decrypt returns).
+    const body = cipher.update(key.toString('base64url'), 'utf8');
+    cipher.final(); // GCM: no bytes held back
+    const out = Buffer.allocUnsafe(IV_BYTES + 16 + body.length);
+    iv.copy(out, 0);
+    cipher.getAuthTag().copy(out, IV_BYTES);
+    body.copy(out, IV_BYTES + 16);
+    return { guestId, wrapped: out.toString('base64url'), masterKeyId, createdAt };
   }
 
   private unwrap(row: StoredDataKey): Buffer {

@@ -10,7 +10,6 @@ import type {
   Subscription,
   SubscriptionBatch,
 } from '../adapters/eventstore/port.js';
-import { LRUCache } from 'lru-cache';
 import { keyEndRuleFor, personalDataRuleFor, type PersonalDataRule, type SealedPersonalData } from '../domain/personal-data.js';
 import type { DataKeys } from './data-keys.js';
 import { DataKeyConflictError } from '../adapters/keystore/port.js';
@@ -103,80 +102,119 @@ async function endKeys(keys: DataKeys, appends: { streamName: string; events: Ne
 
 /**
  * The plaintext of events this process sealed a moment ago, by event id, so the projections
- * that read them right back (an import's guests) do not decrypt them again. Bounded; a guest
- * erased here is forgotten at once.
+ * that read them right back (an import's guests) do not decrypt them again. Bounded (the oldest
+ * go first: a Map in insertion order, cheaper per import than an LRU with timers), entries older
+ * than a minute are not used, and a guest erased here is forgotten at once. Never persisted.
  */
-class RecentlySealed {
-  private readonly events = new LRUCache<string, { owner: string; data: Record<string, unknown> }>({ max: 20_000, ttl: 60_000 });
+export class RecentlySealed {
+  private readonly events = new Map<string, { owner: string; data: Record<string, unknown>; at: number }>();
+  /** Event ids in the order remembered, a ring of `max` slots: the next slot's id is the oldest. */
+  private readonly order: (string | undefined)[];
+  private slot = 0;
 
-  remember(eventId: string, owner: string, data: Record<string, unknown>): void {
-    this.events.set(eventId, { owner, data });
+  constructor(
+    private readonly max = 8_192,
+    private readonly ttlMs = 60_000,
+  ) {
+    this.order = new Array<string | undefined>(max);
+  }
+
+  get size(): number {
+    return this.events.size;
+  }
+
+  remember(eventId: string, owner: string, data: Record<string, unknown>, at: number): void {
+    const oldest = this.order[this.slot];
+    if (oldest !== undefined) this.events.delete(oldest);
+    this.order[this.slot] = eventId;
+    this.slot = (this.slot + 1) % this.max;
+    this.events.set(eventId, { owner, data, at });
   }
 
   opened(eventId: string, keyId: string): Record<string, unknown> | undefined {
     const entry = this.events.get(eventId);
-    return entry && entry.owner === keyId ? entry.data : undefined;
+    return entry && entry.owner === keyId && Date.now() - entry.at < this.ttlMs ? entry.data : undefined;
   }
 
+  /** Drops the guest's entries (their ring slots are left to be overwritten). */
   forget(guestId: string): void {
-    for (const [id, entry] of this.events.entries()) if (entry.owner === guestId) this.events.delete(id);
+    for (const [id, entry] of this.events) if (entry.owner === guestId) this.events.delete(id);
   }
 }
 
-interface Personal {
+/** What one event carries: its rule, the key that seals it, the personal fields and the rest of its data. */
+interface Found {
   rule: PersonalDataRule;
   owner: string;
+  fields: Record<string, unknown>;
+  rest: Record<string, unknown>;
 }
 
-function personalOf(streamName: string, event: { type: string; data: unknown; metadata: { tenantId: string } }): Personal | undefined {
+/** Splits an event's data into its personal fields and the rest, in one pass; undefined when it carries none. */
+function split(streamName: string, event: NewEvent): Found | undefined {
   const rule = personalDataRuleFor(streamName, event.type);
   if (!rule) return undefined;
-  const owner = rule.owner(event.data as Record<string, unknown>, event.metadata.tenantId);
-  return typeof owner === 'string' && owner !== '' ? { rule, owner } : undefined;
+  const data = event.data;
+  const owner = rule.owner(data, event.metadata.tenantId);
+  if (typeof owner !== 'string' || owner === '') return undefined;
+  const holder = (rule.within ? data[rule.within] : data) as Record<string, unknown> | undefined;
+  if (!holder) return undefined;
+  // New objects without the fields (`delete` on a copy would turn it into a slow dictionary).
+  let fields: Record<string, unknown> | undefined;
+  const kept: Record<string, unknown> = {};
+  for (const name in holder) {
+    const value = holder[name];
+    if (!rule.fields.includes(name)) kept[name] = value;
+    else if (value !== undefined) (fields ??= {})[name] = value;
+  }
+  if (!fields) return undefined;
+  return { rule, owner, fields, rest: rule.within ? { ...data, [rule.within]: kept } : kept };
 }
 
 /** Seals every personal field of every event; keys missing for new guests are created in one batch. */
-async function sealAll(keys: DataKeys, appends: StreamAppend[], recent: RecentlySealed, lookUp: ReadonlySet<string>) {
+async function sealAll(keys: DataKeys, appends: StreamAppend[], recent: RecentlySealed, lookUp: ReadonlySet<string>): Promise<StreamAppend[]> {
   // One pass finds what each event carries; the second seals it with its guest's key.
-  const found = appends.map(({ streamName, events }) =>
-    events.map((event) => {
-      const personal = personalOf(streamName, event);
-      if (!personal) return undefined;
-      const fields = fieldsOf(personal.rule, event.data);
-      return Object.keys(fields).length > 0 ? { ...personal, fields } : undefined;
-    }),
-  );
-  const owners = new Set<string>();
+  let found: (Found | undefined)[][] | undefined;
+  let owners: Set<string> | undefined;
   const likelyNew = new Set<string>();
   let sealedCount = 0;
-  found.forEach((events, a) => {
-    for (const personal of events) {
+  for (let a = 0; a < appends.length; a++) {
+    const { streamName, events, expectedRevision } = appends[a]!;
+    for (let e = 0; e < events.length; e++) {
+      const personal = split(streamName, events[e]!);
       if (!personal) continue;
-      owners.add(personal.owner);
-      if (appends[a]!.expectedRevision === 'no_stream' && !lookUp.has(personal.owner)) likelyNew.add(personal.owner);
+      ((found ??= [])[a] ??= [])[e] = personal;
+      (owners ??= new Set()).add(personal.owner);
+      if (expectedRevision === 'no_stream' && !lookUp.has(personal.owner)) likelyNew.add(personal.owner);
       sealedCount++;
     }
-  });
-  if (owners.size === 0) return appends;
+  }
+  if (!found || !owners) return appends;
   const keyOf = await keys.keysFor(owners, true, likelyNew);
   // One draw of randomness for every IV of the batch (a draw per event costs more than the cipher).
   const ivs = randomBytes(IV_BYTES * sealedCount);
   let next = 0;
-  const nextIv = () => ivs.subarray(IV_BYTES * next, IV_BYTES * ++next);
-  return appends.map(({ streamName, events }, a) => ({
-    streamName,
-    expectedRevision: appends[a]!.expectedRevision,
-    events: events.map((event, e) => {
-      const personal = found[a]![e];
-      if (!personal) return event;
-      const key = keyOf.get(personal.owner) ?? null;
-      const rest = withoutFields(personal.rule, event.data);
-      // An erased guest gets no new key: whatever a late write carried is dropped, not stored.
-      if (!key) return { ...event, data: { ...rest, [ERASED_MARK]: true } };
-      recent.remember(event.id, personal.owner, event.data);
-      return { ...event, data: { ...rest, personalData: sealFields(key, personal.owner, personal.fields, nextIv()) } };
-    }),
-  }));
+  const now = Date.now();
+  const aads = new Map<string, Buffer>();
+  return appends.map((append, a) => {
+    const personal = found[a];
+    if (!personal) return append;
+    return {
+      ...append,
+      events: append.events.map((event, e) => {
+        const it = personal[e];
+        if (!it) return event;
+        const key = keyOf.get(it.owner) ?? null;
+        // An erased guest gets no new key: whatever a late write carried is dropped, not stored.
+        if (!key) return { ...event, data: { ...it.rest, [ERASED_MARK]: true } };
+        recent.remember(event.id, it.owner, event.data, now);
+        let aad = aads.get(it.owner);
+        if (!aad) aads.set(it.owner, (aad = Buffer.from(it.owner, 'utf8')));
+        const iv = ivs.subarray(IV_BYTES * next, IV_BYTES * ++next);
+        return { ...event, data: { ...it.rest, personalData: sealFields(key, it.owner, aad, it.fields, iv) } };
+      }),
+    };
+  });
 }
 
 async function openEvents(keys: DataKeys, events: StoredEvent[], recent: RecentlySealed): Promise<StoredEvent[]> {
@@ -203,30 +241,17 @@ async function openEvents(keys: DataKeys, events: StoredEvent[], recent: Recentl
   });
 }
 
-function fieldsOf(rule: PersonalDataRule, data: Record<string, unknown>): Record<string, unknown> {
-  const holder = (rule.within ? data[rule.within] : data) as Record<string, unknown> | undefined;
-  const fields: Record<string, unknown> = {};
-  if (!holder) return fields;
-  for (const field of rule.fields) if (holder[field] !== undefined) fields[field] = holder[field];
-  return fields;
-}
-
-function withoutFields(rule: PersonalDataRule, data: Record<string, unknown>): Record<string, unknown> {
-  // A new object without the fields (`delete` on a copy would turn it into a slow dictionary).
-  const strip = (holder: Record<string, unknown>) => {
-    const kept: Record<string, unknown> = {};
-    for (const name in holder) if (!rule.fields.includes(name)) kept[name] = holder[name];
-    return kept;
-  };
-  return rule.within ? { ...data, [rule.within]: strip((data[rule.within] ?? {}) as Record<string, unknown>) } : strip(data);
-}
-
 /** AES-256-GCM; the guest id is the additional data, so a sealed value moved to another guest fails. */
-function sealFields(key: Buffer, guestId: string, fields: Record<string, unknown>, iv: Buffer): SealedPersonalData {
+function sealFields(key: Buffer, guestId: string, aad: Buffer, fields: Record<string, unknown>, iv: Buffer): SealedPersonalData {
   const cipher = createCipheriv('aes-256-gcm', key, iv);
-  cipher.setAAD(Buffer.from(guestId, 'utf8'));
-  const body = Buffer.concat([cipher.update(JSON.stringify(fields), 'utf8'), cipher.final()]);
-  return { keyId: guestId, alg: 'A256GCM', ciphertext: Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url') };
+  cipher.setAAD(aad);
+  const body = cipher.update(JSON.stringify(fields), 'utf8');
+  cipher.final(); // GCM: no bytes held back
+  const out = Buffer.allocUnsafe(IV_BYTES + TAG_BYTES + body.length);
+  iv.copy(out, 0);
+  cipher.getAuthTag().copy(out, IV_BYTES);
+  body.copy(out, IV_BYTES + TAG_BYTES);
+  return { keyId: guestId, alg: 'A256GCM', ciphertext: out.toString('base64url') };
 }
 
 function openFields(key: Buffer, sealed: SealedPersonalData): Record<string, unknown> {
