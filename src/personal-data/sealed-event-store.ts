@@ -155,8 +155,6 @@ function split(streamName: string, event: NewEvent): Found | undefined {
   const rule = personalDataRuleFor(streamName, event.type);
   if (!rule) return undefined;
   const data = event.data;
-  const owner = rule.owner(data, event.metadata.tenantId);
-  if (typeof owner !== 'string' || owner === '') return undefined;
   const holder = (rule.within ? data[rule.within] : data) as Record<string, unknown> | undefined;
   if (!holder) return undefined;
   // New objects without the fields (`delete` on a copy would turn it into a slow dictionary).
@@ -168,6 +166,8 @@ function split(streamName: string, event: NewEvent): Found | undefined {
     else if (value !== undefined) (fields ??= {})[name] = value;
   }
   if (!fields) return undefined;
+  const owner = rule.owner(data, event.metadata.tenantId);
+  if (typeof owner !== 'string' || owner === '') return undefined;
   return { rule, owner, fields, rest: rule.within ? { ...data, [rule.within]: kept } : kept };
 }
 
