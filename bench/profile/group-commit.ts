@@ -40,7 +40,7 @@ await Promise.all(
     while (performance.now() < until) {
       work();
       const started = performance.now();
-      await store.append(`guest-${randomUUID()}`, [{ id: randomUUID(), type: 'GuestCheckedIn', data: { gate: 'North' }, metadata: {} }], 'any');
+      await store.append(`guest-${randomUUID()}`, [{ id: randomUUID(), type: 'GuestCheckedIn', data: { gate: 'North' }, metadata: { tenantId: 'bench', actor: { type: 'system', id: 'bench' }, correlationId: randomUUID(), occurredAt: new Date().toISOString() } }], 'any');
       latencies.push(performance.now() - started);
     }
   }),

@@ -54,7 +54,12 @@ function holdFsync() {
   };
 }
 
-const event = (type: string): NewEvent => ({ id: crypto.randomUUID(), type, data: { at: type }, metadata: {} });
+const event = (type: string): NewEvent => ({
+  id: crypto.randomUUID(),
+  type,
+  data: { at: type },
+  metadata: { tenantId: 't', actor: { type: 'system', id: 'test' }, correlationId: crypto.randomUUID(), occurredAt: new Date().toISOString() },
+});
 const tick = () => new Promise((resolve) => setTimeout(resolve, 30));
 
 /** Collects what a subscription delivers, in the background. */
