@@ -7,6 +7,8 @@
  * - rawImportServer: an express + better-sqlite3 handler taking the same PUT upsert batches and
  *   inserting the same rows with the same durability (one transaction per batch, WAL,
  *   synchronous as the service): what writing guests can cost at least.
+ * - rawEventSourcedImportServer: the same batches written as the service writes them (two events
+ *   per guest into an event table, the guest document into a read-model table), nothing else.
  * - rawCsv: the same rows written as CSV to a file by a plain stream: what an export costs at least.
  */
 import fs from 'node:fs';
@@ -78,6 +80,73 @@ export async function rawImportServer(synchronous: 'FULL' | 'NORMAL'): Promise<L
     close: async () => {
       await server.close();
       db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * `PUT /ceiling/:eventId` doing the writes the service's import does, with nothing else: per
+ * guest two events (its registration on its own stream and its customId reservation, each with
+ * metadata as the service writes it) into an events table shaped like the embedded event
+ * store's, in one transaction per batch at `synchronous`; then the guest's document into a
+ * second file shaped like the embedded read store's (synchronous=NORMAL), with the batch's
+ * checkpoint, in one transaction. No reads, no encryption, no validation: what an event-sourced
+ * import costs at least on this machine, beside `rawImportServer`'s one row per guest.
+ */
+export async function rawEventSourcedImportServer(synchronous: 'FULL' | 'NORMAL'): Promise<Listening & { rows(): number }> {
+  const dir = tempDir('bench-raw-es-import-');
+  const events = new Database(path.join(dir, 'events.sqlite'));
+  events.pragma('journal_mode = WAL');
+  events.pragma(`synchronous = ${synchronous}`);
+  events.exec(
+    'CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL, revision INTEGER NOT NULL, ' +
+      'type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, recorded_at TEXT NOT NULL, UNIQUE (stream, revision))',
+  );
+  const docs = new Database(path.join(dir, 'read-models.sqlite'));
+  docs.pragma('journal_mode = WAL');
+  docs.pragma('synchronous = NORMAL');
+  docs.exec(
+    'CREATE TABLE readstore_docs (collection TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;' +
+      'CREATE TABLE readstore_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)',
+  );
+  const insertEvent = events.prepare('INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, 0, ?, ?, ?, ?)');
+  const upsertDoc = docs.prepare('INSERT INTO readstore_docs (collection, id, body) VALUES (?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET body = excluded.body');
+  const checkpoint = docs.prepare('INSERT INTO readstore_checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position');
+  const appendBatch = events.transaction((eventId: string, guests: Record<string, unknown>[]) => {
+    const now = new Date().toISOString();
+    const metadata = JSON.stringify({ tenantId: 'ceiling-client', actor: { type: 'client', id: 'ceiling-client' }, correlationId: crypto.randomUUID(), occurredAt: now, requestId: crypto.randomUUID() });
+    let position = 0;
+    const ids: string[] = [];
+    for (const guest of guests) {
+      const id = crypto.randomUUID();
+      ids.push(id);
+      insertEvent.run(crypto.randomUUID(), `guest-ceiling-client:${id}`, 'GuestRegistered', JSON.stringify({ guestId: id, eventId, ...guest }), metadata, now);
+      const info = insertEvent.run(crypto.randomUUID(), `guestcustomid-ceiling-client:${eventId}:${String(guest.customId)}`, 'GuestCustomIdReserved', JSON.stringify({ guestId: id }), metadata, now);
+      position = Number(info.lastInsertRowid);
+    }
+    return { ids, position };
+  });
+  const projectBatch = docs.transaction((eventId: string, guests: Record<string, unknown>[], ids: string[], position: number) => {
+    guests.forEach((guest, i) => upsertDoc.run('guests', ids[i]!, JSON.stringify({ _id: ids[i], eventId, ...guest, admitted: null, checkins: 0 })));
+    checkpoint.run('guests', position);
+  });
+  const app = express();
+  app.use(express.json({ limit: '10mb' }));
+  app.put('/ceiling/:eventId', (req, res) => {
+    const guests = req.body as Record<string, unknown>[];
+    const { ids, position } = appendBatch(req.params.eventId, guests);
+    projectBatch(req.params.eventId, guests, ids, position);
+    res.status(204).end();
+  });
+  const server = await listen(app);
+  return {
+    ...server,
+    rows: () => (docs.prepare("SELECT count(*) AS n FROM readstore_docs WHERE collection = 'guests'").get() as { n: number }).n,
+    close: async () => {
+      await server.close();
+      events.close();
+      docs.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
