@@ -41,3 +41,23 @@ export function isoInZone(timeZone: string): (instant: Date) => string {
     return `${wall.toISOString().slice(0, 23)}${offset}`;
   };
 }
+
+/**
+ * `isoInZone` for the stored ISO text of an instant, remembering the texts it has seen: many
+ * guests share a `validFrom` or `validTo`, and parsing and formatting a date is most of a CSV
+ * row's work otherwise. Undefined for a text that is not a time.
+ */
+export function isoTextInZone(timeZone: string): (text: string) => string | undefined {
+  const inZone = isoInZone(timeZone);
+  const seen = new Map<string, string | undefined>();
+  return (text) => {
+    let iso = seen.get(text);
+    if (iso === undefined && !seen.has(text)) {
+      const instant = new Date(text);
+      iso = Number.isNaN(instant.getTime()) ? undefined : inZone(instant);
+      if (seen.size >= 10_000) seen.clear();
+      seen.set(text, iso);
+    }
+    return iso;
+  };
+}
