@@ -1,7 +1,7 @@
 /**
  * A spreadsheet date cell holds a wall-clock time with no zone. To show an instant as it
  * read on the clocks of an IANA time zone, the cell gets the zone's wall time encoded as if
- * it were UTC (exceljs turns a Date into a serial number through its UTC fields).
+ * it were UTC (the xlsx writer turns a Date into a serial number through its UTC fields).
  */
 import { isTimeZone, offsetAt } from '../shared/time-zones.js';
 
