@@ -35,7 +35,7 @@ const result = await new Promise<autocannon.Result>((resolve, reject) => {
     (statusCode >= 200 && statusCode < 300 ? accepted : refused).push(responseTime);
   });
 });
-const summary = (values: number[]) => ({ count: values.length, p50: percentile(values, 50), p99: percentile(values, 99), max: Math.max(0, ...values) });
+const summary = (values: number[]) => ({ count: values.length, p50: percentile(values, 50), p99: percentile(values, 99), max: values.reduce((most, v) => (v > most ? v : most), 0) });
 process.stdout.write(
   JSON.stringify({
     requestsPerSec: result.requests.average,

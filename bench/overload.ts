@@ -52,7 +52,7 @@ function probe(url: string): { stop: () => Promise<Probe> } {
   };
 }
 
-async function scanRun(maxEventLoopDelayMs: number, honourRetryAfter = false): Promise<{ scans: LoadResult; health: Probe; metrics: Probe }> {
+export async function scanRun(maxEventLoopDelayMs: number, honourRetryAfter = false): Promise<{ scans: LoadResult; health: Probe; metrics: Probe }> {
   const service = await startTestService({
     LOG_LEVEL: 'silent',
     SQLITE_SYNCHRONOUS: 'FULL',

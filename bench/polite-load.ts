@@ -62,7 +62,7 @@ await Promise.all(Array.from({ length: spec.connections }, () => client()));
 agent.destroy();
 const seconds = (performance.now() - started) / 1000;
 const all = [...accepted, ...refused];
-const summary = (values: number[]) => ({ count: values.length, p50: percentile(values, 50), p99: percentile(values, 99), max: Math.max(0, ...values) });
+const summary = (values: number[]) => ({ count: values.length, p50: percentile(values, 50), p99: percentile(values, 99), max: values.reduce((most, v) => (v > most ? v : most), 0) });
 process.stdout.write(
   JSON.stringify({
     requestsPerSec: all.length / seconds,

@@ -160,7 +160,7 @@ describe.each(stores)('personal data on the $name', ({ env }) => {
     const again = await client.call('POST', `${api}/guest/${id}/erase`, { reason: 'twice' });
     expect(again.body).toEqual(erased.body);
 
-    const needles = [p.email, p.firstName, p.lastName, p.barcode];
+    const needles = [p.email, p.firstName, p.lastName, p.barcode, p.customId, p.additionalInfo];
     expect(filesHolding(service.dataDir, needles)).toEqual([]);
     if (settings.MONGO_URL) expect(await mongoDocsHolding(settings.MONGO_URL, settings.MONGO_DB!, needles)).toEqual([]);
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { BusMessage } from '../../src/adapters/bus/port.js';
 import { fromMessage, relayCheckpoint } from '../../src/workers/relay.js';
 import { topics } from '../../src/workers/topics.js';
@@ -38,6 +38,24 @@ describe('relay', () => {
     const stored = await service.platform.eventStore.readStream(stream);
     expect(seen.filter((m) => m.key === stream).map((m) => m.headers['event-id'])).toEqual(stored.map((e) => e.id));
     expect(seen.find((m) => m.key === stream)!.headers['tenant-id']).toBe(alice.id);
+  });
+
+  it('saves its checkpoint shortly after the last batch of a burst, and at stop, never behind what it published', async () => {
+    for (let i = 0; i < 5; i += 1) {
+      await alice.call('POST', '/checkin/v1/api/event', { title: `Burst ${i}`, startTime: '2026-12-01T10:00:00Z', endTime: '2026-12-01T12:00:00Z' });
+    }
+    const head = await service.platform.eventStore.headPosition();
+    // Hang guard far above the 200 ms save interval.
+    await vi.waitFor(async () => {
+      expect(service.relay!.position()).toBeGreaterThanOrEqual(head);
+      expect(await service.platform.readStore.getCheckpoint(relayCheckpoint)).toBe(service.relay!.position());
+    }, { timeout: 10_000, interval: 50 });
+    await alice.call('POST', '/checkin/v1/api/event', { title: 'Last', startTime: '2026-12-01T10:00:00Z', endTime: '2026-12-01T12:00:00Z' });
+    const last = await service.platform.eventStore.headPosition();
+    await vi.waitFor(() => expect(service.relay!.position()).toBeGreaterThanOrEqual(last), { timeout: 10_000, interval: 10 });
+    await service.relay!.stop();
+    expect(await service.platform.readStore.getCheckpoint(relayCheckpoint)).toBe(service.relay!.position());
+    await service.relay!.start();
   });
 
   it('re-publishes history after its checkpoint is reset, with the same event ids (consumers dedupe)', async () => {
