@@ -18,7 +18,10 @@ import { PassThrough, type Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { ZipFile } from 'yazl';
 
-/** A cell: text, number, boolean, a wall-clock time (a Date read through its UTC fields), or empty (null, undefined, ''). */
+/**
+ * A cell: text, number, boolean, a wall-clock time (a Date read through its UTC fields), or empty
+ * (null, undefined, ''; a number or Date that is not finite is left empty too).
+ */
 export type XlsxValue = string | number | boolean | Date | null | undefined;
 
 export interface XlsxColumn {
@@ -151,7 +154,7 @@ export class XlsxSheet {
       if (typeof value === 'string') xml += `<c r="${ref}"${style} t="inlineStr"><is><t${spaced(value)}>${textXml(value)}</t></is></c>`;
       else if (typeof value === 'number') xml += Number.isFinite(value) ? `<c r="${ref}"${style}><v>${value}</v></c>` : '';
       else if (typeof value === 'boolean') xml += `<c r="${ref}"${style} t="b"><v>${value ? 1 : 0}</v></c>`;
-      else xml += `<c r="${ref}" s="${DATE_STYLE}"><v>${serial(value)}</v></c>`;
+      else if (Number.isFinite(value.getTime())) xml += `<c r="${ref}" s="${DATE_STYLE}"><v>${serial(value)}</v></c>`;
     }
     this.text += `${xml}</row>`;
     return this.text.length >= FLUSH_CHARS ? this.flush() : undefined;

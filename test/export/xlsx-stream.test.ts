@@ -83,6 +83,17 @@ describe('streaming xlsx writer', () => {
     expect(sheet.autoFilter).toBe('A1:B1');
   });
 
+  it('leaves a number or date that is not finite empty rather than write a cell no program reads', async () => {
+    const file = path.join(dir, 'odd.xlsx');
+    const workbook = new XlsxWorkbook(fs.createWriteStream(file), 'checkin-service');
+    const sheet = workbook.addSheet('Odd', { columns: [{ width: 10 }, { width: 10 }, { width: 10, date: true }, { width: 10 }] });
+    sheet.addRow([NaN, Infinity, new Date('not a date'), 'kept']);
+    await sheet.end();
+    await workbook.finish();
+    const row = (await read(file)).getWorksheet('Odd')!.getRow(1);
+    expect([1, 2, 3, 4].map((c) => row.getCell(c).value)).toEqual([null, null, null, 'kept']);
+  });
+
   it('refuses a second sheet while one is open, and reports a file that cannot be written', async () => {
     const workbook = new XlsxWorkbook(fs.createWriteStream(path.join(dir, 'open.xlsx')), 'checkin-service');
     workbook.addSheet('One', { columns: [{ width: 10 }] });
