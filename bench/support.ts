@@ -20,6 +20,8 @@ export interface LoadResult {
   /** Latency (ms) of the 2xx answers and of the others (e.g. 503 overloaded), apart. */
   accepted: { count: number; p50: number; p99: number; max: number };
   refused: { count: number; p50: number; p99: number; max: number };
+  /** Each connection's first answer, apart from the two above: its time includes opening the connection. */
+  first: { count: number; p50: number; p99: number; max: number };
 }
 
 export interface LoadSpec {

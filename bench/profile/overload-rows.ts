@@ -13,6 +13,6 @@ for (const row of (process.env.ROWS ?? 'on,polite').split(',')) {
   const seconds = scans.durationSec || Number(process.env.BENCH_SECONDS ?? 15);
   console.log(
     `${row} ${process.env.TAG ?? ''}: accepted ${(scans.accepted.count / seconds).toFixed(0)}/s, p50 ${scans.accepted.p50.toFixed(0)} ms, p99 ${scans.accepted.p99.toFixed(0)} ms` +
-      ` | refused ${(scans.refused.count / seconds).toFixed(0)}/s, p99 ${scans.refused.p99.toFixed(0)} ms`,
+      ` | refused ${(scans.refused.count / seconds).toFixed(0)}/s, p99 ${scans.refused.p99.toFixed(0)} ms | first answers p99 ${scans.first.p99.toFixed(0)} ms`,
   );
 }

@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SqliteEventStore } from '../../src/adapters/eventstore/sqlite.js';
 import type { NewEvent, StoredEvent } from '../../src/adapters/eventstore/port.js';
+import { overloadState } from '../../src/shared/overload-state.js';
 
 const dirs: string[] = [];
 const stores: SqliteEventStore[] = [];
@@ -138,6 +139,25 @@ describe('WAL durability off the event loop (synchronous=FULL)', () => {
     await expect(append).rejects.toThrow(/could not make its write-ahead log .*events\.sqlite-wal durable \(fsync: EIO.*check the disk/);
     await expect(store.append('guest-2', [event('GuestRegistered')], 'no_stream')).rejects.toThrow(/could not make its write-ahead log/);
     await expect(store.ping()).rejects.toThrow(/could not make its write-ahead log/);
+  });
+
+  it('syncs on the event loop while the overload guard sheds load, and off it again after', async () => {
+    const { store } = openStore();
+    const disk = holdFsync();
+    const inline = vi.spyOn(fs, 'fsyncSync');
+    overloadState.shedding = true;
+    try {
+      await store.append('guest-1', [event('GuestRegistered')], 'no_stream');
+      expect(inline).toHaveBeenCalledTimes(1);
+      expect(disk.spy).not.toHaveBeenCalled();
+    } finally {
+      overloadState.shedding = false;
+    }
+    const append = store.append('guest-2', [event('GuestRegistered')], 'no_stream');
+    await tick();
+    expect(disk.waiting).toBe(1);
+    disk.release();
+    await append;
   });
 
   it('at synchronous=NORMAL acknowledges without an fsync of its own', async () => {

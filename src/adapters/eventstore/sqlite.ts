@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import type Database from 'better-sqlite3';
 import { openSqliteFile } from '../sqlite-file.js';
+import { overloadState } from '../../shared/overload-state.js';
 import { backstopPages, checkpointInBackground } from '../sqlite-checkpointer.js';
 import {
   ConcurrencyError,
@@ -269,8 +270,11 @@ export class SqliteEventStore implements EventStore {
     async function* batches(): AsyncGenerator<SubscriptionBatch> {
       try {
         while (!stopped && !store.closed) {
-          // Only what is on disk reaches subscribers (read models, the bus): see WalSync.
-          const bound = store.wal ? await store.wal.durableHead() : Number.MAX_SAFE_INTEGER;
+          // Only what is on disk reaches subscribers (read models, the bus): see WalSync. The
+          // bound is taken when the rows are read (no await in between), so an append announced
+          // meanwhile is never missed before the wait below.
+          if (store.wal && store.wal.unsyncedHead() !== undefined) await store.wal.whenDurable(store.wal.unsyncedHead()!);
+          const bound = store.wal ? store.wal.durablePosition : Number.MAX_SAFE_INTEGER;
           const { rows, scannedTo } = read(position, batchSize, bound);
           if (scannedTo <= position) {
             await new Promise<void>((resolve) => {
@@ -388,11 +392,15 @@ class WalSync {
     });
   }
 
-  /** The store's head once it is on disk (waits for a sync when the head is ahead of it). */
-  async durableHead(): Promise<number> {
+  /** Every commit up to here is on disk. */
+  get durablePosition(): number {
+    return this.durable;
+  }
+
+  /** The store's head when it is ahead of what is on disk (another process's rows, or a sync still running). */
+  unsyncedHead(): number | undefined {
     const head = this.head();
-    if (head > this.durable) await this.whenDurable(head);
-    return Math.max(head, this.durable);
+    return head > this.durable ? head : undefined;
   }
 
   /** Throws the fsync failure, if one happened (readiness reports it). */
@@ -412,21 +420,32 @@ class WalSync {
     const covers = this.head();
     const fd = this.open();
     if (fd === undefined) return this.finish(covers);
+    if (overloadState.shedding) {
+      // Refusing requests: the loop's time goes to the accepted ones (src/shared/overload-state.ts).
+      let failed: Error | undefined;
+      try {
+        fs.fsyncSync(fd);
+      } catch (error) {
+        failed = error as Error;
+      }
+      return this.synced(covers, failed);
+    }
     this.syncing = true;
     fs.fsync(fd, (error) => {
       this.syncing = false;
-      if (error) {
-        this.failure = new Error(
-          `the event store could not make its write-ahead log ${this.walFile} durable (fsync: ${error.message}); ` +
-            'appends are refused from now on: check the disk, then restart the service',
-        );
-        const failed = this.waiters;
-        this.waiters = [];
-        for (const waiter of failed) waiter.reject(this.failure);
-        return;
-      }
-      this.finish(covers);
+      this.synced(covers, error ?? undefined);
     });
+  }
+
+  private synced(covers: number, error: Error | undefined): void {
+    if (!error) return this.finish(covers);
+    this.failure = new Error(
+      `the event store could not make its write-ahead log ${this.walFile} durable (fsync: ${error.message}); ` +
+        'appends are refused from now on: check the disk, then restart the service',
+    );
+    const failed = this.waiters;
+    this.waiters = [];
+    for (const waiter of failed) waiter.reject(this.failure);
   }
 
   private finish(covers: number): void {

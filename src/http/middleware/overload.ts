@@ -5,6 +5,7 @@ import type { Logger } from '../../shared/logger.js';
 import { acceptableRequestId } from '../../observability/trace.js';
 import { newId } from '../../shared/ids.js';
 import { HttpError } from '../errors.js';
+import { overloadState } from '../../shared/overload-state.js';
 
 export interface OverloadOptions {
   /** Refuse new requests while the event loop's mean delay over the last sample is above this (ms); 0 switches it off. */
@@ -92,6 +93,7 @@ export class OverloadGuard {
 
   close(): void {
     clearInterval(this.timer);
+    if (this.overloaded) overloadState.shedding = false;
     this.histogram?.disable();
   }
 
@@ -103,6 +105,7 @@ export class OverloadGuard {
     const overloaded = this.delayMs > this.options.maxEventLoopDelayMs;
     if (overloaded !== this.overloaded) {
       this.overloaded = overloaded;
+      overloadState.shedding = overloaded;
       const fields = { eventLoopDelayMs: Math.round(this.delayMs), thresholdMs: this.options.maxEventLoopDelayMs };
       if (overloaded) this.options.logger?.warn(fields, 'overloaded: refusing new requests with 503 until the event loop catches up');
       else this.options.logger?.info(fields, 'no longer overloaded: accepting requests again');
