@@ -7,7 +7,12 @@
  * - rawImportServer: an express + better-sqlite3 handler taking the same PUT upsert batches and
  *   inserting the same rows with the same durability (one transaction per batch, WAL,
  *   synchronous as the service): what writing guests can cost at least.
+ * - rawEventSourcedImportServer: the same batches written as the service writes them (two events
+ *   per guest into an event table, the guest document into a read-model table), nothing else.
  * - rawCsv: the same rows written as CSV to a file by a plain stream: what an export costs at least.
+ * - rawExcel: the same rows as one sheet through the export's own xlsx writer (XML text and
+ *   yazl's deflate), from memory: what an Excel export costs at least. rawExceljs: the same
+ *   through exceljs's streaming writer, the library the export used before (a reference).
  */
 import fs from 'node:fs';
 import ExcelJS from 'exceljs';
@@ -17,6 +22,7 @@ import { once } from 'node:events';
 import Database from 'better-sqlite3';
 import express, { type Express } from 'express';
 import { stringify } from 'csv-stringify';
+import { XlsxWorkbook, type XlsxValue } from '../src/exports/xlsx-stream.js';
 import { fmt, load, tempDir, type LoadResult, type LoadSpec } from './support.js';
 
 export interface Listening {
@@ -83,6 +89,73 @@ export async function rawImportServer(synchronous: 'FULL' | 'NORMAL'): Promise<L
   };
 }
 
+/**
+ * `PUT /ceiling/:eventId` doing the writes the service's import does, with nothing else: per
+ * guest two events (its registration on its own stream and its customId reservation, each with
+ * metadata as the service writes it) into an events table shaped like the embedded event
+ * store's, in one transaction per batch at `synchronous`; then the guest's document into a
+ * second file shaped like the embedded read store's (synchronous=NORMAL), with the batch's
+ * checkpoint, in one transaction. No reads, no encryption, no validation: what an event-sourced
+ * import costs at least on this machine, beside `rawImportServer`'s one row per guest.
+ */
+export async function rawEventSourcedImportServer(synchronous: 'FULL' | 'NORMAL'): Promise<Listening & { rows(): number }> {
+  const dir = tempDir('bench-raw-es-import-');
+  const events = new Database(path.join(dir, 'events.sqlite'));
+  events.pragma('journal_mode = WAL');
+  events.pragma(`synchronous = ${synchronous}`);
+  events.exec(
+    'CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL, revision INTEGER NOT NULL, ' +
+      'type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, recorded_at TEXT NOT NULL, UNIQUE (stream, revision))',
+  );
+  const docs = new Database(path.join(dir, 'read-models.sqlite'));
+  docs.pragma('journal_mode = WAL');
+  docs.pragma('synchronous = NORMAL');
+  docs.exec(
+    'CREATE TABLE readstore_docs (collection TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;' +
+      'CREATE TABLE readstore_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)',
+  );
+  const insertEvent = events.prepare('INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, 0, ?, ?, ?, ?)');
+  const upsertDoc = docs.prepare('INSERT INTO readstore_docs (collection, id, body) VALUES (?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET body = excluded.body');
+  const checkpoint = docs.prepare('INSERT INTO readstore_checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position');
+  const appendBatch = events.transaction((eventId: string, guests: Record<string, unknown>[]) => {
+    const now = new Date().toISOString();
+    const metadata = JSON.stringify({ tenantId: 'ceiling-client', actor: { type: 'client', id: 'ceiling-client' }, correlationId: crypto.randomUUID(), occurredAt: now, requestId: crypto.randomUUID() });
+    let position = 0;
+    const ids: string[] = [];
+    for (const guest of guests) {
+      const id = crypto.randomUUID();
+      ids.push(id);
+      insertEvent.run(crypto.randomUUID(), `guest-ceiling-client:${id}`, 'GuestRegistered', JSON.stringify({ guestId: id, eventId, ...guest }), metadata, now);
+      const info = insertEvent.run(crypto.randomUUID(), `guestcustomid-ceiling-client:${eventId}:${String(guest.customId)}`, 'GuestCustomIdReserved', JSON.stringify({ guestId: id }), metadata, now);
+      position = Number(info.lastInsertRowid);
+    }
+    return { ids, position };
+  });
+  const projectBatch = docs.transaction((eventId: string, guests: Record<string, unknown>[], ids: string[], position: number) => {
+    guests.forEach((guest, i) => upsertDoc.run('guests', ids[i]!, JSON.stringify({ _id: ids[i], eventId, ...guest, admitted: null, checkins: 0 })));
+    checkpoint.run('guests', position);
+  });
+  const app = express();
+  app.use(express.json({ limit: '10mb' }));
+  app.put('/ceiling/:eventId', (req, res) => {
+    const guests = req.body as Record<string, unknown>[];
+    const { ids, position } = appendBatch(req.params.eventId, guests);
+    projectBatch(req.params.eventId, guests, ids, position);
+    res.status(204).end();
+  });
+  const server = await listen(app);
+  return {
+    ...server,
+    rows: () => (docs.prepare("SELECT count(*) AS n FROM readstore_docs WHERE collection = 'guests'").get() as { n: number }).n,
+    close: async () => {
+      await server.close();
+      events.close();
+      docs.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** Seconds to write `rows` as CSV to a file through csv-stringify (the library the export uses). */
 export async function rawCsv(rows: Iterable<unknown[]>): Promise<number> {
   const dir = tempDir('bench-raw-csv-');
@@ -101,19 +174,37 @@ export async function rawCsv(rows: Iterable<unknown[]>): Promise<number> {
 }
 
 /**
- * Ceiling for the Excel export: the same rows' values, already in memory, through exceljs's
- * streaming writer to a file with nothing else (no styles, no dates typed, no summary sheet,
- * no store, no HTTP). Returns the seconds it took.
+ * Ceiling for the Excel export: the same rows' values, already in memory, as one sheet through
+ * the export's xlsx writer to a file with nothing else (no header, no styles, no dates typed, no
+ * summary sheet, no store, no thread, no HTTP). Returns the seconds it took.
  */
 export async function rawExcel(rows: Iterable<unknown[]>): Promise<number> {
   const dir = tempDir('bench-raw-xlsx-');
+  const started = process.hrtime.bigint();
+  const workbook = new XlsxWorkbook(fs.createWriteStream(path.join(dir, 'raw.xlsx')), 'bench');
+  let sheet: ReturnType<XlsxWorkbook['addSheet']> | undefined;
+  for (const row of rows) {
+    sheet ??= workbook.addSheet('Guests', { columns: row.map(() => ({ width: 10 })) });
+    const behind = sheet.addRow(row as XlsxValue[]);
+    if (behind) await behind;
+  }
+  await sheet?.end();
+  await workbook.finish();
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  fs.rmSync(dir, { recursive: true, force: true });
+  return seconds;
+}
+
+/** The same rows through exceljs's streaming writer (no styles, inline strings): the library the Excel export used before. */
+export async function rawExceljs(rows: Iterable<unknown[]>): Promise<number> {
+  const dir = tempDir('bench-raw-exceljs-');
   const started = process.hrtime.bigint();
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: path.join(dir, 'raw.xlsx'), useStyles: false, useSharedStrings: false });
   const sheet = workbook.addWorksheet('Guests');
   let count = 0;
   for (const row of rows) {
     sheet.addRow(row.map((value) => (value === undefined ? null : value)) as ExcelJS.CellValue[]).commit();
-    // Let the deflater run now and then, as the export does.
+    // Let the deflater run now and then, as the export did.
     if (++count % 200 === 0) await new Promise((resolve) => setImmediate(resolve));
   }
   sheet.commit();

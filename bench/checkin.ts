@@ -6,7 +6,7 @@
  *  3. byinfo on that event (target p99 < 30 ms)
  */
 import { createClient, startTestService } from '../test/support/service.js';
-import { bareRoute, rawImportServer, ratio } from './ceiling.js';
+import { bareRoute, rawEventSourcedImportServer, rawImportServer, ratio } from './ceiling.js';
 import { fmt, load, record, table } from './support.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 100_000);
@@ -56,6 +56,10 @@ export async function checkinBench(): Promise<void> {
   const rawImportSeconds = await importInto(`${raw.url}/ceiling/${encodeURIComponent(eventId)}`, 'raw import (ceiling)');
   if (raw.rows() !== GUESTS) throw new Error(`raw import stored ${raw.rows()} rows, not ${GUESTS}`);
   await raw.close();
+  const rawEs = await rawEventSourcedImportServer('FULL');
+  const rawEsImportSeconds = await importInto(`${rawEs.url}/ceiling/${encodeURIComponent(eventId)}`, 'raw event-sourced import (the same writes as the service)');
+  if (rawEs.rows() !== GUESTS) throw new Error(`raw event-sourced import stored ${rawEs.rows()} documents, not ${GUESTS}`);
+  await rawEs.close();
 
   const bareResult = await bareRoute({ connections: 50, durationSec: 5 });
 
@@ -92,6 +96,11 @@ export async function checkinBench(): Promise<void> {
     [
       [`import ${fmt(GUESTS)} guests (upsert, batches of 200, one at a time)`, `${fmt(importSeconds, 1)} s (${fmt(GUESTS / importSeconds)} guests/s), ${ratio(rawImportSeconds, importSeconds)}`, '≥ 0.3 of the ceiling'],
       ['raw express + better-sqlite3 import of the same batches (ceiling; synchronous=FULL, one transaction per batch)', `${fmt(rawImportSeconds, 1)} s (${fmt(GUESTS / rawImportSeconds)} guests/s)`, ''],
+      [
+        "raw express + better-sqlite3 doing the service's writes for the same batches (two events per guest with metadata, FULL; the guest document and a checkpoint, NORMAL; nothing else)",
+        `${fmt(rawEsImportSeconds, 1)} s (${fmt(GUESTS / rawEsImportSeconds)} guests/s); the service's import is ${ratio(rawEsImportSeconds, importSeconds).replace(' of the ceiling', '')} of it`,
+        '',
+      ],
       ['check-in scans by barcode, 50 connections', `${fmt(scans.requestsPerSec)} scans/s, p50 ${scans.p50} ms, p99 ${scans.p99} ms, ${ratio(scans.requestsPerSec, bareResult.requestsPerSec)}`, '≥ 0.4 of the ceiling, p99 < 50 ms'],
       [`byinfo, a common text (1 in 6 of ${fmt(GUESTS)} match), 4 connections`, `${fmt(byinfo.requestsPerSec)} req/s, p50 ${byinfo.p50} ms, p99 ${byinfo.p99} ms`, 'p99 < 30 ms'],
       [`byinfo, a rare text (1 in 10,000 match: every guest is read), 4 connections`, `${fmt(byinfoRare.requestsPerSec)} req/s, p50 ${byinfoRare.p50} ms, p99 ${byinfoRare.p99} ms`, 'p99 < 30 ms'],

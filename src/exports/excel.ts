@@ -1,17 +1,13 @@
-import { once } from 'node:events';
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { createWriteStream, type WriteStream } from 'node:fs';
-import ExcelJS from 'exceljs';
+import { createWriteStream } from 'node:fs';
 import type { GuestDoc } from '../projections/guests.js';
 import { guestColumns, neutralise, type Column } from './columns.js';
 import { wallClock } from './wall-clock.js';
 import type { ExcelMessage, ExcelTask } from './excel-task.js';
+import { XlsxWorkbook, type XlsxValue } from './xlsx-stream.js';
 
 export const XLSX_MEDIA_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
-
-/** ISO-like, unambiguous in every locale. */
-export const DATE_TIME_FORMAT = 'yyyy-mm-dd hh:mm:ss';
 
 /** A value of the summary sheet; a Date is an instant, shown in the export's time zone. */
 export type SummaryValue = string | number | boolean | Date;
@@ -26,19 +22,10 @@ export interface ExcelExportOptions<Row = GuestDoc> {
   summary(rowCount: number): [label: string, value: SummaryValue][];
 }
 
-const DATE_STYLE: Partial<ExcelJS.Style> = Object.freeze({ numFmt: DATE_TIME_FORMAT });
-const PLAIN_STYLE: Partial<ExcelJS.Style> = Object.freeze({});
-
-/** How many rows are written between checks of backpressure. */
-const ROWS_PER_CHECK = 200;
-/** Uncompressed XML allowed to wait for the deflater. */
-const PENDING_BYTES_LIMIT = 1024 * 1024;
-
 /**
- * Writes the guests as an xlsx workbook with exceljs's streaming writer: sheet "Guests"
- * (header row frozen, autofilter over every row; integers, booleans and dates typed) and
- * sheet "Summary". Rows are committed as they are written, so memory stays flat.
- * Returns the number of guest rows.
+ * Writes the guests as an xlsx workbook: sheet "Guests" (header row frozen, autofilter over
+ * every row; integers, booleans and dates typed) and sheet "Summary". Rows are written as they
+ * come, so memory stays flat. Returns the number of guest rows.
  */
 export async function writeGuestsExcel(guests: AsyncIterable<GuestDoc>, file: string, options: ExcelExportOptions): Promise<number> {
   return writeExcel(guests, file, options);
@@ -46,8 +33,8 @@ export async function writeGuestsExcel(guests: AsyncIterable<GuestDoc>, file: st
 
 /**
  * Any rows under `options.columns`, written as guests are (analytics exports). The workbook is
- * written on a pool thread (issue 13, goal 6: exceljs's XML and zip work is seconds of CPU for a
- * large event, which on the main thread would stall the door): this thread reads the rows and
+ * written on a pool thread (issue 13, goal 6: the XML and zip work is a second or more of CPU
+ * for a large event, which on the main thread would stall the door): this thread reads the rows and
  * computes the column values, and sends them in chunks of CHUNK_ROWS, at most CHUNKS_AHEAD
  * ahead of the writer, so memory stays flat whatever the size.
  */
@@ -129,84 +116,53 @@ export async function writeExcelInProcess<Row>(
   file: string,
   options: ExcelExportOptions<Row>,
 ): Promise<number> {
-  const output = createWriteStream(file);
-  // A failed file write ends any wait for backpressure (workbook.commit reports it too).
-  const failed = new Promise<never>((_, reject) => output.once('error', reject));
-  failed.catch(() => {});
+  const workbook = new XlsxWorkbook(createWriteStream(file), 'checkin-service');
   try {
-    return await writeWorkbook(guests, output, failed, options);
+    return await writeWorkbook(guests, workbook, options);
   } catch (error) {
-    output.destroy();
+    workbook.abort();
     throw error;
   }
 }
 
+/**
+ * Sheet "Guests" (or `sheetName`): bold header row, frozen, autofilter over every row; integers,
+ * booleans and dates typed. Then sheet "Summary". Rows are written as they come (see xlsx-stream.ts).
+ */
 async function writeWorkbook<Row>(
   guests: AsyncIterable<Row> | Iterable<Row>,
-  output: WriteStream,
-  failed: Promise<never>,
+  workbook: XlsxWorkbook,
   options: ExcelExportOptions<Row>,
 ): Promise<number> {
   const columns = options.columns ?? (guestColumns as unknown as readonly Column<Row>[]);
-  // Shared strings would keep every distinct text in memory until the end (inline strings instead);
-  // styles are needed for the date format.
-  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: output, useStyles: true, useSharedStrings: false });
-  workbook.creator = 'checkin-service';
-  const sheet = workbook.addWorksheet(options.sheetName ?? 'Guests', { views: [{ state: 'frozen', ySplit: 1, topLeftCell: 'A2', activeCell: 'A2' }] });
-  sheet.columns = columns.map((column) => ({
-    key: column.name,
-    width: column.width,
-    ...(column.kind === 'timestamp' ? { style: { numFmt: DATE_TIME_FORMAT } } : {}),
-  }));
-  const header = sheet.addRow(columns.map((column) => column.name));
-  header.font = { bold: true };
-  header.commit();
-
-  // One style object per column kind, shared by every cell: exceljs remembers the style id of a
-  // style object it has seen (a WeakMap), while the fresh object each new cell gets would be
-  // rendered and looked up again, cell by cell (most of its time on a large sheet).
-  const styles = columns.map((column) => (column.kind === 'timestamp' ? DATE_STYLE : PLAIN_STYLE));
+  const sheet = workbook.addSheet(options.sheetName ?? 'Guests', {
+    columns: columns.map((column) => ({ width: column.width, date: column.kind === 'timestamp' })),
+    header: columns.map((column) => column.name),
+    autoFilter: true,
+  });
   const toWall = wallClock(options.timeZone);
+  const kinds = columns.map((column) => column.kind);
   let rows = 0;
   for await (const guest of guests) {
-    const row = sheet.addRow(columns.map((column) => cellValue(column.kind, column.value(guest), toWall)));
-    row.eachCell({ includeEmpty: true }, (cell, column) => {
-      cell.style = styles[column - 1]!;
-    });
-    row.commit();
+    const values = new Array<XlsxValue>(columns.length);
+    for (let i = 0; i < columns.length; i++) values[i] = cellValue(kinds[i]!, columns[i]!.value(guest), toWall);
+    const behind = sheet.addRow(values);
+    if (behind) await behind;
     rows += 1;
-    if (rows % ROWS_PER_CHECK === 0) await Promise.race([drained(sheet, output), failed]);
   }
-  sheet.autoFilter = { from: { row: 1, column: 1 }, to: { row: rows + 1, column: columns.length } };
-  sheet.commit();
+  await sheet.end();
 
-  const summary = workbook.addWorksheet('Summary');
-  summary.columns = [{ width: 40 }, { width: 40 }];
+  const summary = workbook.addSheet('Summary', { columns: [{ width: 40 }, { width: 40 }] });
   for (const [label, value] of options.summary(rows)) {
-    const row = summary.addRow([neutralise(label), summaryValue(value, toWall)]);
-    if (value instanceof Date) row.getCell(2).numFmt = DATE_TIME_FORMAT;
-    row.commit();
+    const behind = summary.addRow([neutralise(label), summaryValue(value, toWall)]);
+    if (behind) await behind;
   }
-  summary.commit();
-  await workbook.commit();
+  await summary.end();
+  await workbook.finish();
   return rows;
 }
 
-/**
- * exceljs hands each sheet to the zip archive through a stream whose write() result it
- * ignores, so without this the XML of every row piles up in memory ahead of the deflater
- * (about 75 MB per 100,000 rows). Waiting for that stream's 'drain' (and the file's) gives
- * the event loop to the compression. The pipe is internal to exceljs 4.4; if its shape
- * changes, this stops waiting and memory grows instead of the export failing.
- */
-async function drained(sheet: ExcelJS.Worksheet, output: WriteStream): Promise<void> {
-  const zipEntry = (sheet as unknown as { stream?: { pipes?: { _writableState?: { length?: number } }[] } }).stream?.pipes?.[0];
-  const pending = zipEntry?._writableState?.length ?? 0;
-  if (pending > PENDING_BYTES_LIMIT) await once(zipEntry as unknown as NodeJS.EventEmitter, 'drain');
-  if (output.writableNeedDrain) await once(output, 'drain');
-}
-
-function cellValue(kind: string, value: string | number | boolean | undefined, toWall: (instant: Date) => Date): ExcelJS.CellValue {
+function cellValue(kind: string, value: string | number | boolean | undefined, toWall: (instant: Date) => Date): XlsxValue {
   if (value === undefined) return null;
   if (kind === 'timestamp' && typeof value === 'string') {
     const instant = new Date(value);
@@ -218,7 +174,7 @@ function cellValue(kind: string, value: string | number | boolean | undefined, t
   return typeof value === 'string' ? neutralise(value) : value;
 }
 
-function summaryValue(value: SummaryValue, toWall: (instant: Date) => Date): ExcelJS.CellValue {
+function summaryValue(value: SummaryValue, toWall: (instant: Date) => Date): XlsxValue {
   if (value instanceof Date) return toWall(value);
   return typeof value === 'string' ? neutralise(value) : value;
 }

@@ -1,7 +1,7 @@
 /**
  * A spreadsheet date cell holds a wall-clock time with no zone. To show an instant as it
  * read on the clocks of an IANA time zone, the cell gets the zone's wall time encoded as if
- * it were UTC (exceljs turns a Date into a serial number through its UTC fields).
+ * it were UTC (the xlsx writer turns a Date into a serial number through its UTC fields).
  */
 import { isTimeZone, offsetAt } from '../shared/time-zones.js';
 
@@ -39,5 +39,25 @@ export function isoInZone(timeZone: string): (instant: Date) => string {
     const abs = Math.abs(offsetMinutes);
     const offset = `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
     return `${wall.toISOString().slice(0, 23)}${offset}`;
+  };
+}
+
+/**
+ * `isoInZone` for the stored ISO text of an instant, remembering the texts it has seen: many
+ * guests share a `validFrom` or `validTo`, and parsing and formatting a date is most of a CSV
+ * row's work otherwise. Undefined for a text that is not a time.
+ */
+export function isoTextInZone(timeZone: string): (text: string) => string | undefined {
+  const inZone = isoInZone(timeZone);
+  const seen = new Map<string, string | undefined>();
+  return (text) => {
+    let iso = seen.get(text);
+    if (iso === undefined && !seen.has(text)) {
+      const instant = new Date(text);
+      iso = Number.isNaN(instant.getTime()) ? undefined : inZone(instant);
+      if (seen.size >= 10_000) seen.clear();
+      seen.set(text, iso);
+    }
+    return iso;
   };
 }
