@@ -259,11 +259,26 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
   }
 
   async createIndex(index: IndexSpec): Promise<void> {
-    try {
-      await this.collection.createIndex(index.keys, { name: index.name, ...(index.unique ? { unique: true } : {}) });
-    } catch (error) {
-      throw isDuplicateKey(error) ? new DuplicateKeyError(this.name, index.name) : error;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.collection.createIndex(index.keys, { name: index.name, ...(index.unique ? { unique: true } : {}) });
+        return;
+      } catch (error) {
+        if (isDuplicateKey(error)) throw new DuplicateKeyError(this.name, index.name);
+        // FerretDB (SQLite backend) at times answers "SQL logic error: index … already exists" for
+        // an index of a collection dropped a moment before (a projections rebuild), while another
+        // connection of the pool touched the collection. MongoDB answers createIndex of an existing
+        // identical index with success: do the same when it is there, else ask again.
+        if (!(error instanceof MongoServerError && /already exists/.test(error.message)) || attempt >= 5) throw error;
+        if (await this.hasIndex(index)) return;
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      }
     }
+  }
+
+  private async hasIndex(index: IndexSpec): Promise<boolean> {
+    const existing = await this.collection.listIndexes().toArray().catch(() => []);
+    return existing.some((found) => found.name === index.name && JSON.stringify(found.key) === JSON.stringify(index.keys));
   }
 }
 
