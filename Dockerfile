@@ -16,5 +16,6 @@ COPY --from=build /app/dist ./dist
 COPY package.json ./
 USER node
 EXPOSE 8080
-ENTRYPOINT ["node", "dist/src/main.js"]
+# A larger young generation: a third less garbage-collection time (docs/operations.md, "Memory").
+ENTRYPOINT ["node", "--max-semi-space-size=64", "dist/src/main.js"]
 CMD ["all"]
