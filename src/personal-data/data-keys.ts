@@ -1,8 +1,8 @@
-import { createCipheriv, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { KeyStore, StoredDataKey } from '../adapters/keystore/port.js';
 import type { StreamNameKey } from '../domain/reservation.js';
-import { decrypt, type Keyring } from '../shared/encryption.js';
+import { decrypt, sealGcm, type Keyring } from '../shared/encryption.js';
 
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
@@ -146,16 +146,9 @@ export class DataKeys {
   /** AES-256-GCM under the current master key, the guest id as additional data: the layout of src/shared/encryption.ts. */
   private wrap(guestId: string, key: Buffer, createdAt: string, iv: Buffer): StoredDataKey {
     const masterKeyId = this.master.currentKeyId;
-    const cipher = createCipheriv('aes-256-gcm', this.master.keys.get(masterKeyId)!, iv);
-    cipher.setAAD(Buffer.from(`personal-data-key:${guestId}`, 'utf8'));
     // The wrapped text is the key in base64url (what src/shared/encryption.ts's decrypt returns).
-    const body = cipher.update(key.toString('base64url'), 'utf8');
-    cipher.final(); // GCM: no bytes held back
-    const out = Buffer.allocUnsafe(IV_BYTES + 16 + body.length);
-    iv.copy(out, 0);
-    cipher.getAuthTag().copy(out, IV_BYTES);
-    body.copy(out, IV_BYTES + 16);
-    return { guestId, wrapped: out.toString('base64url'), masterKeyId, createdAt };
+    const aad = Buffer.from(`personal-data-key:${guestId}`, 'utf8');
+    return { guestId, wrapped: sealGcm(this.master.keys.get(masterKeyId)!, iv, aad, key.toString('base64url')), masterKeyId, createdAt };
   }
 
   private unwrap(row: StoredDataKey): Buffer {

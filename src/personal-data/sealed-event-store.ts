@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createDecipheriv, randomBytes } from 'node:crypto';
 import type {
   AppendResult,
   EventStore,
@@ -14,6 +14,7 @@ import { keyEndRuleFor, personalDataRuleFor, type PersonalDataRule, type SealedP
 import type { DataKeys } from './data-keys.js';
 import { DataKeyConflictError } from '../adapters/keystore/port.js';
 import type { Logger } from '../shared/logger.js';
+import { sealGcm } from '../shared/encryption.js';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -243,15 +244,7 @@ async function openEvents(keys: DataKeys, events: StoredEvent[], recent: Recentl
 
 /** AES-256-GCM; the guest id is the additional data, so a sealed value moved to another guest fails. */
 function sealFields(key: Buffer, guestId: string, aad: Buffer, fields: Record<string, unknown>, iv: Buffer): SealedPersonalData {
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  cipher.setAAD(aad);
-  const body = cipher.update(JSON.stringify(fields), 'utf8');
-  cipher.final(); // GCM: no bytes held back
-  const out = Buffer.allocUnsafe(IV_BYTES + TAG_BYTES + body.length);
-  iv.copy(out, 0);
-  cipher.getAuthTag().copy(out, IV_BYTES);
-  body.copy(out, IV_BYTES + TAG_BYTES);
-  return { keyId: guestId, alg: 'A256GCM', ciphertext: out.toString('base64url') };
+  return { keyId: guestId, alg: 'A256GCM', ciphertext: sealGcm(key, iv, aad, JSON.stringify(fields)) };
 }
 
 function openFields(key: Buffer, sealed: SealedPersonalData): Record<string, unknown> {

@@ -29,11 +29,24 @@ const KEY_BYTES = 32;
  */
 export function encrypt(keyring: Keyring, plaintext: string, context: string): Encrypted {
   const key = keyOf(keyring, keyring.currentKeyId);
-  const iv = randomBytes(IV_BYTES);
+  return { ciphertext: sealGcm(key, randomBytes(IV_BYTES), Buffer.from(context, 'utf8'), plaintext), keyId: keyring.currentKeyId };
+}
+
+/**
+ * AES-256-GCM of `plaintext` under `key` with a caller-drawn 12-byte `iv` and `aad` as
+ * additional data: base64url of iv | tag | ciphertext, the layout `decrypt` reads (also the
+ * personal-data codec's and its data keys'). The output buffer is built once.
+ */
+export function sealGcm(key: Buffer, iv: Buffer, aad: Buffer, plaintext: string): string {
   const cipher = createCipheriv('aes-256-gcm', key, iv);
-  cipher.setAAD(Buffer.from(context, 'utf8'));
-  const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-  return { ciphertext: Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url'), keyId: keyring.currentKeyId };
+  cipher.setAAD(aad);
+  const body = cipher.update(plaintext, 'utf8');
+  cipher.final(); // GCM: no bytes held back
+  const out = Buffer.allocUnsafe(IV_BYTES + TAG_BYTES + body.length);
+  iv.copy(out, 0);
+  cipher.getAuthTag().copy(out, IV_BYTES);
+  body.copy(out, IV_BYTES + TAG_BYTES);
+  return out.toString('base64url');
 }
 
 export function decrypt(keyring: Keyring, encrypted: Encrypted, context: string): string {
