@@ -309,7 +309,8 @@ export class SqliteEventStore implements EventStore {
           // Only what is on disk reaches subscribers (read models, the bus): see WalSync. The
           // bound is taken when the rows are read (no await in between), so an append announced
           // meanwhile is never missed before the wait below.
-          if (store.wal && store.wal.unsyncedHead() !== undefined) await store.wal.whenDurable(store.wal.unsyncedHead()!);
+          const unsynced = store.wal?.unsyncedHead();
+          if (unsynced !== undefined) await store.wal!.whenDurable(unsynced);
           const bound = store.wal ? store.wal.durablePosition : Number.MAX_SAFE_INTEGER;
           const { rows, scannedTo } = read(position, batchSize, bound);
           if (scannedTo <= position) {
