@@ -67,7 +67,7 @@ export class Relay {
     await this.subscription?.stop();
     await this.loop;
     clearTimeout(this.trailing);
-    if (this.published !== this.saved) await this.saveCheckpoint();
+    await this.saveCheckpoint(); // does nothing when the last position is saved
   }
 
   position(): number {
