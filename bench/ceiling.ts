@@ -15,6 +15,7 @@
  *   through exceljs's streaming writer, the library the export used before (a reference).
  */
 import fs from 'node:fs';
+import { createHmac, randomBytes } from 'node:crypto';
 import ExcelJS from 'exceljs';
 import type { Server } from 'node:http';
 import path from 'node:path';
@@ -22,6 +23,7 @@ import { once } from 'node:events';
 import Database from 'better-sqlite3';
 import express, { type Express } from 'express';
 import { stringify } from 'csv-stringify';
+import { newSortableId } from '../src/shared/ids.js';
 import { XlsxWorkbook, type XlsxValue } from '../src/exports/xlsx-stream.js';
 import { fmt, load, tempDir, type LoadResult, type LoadSpec } from './support.js';
 
@@ -69,7 +71,7 @@ export async function rawImportServer(synchronous: 'FULL' | 'NORMAL'): Promise<L
   );
   const insert = db.prepare('INSERT INTO guests (id, event_id, barcode, custom_id, doc) VALUES (?, ?, ?, ?, ?)');
   const insertAll = db.transaction((eventId: string, guests: Record<string, unknown>[]) => {
-    for (const guest of guests) insert.run(crypto.randomUUID(), eventId, guest.barcode ?? null, guest.customId ?? null, JSON.stringify(guest));
+    for (const guest of guests) insert.run(newSortableId(), eventId, guest.barcode ?? null, guest.customId ?? null, JSON.stringify(guest));
   });
   const app = express();
   app.use(express.json({ limit: '10mb' }));
@@ -95,10 +97,17 @@ export async function rawImportServer(synchronous: 'FULL' | 'NORMAL'): Promise<L
  * metadata as the service writes it) into an events table shaped like the embedded event
  * store's, in one transaction per batch at `synchronous`; then the guest's document into a
  * second file shaped like the embedded read store's (synchronous=NORMAL), with the batch's
- * checkpoint, in one transaction. No reads, no encryption, no validation: what an event-sourced
- * import costs at least on this machine, beside `rawImportServer`'s one row per guest.
+ * checkpoint, in one transaction. No reads, no validation: what an event-sourced import costs at
+ * least on this machine, beside `rawImportServer`'s one row per guest.
+ *
+ * The rows have the shapes the service writes with personal-data encryption on (its default):
+ * the ids are the service's (`newSortableId`), the personal fields are a `personalData` object
+ * of the sealed size (random bytes in place of the AES-GCM output: no cipher runs here), the
+ * customId reservation's stream is named by an HMAC of the customId, and a data-key row goes
+ * into the same transaction. `plain` writes them as with encryption off (fields in clear, the
+ * customId in the stream name, no key row).
  */
-export async function rawEventSourcedImportServer(synchronous: 'FULL' | 'NORMAL'): Promise<Listening & { rows(): number }> {
+export async function rawEventSourcedImportServer(synchronous: 'FULL' | 'NORMAL', options: { plain?: boolean } = {}): Promise<Listening & { rows(): number }> {
   const dir = tempDir('bench-raw-es-import-');
   const events = new Database(path.join(dir, 'events.sqlite'));
   events.pragma('journal_mode = WAL');
@@ -114,6 +123,9 @@ export async function rawEventSourcedImportServer(synchronous: 'FULL' | 'NORMAL'
     'CREATE TABLE readstore_docs (collection TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;' +
       'CREATE TABLE readstore_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)',
   );
+  events.exec('CREATE TABLE personal_data_keys (guest_id TEXT NOT NULL UNIQUE, wrapped TEXT, master_key_id TEXT, created_at TEXT NOT NULL, erased_at TEXT)');
+  const insertKey = events.prepare('INSERT INTO personal_data_keys (guest_id, wrapped, master_key_id, created_at) VALUES (?, ?, ?, ?)');
+  const nameKey = crypto.getRandomValues(new Uint8Array(32));
   const insertEvent = events.prepare('INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, 0, ?, ?, ?, ?)');
   const upsertDoc = docs.prepare('INSERT INTO readstore_docs (collection, id, body) VALUES (?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET body = excluded.body');
   const checkpoint = docs.prepare('INSERT INTO readstore_checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position');
@@ -123,11 +135,21 @@ export async function rawEventSourcedImportServer(synchronous: 'FULL' | 'NORMAL'
     let position = 0;
     const ids: string[] = [];
     for (const guest of guests) {
-      const id = crypto.randomUUID();
+      const id = newSortableId();
       ids.push(id);
-      insertEvent.run(crypto.randomUUID(), `guest-ceiling-client:${id}`, 'GuestRegistered', JSON.stringify({ guestId: id, eventId, ...guest }), metadata, now);
-      const info = insertEvent.run(crypto.randomUUID(), `guestcustomid-ceiling-client:${eventId}:${String(guest.customId)}`, 'GuestCustomIdReserved', JSON.stringify({ guestId: id }), metadata, now);
-      position = Number(info.lastInsertRowid);
+      const customId = String(guest.customId);
+      if (options.plain) {
+        insertEvent.run(newSortableId(), `guest-ceiling-client:${id}`, 'GuestRegistered', JSON.stringify({ guestId: id, eventId, ...guest }), metadata, now);
+        position = Number(insertEvent.run(newSortableId(), `guestcustomid-ceiling-client:${eventId}:${customId}`, 'GuestCustomIdReserved', JSON.stringify({ guestId: id }), metadata, now).lastInsertRowid);
+        continue;
+      }
+      const { firstName, lastName, email, barcode, additionalInfo, ...rest } = guest;
+      const sealedSize = 28 + Buffer.byteLength(JSON.stringify({ firstName, lastName, email, barcode, customId, additionalInfo }));
+      const personalData = { keyId: `ceiling-client:${id}`, alg: 'A256GCM', ciphertext: randomBytes(sealedSize).toString('base64url') };
+      insertKey.run(`ceiling-client:${id}`, randomBytes(71).toString('base64url'), 'm1', now);
+      insertEvent.run(newSortableId(), `guest-ceiling-client:${id}`, 'GuestRegistered', JSON.stringify({ guestId: id, eventId, ...rest, personalData }), metadata, now);
+      const name = createHmac('sha256', nameKey).update(`ceiling-client:${eventId}\n${customId.toLowerCase()}`).digest('base64url');
+      position = Number(insertEvent.run(newSortableId(), `guestcustomid-ceiling-client:${eventId}:#n1.${name}`, 'GuestCustomIdReserved', JSON.stringify({ guestId: id }), metadata, now).lastInsertRowid);
     }
     return { ids, position };
   });

@@ -56,10 +56,15 @@ export async function checkinBench(): Promise<void> {
   const rawImportSeconds = await importInto(`${raw.url}/ceiling/${encodeURIComponent(eventId)}`, 'raw import (ceiling)');
   if (raw.rows() !== GUESTS) throw new Error(`raw import stored ${raw.rows()} rows, not ${GUESTS}`);
   await raw.close();
-  const rawEs = await rawEventSourcedImportServer('FULL');
-  const rawEsImportSeconds = await importInto(`${rawEs.url}/ceiling/${encodeURIComponent(eventId)}`, 'raw event-sourced import (the same writes as the service)');
-  if (rawEs.rows() !== GUESTS) throw new Error(`raw event-sourced import stored ${rawEs.rows()} documents, not ${GUESTS}`);
-  await rawEs.close();
+  const rawEsImport = async (plain: boolean) => {
+    const rawEs = await rawEventSourcedImportServer('FULL', { plain });
+    const seconds = await importInto(`${rawEs.url}/ceiling/${encodeURIComponent(eventId)}`, `raw event-sourced import (the service's writes${plain ? ', encryption off' : ''})`);
+    if (rawEs.rows() !== GUESTS) throw new Error(`raw event-sourced import stored ${rawEs.rows()} documents, not ${GUESTS}`);
+    await rawEs.close();
+    return seconds;
+  };
+  const rawEsImportSeconds = await rawEsImport(false);
+  const rawEsPlainSeconds = await rawEsImport(true);
 
   const bareResult = await bareRoute({ connections: 50, durationSec: 5 });
 
@@ -97,8 +102,13 @@ export async function checkinBench(): Promise<void> {
       [`import ${fmt(GUESTS)} guests (upsert, batches of 200, one at a time)`, `${fmt(importSeconds, 1)} s (${fmt(GUESTS / importSeconds)} guests/s), ${ratio(rawImportSeconds, importSeconds)}`, '≥ 0.3 of the ceiling'],
       ['raw express + better-sqlite3 import of the same batches (ceiling; synchronous=FULL, one transaction per batch)', `${fmt(rawImportSeconds, 1)} s (${fmt(GUESTS / rawImportSeconds)} guests/s)`, ''],
       [
-        "raw express + better-sqlite3 doing the service's writes for the same batches (two events per guest with metadata, FULL; the guest document and a checkpoint, NORMAL; nothing else)",
+        "raw express + better-sqlite3 doing the service's writes for the same batches (two events per guest with metadata and a data-key row, FULL; the guest document and a checkpoint, NORMAL; rows shaped as with encryption on, no cipher run; nothing else)",
         `${fmt(rawEsImportSeconds, 1)} s (${fmt(GUESTS / rawEsImportSeconds)} guests/s); the service's import is ${ratio(rawEsImportSeconds, importSeconds).replace(' of the ceiling', '')} of it`,
+        '',
+      ],
+      [
+        'the same writes shaped as with encryption off (fields in clear, the customId in the reservation stream name, no key row)',
+        `${fmt(rawEsPlainSeconds, 1)} s (${fmt(GUESTS / rawEsPlainSeconds)} guests/s)`,
         '',
       ],
       ['check-in scans by barcode, 50 connections', `${fmt(scans.requestsPerSec)} scans/s, p50 ${scans.p50} ms, p99 ${scans.p99} ms, ${ratio(scans.requestsPerSec, bareResult.requestsPerSec)}`, '≥ 0.4 of the ceiling, p99 < 50 ms'],

@@ -12,7 +12,7 @@ import {
 } from '../domain/guest.js';
 import type { AccountDoc } from '../projections/accounts.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
-import { newId } from '../shared/ids.js';
+import { newSortableId } from '../shared/ids.js';
 import { getEvent } from './events.js';
 import { findOwnGuest } from './guest-lookup.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
@@ -59,7 +59,7 @@ export interface ScanResponse {
 
 /** A nonce becomes the scan id (and event id), so a repeated offline scan is one scan. */
 function scanIdFor(context: CommandContext, eventId: string, nonce?: string): string {
-  if (!nonce) return newId();
+  if (!nonce) return newSortableId();
   const hex = createHash('sha256').update(`scan\u0000${context.tenantId}\u0000${eventId}\u0000${nonce}`).digest('hex');
   // RFC 9562 version 8 (custom) UUID from the hash.
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;

@@ -11,7 +11,7 @@ import {
 import { personalGuestFields } from '../domain/personal-data.js';
 import { customIdStream, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand, type StreamNameKey } from '../domain/reservation.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
-import { newId } from '../shared/ids.js';
+import { newSortableId } from '../shared/ids.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId, findOwnGuest } from './guest-lookup.js';
 import { findTemplateDoc } from './templates.js';
@@ -148,7 +148,7 @@ export async function saveGuests(
             eventId,
             details,
             tags: tags ?? [],
-            invitationId: newId(),
+            invitationId: newSortableId(),
             ...(imported ? { imported } : {}),
             ...(ticket ? { ticket } : {}),
           }
@@ -160,7 +160,7 @@ export async function saveGuests(
             details,
             ...(tags ? { tags } : {}),
             replaceTags: options.removeObsoleteTags ?? false,
-            invitationId: newId(),
+            invitationId: newSortableId(),
             ...(imported && !plan.existing ? { imported } : {}),
             ...(ticket ? { ticket } : {}),
           };
@@ -177,7 +177,7 @@ export async function saveGuests(
     throw error;
   });
   await services.readYourWrites(lastPosition(results));
-  const docs = await Promise.all(plans.map((p) => guests(services).get(p.key)));
+  const docs = await Promise.all(plans.map((p) => guests(services).get(p.key, { readOnly: true })));
   return docs.filter((d): d is GuestDoc => d !== null).map(toGuestView);
 }
 
@@ -293,7 +293,7 @@ async function planGuests(
       existing = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: reservationKey(input.customId) });
     }
     errors.push(...recordErrors(input, mode === 'create' ? null : existing, eventId, at));
-    const guestId = existing ? guestIdOf(existing) : (input.id?.toLowerCase() ?? newId());
+    const guestId = existing ? guestIdOf(existing) : (input.id?.toLowerCase() ?? newSortableId());
     if (seenIds.has(guestId)) errors.push({ path: at(input.id ? 'id' : 'customId'), message: `the same guest as record ${seenIds.get(guestId)}` });
     seenIds.set(guestId, index);
     if (input.customId) {

@@ -6,7 +6,7 @@ import {
   type EventStore,
   type NewEvent,
 } from '../adapters/eventstore/port.js';
-import { newId } from '../shared/ids.js';
+import { newId, newSortableId } from '../shared/ids.js';
 import { completeBatch, deciderName, itemEvents, recordIntent, type BatchIntent, type BatchStage } from './batch-intents.js';
 
 /** Who asks, and the ids that tie the resulting events to the request. */
@@ -47,8 +47,18 @@ interface Decided<State, Event> {
   toAppend: NewEvent[];
 }
 
+/** The metadata last made for a context, with what it was made from (a batch's commands share one object). */
+const metadataMade = new WeakMap<CommandContext, { from: unknown[]; metadata: EventMetadata }>();
+
+/**
+ * The events' metadata. Every command of one context gets the same object (an import's 400
+ * events one, not 400), so the layers below serialise and stamp it once; it is never mutated.
+ */
 function metadataOf(context: CommandContext): EventMetadata {
-  return {
+  const from = [context.tenantId, context.actor, context.correlationId, context.now.getTime(), context.causationId, context.requestId];
+  const made = metadataMade.get(context);
+  if (made && made.from.every((value, i) => value === from[i])) return made.metadata;
+  const metadata: EventMetadata = {
     tenantId: context.tenantId,
     actor: context.actor,
     correlationId: context.correlationId,
@@ -56,6 +66,9 @@ function metadataOf(context: CommandContext): EventMetadata {
     ...(context.causationId ? { causationId: context.causationId } : {}),
     ...(context.requestId ? { requestId: context.requestId } : {}),
   };
+  Object.freeze(metadata);
+  metadataMade.set(context, { from, metadata });
+  return metadata;
 }
 
 /**
@@ -110,7 +123,7 @@ async function load<State, Command, Event extends AnyEvent>(
   const events = applied ? [] : decider.decide(command, state);
   const metadata = metadataOf(context);
   const toAppend = events.map((event, index) => ({
-    id: eventIds?.(index) ?? newId(),
+    id: eventIds?.(index) ?? newSortableId(),
     type: event.type,
     data: event.data as Record<string, unknown>,
     metadata,

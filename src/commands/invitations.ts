@@ -5,7 +5,7 @@ import { invitationDecider, invitationStream, type ProviderReport } from '../dom
 import { derivedId } from '../domain/webhook.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
-import { newId } from '../shared/ids.js';
+import { newSortableId } from '../shared/ids.js';
 import { findOwnGuest } from './guest-lookup.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
@@ -47,7 +47,7 @@ export async function requestSends(services: Services, linkPolicy: LinkPolicy, c
   await assertReachable(services, context.tenantId, recipients);
   assertSafeLinks(template.html, linkPolicy);
 
-  const planned = recipients.map((guest) => ({ guest, invitationId: newId() }));
+  const planned = recipients.map((guest) => ({ guest, invitationId: newSortableId() }));
   const items: BatchItem[] = planned.map(({ guest, invitationId }) => ({
     streamName: guestStreamOf(guest),
     decider: guestDecider,

@@ -15,10 +15,14 @@ import { currentTrace, traceMetadata } from './trace.js';
  */
 export function observedEventStore(store: EventStore, options: { metrics?: Metrics; logger: Logger }): EventStore {
   const { metrics, logger } = options;
-  const stamp = (events: NewEvent[]): NewEvent[] => {
+  /** Events sharing a metadata object keep sharing one stamped object (the store serialises it once). */
+  const stamp = (events: NewEvent[], stamped: Map<NewEvent['metadata'], NewEvent['metadata']> = new Map()): NewEvent[] => {
     if (!currentTrace()) return events;
-    const carried = traceMetadata();
-    return events.map((event) => ({ ...event, metadata: { ...carried, ...definedOnly(event.metadata) } }));
+    return events.map((event) => {
+      let metadata = stamped.get(event.metadata);
+      if (!metadata) stamped.set(event.metadata, (metadata = { ...traceMetadata(), ...definedOnly(event.metadata) }));
+      return { ...event, metadata };
+    });
   };
   const timed = async <T>(operation: 'append' | 'appendMany', write: () => Promise<T>): Promise<T> => {
     const started = performance.now();
@@ -53,7 +57,8 @@ export function observedEventStore(store: EventStore, options: { metrics?: Metri
     return result;
   };
   const appendMany: EventStore['appendMany'] = async (appends) => {
-    const stamped = appends.map((a) => ({ ...a, events: stamp(a.events) }));
+    const metadata = new Map<NewEvent['metadata'], NewEvent['metadata']>();
+    const stamped = appends.map((a) => ({ ...a, events: stamp(a.events, metadata) }));
     const results = await timed('appendMany', () => store.appendMany(stamped));
     logAppended(stamped, results);
     return results;

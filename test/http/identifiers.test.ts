@@ -212,3 +212,40 @@ describe('customId usable instead of id (issue 10 item 2)', () => {
     expect(reply.status).toBe(404);
   });
 });
+
+describe('ids the service makes', () => {
+  const version = (id: string) => id[14];
+
+  it('gives guests, their invitations and their stored events time-ordered v7 GUIDs, in the order they were made; a caller’s GUID is kept', async () => {
+    const eventId = `ordered-${randomUUID()}`;
+    expect((await alice.call('POST', '/checkin/v1/api/event', { id: eventId, title: 'Ordered ids', ...times })).status).toBe(200);
+    const made: string[] = [];
+    for (const batch of [0, 1, 2]) {
+      const created = await alice.call('POST', `/checkin/v1/api/guests/${path(eventId)}`, [
+        { firstName: `A${batch}`, lastName: 'First' },
+        { firstName: `B${batch}`, lastName: 'Second' },
+      ]);
+      expect(created.status).toBe(200);
+      made.push(...(created.body as { id: string }[]).map((g) => g.id));
+    }
+    expect(made).toHaveLength(6);
+    for (const id of made) {
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      // The first 48 bits are the time it was made, in milliseconds: now, not some other day.
+      expect(Math.abs(parseInt(id.replace(/-/g, '').slice(0, 12), 16) - Date.now())).toBeLessThan(10 * 60_000);
+    }
+    // Made one after another: they sort one after another.
+    expect([...made].sort()).toEqual(made);
+
+    const own = randomUUID();
+    const given = await alice.call('POST', `/checkin/v1/api/guests/${path(eventId)}`, [{ id: own.toUpperCase(), firstName: 'Own' }]);
+    expect(given.status).toBe(200);
+    expect(given.body[0].id).toBe(own);
+    expect(version(own)).toBe('4');
+
+    // The stored events of those guests (registrations, reservations, invitations) carry v7 ids too.
+    const stored = await service.services.eventStore.readStream(`guest-${encodeURIComponent(alice.id)}:${made[0]}`);
+    expect(stored.length).toBeGreaterThan(0);
+    for (const event of stored) expect(version(event.id)).toBe('7');
+  });
+});

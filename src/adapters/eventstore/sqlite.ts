@@ -214,6 +214,18 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
+  /** The last metadata object serialised, and its JSON: the events of a batch share one (metadata is never mutated). */
+  private lastMetadata?: NewEvent['metadata'];
+  private lastMetadataJson = '';
+
+  private metadataJson(metadata: NewEvent['metadata']): string {
+    if (metadata !== this.lastMetadata) {
+      this.lastMetadataJson = JSON.stringify(metadata);
+      this.lastMetadata = metadata;
+    }
+    return this.lastMetadataJson;
+  }
+
   private appendInTransaction(streamName: string, events: NewEvent[], expected: ExpectedRevision): AppendResult {
     const last = this.statements.lastRevision.get(streamName)?.revision ?? null;
     // An event id already stored means this append is a retry of one that succeeded.
@@ -240,7 +252,7 @@ export class SqliteEventStore implements EventStore {
         revision,
         event.type,
         JSON.stringify(event.data),
-        JSON.stringify(event.metadata),
+        this.metadataJson(event.metadata),
         recordedAt,
       );
       position = Number(info.lastInsertRowid);

@@ -299,7 +299,7 @@ class Documents {
       for (const [state, bodies] of dirty) {
         for (const [id, body] of bodies) {
           if (body === null) this.sql.deleteDoc.run(state.name, id);
-          else this.sql.putDoc.run(state.name, id, JSON.stringify(body));
+          else this.sql.putDoc.run(state.name, id, serialised.get(body) ?? JSON.stringify(body));
         }
       }
       for (const checkpoint of checkpoints) this.sql.advanceCheckpoint.run(checkpoint.name, checkpoint.position);
@@ -476,16 +476,32 @@ function nextDoc(op: WriteOp, before: Body | undefined): Body | null | undefined
       return before ? null : undefined;
     case 'replace': {
       const { _id: _ignored, ...fields } = op.doc as Partial<Body>;
-      return JSON.parse(JSON.stringify({ _id: op.id, ...fields })) as Body;
+      return roundTrip({ _id: op.id, ...fields });
     }
     case 'update': {
       if (!before && !op.upsert) return undefined;
       const after = before ? applyUpdate(before, op.update) : insertWithUpdate(op.id, op.update);
       if (after._id !== op.id) throw new Error(`update of ${op.collection}/${op.id} must not change _id`);
       // mingo's updater (the uncommon operators) may build values of its own: round trip, as before.
-      return isScalarUpdate(op.update) && !(after as Record<symbol, unknown>)[viaMingo] ? after : (JSON.parse(JSON.stringify(after)) as Body);
+      return isScalarUpdate(op.update) && !(after as Record<symbol, unknown>)[viaMingo] ? after : roundTrip(after);
     }
   }
+}
+
+/**
+ * The JSON text each document came from in `roundTrip`, so `persist` writes that text instead of
+ * serialising the document a second time (an import's guest documents: one JSON.stringify, not
+ * two). Valid because stored documents are never mutated (updates make new objects; read-only
+ * readers must not write), and stringifying parsed JSON gives back the same text.
+ */
+const serialised = new WeakMap<Body, string>();
+
+/** The document as JSON would store it (undefined dropped, dates as text), remembering its text. */
+function roundTrip(doc: object): Body {
+  const json = JSON.stringify(doc);
+  const body = JSON.parse(json) as Body;
+  serialised.set(body, json);
+  return body;
 }
 
 /** Marks a document that mingo's updater produced (not enumerable: never stored or serialised). */
