@@ -6,7 +6,7 @@ import { createClient, startTestService, type TestService } from '../../test/sup
  * 200 with barcodes BC-0…, and one scan body per guest.
  */
 export async function doorWithGuests(guests: number): Promise<{ service: TestService; eventId: string; headers: Record<string, string>; bodies: string[] }> {
-  const service = await startTestService({ LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'FULL', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' });
+  const service = await startTestService({ LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'FULL', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', PII_ENCRYPTION: process.env.PII_ENCRYPTION ?? 'on' });
   const client = await createClient(service);
   const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' });
   const eventId = event.body.id as string;

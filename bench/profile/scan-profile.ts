@@ -21,7 +21,7 @@ await session.post('Profiler.start');
 const bodies = Array.from({ length: GUESTS }, (_, i) => JSON.stringify({ barcode: `BC-${i}`, gate: `G${i % 4}` }));
 const result = await load({ url: `${service.url}/checkin/v1/api/guests/${eventId}/checkin`, method: 'POST', headers, connections: 50, durationSec: seconds, bodies });
 const { profile } = await session.post('Profiler.stop');
-fs.writeFileSync('scan.cpuprofile', JSON.stringify(profile));
+fs.writeFileSync(process.env.PROFILE_OUT ?? 'scan.cpuprofile', JSON.stringify(profile));
 console.log(`scans: ${Math.round(result.requestsPerSec)}/s, p50 ${result.p50} ms, p99 ${result.p99} ms, non-2xx ${result.non2xx}`);
 console.log(summarise(profile));
 console.log('\nheaviest functions (self time):');

@@ -47,27 +47,25 @@ interface Decided<State, Event> {
   toAppend: NewEvent[];
 }
 
-/** The metadata last made for a context, with what it was made from (a batch's commands share one object). */
-const metadataMade = new WeakMap<CommandContext, { from: unknown[]; metadata: EventMetadata }>();
+/** The metadata made for each context (contexts are never changed once made). */
+const metadataMade = new WeakMap<CommandContext, EventMetadata>();
 
 /**
  * The events' metadata. Every command of one context gets the same object (an import's 400
- * events one, not 400), so the layers below serialise and stamp it once; it is never mutated.
+ * events one, not 400), so the layers below stamp and serialise it once; it is frozen.
  */
 function metadataOf(context: CommandContext): EventMetadata {
-  const from = [context.tenantId, context.actor, context.correlationId, context.now.getTime(), context.causationId, context.requestId];
-  const made = metadataMade.get(context);
-  if (made && made.from.every((value, i) => value === from[i])) return made.metadata;
-  const metadata: EventMetadata = {
+  let metadata = metadataMade.get(context);
+  if (metadata) return metadata;
+  metadata = Object.freeze({
     tenantId: context.tenantId,
     actor: context.actor,
     correlationId: context.correlationId,
     occurredAt: context.now.toISOString(),
     ...(context.causationId ? { causationId: context.causationId } : {}),
     ...(context.requestId ? { requestId: context.requestId } : {}),
-  };
-  Object.freeze(metadata);
-  metadataMade.set(context, { from, metadata });
+  });
+  metadataMade.set(context, metadata);
   return metadata;
 }
 

@@ -230,10 +230,12 @@ async function openEvents(keys: DataKeys, events: StoredEvent[], recent: Recentl
   if (!anySealed) return events;
   const keyOf = owners ? await keys.keysFor(owners, false) : new Map<string, Buffer | null>();
   return events.map((event) => {
-    const { personalData: sealed, ...rest } = event.data as { personalData?: SealedPersonalData } & Record<string, unknown>;
+    const sealed = (event.data as { personalData?: SealedPersonalData }).personalData;
     if (!sealed) return event;
     const opened = recent.opened(event.id, sealed.keyId);
     if (opened) return { ...event, data: opened };
+    // Only an event that is opened here is copied without its sealed object.
+    const { personalData: _sealed, ...rest } = event.data as { personalData?: SealedPersonalData } & Record<string, unknown>;
     const key = keyOf.get(sealed.keyId) ?? null;
     if (!key) return { ...event, data: { ...rest, [ERASED_MARK]: true } };
     const rule = personalDataRuleFor(event.streamName, event.type);
