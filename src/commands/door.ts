@@ -209,6 +209,9 @@ export async function scan(
       : { type: 'CheckOut' as const, scan: info };
   const result = await handleCommand(services.eventStore, guestDecider, guestStreamOfKey(guestKey), command, context, {
     eventIds: () => info.scanId,
+    // A scan decides on plus-ones, blocks, validity and whether the guest is inside; the answer's
+    // guest comes from the read model: the guest's personal fields are not opened for it.
+    personalData: false,
   });
   await services.readYourWrites(result.position);
   const outcome = request.nonce ? result.state.nonces[request.nonce] : undefined;

@@ -35,6 +35,12 @@ export interface HandleOptions {
    * every store).
    */
   eventIds?: (index: number) => string;
+  /**
+   * `false`: the decision needs no personal field of the stream (a door scan decides on plus-ones,
+   * blocks and times), so the stream is read without opening them (ReadStreamOptions.personalData).
+   * The fold made so is cached as such: a command that needs personal data reads the stream again.
+   */
+  personalData?: false;
 }
 
 type AnyEvent = { type: string; data: unknown };
@@ -74,15 +80,22 @@ function metadataOf(context: CommandContext): EventMetadata {
  * the fold. It is only a guess: the append still names the revision, so if another writer got
  * there first the store refuses it and the command starts again from a fresh read.
  */
-const folded = new WeakMap<EventStore, Map<string, { state: unknown; revision: number }>>();
+const folded = new WeakMap<EventStore, Map<string, { state: unknown; revision: number; withheld: boolean }>>();
 const foldedLimit = 20_000;
 
-function remember(store: EventStore, streamName: string, state: unknown, revision: number): void {
+/** `withheld`: the state was folded without the stream's personal fields (HandleOptions.personalData). */
+function remember(store: EventStore, streamName: string, state: unknown, revision: number, withheld: boolean): void {
   let cache = folded.get(store);
   if (!cache) folded.set(store, (cache = new Map()));
   cache.delete(streamName);
-  cache.set(streamName, { state, revision });
+  cache.set(streamName, { state, revision, withheld });
   if (cache.size > foldedLimit) cache.delete(cache.keys().next().value as string);
+}
+
+/** The cached fold of a stream, if there is one this command may decide on. */
+function cachedFold(store: EventStore, streamName: string, options: Pick<HandleOptions, 'personalData'>) {
+  const cached = folded.get(store)?.get(streamName);
+  return cached && (!cached.withheld || options.personalData === false) ? cached : undefined;
 }
 
 function forget(store: EventStore, streamName: string): void {
@@ -98,16 +111,17 @@ async function load<State, Command, Event extends AnyEvent>(
   eventIds?: (index: number) => string,
   useCache = false,
   assumeNew = false,
+  personalData?: false,
 ): Promise<Decided<State, Event>> {
   // With caller-chosen ids the stream is read, not the cache: the ids are looked for in it.
-  const cached = useCache && !eventIds ? folded.get(store)?.get(streamName) : undefined;
+  const cached = useCache && !eventIds ? cachedFold(store, streamName, { personalData }) : undefined;
   let state = cached?.state as State | undefined;
   let revision = cached?.revision ?? -1;
   let applied = false;
   if (state === undefined) {
     // A stream believed new is not read: the append expects no stream, so the store refuses it
     // if one exists after all, and the retry reads it.
-    const history = assumeNew ? [] : await store.readStream(streamName);
+    const history = assumeNew ? [] : await store.readStream(streamName, personalData === false ? { personalData } : undefined);
     state = decider.initialState();
     for (const stored of history) state = decider.evolve(state, stored as unknown as Event);
     revision = history.length > 0 ? history[history.length - 1]!.revision : -1;
@@ -162,25 +176,25 @@ export async function handleCommand<State, Command, Event extends AnyEvent>(
     // Only an append checks the revision, so a refusal or a no-op decided on the cache is
     // decided again on a fresh read before anyone hears of it.
     let decided: Decided<State, Event> | undefined;
-    if (attempt === 1 && folded.get(store)?.has(streamName)) {
+    if (attempt === 1 && cachedFold(store, streamName, options)) {
       try {
-        decided = await load(store, decider, streamName, command, context, options.eventIds, true);
+        decided = await load(store, decider, streamName, command, context, options.eventIds, true, false, options.personalData);
         if (decided.events.length === 0) decided = undefined;
       } catch {
         decided = undefined;
       }
       if (!decided) forget(store, streamName);
     }
-    decided ??= await load(store, decider, streamName, command, context, options.eventIds);
+    decided ??= await load(store, decider, streamName, command, context, options.eventIds, false, false, options.personalData);
     if (decided.events.length === 0) {
       const result = resultOf(decider, decided);
-      if (decided.revision >= 0) remember(store, streamName, result.state, decided.revision);
+      if (decided.revision >= 0) remember(store, streamName, result.state, decided.revision, options.personalData === false);
       return result;
     }
     try {
       const written = await store.append(streamName, decided.toAppend, decided.revision < 0 ? 'no_stream' : decided.revision);
       const result = resultOf(decider, decided, written);
-      remember(store, streamName, result.state, written.nextRevision);
+      remember(store, streamName, result.state, written.nextRevision, options.personalData === false);
       return result;
     } catch (error) {
       forget(store, streamName);

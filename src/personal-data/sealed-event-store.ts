@@ -51,7 +51,7 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys, options: { l
       }
     }
   };
-  const openAll = (events: StoredEvent[]) => openEvents(keys, events, recent);
+  const openAll = (events: StoredEvent[], withhold = false) => openEvents(keys, events, recent, withhold);
   return {
     get kind() {
       return inner.kind;
@@ -70,7 +70,7 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys, options: { l
       return results;
     },
     async readStream(streamName, options) {
-      return openAll(await inner.readStream(streamName, options));
+      return openAll(await inner.readStream(streamName, options), options?.personalData === false);
     },
     headPosition: (filter) => inner.headPosition(filter),
     subscribeToAll(options?: SubscribeOptions): Subscription {
@@ -218,14 +218,19 @@ async function sealAll(keys: DataKeys, appends: StreamAppend[], recent: Recently
   });
 }
 
-async function openEvents(keys: DataKeys, events: StoredEvent[], recent: RecentlySealed): Promise<StoredEvent[]> {
+/**
+ * The events with their personal fields opened, or, with `withhold` (ReadStreamOptions.personalData
+ * false), left out: an event this process sealed a moment ago is still given whole (that costs
+ * nothing), any other comes without its sealed fields and without a key being read.
+ */
+async function openEvents(keys: DataKeys, events: StoredEvent[], recent: RecentlySealed, withhold = false): Promise<StoredEvent[]> {
   let owners: Set<string> | undefined;
   let anySealed = false;
   for (const event of events) {
     const sealed = (event.data as { personalData?: SealedPersonalData }).personalData;
     if (!sealed) continue;
     anySealed = true;
-    if (!recent.opened(event.id, sealed.keyId)) (owners ??= new Set()).add(sealed.keyId);
+    if (!withhold && !recent.opened(event.id, sealed.keyId)) (owners ??= new Set()).add(sealed.keyId);
   }
   if (!anySealed) return events;
   const keyOf = owners ? await keys.keysFor(owners, false) : new Map<string, Buffer | null>();
@@ -234,8 +239,9 @@ async function openEvents(keys: DataKeys, events: StoredEvent[], recent: Recentl
     if (!sealed) return event;
     const opened = recent.opened(event.id, sealed.keyId);
     if (opened) return { ...event, data: opened };
-    // Only an event that is opened here is copied without its sealed object.
+    // Only an event that is opened (or withheld) here is copied without its sealed object.
     const { personalData: _sealed, ...rest } = event.data as { personalData?: SealedPersonalData } & Record<string, unknown>;
+    if (withhold) return { ...event, data: rest };
     const key = keyOf.get(sealed.keyId) ?? null;
     if (!key) return { ...event, data: { ...rest, [ERASED_MARK]: true } };
     const rule = personalDataRuleFor(event.streamName, event.type);

@@ -68,6 +68,12 @@ export interface ReadStreamOptions {
   /** Inclusive start revision; defaults to the start (forwards) or end (backwards). */
   fromRevision?: number;
   maxCount?: number;
+  /**
+   * `false`: the caller decides on what is not personal data (a door scan), so fields the
+   * personal-data codec sealed are left out of the events instead of opened: no data key is read
+   * and nothing is decrypted. Stores without the codec ignore it.
+   */
+  personalData?: boolean;
 }
 
 export interface EventFilter {
