@@ -15,9 +15,10 @@
  *   through exceljs's streaming writer, the library the export used before (a reference).
  */
 import fs from 'node:fs';
-import { createHmac, randomBytes } from 'node:crypto';
+import crypto, { createHmac, randomBytes } from 'node:crypto';
 import ExcelJS from 'exceljs';
 import type { Server } from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
 import Database from 'better-sqlite3';
@@ -238,3 +239,64 @@ export async function rawExceljs(rows: Iterable<unknown[]>): Promise<number> {
 
 /** "0.42 of the ceiling" for a row's figure column. */
 export const ratio = (ours: number, ceiling: number): string => `${fmt(ours / ceiling, 2)} of the ceiling`;
+
+const BATCH = 200;
+
+export interface EventRowsVariant {
+  ids: 'v4' | 'v7';
+  /** The data-key row, the HMAC-named reservation stream and sealed-size data (encryption on). */
+  sealed: boolean;
+}
+
+/**
+ * What the shape of an import's event rows costs the event store, with raw better-sqlite3 and
+ * nothing else (no service code): per guest its registration on its own stream and its customId
+ * reservation on another, transactions of 200 at synchronous=FULL, into a table shaped like the
+ * embedded event store's. `sealed` adds what personal-data encryption writes (a data-key row, the
+ * reservation stream named by an HMAC of the customId, the personal fields as a sealed object of
+ * their size: random bytes, no cipher runs); `ids` chooses random (v4) or time-ordered (v7) ids.
+ * Wall time, CPU of this process per guest, and the bytes left in the file and its WAL.
+ */
+export function rawEventRows({ ids, sealed, guests }: EventRowsVariant & { guests: number }): { seconds: number; cpuPerGuest: number; megabytes: number } {
+  const newId = ids === 'v7' ? newSortableId : () => crypto.randomUUID();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-event-rows-'));
+  const db = new Database(path.join(dir, 'events.sqlite'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.exec(
+    'CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL, revision INTEGER NOT NULL, ' +
+      'type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, recorded_at TEXT NOT NULL, UNIQUE (stream, revision));' +
+      'CREATE TABLE personal_data_keys (guest_id TEXT NOT NULL UNIQUE, wrapped TEXT, master_key_id TEXT, created_at TEXT NOT NULL, erased_at TEXT)',
+  );
+  const insertEvent = db.prepare('INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, 0, ?, ?, ?, ?)');
+  const insertKey = db.prepare('INSERT INTO personal_data_keys (guest_id, wrapped, master_key_id, created_at) VALUES (?, ?, ?, ?)');
+  const nameKey = crypto.randomBytes(32);
+  const eventId = 'stadium';
+  const batch = db.transaction((start: number) => {
+    const now = new Date().toISOString();
+    const metadata = JSON.stringify({ tenantId: 'client', actor: { type: 'client', id: 'client' }, correlationId: crypto.randomUUID(), occurredAt: now });
+    for (let i = start; i < start + BATCH; i++) {
+      const guestId = newId();
+      const fields = { firstName: `First${i % 997}`, lastName: `Last${i % 1009}`, email: `guest${i}@example.com`, barcode: `BC-${i}`, customId: `crm-${i}` };
+      if (sealed) {
+        const personalData = { keyId: `client:${guestId}`, alg: 'A256GCM', ciphertext: crypto.randomBytes(28 + JSON.stringify(fields).length).toString('base64url') };
+        insertKey.run(`client:${guestId}`, crypto.randomBytes(71).toString('base64url'), 'm1', now);
+        insertEvent.run(newId(), `guest-client:${guestId}`, 'GuestRegistered', JSON.stringify({ guestId, eventId, personalData }), metadata, now);
+        const name = crypto.createHmac('sha256', nameKey).update(`client:${eventId}\n${fields.customId}`).digest('base64url');
+        insertEvent.run(newId(), `guestcustomid-client:${eventId}:#n1.${name}`, 'GuestCustomIdReserved', JSON.stringify({ guestId }), metadata, now);
+      } else {
+        insertEvent.run(newId(), `guest-client:${guestId}`, 'GuestRegistered', JSON.stringify({ guestId, eventId, ...fields }), metadata, now);
+        insertEvent.run(newId(), `guestcustomid-client:${eventId}:${fields.customId}`, 'GuestCustomIdReserved', JSON.stringify({ guestId }), metadata, now);
+      }
+    }
+  });
+  const cpu = process.cpuUsage();
+  const started = process.hrtime.bigint();
+  for (let start = 0; start < guests; start += BATCH) batch(start);
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const used = process.cpuUsage(cpu);
+  db.close();
+  const megabytes = fs.readdirSync(dir).reduce((sum, f) => sum + fs.statSync(path.join(dir, f)).size, 0) / 1e6;
+  fs.rmSync(dir, { recursive: true, force: true });
+  return { seconds, cpuPerGuest: (used.user + used.system) / guests, megabytes };
+}
