@@ -6,7 +6,7 @@
  * storage alone (bench/ceiling.ts rawEventRows): the same import's event rows written by raw
  * better-sqlite3, plain and with encryption's shapes, which bounds what any code above it can reach.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { EventStore, NewEvent, StoredEvent } from '../src/adapters/eventstore/port.js';
@@ -18,6 +18,7 @@ import { createClient, startTestService } from '../test/support/service.js';
 import { fmt, load, record, table, tempDir } from './support.js';
 import { rawEventRows } from './ceiling.js';
 import { guestStream } from '../src/domain/guest.js';
+import { newSortableId } from '../src/shared/ids.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -98,9 +99,9 @@ async function codecAlone(): Promise<{ sealUs: number; openUs: number }> {
   const writer = sealedEventStore(memory, new DataKeys(new EmbeddedKeyStore(keyFile), master));
   const batches = Array.from({ length: GUESTS / 200 }, () =>
     Array.from({ length: 200 }, (_, i) => {
-      const guestId = randomUUID();
+      const guestId = newSortableId();
       const data = { guestId, eventId: 'e', clientId: 'c', tags: [], firstName: `First${i}`, lastName: `Last${i}`, email: `guest${i}@example.com`, barcode: `BC-${i}`, customId: `crm-${i}`, plusOnes: 1, additionalInfo: 'Table 12' };
-      return { streamName: guestStream('c', guestId), events: [{ id: randomUUID(), type: 'GuestRegistered', data, metadata: { tenantId: 'c' } as NewEvent['metadata'] }], expectedRevision: 'no_stream' as const };
+      return { streamName: guestStream('c', guestId), events: [{ id: newSortableId(), type: 'GuestRegistered', data, metadata: { tenantId: 'c' } as NewEvent['metadata'] }], expectedRevision: 'no_stream' as const };
     }),
   );
   let since = process.cpuUsage();
