@@ -59,6 +59,69 @@ export async function bareRoute(spec: Omit<LoadSpec, 'url'>, body: unknown = { o
   }
 }
 
+/**
+ * The event rows an import writes for one guest, as the service writes them: its registration on
+ * its own stream and its customId reservation on another, into a table shaped like the embedded
+ * event store's (created here, with the data-key table). `sealed` gives the rows the shapes
+ * personal-data encryption gives them: a data-key row, the personal fields as a `personalData`
+ * object of their sealed size (random bytes: no cipher runs), the reservation stream named by an
+ * HMAC of the customId. Without it: the fields in clear, the customId in the stream name, no key
+ * row. Returns the position of the last event written.
+ */
+function importEventRows(db: Database.Database, options: { sealed: boolean; newId: () => string }) {
+  db.exec(
+    'CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL, revision INTEGER NOT NULL, ' +
+      'type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, recorded_at TEXT NOT NULL, UNIQUE (stream, revision));' +
+      'CREATE TABLE personal_data_keys (guest_id TEXT NOT NULL UNIQUE, wrapped TEXT, master_key_id TEXT, created_at TEXT NOT NULL, erased_at TEXT)',
+  );
+  const insertEvent = db.prepare('INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, 0, ?, ?, ?, ?)');
+  const insertKey = db.prepare('INSERT INTO personal_data_keys (guest_id, wrapped, master_key_id, created_at) VALUES (?, ?, ?, ?)');
+  const nameKey = randomBytes(32);
+  const { newId } = options;
+  return (client: string, eventId: string, guestId: string, guest: Record<string, unknown>, metadata: string, now: string): number => {
+    const customId = String(guest.customId);
+    if (!options.sealed) {
+      insertEvent.run(newId(), `guest-${client}:${guestId}`, 'GuestRegistered', JSON.stringify({ guestId, eventId, ...guest }), metadata, now);
+      return Number(insertEvent.run(newId(), `guestcustomid-${client}:${eventId}:${customId}`, 'GuestCustomIdReserved', JSON.stringify({ guestId }), metadata, now).lastInsertRowid);
+    }
+    const { firstName, lastName, email, barcode, additionalInfo, customId: _customId, ...rest } = guest;
+    const sealedSize = 28 + Buffer.byteLength(JSON.stringify({ firstName, lastName, email, barcode, customId, additionalInfo }));
+    const personalData = { keyId: `${client}:${guestId}`, alg: 'A256GCM', ciphertext: randomBytes(sealedSize).toString('base64url') };
+    insertKey.run(`${client}:${guestId}`, randomBytes(71).toString('base64url'), 'm1', now);
+    insertEvent.run(newId(), `guest-${client}:${guestId}`, 'GuestRegistered', JSON.stringify({ guestId, eventId, ...rest, personalData }), metadata, now);
+    const name = createHmac('sha256', nameKey).update(`${client}:${eventId}\n${customId.toLowerCase()}`).digest('base64url');
+    return Number(insertEvent.run(newId(), `guestcustomid-${client}:${eventId}:#n1.${name}`, 'GuestCustomIdReserved', JSON.stringify({ guestId }), metadata, now).lastInsertRowid);
+  };
+}
+
+/**
+ * `PUT /ceiling/:eventId` with a JSON array of guests, each batch handed to `write`; `rows` counts
+ * what was stored, and `close` stops the server, closes `stores` and removes `dir`.
+ */
+async function ceilingServer(
+  write: (eventId: string, guests: Record<string, unknown>[]) => void,
+  rows: () => number,
+  stores: Database.Database[],
+  dir: string,
+): Promise<Listening & { rows(): number }> {
+  const app = express();
+  app.use(express.json({ limit: '10mb' }));
+  app.put('/ceiling/:eventId', (req, res) => {
+    write(req.params.eventId, req.body as Record<string, unknown>[]);
+    res.status(204).end();
+  });
+  const server = await listen(app);
+  return {
+    ...server,
+    rows,
+    close: async () => {
+      await server.close();
+      for (const db of stores) db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** `PUT /ceiling` taking a JSON array of guests, inserting each row in one transaction per batch. */
 export async function rawImportServer(synchronous: 'FULL' | 'NORMAL'): Promise<Listening & { rows(): number }> {
   const dir = tempDir('bench-raw-import-');
@@ -74,22 +137,7 @@ export async function rawImportServer(synchronous: 'FULL' | 'NORMAL'): Promise<L
   const insertAll = db.transaction((eventId: string, guests: Record<string, unknown>[]) => {
     for (const guest of guests) insert.run(newSortableId(), eventId, guest.barcode ?? null, guest.customId ?? null, JSON.stringify(guest));
   });
-  const app = express();
-  app.use(express.json({ limit: '10mb' }));
-  app.put('/ceiling/:eventId', (req, res) => {
-    insertAll(req.params.eventId, req.body as Record<string, unknown>[]);
-    res.status(204).end();
-  });
-  const server = await listen(app);
-  return {
-    ...server,
-    rows: () => (db.prepare('SELECT count(*) AS n FROM guests').get() as { n: number }).n,
-    close: async () => {
-      await server.close();
-      db.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return ceilingServer(insertAll, () => (db.prepare('SELECT count(*) AS n FROM guests').get() as { n: number }).n, [db], dir);
 }
 
 /**
@@ -113,10 +161,7 @@ export async function rawEventSourcedImportServer(synchronous: 'FULL' | 'NORMAL'
   const events = new Database(path.join(dir, 'events.sqlite'));
   events.pragma('journal_mode = WAL');
   events.pragma(`synchronous = ${synchronous}`);
-  events.exec(
-    'CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL, revision INTEGER NOT NULL, ' +
-      'type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, recorded_at TEXT NOT NULL, UNIQUE (stream, revision))',
-  );
+  const writeGuest = importEventRows(events, { sealed: !options.plain, newId: newSortableId });
   const docs = new Database(path.join(dir, 'read-models.sqlite'));
   docs.pragma('journal_mode = WAL');
   docs.pragma('synchronous = NORMAL');
@@ -124,10 +169,6 @@ export async function rawEventSourcedImportServer(synchronous: 'FULL' | 'NORMAL'
     'CREATE TABLE readstore_docs (collection TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (collection, id)) WITHOUT ROWID;' +
       'CREATE TABLE readstore_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL)',
   );
-  events.exec('CREATE TABLE personal_data_keys (guest_id TEXT NOT NULL UNIQUE, wrapped TEXT, master_key_id TEXT, created_at TEXT NOT NULL, erased_at TEXT)');
-  const insertKey = events.prepare('INSERT INTO personal_data_keys (guest_id, wrapped, master_key_id, created_at) VALUES (?, ?, ?, ?)');
-  const nameKey = crypto.getRandomValues(new Uint8Array(32));
-  const insertEvent = events.prepare('INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, 0, ?, ?, ?, ?)');
   const upsertDoc = docs.prepare('INSERT INTO readstore_docs (collection, id, body) VALUES (?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET body = excluded.body');
   const checkpoint = docs.prepare('INSERT INTO readstore_checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position');
   const appendBatch = events.transaction((eventId: string, guests: Record<string, unknown>[]) => {
@@ -138,19 +179,7 @@ export async function rawEventSourcedImportServer(synchronous: 'FULL' | 'NORMAL'
     for (const guest of guests) {
       const id = newSortableId();
       ids.push(id);
-      const customId = String(guest.customId);
-      if (options.plain) {
-        insertEvent.run(newSortableId(), `guest-ceiling-client:${id}`, 'GuestRegistered', JSON.stringify({ guestId: id, eventId, ...guest }), metadata, now);
-        position = Number(insertEvent.run(newSortableId(), `guestcustomid-ceiling-client:${eventId}:${customId}`, 'GuestCustomIdReserved', JSON.stringify({ guestId: id }), metadata, now).lastInsertRowid);
-        continue;
-      }
-      const { firstName, lastName, email, barcode, additionalInfo, ...rest } = guest;
-      const sealedSize = 28 + Buffer.byteLength(JSON.stringify({ firstName, lastName, email, barcode, customId, additionalInfo }));
-      const personalData = { keyId: `ceiling-client:${id}`, alg: 'A256GCM', ciphertext: randomBytes(sealedSize).toString('base64url') };
-      insertKey.run(`ceiling-client:${id}`, randomBytes(71).toString('base64url'), 'm1', now);
-      insertEvent.run(newSortableId(), `guest-ceiling-client:${id}`, 'GuestRegistered', JSON.stringify({ guestId: id, eventId, ...rest, personalData }), metadata, now);
-      const name = createHmac('sha256', nameKey).update(`ceiling-client:${eventId}\n${customId.toLowerCase()}`).digest('base64url');
-      position = Number(insertEvent.run(newSortableId(), `guestcustomid-ceiling-client:${eventId}:#n1.${name}`, 'GuestCustomIdReserved', JSON.stringify({ guestId: id }), metadata, now).lastInsertRowid);
+      position = writeGuest('ceiling-client', eventId, id, guest, metadata, now);
     }
     return { ids, position };
   });
@@ -158,25 +187,15 @@ export async function rawEventSourcedImportServer(synchronous: 'FULL' | 'NORMAL'
     guests.forEach((guest, i) => upsertDoc.run('guests', ids[i]!, JSON.stringify({ _id: ids[i], eventId, ...guest, admitted: null, checkins: 0 })));
     checkpoint.run('guests', position);
   });
-  const app = express();
-  app.use(express.json({ limit: '10mb' }));
-  app.put('/ceiling/:eventId', (req, res) => {
-    const guests = req.body as Record<string, unknown>[];
-    const { ids, position } = appendBatch(req.params.eventId, guests);
-    projectBatch(req.params.eventId, guests, ids, position);
-    res.status(204).end();
-  });
-  const server = await listen(app);
-  return {
-    ...server,
-    rows: () => (docs.prepare("SELECT count(*) AS n FROM readstore_docs WHERE collection = 'guests'").get() as { n: number }).n,
-    close: async () => {
-      await server.close();
-      events.close();
-      docs.close();
-      fs.rmSync(dir, { recursive: true, force: true });
+  return ceilingServer(
+    (eventId, guests) => {
+      const { ids, position } = appendBatch(eventId, guests);
+      projectBatch(eventId, guests, ids, position);
     },
-  };
+    () => (docs.prepare("SELECT count(*) AS n FROM readstore_docs WHERE collection = 'guests'").get() as { n: number }).n,
+    [events, docs],
+    dir,
+  );
 }
 
 /** Seconds to write `rows` as CSV to a file through csv-stringify (the library the export uses). */
@@ -263,31 +282,13 @@ export function rawEventRows({ ids, sealed, guests }: EventRowsVariant & { guest
   const db = new Database(path.join(dir, 'events.sqlite'));
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
-  db.exec(
-    'CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, stream TEXT NOT NULL, revision INTEGER NOT NULL, ' +
-      'type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, recorded_at TEXT NOT NULL, UNIQUE (stream, revision));' +
-      'CREATE TABLE personal_data_keys (guest_id TEXT NOT NULL UNIQUE, wrapped TEXT, master_key_id TEXT, created_at TEXT NOT NULL, erased_at TEXT)',
-  );
-  const insertEvent = db.prepare('INSERT INTO events (id, stream, revision, type, data, metadata, recorded_at) VALUES (?, ?, 0, ?, ?, ?, ?)');
-  const insertKey = db.prepare('INSERT INTO personal_data_keys (guest_id, wrapped, master_key_id, created_at) VALUES (?, ?, ?, ?)');
-  const nameKey = crypto.randomBytes(32);
-  const eventId = 'stadium';
+  const writeGuest = importEventRows(db, { sealed, newId });
   const batch = db.transaction((start: number) => {
     const now = new Date().toISOString();
     const metadata = JSON.stringify({ tenantId: 'client', actor: { type: 'client', id: 'client' }, correlationId: crypto.randomUUID(), occurredAt: now });
     for (let i = start; i < start + BATCH; i++) {
-      const guestId = newId();
-      const fields = { firstName: `First${i % 997}`, lastName: `Last${i % 1009}`, email: `guest${i}@example.com`, barcode: `BC-${i}`, customId: `crm-${i}` };
-      if (sealed) {
-        const personalData = { keyId: `client:${guestId}`, alg: 'A256GCM', ciphertext: crypto.randomBytes(28 + JSON.stringify(fields).length).toString('base64url') };
-        insertKey.run(`client:${guestId}`, crypto.randomBytes(71).toString('base64url'), 'm1', now);
-        insertEvent.run(newId(), `guest-client:${guestId}`, 'GuestRegistered', JSON.stringify({ guestId, eventId, personalData }), metadata, now);
-        const name = crypto.createHmac('sha256', nameKey).update(`client:${eventId}\n${fields.customId}`).digest('base64url');
-        insertEvent.run(newId(), `guestcustomid-client:${eventId}:#n1.${name}`, 'GuestCustomIdReserved', JSON.stringify({ guestId }), metadata, now);
-      } else {
-        insertEvent.run(newId(), `guest-client:${guestId}`, 'GuestRegistered', JSON.stringify({ guestId, eventId, ...fields }), metadata, now);
-        insertEvent.run(newId(), `guestcustomid-client:${eventId}:${fields.customId}`, 'GuestCustomIdReserved', JSON.stringify({ guestId }), metadata, now);
-      }
+      const guest = { firstName: `First${i % 997}`, lastName: `Last${i % 1009}`, email: `guest${i}@example.com`, barcode: `BC-${i}`, customId: `crm-${i}` };
+      writeGuest('client', 'stadium', newId(), guest, metadata, now);
     }
   });
   const cpu = process.cpuUsage();
