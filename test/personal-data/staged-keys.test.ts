@@ -57,6 +57,14 @@ function writer(file: string, master: Keyring) {
   return { events, keys, sealed: sealedEventStore(events, keys) };
 }
 
+/** Two writers of one file (two processes, as far as keys go), and a guest neither has written yet. */
+function twoWriters() {
+  const file = newFile();
+  const master = keyringOf([{ id: 'm1', key: randomBytes(32) }]);
+  const guestId = randomUUID();
+  return { file, master, first: writer(file, master), second: writer(file, master), guestId, keyId: dataKeyId(CLIENT, guestId)! };
+}
+
 /** What another process sees from the file alone: no cached key, no cached plaintext. */
 async function coldRead(file: string, master: Keyring, stream: string) {
   const events = new SqliteEventStore(file, { synchronous: 'FULL' });
@@ -107,12 +115,7 @@ describe('data keys written with the events that use them (embedded store)', () 
   });
 
   it('a key another writer stored first wins: the staged one is dropped and the events are sealed again with the stored key', async () => {
-    const file = newFile();
-    const master = keyringOf([{ id: 'm1', key: randomBytes(32) }]);
-    const first = writer(file, master);
-    const second = writer(file, master);
-    const guestId = randomUUID();
-    const keyId = dataKeyId(CLIENT, guestId)!;
+    const { file, master, first, second, guestId, keyId } = twoWriters();
     // The second writer stages a key for the guest (a new invitation stream: no look-up first)…
     const invitation = `invitation-${randomUUID()}`;
     await second.keys.keysFor([keyId], true, new Set([keyId]));
@@ -128,12 +131,7 @@ describe('data keys written with the events that use them (embedded store)', () 
   });
 
   it('a staged key loses to a tombstone: a late write for an erased guest stores no personal data', async () => {
-    const file = newFile();
-    const master = keyringOf([{ id: 'm1', key: randomBytes(32) }]);
-    const first = writer(file, master);
-    const second = writer(file, master);
-    const guestId = randomUUID();
-    const keyId = dataKeyId(CLIENT, guestId)!;
+    const { file, master, first, second, guestId, keyId } = twoWriters();
     await first.sealed.append(`guest-${CLIENT}:${guestId}`, [registered(guestId, 'erased@example.com')], 'no_stream');
     await second.keys.keysFor([keyId], true, new Set([keyId]));
     await first.keys.erase(keyId, new Date().toISOString());
