@@ -108,11 +108,9 @@ async function load<State, Command, Event extends AnyEvent>(
   streamName: string,
   command: Command,
   context: CommandContext,
-  eventIds?: (index: number) => string,
-  useCache = false,
-  assumeNew = false,
-  personalData?: false,
+  how: Pick<HandleOptions, 'eventIds' | 'personalData'> & { useCache?: boolean; assumeNew?: boolean } = {},
 ): Promise<Decided<State, Event>> {
+  const { eventIds, useCache = false, assumeNew = false, personalData } = how;
   // With caller-chosen ids the stream is read, not the cache: the ids are looked for in it.
   const cached = useCache && !eventIds ? cachedFold(store, streamName, { personalData }) : undefined;
   let state = cached?.state as State | undefined;
@@ -178,14 +176,14 @@ export async function handleCommand<State, Command, Event extends AnyEvent>(
     let decided: Decided<State, Event> | undefined;
     if (attempt === 1 && cachedFold(store, streamName, options)) {
       try {
-        decided = await load(store, decider, streamName, command, context, options.eventIds, true, false, options.personalData);
+        decided = await load(store, decider, streamName, command, context, { ...options, useCache: true });
         if (decided.events.length === 0) decided = undefined;
       } catch {
         decided = undefined;
       }
       if (!decided) forget(store, streamName);
     }
-    decided ??= await load(store, decider, streamName, command, context, options.eventIds, false, false, options.personalData);
+    decided ??= await load(store, decider, streamName, command, context, options);
     if (decided.events.length === 0) {
       const result = resultOf(decider, decided);
       if (decided.revision >= 0) remember(store, streamName, result.state, decided.revision, options.personalData === false);
@@ -247,7 +245,7 @@ export async function handleCommands(
     const batchId = store.atomicBatches ? undefined : newId();
     const assume = attempt === 1 && store.atomicBatches;
     const decided = await Promise.all(
-      items.map((item) => load(store, item.decider, item.streamName, item.command, context, item.eventIds, false, assume && item.assumeNew === true)),
+      items.map((item) => load(store, item.decider, item.streamName, item.command, context, { eventIds: item.eventIds, assumeNew: assume && item.assumeNew === true })),
     );
     const changed = decided.filter((d) => d.events.length > 0);
     if (batchId && changed.length > 1) {
