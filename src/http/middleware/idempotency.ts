@@ -2,9 +2,10 @@
  * DESIGN.md section 5: an `Idempotency-Key` header on a POST makes a retry safe. The same
  * key with the same request within 24 h gets the first response again, without the
  * handler running twice; the same key with another request is 422; a repeat while the
- * first is still running is 409. Keys belong to one client (tenant).
+ * first is still running is 409. Keys belong to one caller: a client, or one of its team members.
  *
- * Records live in the read store's `idempotency_keys` collection, `_id = <tenantId>:<key>`.
+ * Records live in the read store's `idempotency_keys` collection, `_id = <tenantId>:<key>`
+ * (a team member's: `<tenantId>:team_member:<teamMemberId>:<key>`).
  * A key is reserved without transactions: an upsert that only sets fields on insert, then a
  * read; whoever's random `owner` token is on the record runs the request.
  */
@@ -71,7 +72,7 @@ export function idempotency(readStore: ReadStore, options: IdempotencyOptions = 
         ]),
       );
     }
-    const id = `${principal.tenantId}:${key}`;
+    const id = recordIdOf(principal, key);
     const fingerprint = fingerprintOf(req);
     const owner = newId();
     const record = await reserve(keys, id, owner, fingerprint, now(), ttlMs, inProgressTimeoutMs);
@@ -93,6 +94,17 @@ export function idempotency(readStore: ReadStore, options: IdempotencyOptions = 
     }
     replay(res, record);
   };
+}
+
+/**
+ * Keys belong to the caller: the client's keep `<clientId>:<key>` (records stored before team
+ * members had their own), a team member's are its own under the client's prefix, so neither
+ * can replay, or block with its own refusal, a request of the other. The `<clientId>:` prefix
+ * is what erasure scrubs by (src/commands/personal-data.ts).
+ */
+function recordIdOf(principal: Principal, key: string): string {
+  if (principal.role === 'client') return `${principal.tenantId}:${key}`;
+  return `${principal.tenantId}:${principal.role}:${principal.actor.id}:${key}`;
 }
 
 /**
