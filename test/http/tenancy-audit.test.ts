@@ -6,7 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminKey, createClient, passwordToken, request, startTestService, type Client, type Reply, type TestService } from '../support/service.js';
+import { eventually } from '../webhooks/receiver.js';
+import { createClient, passwordToken, request, startTestService, type Client, type Reply, type TestService } from '../support/service.js';
 
 const api = '/checkin/v1/api';
 const comms = '/comms/v1/api/comms';
@@ -88,5 +89,87 @@ describe('Idempotency-Key belongs to the caller, not only to its client', () => 
     expect(second.status).toBe(200);
     expect(second.headers.get('idempotent-replayed')).toBeNull();
     expect(second.body.scanId).not.toBe(first.body.scanId);
+  });
+});
+
+describe('erasure reaches a team member’s stored answers', () => {
+  it('a scan answer a team member stored under a key no longer names the erased guest', async () => {
+    const id = randomUUID();
+    const created = await alice.call('POST', `${api}/guest`, { id, eventId: event, firstName: 'Hedy', lastName: 'Lamarr', email: 'hedy@example.com' });
+    expect(created.status).toBe(200);
+    const key = { 'idempotency-key': `scan-${randomUUID()}` };
+    const scan = await door.call('POST', `${api}/guests/${event}/checkin`, { guestId: id }, key);
+    expect(JSON.stringify(scan.body)).toContain('Lamarr');
+    expect((await alice.call('POST', `${api}/guest/${id}/erase`, { reason: 'GDPR art. 17' })).status).toBe(200);
+    const replay = await door.call('POST', `${api}/guests/${event}/checkin`, { guestId: id }, key);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(JSON.stringify(replay.body)).not.toContain('Lamarr');
+    expect(JSON.stringify(replay.body)).not.toContain('hedy@example.com');
+  });
+});
+
+describe('another client’s ids answer exactly as ids nobody has, and change nothing', () => {
+  /** What a probe answers, with the probed id masked: equal for Alice's id and an unknown one. */
+  const shape = (reply: Reply, ids: string[]) => {
+    let text = JSON.stringify(reply.body ?? null);
+    for (const id of ids) text = text.split(id).join('<id>');
+    return { status: reply.status, body: text.replace(/"(scanId|at)":"[^"]*"/g, '"$1":"<x>"') };
+  };
+
+  it('undo, batch erase, block, send, invitations, funnel and timeline exports, deliveries, team members', async () => {
+    const template = (await alice.call('POST', `${comms}/template`, { eventId: event, name: 'Invitation', html: '<p>Hi {{firstName}}</p>' })).body.id;
+    const bobTemplate = (await bob.call('POST', `${comms}/template`, { eventId: bobEvent, name: 'Invitation', html: '<p>Hi</p>' })).body.id;
+    const webhook = await alice.call('POST', `${comms}/webhook`, { url: 'http://127.0.0.1:9/hook' });
+    expect(webhook.status).toBe(200);
+    const delivery = (await alice.call('POST', `${comms}/webhook/test`, {})).body.webhookId;
+    const sent = await alice.call('POST', `${comms}/send`, { templateId: template, attendeeIds: [guest] });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    const invitation = sent.body.invitations[0].attendeeInvitationId;
+    // The send worker finishes first, so what follows compares Alice's data at rest.
+    await eventually(async () => (await alice.call('GET', `${comms}/invitations/${invitation}`)).body.status === 'sent', 30_000, 'the invitation sent');
+    const scan = await alice.call('POST', `${api}/guests/${event}/checkin`, { customId: 'crm-ada', nonce: 'gate-1-0001', plusOnes: 0 });
+    expect(scan.status).toBe(200);
+    const member = (await alice.call('GET', `${api}/teammembers/user/${encodeURIComponent(alice.email)}/events`)).body[0];
+    const aliceNow = async () =>
+      JSON.stringify([
+        (await alice.call('GET', `${api}/guest/${guest}`)).body,
+        (await alice.call('GET', `${api}/guest/${guest}/history`)).body.events.length,
+        (await alice.call('GET', `${comms}/invitations/${invitation}`)).body.status,
+        (await alice.call('GET', `${api}/teammembers/user/${encodeURIComponent(alice.email)}/events`)).body,
+        (await alice.call('GET', `${api}/event/${event}/stats`)).body,
+      ]);
+    const before = await aliceNow();
+
+    const nobody = randomUUID();
+    const probes: [method: string, path: (id: string) => string, body?: (id: string) => unknown][] = [
+      ['POST', () => `${api}/guests/${bobEvent}/checkin/undo`, (id) => ({ scanId: id === nobody ? nobody : scan.body.scanId })],
+      ['POST', () => `${api}/guests/${bobEvent}/checkin/undo`, (id) => ({ nonce: id === nobody ? 'gate-1-9999' : 'gate-1-0001' })],
+      ['POST', () => `${api}/guests/${bobEvent}/checkin/undo`, (id) => ({ guestId: id })],
+      ['POST', () => `${api}/guests/${bobEvent}/erase`, (id) => ({ reason: 'test', ids: [bobGuest, id] })],
+      ['POST', () => `${api}/guests/${bobEvent}/block`, (id) => ({ ids: [bobGuest, id] })],
+      ['POST', () => `${comms}/send`, (id) => ({ templateId: bobTemplate, attendeeIds: [bobGuest, id] })],
+      ['GET', (id) => `${comms}/invitations/${id === nobody ? id : invitation}`],
+      ['GET', (id) => `${comms}/invitations?attendeeId=${id}`],
+      ['POST', (id) => `${comms}/funnel/export?templateId=${id === nobody ? id : template}`],
+      ['POST', (id) => `${api}/event/${id === nobody ? 'no-such-event' : event}/timeline/export`],
+      ['POST', (id) => `${comms}/webhook/deliveries/${id === nobody ? id : delivery}/redeliver`],
+      ['GET', (id) => `${api}/teammembers/user/${id === nobody ? 'no-such-door' : member.userName}/events`],
+    ];
+    for (const [method, path, body] of probes) {
+      const foreign = await bob.call(method, path(guest), body?.(guest));
+      const missing = await bob.call(method, path(nobody), body?.(nobody));
+      const masked = [guest, nobody, invitation, template, delivery, member.userName, 'no-such-door', event, 'no-such-event', scan.body.scanId, 'gate-1-0001', 'gate-1-9999'];
+      // Refused, or (a list filtered by the id) empty.
+      expect(foreign.status >= 400 || foreign.body.items?.length === 0, `${method} ${path(guest)}: ${foreign.status}`).toBe(true);
+      expect(shape(foreign, masked), `${method} ${path(guest)}`).toEqual(shape(missing, masked));
+    }
+    // A team member id is scoped per client: Bob's with Alice's id is Bob's own, Alice's stays hers.
+    const same = await bob.call('POST', `${api}/teammember`, { id: member.id, userName: `bob-door-${randomUUID().slice(0, 8)}`, password: 'south gate scanner 9', email: 'bobdoor@example.com' });
+    expect(same.status).toBe(200);
+    expect(await aliceNow()).toBe(before);
+    // Bob's own guest was named next to Alice's in the batches: none of them changed it.
+    const bobs = (await bob.call('GET', `${api}/guest/${bobGuest}`)).body;
+    expect(bobs.blockedDate ?? null).toBeNull();
+    expect(bobs.firstName).toBe('Bo');
   });
 });
