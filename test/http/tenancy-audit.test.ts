@@ -173,3 +173,40 @@ describe('another client’s ids answer exactly as ids nobody has, and change no
     expect(bobs.firstName).toBe('Bo');
   });
 });
+
+describe('a team member calls only the routes README "Team members" lists', () => {
+  const allowed = new Set([
+    'GET /checkin/v1/api/events',
+    'GET /checkin/v1/api/event/{id}',
+    'GET /checkin/v1/api/guest/{id}',
+    'GET /checkin/v1/api/guests/{eventId}',
+    'GET /checkin/v1/api/guests/{eventId}/byinfo',
+    'POST /checkin/v1/api/guests/{eventId}/checkin',
+    'POST /checkin/v1/api/guests/{eventId}/checkout',
+    'POST /checkin/v1/api/guests/{eventId}/checkin/undo',
+    'GET /checkin/v1/api/team/event/{id}',
+    'GET /checkin/v1/api/event/{id}/ticket-keys',
+    'GET /checkin/v1/api/guest/{id}/ticket',
+    'GET /checkin/v1/api/event/{id}/timeline',
+    'GET /comms/v1/api/comms/funnel',
+  ]);
+
+  it('every other route of the document answers 403 forbidden, whatever it is given', async () => {
+    const document = (await request(service.url, 'GET', '/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
+    const values: Record<string, string> = { id: guest, eventId: event, exportId: randomUUID(), username: 'door', keyId: randomUUID() };
+    const seen: string[] = [];
+    for (const [path, operations] of Object.entries(document.paths)) {
+      if (!/^\/(checkin|comms|users)\/v1\//.test(path)) continue;
+      for (const method of Object.keys(operations)) {
+        const route = `${method.toUpperCase()} ${path}`;
+        const concrete = path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(values[name] ?? 'x'));
+        const reply = await door.call(method.toUpperCase(), concrete, method === 'get' ? undefined : {});
+        const forbidden = reply.status === 403 && reply.body?.code === 'forbidden';
+        expect(forbidden, `${route}: ${reply.status} ${JSON.stringify(reply.body)}`).toBe(!allowed.has(route));
+        seen.push(route);
+      }
+    }
+    // The allowed list names routes that exist.
+    for (const route of allowed) expect(seen).toContain(route);
+  });
+});
