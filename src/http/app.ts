@@ -1,5 +1,6 @@
 import express, { type Express, type RequestHandler, type Router } from 'express';
 import { pinoHttp } from 'pino-http';
+import { redactRequestUrl } from '../observability/request-log.js';
 import type { Services } from '../commands/services.js';
 import { errorHandler, unknownRoute } from './errors.js';
 import { openApiDocument } from './openapi.js';
@@ -90,7 +91,9 @@ export function createApp(options: AppOptions): Express {
       pinoHttp({
         logger: services.logger,
         genReqId: (_req, res) => (res as unknown as { locals: { requestId: string } }).locals.requestId,
-        redact: ['req.headers.authorization', 'req.headers["ocp-apim-subscription-key"]'],
+        redact: ['req.headers.authorization', 'req.headers["ocp-apim-subscription-key"]', 'res.headers["x-next-cursor"]'],
+        // Personal data in URLs (search text, cursors, customIds) is not logged: a log line cannot be erased.
+        serializers: { req: redactRequestUrl },
       }),
     );
   }

@@ -5,6 +5,8 @@
  * repeated here; this file holds what the audit found or did not find covered elsewhere.
  */
 import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/shared/logger.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../webhooks/receiver.js';
 import { createClient, passwordToken, request, startTestService, type Client, type Reply, type TestService } from '../support/service.js';
@@ -208,5 +210,40 @@ describe('a team member calls only the routes README "Team members" lists', () =
     }
     // The allowed list names routes that exist.
     for (const route of allowed) expect(seen).toContain(route);
+  });
+});
+
+describe('the request log holds no personal data of a URL (search text, cursors, customIds)', () => {
+  it('logs the route, ids and filters, with search values, cursors and a customId path redacted', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const logged = await startTestService({}, { logger: createLogger('info', sink) });
+    try {
+      const client = await createClient(logged);
+      const eventId = 'gala-log';
+      expect((await client.call('POST', `${api}/event`, { id: eventId, title: 'Gala', ...times })).status).toBe(200);
+      const personal = { firstName: 'Ada', lastName: 'Lovelace', email: 'ada.private@example.com', customId: 'ada.private@example.com', additionalInfo: 'vegetarian table 4' };
+      const batch = [{ ...personal }, { firstName: 'Grace', lastName: 'Hopper', customId: 'crm-grace', additionalInfo: 'vegetarian table 5' }];
+      expect((await client.call('POST', `${api}/guests/${eventId}`, batch)).status).toBe(200);
+      expect((await client.call('GET', `${api}/guest/${encodeURIComponent(personal.customId)}?eventId=${eventId}`)).status).toBe(200);
+      expect((await client.call('GET', `${api}/guests/${eventId}?q=Lovelace&limit=5`)).status).toBe(200);
+      const page = await client.call('GET', `${api}/guests/${eventId}/byinfo?additionalInfo=${encodeURIComponent('vegetarian table')}&limit=1`);
+      const cursor = page.headers.get('x-next-cursor');
+      expect(cursor).toEqual(expect.any(String));
+      expect((await client.call('GET', `${api}/guests/${eventId}/byinfo?additionalInfo=vegetarian&cursor=${cursor}`)).status).toBe(200);
+      await new Promise((resolve) => setImmediate(resolve));
+      const log = lines.join('');
+      for (const value of ['Lovelace', 'ada.private', 'vegetarian', cursor!]) expect(log, value).not.toContain(value);
+      // What stays: the route, the event id and the page size.
+      expect(log).toContain(`/checkin/v1/api/guests/${eventId}?q=[Redacted]&limit=5`);
+      expect(log).toContain('/checkin/v1/api/guest/[Redacted]?eventId=gala-log');
+    } finally {
+      await logged.close();
+    }
   });
 });
