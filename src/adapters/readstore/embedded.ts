@@ -251,6 +251,15 @@ class Documents {
       ),
       deleteCheckpoint: db.prepare<[string]>('DELETE FROM readstore_checkpoints WHERE name = ?'),
     };
+    this.persistInTransaction = db.transaction((dirty: Map<CollectionState, Map<string, Body | null>>, checkpoints: Checkpoint[]) => {
+      for (const [state, bodies] of dirty) {
+        for (const [id, body] of bodies) {
+          if (body === null) this.sql.deleteDoc.run(state.name, id);
+          else this.sql.putDoc.run(state.name, id, serialised.get(body) ?? JSON.stringify(body));
+        }
+      }
+      if (checkpoints.length > 0) this.advance(checkpoints);
+    });
   }
 
   /** The collection's in-memory state, loaded from the file on first use. */
@@ -302,16 +311,11 @@ class Documents {
   }
 
   /** Each document's final version of the batch is serialised once, however many ops changed it. */
+  /** One transaction wrapper made once (better-sqlite3 builds its begin/commit functions per `transaction` call). */
+  private readonly persistInTransaction: (dirty: Map<CollectionState, Map<string, Body | null>>, checkpoints: Checkpoint[]) => void;
+
   private persist(dirty: Map<CollectionState, Map<string, Body | null>>, checkpoints: Checkpoint[]): void {
-    this.db.transaction(() => {
-      for (const [state, bodies] of dirty) {
-        for (const [id, body] of bodies) {
-          if (body === null) this.sql.deleteDoc.run(state.name, id);
-          else this.sql.putDoc.run(state.name, id, serialised.get(body) ?? JSON.stringify(body));
-        }
-      }
-      if (checkpoints.length > 0) this.advance(checkpoints);
-    })();
+    this.persistInTransaction(dirty, checkpoints);
     // Committed: what the file now holds (never moved backwards).
     for (const { name, position } of checkpoints) {
       const stored = this.checkpoints.get(name);
