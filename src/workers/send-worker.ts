@@ -33,6 +33,7 @@ import { readModelCatchesUp } from './read-model-wait.js';
 import { fromMessage } from './relay.js';
 import { topics } from './topics.js';
 import type { Worker } from './worker.js';
+import { isEmailAddress } from '../domain/email-address.js';
 
 export interface SendSettings {
   mailer: Mailer;
@@ -285,6 +286,7 @@ export class SendWorker implements Worker {
       return { refuse: 'template_not_found', error: 'the template does not exist for this guest’s event' };
     }
     if (!guest.email) return { refuse: 'no_email', error: 'the guest has no email address' };
+    if (!isEmailAddress(guest.email)) return { refuse: 'invalid_email', error: 'the guest’s email is not an email address' };
     if (!account?.commsApiEnabled) return { refuse: 'comms_api_not_enabled', error: 'the comms API is not enabled for this account' };
     const suppressed = await readStore.collection<SuppressionDoc>('comms_suppressions').get(suppressionId(ids.clientId, guest.email));
     if (suppressed) {

@@ -76,10 +76,13 @@ export const SendBody = registry.register(
   z.object({
     templateId: Guid,
     attendeeIds: z
-      .array(Guid)
+      .array(PlainId)
       .min(1)
       .max(200, 'at most 200 guests per call')
-      .openapi({ description: 'Guests (of the template’s event) to email; at most 200. Pace calls at 5 per second or less.' }),
+      .openapi({
+        description:
+          'Guests (of the template’s event) to email, each by guest id or customId (spec: customId is usable instead of id); at most 200. Pace calls at 5 per second or less.',
+      }),
     correlationId: z.string().max(200).optional().openapi({ description: 'Echoed as data.correlationId in the comms webhooks' }),
   }).openapi({ example: { templateId: ex.templateId, attendeeIds: [ex.guestId], correlationId: 'crm-batch-42' } }),
 );
@@ -109,7 +112,7 @@ export const InvitationResponse = registry.register(
     to: z.string().optional(),
     provider: z.string().optional(),
     providerMessageId: z.string().optional(),
-    error: z.string().optional().openapi({ description: 'When failed: a code (no_email, previous_send_permanently_failed, provider_rejected, ...) and what went wrong' }),
+    error: z.string().optional().openapi({ description: 'When failed: a code (no_email, invalid_email, previous_send_permanently_failed, provider_rejected, ...) and what went wrong' }),
     providerStatus: z.string().optional().openapi({ description: 'The provider’s latest report: delivered, opened, bounced, dropped, spam_reported, unsubscribed' }),
     opens: z.number(),
     skips: z.number(),
@@ -144,7 +147,7 @@ export const InvitationResponse = registry.register(
 
 export const InvitationListQuery = PageQuery.extend({
   eventId: PlainId.optional(),
-  attendeeId: Guid.optional(),
+  attendeeId: PlainId.optional().openapi({ description: 'The guest, by id or customId (with `eventId` when the customId is used in several events)' }),
   templateId: Guid.optional(),
   status: InvitationStatus.optional(),
 });
