@@ -122,3 +122,43 @@ describe('customId usable instead of id on the comms routes (spec: Guest.customI
     expect((await alice.call('GET', `/comms/v1/api/comms/invitations?attendeeId=CRM-404`)).body.items).toEqual([]);
   });
 });
+
+describe('Event, Comms template, User and Team member fields typed string take any string (spec: Resources and their fields)', () => {
+  const long = (n: number) => 'y'.repeat(n);
+
+  it('an event keeps a long title, tags and customData', async () => {
+    const texts = { title: long(600), tags: long(5_000), customData: long(120_000) };
+    const created = await alice.call('POST', '/checkin/v1/api/event', { ...texts, startTime: '2026-01-01T18:00:00Z', endTime: '2026-01-01T23:00:00Z' });
+    expect(created.status, JSON.stringify(created.body).slice(0, 300)).toBe(200);
+    expect(created.body).toMatchObject(texts);
+  });
+
+  it('a template keeps a long name, subject, fromName and html', async () => {
+    const eventId = await newEvent(alice);
+    const template = { eventId, name: long(300), subject: long(600), fromName: long(300), html: `<p>${long(600_000)}</p>` };
+    const created = await alice.call('POST', '/comms/v1/api/comms/template', template);
+    expect(created.status, JSON.stringify(created.body).slice(0, 300)).toBe(200);
+    expect(created.body).toMatchObject(template);
+  });
+
+  it('a user update keeps names as given and an email that is not an address; GET by that email finds the user', async () => {
+    const user = await createClient(service);
+    const fields = { firstName: long(300), lastName: ' Lovelace ', companyName: long(300), customData: long(120_000), email: 'front desk' };
+    const updated = await user.call('PUT', '/users/v1/api/user', { id: user.id, ...fields });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(204);
+    const read = await user.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent('front desk')}`);
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject(fields);
+  });
+
+  it('a team member keeps long names and an email that is not an address', async () => {
+    const member = { userName: `door-${long(250)}-${Date.now()}`, password: 'door staff pass 1', email: 'door staff, north gate', firstName: long(300), lastName: long(300) };
+    const created = await alice.call('POST', '/checkin/v1/api/teammember', member);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const { password: _password, ...shown } = member;
+    expect(created.body).toMatchObject(shown);
+    const listed = await alice.call('GET', `/checkin/v1/api/teammembers/user/${encodeURIComponent(member.userName)}/events`);
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual([expect.objectContaining(shown)]);
+  });
+});

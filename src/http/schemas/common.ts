@@ -95,9 +95,13 @@ export const DateTime = z
 /**
  * A text that must say something: white space around it is trimmed, and one of white space only
  * is refused. The document says so with `pattern: \S` (at least one other character), so a
- * client generated from it does not send a name of a lone tab.
+ * client generated from it does not send a name of a lone tab. A field the spec types string
+ * gets no `max` (any length; BODY_LIMIT bounds the request); our own fields may set one.
  */
-export const VisibleText = (max: number) => z.string().min(1).regex(/\S/, 'must hold a character other than white space').trim().max(max);
+export const VisibleText = (max?: number) => {
+  const text = z.string().min(1).regex(/\S/, 'must hold a character other than white space').trim();
+  return max === undefined ? text : text.max(max);
+};
 
 export { EMAIL_PATTERN };
 /**

@@ -15,15 +15,14 @@ export const TemplateBody = registry.register(
   z.object({
     id: Guid.optional().openapi({ description: 'Template id; generated when absent. An id that exists returns that template unchanged.' }),
     eventId: PlainId.openapi({ description: 'Event the template belongs to (one of the caller’s)' }),
-    name: VisibleText(200).openapi({ description: 'Internal name; the PDF attachment is named after it' }),
+    name: VisibleText().openapi({ description: 'Internal name; the PDF attachment is named after it' }),
     html: z
       .string()
       .min(1)
-      .max(500_000)
       .openapi({ description: `Full HTML body with merge tokens in double braces. Tokens: ${tokenList}. Blocks: {{#if token}}…{{else}}…{{/if}}, {{#unless token}}.` }),
-    subject: VisibleText(500).optional().openapi({ description: 'Subject line with merge tokens; default "Your invitation to {{eventTitle}}"' }),
+    subject: VisibleText().optional().openapi({ description: 'Subject line with merge tokens; default "Your invitation to {{eventTitle}}"' }),
     fromAddress: email.optional(),
-    fromName: VisibleText(200).optional(),
+    fromName: VisibleText().optional(),
     replyTo: email.optional(),
     attachPdf: z.boolean().optional().openapi({ description: 'Attach a PDF of the rendered HTML to every send (default false)' }),
   }).openapi({
