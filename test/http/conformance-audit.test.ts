@@ -162,3 +162,24 @@ describe('Event, Comms template, User and Team member fields typed string take a
     expect(listed.body).toEqual([expect.objectContaining(shown)]);
   });
 });
+
+describe('empty optional strings from a CRM or spreadsheet export', () => {
+  it('an empty blockedReason does not block the guest; a non-empty one without blockedDate still does', async () => {
+    const eventId = await newEvent(alice);
+    const reply = await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [
+      { firstName: 'Open', barcode: 'E-1', blockedReason: '' },
+      { firstName: 'Shut', barcode: 'E-2', blockedReason: 'unpaid' },
+    ]);
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body[0].blockedDate).toBeUndefined();
+    expect(reply.body[1].blockedDate).toEqual(expect.any(String));
+    expect((await alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { barcode: 'E-1' })).body.result).toBe('admitted');
+  });
+
+  it('an empty customId means none, like an empty email', async () => {
+    const eventId = await newEvent(alice);
+    const reply = await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'A', customId: '' }, { firstName: 'B', customId: '' }]);
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body.map((g: { customId?: string }) => g.customId)).toEqual([undefined, undefined]);
+  });
+});

@@ -47,7 +47,7 @@ export const GuestBody = registry.register(
     admitted: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (an imported admission); upsert never changes it' }),
     blockedDate: optional(DateTime).openapi({ description: 'Taken when the record creates the guest; upsert never changes it' }),
     blockedReason: optional(text()).openapi({
-      description: 'Taken when the record creates the guest (without blockedDate: blocked from now); upsert never changes it',
+      description: 'Taken when the record creates the guest (a non-empty one without blockedDate: blocked from now); upsert never changes it',
     }),
     eventId: optional(PlainId),
     validFrom: optional(DateTime),
@@ -55,7 +55,10 @@ export const GuestBody = registry.register(
     isGroup: optional(z.boolean()),
     discharged: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (needs admitted); upsert never changes it' }),
     image: optional(image),
-    customId: optional(PlainId),
+    // Empty (a spreadsheet's blank cell) or null means none; any other value is an id (docs/identifiers.md).
+    customId: z
+      .preprocess((v) => (v === '' || v === null ? undefined : v), PlainId.optional())
+      .openapi({ type: ['string', 'null'], minLength: 0, description: 'Usable instead of id (docs/identifiers.md); empty or null means none' }),
     commsTemplateId: z
       .union([Guid, z.literal(''), z.null()])
       .optional()
