@@ -295,7 +295,8 @@ export class SendWorker implements Worker {
     const parts: InvitationParts = {
       attendeeInvitationId: ids.attendeeInvitationId,
       clientId: ids.clientId,
-      guest: { ...guest, id: guestIdOf(guest), email: guest.email },
+      // Guest.email is any string (spec); white space around an address is not part of it.
+      guest: { ...guest, id: guestIdOf(guest), email: guest.email.trim() },
       template,
       event,
       account,

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+import path from 'node:path';
+import { readOutbox } from '../support/mail-readers.js';
 import { eventually } from '../webhooks/receiver.js';
 
 /**
@@ -89,6 +91,18 @@ describe('a guest email that is not an address', () => {
       return items.length === 1 && items[0]!.status === 'failed' ? items : undefined;
     }, 10_000, 'the invitation to fail');
     expect(invitation!.error).toMatch(/^invalid_email/);
+  });
+
+  it('is kept as given with white space around an address, and the invitation goes to the address', async () => {
+    const eventId = await newEvent(alice);
+    const template = await alice.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invite', html: '<p>Hello</p>' });
+    const guest = await alice.call('POST', '/checkin/v1/api/guest', { eventId, email: '  padded@example.com ', commsTemplateId: template.body.id });
+    expect(guest.body.email).toBe('  padded@example.com ');
+    const [mail] = await eventually(async () => {
+      const mails = (await readOutbox(path.join(service.dataDir, 'outbox'))).filter((m) => m.to.email === 'padded@example.com');
+      return mails.length > 0 ? mails : undefined;
+    }, 15_000, 'the mail to padded@example.com');
+    expect(mail).toBeDefined();
   });
 
   it('is refused up front by comms send, naming the guest (400), like a guest without email', async () => {
