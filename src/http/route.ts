@@ -1,4 +1,4 @@
-import type { Request, Response, Router } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { getOpenApiMetadata, type RouteConfig, type ZodContentObject } from '@asteasolutions/zod-to-openapi';
 import { z, type ZodType } from 'zod';
 import { ErrorBody, registry } from './openapi.js';
@@ -72,7 +72,7 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
   register(spec);
   declared.set(router, [...(declared.get(router) ?? []), { method: spec.method, path: spec.path }]);
   const roles = spec.roles ?? ['client'];
-  router[spec.method](spec.path, async (req, res) => {
+  const handle: RequestHandler = async (req, res) => {
     if (spec.secured !== false && !roles.includes(principalOf(res).role)) {
       throw new HttpError(403, 'forbidden', `a ${principalOf(res).role} may not call ${spec.method.toUpperCase()} ${spec.path}`);
     }
@@ -95,7 +95,12 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
     if (status === 204) res.status(204).end();
     else if (value instanceof SerializedJson) res.status(status).set('Content-Type', 'application/json; charset=utf-8').send(value.bytes);
     else res.status(status).json(value);
-  });
+  };
+  router[spec.method](spec.path, handle);
+  // The same route alone on a router of its own, for a dispatcher that has found it (routeAlone).
+  const alone = Router();
+  alone[spec.method](spec.path, handle);
+  single.set(router, [...(single.get(router) ?? []), { path: spec.path, alone }]);
 }
 
 /** Whether a request value holds a date-time without an offset anywhere. */
@@ -117,6 +122,14 @@ async function readingZoneOf(spec: RouteSpec<ZodType, ZodType, ZodType>, req: Re
 }
 
 const declared = new WeakMap<Router, KnownRoute[]>();
+const single = new WeakMap<Router, { path: string; alone: Router }[]>();
+
+/**
+ * Each route `defineRoute` declared on this router, in declaration order, with a router that
+ * holds that route alone: running it does what the whole router does for a request the route
+ * matches, without testing the router's other routes first (src/http/middleware/dispatch.ts).
+ */
+export const routesAlone = (router: Router): { path: string; alone: Router }[] => single.get(router) ?? [];
 
 /** The routes `defineRoute` declared on these routers (for 405 and OPTIONS). */
 export const declaredRoutes = (routers: Router[]): KnownRoute[] => routers.flatMap((r) => declared.get(r) ?? []);

@@ -63,13 +63,18 @@ export function observedEventStore(store: EventStore, options: { metrics?: Metri
     logAppended(stamped, results);
     return results;
   };
-  // Everything else (reads, subscriptions, whatever an adapter adds) goes to the store itself.
+  // Everything else (reads, subscriptions, whatever an adapter adds) goes to the store itself,
+  // each method bound once (a door's scan reads the stream through here: a bind per call added up).
+  const bound = new WeakMap<object, unknown>();
   return new Proxy(store, {
     get(target, property, receiver) {
       if (property === 'append') return append;
       if (property === 'appendMany') return appendMany;
       const value: unknown = Reflect.get(target, property, receiver);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      if (typeof value !== 'function') return value;
+      let method = bound.get(value);
+      if (!method) bound.set(value, (method = (value as (...args: unknown[]) => unknown).bind(target)));
+      return method;
     },
   });
 }

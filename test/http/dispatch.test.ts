@@ -24,11 +24,23 @@ beforeAll(async () => {
   defineRoute(second, { ...open, method: 'get', path: '/t/fails' }, async () => {
     throw new DomainError('not_found', 'nothing here');
   });
+  // Routes of one router run on their own (routesAlone): order and methods as the whole router's.
+  const third = Router();
+  defineRoute(third, { ...open, method: 'get', path: '/t/items/:id' }, async ({ params }) => (ran.push('third :id'), { by: 'third :id', id: (params as { id: string }).id }));
+  defineRoute(third, { ...open, method: 'get', path: '/t/items/latest' }, async () => (ran.push('third latest'), { by: 'third latest' }));
+  defineRoute(third, { ...open, method: 'put', path: '/t/items/:id' }, async () => (ran.push('third put'), { by: 'third put' }));
+  // A router with a layer of its own besides declared routes runs whole: its middleware is not skipped.
+  const guarded = Router();
+  guarded.use((_req, res, next) => {
+    res.set('x-guarded', 'yes');
+    next();
+  });
+  defineRoute(guarded, { ...open, method: 'get', path: '/t/guarded' }, async () => (ran.push('guarded'), { by: 'guarded' }));
   const pages = Router();
   pages.get('/pages/a', (_req, res) => void res.json({ page: 'a' }));
   const app = express();
   app.use(onlyUnder('/pages', pages));
-  app.use(routersFor([first, second]));
+  app.use(routersFor([first, second, third, guarded]));
   app.use(unknownRoute);
   app.use(errorHandler);
   server = await new Promise<Server>((resolve) => {
@@ -38,22 +50,32 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-const get = async (path: string) => {
+const get = async (path: string, method = 'GET') => {
   ran.length = 0;
-  const reply = await fetch(`${base}${path}`);
-  return { status: reply.status, body: (await reply.json()) as Record<string, unknown>, ran: [...ran] };
+  const reply = await fetch(`${base}${path}`, { method });
+  return { status: reply.status, body: (await reply.json()) as Record<string, unknown>, ran: [...ran], guarded: reply.headers.get('x-guarded') };
 };
 
 describe('routers dispatched by path', () => {
   it('runs only the router whose route matches', async () => {
-    expect(await get('/t/other')).toEqual({ status: 200, body: { by: 'second' }, ran: ['second'] });
+    expect(await get('/t/other')).toEqual({ status: 200, body: { by: 'second' }, ran: ['second'], guarded: null });
   });
 
   it('keeps mounting order when two routers match: the first one answers, as express would', async () => {
-    expect(await get('/t/things/export')).toEqual({ status: 200, body: { by: 'first', id: 'export' }, ran: ['first'] });
+    expect(await get('/t/things/export')).toEqual({ status: 200, body: { by: 'first', id: 'export' }, ran: ['first'], guarded: null });
     // Case-insensitive with a trailing slash, as express matches; the same path again comes from the cache.
     expect((await get('/T/Things/42/')).body).toEqual({ by: 'first', id: '42' });
     expect((await get('/T/Things/42/')).body).toEqual({ by: 'first', id: '42' });
+  });
+
+  it('runs the routes of one router in declaration order and by method, as the whole router would', async () => {
+    expect(await get('/t/items/latest')).toMatchObject({ status: 200, body: { by: 'third :id', id: 'latest' }, ran: ['third :id'] });
+    expect(await get('/t/items/7', 'PUT')).toMatchObject({ status: 200, body: { by: 'third put' }, ran: ['third put'] });
+    expect(await get('/t/items/7')).toMatchObject({ status: 200, body: { by: 'third :id', id: '7' }, ran: ['third :id'] });
+  });
+
+  it('runs a router with layers of its own whole, so its middleware still runs', async () => {
+    expect(await get('/t/guarded')).toEqual({ status: 200, body: { by: 'guarded' }, ran: ['guarded'], guarded: 'yes' });
   });
 
   it('passes errors to the error handler and unknown paths to the 404 handler', async () => {

@@ -123,13 +123,14 @@ export class SqliteEventStore implements EventStore {
       ),
     };
     this.appendOne = this.db.transaction((appends: StreamAppend[]) => {
-      const results = appends.map((a) => this.appendInTransaction(a.streamName, a.events, a.expectedRevision));
+      const rows: Row[] = [];
+      const results = appends.map((a) => this.appendInTransaction(a.streamName, a.events, a.expectedRevision, rows));
       let committed: (() => void)[] | undefined;
       for (const participant of this.participants) {
         const then = participant.duringAppend(appends);
         if (then) (committed ??= []).push(then);
       }
-      return { results, committed };
+      return { results, committed, rows };
     });
     if (durable) this.wal = new WalSync(`${file}-wal`, () => Number(this.statements.head.get()?.position ?? -1));
     this.appendGroup = this.db.transaction((requests: StreamAppend[][]) =>
@@ -158,6 +159,8 @@ export class SqliteEventStore implements EventStore {
   }
 
   private readonly pollIntervalMs: number;
+  /** The rows this process committed last, for subscribers that are caught up (RecentRows). */
+  private readonly recent = new RecentRows();
   /** headPosition(filter) answers, with the store head each was found at (see headPosition). */
   private readonly filteredHeads = new Map<string, { scannedTo: number; position: number }>();
 
@@ -197,6 +200,7 @@ export class SqliteEventStore implements EventStore {
         // Committed (durable with the events, below): participants forget what they wrote.
         if (outcome.committed) for (const then of outcome.committed) then();
         position = Math.max(position, ...outcome.results.map((r) => r.position));
+        this.recent.add(outcome.rows);
       } else group[i]!.reject(outcome.error);
     });
     const settle = () => {
@@ -226,7 +230,7 @@ export class SqliteEventStore implements EventStore {
     return this.lastMetadataJson;
   }
 
-  private appendInTransaction(streamName: string, events: NewEvent[], expected: ExpectedRevision): AppendResult {
+  private appendInTransaction(streamName: string, events: NewEvent[], expected: ExpectedRevision, rows: Row[]): AppendResult {
     const last = this.statements.lastRevision.get(streamName)?.revision ?? null;
     // An event id already stored means this append is a retry of one that succeeded.
     const first = events[0] && this.statements.byId.get(events[0].id);
@@ -246,16 +250,11 @@ export class SqliteEventStore implements EventStore {
     let position = -1;
     for (const event of events) {
       revision += 1;
-      const info = this.statements.insert.run(
-        event.id,
-        streamName,
-        revision,
-        event.type,
-        JSON.stringify(event.data),
-        this.metadataJson(event.metadata),
-        recordedAt,
-      );
+      const data = JSON.stringify(event.data);
+      const metadata = this.metadataJson(event.metadata);
+      const info = this.statements.insert.run(event.id, streamName, revision, event.type, data, metadata, recordedAt);
       position = Number(info.lastInsertRowid);
+      rows.push({ position, id: event.id, stream: streamName, revision, type: event.type, data, metadata, recorded_at: recordedAt });
     }
     if (events.length === 0) position = Number(this.statements.head.get()?.position ?? -1);
     return { nextRevision: revision, position };
@@ -361,6 +360,13 @@ export class SqliteEventStore implements EventStore {
    * it still learns how far the store was scanned, matching rows or not.
    */
   private reader(prefixes: string[] | undefined): (after: number, limit: number, bound: number) => { rows: Row[]; scannedTo: number } {
+    const fromDisk = this.diskReader(prefixes);
+    // A caught-up subscriber gets the rows this process just committed without a query (the
+    // subscription's filter, applied to every batch, also applies the stream prefixes).
+    return (after, limit, bound) => this.recent.after(after, limit, bound) ?? fromDisk(after, limit, bound);
+  }
+
+  private diskReader(prefixes: string[] | undefined): (after: number, limit: number, bound: number) => { rows: Row[]; scannedTo: number } {
     if (!prefixes || prefixes.length === 0 || prefixes.some((p) => p === '' || /[*?[\]]/.test(p))) {
       return (after, limit, bound) => {
         const rows = this.statements.after.all(after, bound, limit);
@@ -393,6 +399,48 @@ export class SqliteEventStore implements EventStore {
     this.appended.emit('append', -1);
     await this.checkpoints.release();
     this.db.close();
+  }
+}
+
+/**
+ * The last rows this process committed, in position order, as a query of the events table
+ * returns them. A subscriber caught up to just before them reads them from here instead of
+ * querying. Only an unbroken run is served: at a gap in the positions (rows another process
+ * committed in between) the subscriber queries the table, which has them.
+ */
+class RecentRows {
+  private rows: Row[] = [];
+
+  constructor(private readonly max = 4_096) {}
+
+  add(rows: Row[]): void {
+    if (rows.length === 0) return;
+    const last = this.rows[this.rows.length - 1];
+    // Out of order (cannot happen within one connection): start over rather than serve a wrong run.
+    if (last && rows[0]!.position <= last.position) this.rows = [];
+    this.rows.push(...rows);
+    if (this.rows.length > this.max) this.rows = this.rows.slice(this.rows.length - this.max / 2);
+  }
+
+  /** The rows after `after` up to `bound`, at most `limit`, when the next one is here; else undefined. */
+  after(after: number, limit: number, bound: number): { rows: Row[]; scannedTo: number } | undefined {
+    // The row at after + 1 (binary search: a gap anywhere in the run shifts indexes).
+    let low = 0;
+    let high = this.rows.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (this.rows[mid]!.position <= after) low = mid + 1;
+      else high = mid;
+    }
+    let at = low;
+    if (at >= this.rows.length || this.rows[at]!.position !== after + 1 || after + 1 > bound || limit < 1) return undefined;
+    const served: Row[] = [];
+    for (let expected = after + 1; at < this.rows.length && served.length < limit; at++, expected++) {
+      const row = this.rows[at]!;
+      if (row.position !== expected || row.position > bound) break;
+      served.push(row);
+    }
+    return { rows: served, scannedTo: served[served.length - 1]!.position };
   }
 }
 
