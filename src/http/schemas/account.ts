@@ -60,7 +60,8 @@ export const UserUpdateBody = registry.register(
     firstName: name.optional(),
     lastName: name.optional(),
     userName: VisibleText().optional(),
-    email: anyEmail.optional(),
+    // Not empty: GET /users/v1/api/users/email finds the user by it.
+    email: anyEmail.min(1).optional(),
     timeZoneId: TimeZoneId.optional(),
     companyName: name.optional(),
     customData: z.string().optional(),
