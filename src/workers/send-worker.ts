@@ -9,6 +9,7 @@ import { invitationMessage, type InvitationParts, type Sender } from '../comms/i
 import { unsafeLinks, type LinkPolicy } from '../comms/link-safety.js';
 import { withEmbeddedImages } from '../comms/code-images.js';
 import type { PdfRenderer } from '../comms/pdf-pool.js';
+import { isEmailAddress } from '../domain/email-address.js';
 import type { GuestEvent } from '../domain/guest.js';
 import {
   invitationDecider,
@@ -33,7 +34,6 @@ import { readModelCatchesUp } from './read-model-wait.js';
 import { fromMessage } from './relay.js';
 import { topics } from './topics.js';
 import type { Worker } from './worker.js';
-import { isEmailAddress } from '../domain/email-address.js';
 
 export interface SendSettings {
   mailer: Mailer;

@@ -7,7 +7,7 @@ import { ex } from './example-values.js';
 const name = z.string();
 /** An account's email (admin create) is where the operator reaches the client: an address. */
 const email = Email;
-/** Spec: User.email and TeamMember.email are strings (never used to send mail): any string, a required one not empty. */
+/** Spec: User.email and TeamMember.email are strings (never used to send mail): any string but an empty one. */
 const anyEmail = z.string().openapi({ example: 'organizer@example.com' });
 
 /**
