@@ -1,9 +1,9 @@
 import type { LinkPolicy } from '../comms/link-safety.js';
 import { DomainError } from '../domain/decider.js';
+import { isEmailAddress } from '../domain/email-address.js';
 import { guestDecider } from '../domain/guest.js';
 import { invitationDecider, invitationStream, type ProviderReport } from '../domain/invitation.js';
 import { derivedId } from '../domain/webhook.js';
-import { isEmailAddress } from '../domain/email-address.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
 import { newSortableId } from '../shared/ids.js';
@@ -40,7 +40,7 @@ export async function requestSends(services: Services, linkPolicy: LinkPolicy, c
   const template = await getTemplate(services, context.tenantId, request.templateId);
   const attendeeIds = [...new Set(request.attendeeIds)];
   // Spec, Guest.customId: "usable instead of id". The template's event says which guest a customId names.
-  const found = await Promise.all(attendeeIds.map((id) => findGuestInEvent(services, context.tenantId, id, template.eventId)));
+  const found = await Promise.all(attendeeIds.map((id) => findGuestOrNull(services, context.tenantId, id, template.eventId)));
   const missing = attendeeIds.filter((_, i) => found[i] === null);
   if (missing.length > 0) throw new DomainError('not_found', `guest(s) not found in the template's event: ${missing.join(', ')}`);
   const withoutEmail = (found as GuestDoc[]).flatMap((g, i) => {
@@ -72,8 +72,8 @@ export async function requestSends(services: Services, linkPolicy: LinkPolicy, c
   };
 }
 
-/** The caller's guest of this event named by its id or its customId, or null. */
-async function findGuestInEvent(services: Services, clientId: string, idOrCustomId: string, eventId: string): Promise<GuestDoc | null> {
+/** The caller's guest named by its id or its customId (within `eventId` when given), or null. */
+async function findGuestOrNull(services: Services, clientId: string, idOrCustomId: string, eventId?: string): Promise<GuestDoc | null> {
   try {
     return await findGuestByIdOrCustomId(services, clientId, idOrCustomId, eventId);
   } catch (error) {
@@ -115,10 +115,7 @@ export async function listInvitations(services: Services, clientId: string, quer
   const { limit, cursor, ...filters } = query;
   if (filters.attendeeId !== undefined) {
     // A guest id or a customId (spec: usable instead of id); one that names no guest of the caller matches nothing.
-    const guest = await findGuestByIdOrCustomId(services, clientId, filters.attendeeId, filters.eventId).catch((error: unknown) => {
-      if (error instanceof DomainError && error.code === 'not_found') return null;
-      throw error;
-    });
+    const guest = await findGuestOrNull(services, clientId, filters.attendeeId, filters.eventId);
     if (!guest) return { items: [] };
     filters.attendeeId = guestIdOf(guest);
   }
