@@ -1,12 +1,13 @@
 import type { LinkPolicy } from '../comms/link-safety.js';
 import { DomainError } from '../domain/decider.js';
+import { isEmailAddress } from '../domain/email-address.js';
 import { guestDecider } from '../domain/guest.js';
 import { invitationDecider, invitationStream, type ProviderReport } from '../domain/invitation.js';
 import { derivedId } from '../domain/webhook.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
 import { newSortableId } from '../shared/ids.js';
-import { findOwnGuest } from './guest-lookup.js';
+import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 import { assertSafeLinks, getTemplate } from './templates.js';
@@ -38,12 +39,17 @@ export interface SendRequest {
 export async function requestSends(services: Services, linkPolicy: LinkPolicy, context: CommandContext, request: SendRequest) {
   const template = await getTemplate(services, context.tenantId, request.templateId);
   const attendeeIds = [...new Set(request.attendeeIds)];
-  const found = await Promise.all(attendeeIds.map((id) => findOwnGuest(services, context.tenantId, id)));
-  const missing = attendeeIds.filter((_, i) => found[i]?.eventId !== template.eventId);
+  // Spec, Guest.customId: "usable instead of id". The template's event says which guest a customId names.
+  const found = await Promise.all(attendeeIds.map((id) => findGuestOrNull(services, context.tenantId, id, template.eventId)));
+  const missing = attendeeIds.filter((_, i) => found[i] === null);
   if (missing.length > 0) throw new DomainError('not_found', `guest(s) not found in the template's event: ${missing.join(', ')}`);
-  const recipients = found as GuestDoc[];
-  const withoutEmail = recipients.flatMap((g, i) => (g.email ? [] : [{ path: `attendeeIds.${i}`, message: `guest ${guestIdOf(g)} has no email address` }]));
+  const withoutEmail = (found as GuestDoc[]).flatMap((g, i) => {
+    const problem = !g.email ? 'has no email address' : !isEmailAddress(g.email) ? 'has an email that is not an email address' : undefined;
+    return problem ? [{ path: `attendeeIds.${i}`, message: `guest ${guestIdOf(g)} ${problem}` }] : [];
+  });
   if (withoutEmail.length > 0) throw new DomainError('validation_error', 'every guest needs an email address: see errors', { errors: withoutEmail });
+  // One invitation per guest, also when the request names a guest by both its id and its customId.
+  const recipients = [...new Map((found as GuestDoc[]).map((g) => [guestIdOf(g), g])).values()];
   await assertReachable(services, context.tenantId, recipients);
   assertSafeLinks(template.html, linkPolicy);
 
@@ -64,6 +70,16 @@ export async function requestSends(services: Services, linkPolicy: LinkPolicy, c
     templateId: template.id,
     invitations: planned.map(({ guest, invitationId }) => ({ attendeeId: guestIdOf(guest), attendeeInvitationId: invitationId, status: 'requested' as const })),
   };
+}
+
+/** The caller's guest named by its id or its customId (within `eventId` when given), or null. */
+async function findGuestOrNull(services: Services, clientId: string, idOrCustomId: string, eventId?: string): Promise<GuestDoc | null> {
+  try {
+    return await findGuestByIdOrCustomId(services, clientId, idOrCustomId, eventId);
+  } catch (error) {
+    if (error instanceof DomainError && error.code === 'not_found') return null;
+    throw error;
+  }
 }
 
 /** Spec: 422 previous_send_permanently_failed, "recipient cannot be emailed (bounced, dropped, spam-reported or unsubscribed)". */
@@ -97,6 +113,12 @@ export interface InvitationQuery {
 /** The client's invitations, newest first, filtered by event, guest, template or status. */
 export async function listInvitations(services: Services, clientId: string, query: InvitationQuery) {
   const { limit, cursor, ...filters } = query;
+  if (filters.attendeeId !== undefined) {
+    // A guest id or a customId (spec: usable instead of id); one that names no guest of the caller matches nothing.
+    const guest = await findGuestOrNull(services, clientId, filters.attendeeId, filters.eventId);
+    if (!guest) return { items: [] };
+    filters.attendeeId = guestIdOf(guest);
+  }
   const filter = { clientId, ...Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined)) };
   const page = await invitations(services).find(filter, { sort: { requestedAt: -1 }, limit, ...(cursor ? { cursor } : {}) });
   return { items: page.items.map(toInvitationView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };

@@ -443,7 +443,8 @@ function importEvents(ids: { guestId: string; eventId: string }, imported: Impor
       },
     });
   }
-  const blockedAt = imported?.blockedDate ?? (imported?.blockedReason !== undefined ? imported.receivedAt : undefined);
+  // An empty reason (a spreadsheet's blank cell) is no reason: it blocks nobody without a blockedDate.
+  const blockedAt = imported?.blockedDate ?? (imported?.blockedReason ? imported.receivedAt : undefined);
   if (blockedAt) events.push({ type: 'GuestBlocked', data: { ...ids, reason: imported?.blockedReason ?? '', at: blockedAt } });
   return events;
 }

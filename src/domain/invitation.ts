@@ -21,6 +21,8 @@ export interface InvitationIds {
 /** Why a send failed; the webhook's `data.error` starts with it. */
 export type SendFailureCode =
   | 'no_email'
+  /** The guest's email (any string, spec: Guest.email) is not an address a message can go to. */
+  | 'invalid_email'
   | 'previous_send_permanently_failed'
   | 'spam_check_failed'
   | 'template_not_found'

@@ -151,7 +151,10 @@ export class XlsxSheet {
       if (value === null || value === undefined || value === '') continue;
       const ref = `${this.letters[i] ?? columnLetters(i)}${r}`;
       const style = this.styles[i] ? ` s="${this.styles[i]}"` : '';
-      if (typeof value === 'string') xml += `<c r="${ref}"${style} t="inlineStr"><is><t${spaced(value)}>${textXml(value)}</t></is></c>`;
+      if (typeof value === 'string') {
+        const text = cellText(value);
+        xml += `<c r="${ref}"${style} t="inlineStr"><is><t${spaced(text)}>${textXml(text)}</t></is></c>`;
+      }
       else if (typeof value === 'number') xml += Number.isFinite(value) ? `<c r="${ref}"${style}><v>${value}</v></c>` : '';
       else if (typeof value === 'boolean') xml += `<c r="${ref}"${style} t="b"><v>${value ? 1 : 0}</v></c>`;
       else if (Number.isFinite(value.getTime())) xml += `<c r="${ref}" s="${DATE_STYLE}"><v>${serial(value)}</v></c>`;
@@ -192,6 +195,14 @@ const notXml = /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC
 const markup = /[&<>"]/g;
 const entities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
 const needsWork = /[&<>"\x00-\x08\x0B\x0C\x0E-\x1F\uD800-\uDFFF\uFFFE\uFFFF]/;
+
+/** Excel's limit on a cell (guest fields may be longer: the spec types them string): longer text is cut, never inside a surrogate pair. */
+const CELL_CHARACTERS = 32_767;
+function cellText(text: string): string {
+  if (text.length <= CELL_CHARACTERS) return text;
+  const cut = text.slice(0, CELL_CHARACTERS);
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;
+}
 
 function textXml(text: string): string {
   if (!needsWork.test(text)) return text;

@@ -9,6 +9,7 @@ import { invitationMessage, type InvitationParts, type Sender } from '../comms/i
 import { unsafeLinks, type LinkPolicy } from '../comms/link-safety.js';
 import { withEmbeddedImages } from '../comms/code-images.js';
 import type { PdfRenderer } from '../comms/pdf-pool.js';
+import { isEmailAddress } from '../domain/email-address.js';
 import type { GuestEvent } from '../domain/guest.js';
 import {
   invitationDecider,
@@ -285,6 +286,7 @@ export class SendWorker implements Worker {
       return { refuse: 'template_not_found', error: 'the template does not exist for this guest’s event' };
     }
     if (!guest.email) return { refuse: 'no_email', error: 'the guest has no email address' };
+    if (!isEmailAddress(guest.email)) return { refuse: 'invalid_email', error: 'the guest’s email is not an email address' };
     if (!account?.commsApiEnabled) return { refuse: 'comms_api_not_enabled', error: 'the comms API is not enabled for this account' };
     const suppressed = await readStore.collection<SuppressionDoc>('comms_suppressions').get(suppressionId(ids.clientId, guest.email));
     if (suppressed) {
@@ -293,7 +295,8 @@ export class SendWorker implements Worker {
     const parts: InvitationParts = {
       attendeeInvitationId: ids.attendeeInvitationId,
       clientId: ids.clientId,
-      guest: { ...guest, id: guestIdOf(guest), email: guest.email },
+      // Guest.email is any string (spec); white space around an address is not part of it.
+      guest: { ...guest, id: guestIdOf(guest), email: guest.email.trim() },
       template,
       event,
       account,

@@ -54,6 +54,31 @@ describe('embedded read store', () => {
     await store.close();
   });
 
+  it('moves many checkpoints in one batch forwards only, a name given twice to its furthest, as the file keeps them', async () => {
+    const file = dbFile();
+    const first = new EmbeddedReadStore(file);
+    await first.setCheckpoint('projection:c', 50);
+    const names = ['a', 'b', 'c', 'd'].map((n) => `projection:${n}`);
+    const op = (position: number, checkpoint: string): WriteOp => ({ kind: 'update', collection: 'counts', id: 'x', upsert: true, update: { $inc: { n: 1 } }, position, checkpoint });
+    await first.applyBatch([op(10, names[0]!), op(10, names[1]!)], names.map((name) => ({ name, position: 10 })));
+    // c stays at 50 (never backwards); d is given twice; a later batch at or below a checkpoint applies nothing.
+    await first.applyBatch([op(20, names[0]!), op(5, names[3]!)], [
+      { name: names[0]!, position: 20 },
+      { name: names[2]!, position: 30 },
+      { name: names[3]!, position: 25 },
+      { name: names[3]!, position: 15 },
+    ]);
+    const expected = [20, 10, 50, 25];
+    for (const [i, name] of names.entries()) expect(await first.getCheckpoint(name)).toBe(expected[i]);
+    expect(await first.collection('counts').get('x')).toEqual({ _id: 'x', n: 3 });
+    await first.close();
+    const second = new EmbeddedReadStore(file);
+    for (const [i, name] of names.entries()) expect(await second.getCheckpoint(name)).toBe(expected[i]);
+    await second.setCheckpoint(names[0]!, null);
+    expect(await second.getCheckpoint(names[0]!)).toBeNull();
+    await second.close();
+  });
+
   it('after a restart, reopening the file gives the same documents, indexes and checkpoint', async () => {
     const file = dbFile();
     const first = new EmbeddedReadStore(file);

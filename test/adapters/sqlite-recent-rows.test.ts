@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SqliteEventStore } from '../../src/adapters/eventstore/sqlite.js';
-import type { NewEvent, StoredEvent, SubscribeOptions } from '../../src/adapters/eventstore/port.js';
+import { collectSubscription } from '../support/collect-subscription.js';
+import type { NewEvent, StoredEvent } from '../../src/adapters/eventstore/port.js';
 
 const dirs: string[] = [];
 const stores: SqliteEventStore[] = [];
@@ -37,20 +38,6 @@ const event = (type: string, n: number): NewEvent => ({
   metadata: { tenantId: 't', actor: { type: 'system', id: 'test' }, correlationId: crypto.randomUUID(), occurredAt: new Date().toISOString() },
 });
 
-function collect(store: SqliteEventStore, options?: SubscribeOptions): { seen: StoredEvent[]; stop: () => Promise<void> } {
-  const seen: StoredEvent[] = [];
-  const subscription = store.subscribeToAll(options);
-  const running = (async () => {
-    for await (const batch of subscription) seen.push(...batch.events);
-  })();
-  return {
-    seen,
-    stop: async () => {
-      await subscription.stop();
-      await running;
-    },
-  };
-}
 
 const summary = (events: StoredEvent[]) => events.map((e) => `${e.position}:${e.streamName}:${(e.data as { n: number }).n}`);
 
@@ -59,7 +46,7 @@ describe('subscribers served from the rows just committed', () => {
     const file = openFile();
     const here = open(file);
     const there = open(file);
-    const subscriber = collect(here);
+    const subscriber = collectSubscription(here);
     for (let n = 0; n < 6; n++) {
       const store = n % 2 === 0 ? here : there;
       await store.append(`s-${n}`, [event('Happened', n), event('Happened', n)], 'no_stream');
@@ -75,7 +62,7 @@ describe('subscribers served from the rows just committed', () => {
 
   it('delivers nothing of an append refused inside a group commit, and the rows after it', async () => {
     const store = open(openFile());
-    const subscriber = collect(store);
+    const subscriber = collectSubscription(store);
     // Same tick: one group commit; the second append to the same new stream is refused.
     const [first, second, third] = await Promise.allSettled([
       store.append('a', [event('Happened', 1)], 'no_stream'),
@@ -93,8 +80,8 @@ describe('subscribers served from the rows just committed', () => {
 
   it('applies a subscription\'s stream filter to the rows it is served', async () => {
     const store = open(openFile());
-    const guests = collect(store, { filter: { streamPrefixes: ['guest-'] } });
-    const all = collect(store);
+    const guests = collectSubscription(store, { filter: { streamPrefixes: ['guest-'] } });
+    const all = collectSubscription(store);
     for (let n = 0; n < 4; n++) await store.append(n % 2 === 0 ? `guest-${n}` : `event-${n}`, [event('Happened', n)], 'no_stream');
     await vi.waitFor(() => expect(all.seen).toHaveLength(4), { timeout: 10_000 });
     await vi.waitFor(() => expect(summary(guests.seen)).toEqual(['1:guest-0:0', '3:guest-2:2']), { timeout: 10_000 });

@@ -10,6 +10,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SqliteEventStore } from '../../src/adapters/eventstore/sqlite.js';
+import { collectSubscription } from '../support/collect-subscription.js';
 import type { NewEvent, StoredEvent } from '../../src/adapters/eventstore/port.js';
 import { overloadState } from '../../src/shared/overload-state.js';
 
@@ -63,27 +64,12 @@ const event = (type: string): NewEvent => ({
 });
 const tick = () => new Promise((resolve) => setTimeout(resolve, 30));
 
-/** Collects what a subscription delivers, in the background. */
-function collect(store: SqliteEventStore): { seen: StoredEvent[]; stop: () => Promise<void> } {
-  const seen: StoredEvent[] = [];
-  const subscription = store.subscribeToAll();
-  const running = (async () => {
-    for await (const batch of subscription) seen.push(...batch.events);
-  })();
-  return {
-    seen,
-    stop: async () => {
-      await subscription.stop();
-      await running;
-    },
-  };
-}
 
 describe('WAL durability off the event loop (synchronous=FULL)', () => {
   it('acknowledges an append and shows it to subscribers only after the WAL fsync that follows its commit', async () => {
     const { store, file } = openStore();
     const disk = holdFsync();
-    const subscriber = collect(store);
+    const subscriber = collectSubscription(store);
     let acknowledged = false;
     const append = store.append('guest-1', [event('GuestRegistered')], 'no_stream').then((result) => {
       acknowledged = true;
@@ -113,7 +99,7 @@ describe('WAL durability off the event loop (synchronous=FULL)', () => {
 
   it('syncs rows another process wrote before a subscriber reads them', async () => {
     const { store, file } = openStore();
-    const subscriber = collect(store);
+    const subscriber = collectSubscription(store);
     await store.append('guest-1', [event('GuestRegistered')], 'no_stream');
     await vi.waitFor(() => expect(subscriber.seen).toHaveLength(1), { timeout: 10_000 });
     const disk = holdFsync();

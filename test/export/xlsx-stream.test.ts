@@ -105,4 +105,16 @@ describe('streaming xlsx writer', () => {
     sheet.addRow(['x']);
     await expect(sheet.end().then(() => broken.finish())).rejects.toThrow(/ENOENT/);
   });
+
+  it('cuts a text longer than a cell holds to Excel’s 32,767 characters, never inside a surrogate pair', async () => {
+    const file = path.join(dir, 'long.xlsx');
+    const workbook = new XlsxWorkbook(fs.createWriteStream(file), 'checkin-service');
+    const sheet = workbook.addSheet('Guests', { columns: [{ width: 10 }, { width: 10 }] });
+    sheet.addRow(['a'.repeat(40_000), `${'b'.repeat(32_766)}😀tail`]);
+    await sheet.end();
+    await workbook.finish();
+    const row = (await read(file)).getWorksheet('Guests')!.getRow(1);
+    expect(row.getCell(1).value).toBe('a'.repeat(32_767));
+    expect(row.getCell(2).value).toBe('b'.repeat(32_766));
+  });
 });

@@ -262,13 +262,15 @@ describe('item 11: small ones', () => {
     expect(upsert.body.errors[0].path).toBe('0.validFrom');
   });
 
-  it('guest email is validated at create and at upsert; empty or null means none', async () => {
-    const bad = await createGuest(alice, { eventId, email: 'not an email' });
-    expect(bad.status).toBe(400);
-    expect(bad.body.errors[0].path).toBe('email');
+  // The spec types Guest.email as string: any string is kept (a send to one that is not an address
+  // fails as comms.failed invalid_email, test/http/conformance-audit.test.ts). This overrides issue 10 item 11.
+  it('guest email is any string at create and at upsert; empty or null means none', async () => {
+    const odd = await createGuest(alice, { eventId, email: 'not an email' });
+    expect(odd.status).toBe(200);
+    expect(odd.body.email).toBe('not an email');
     const upsert = await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ firstName: 'x', email: 'a@' }]);
-    expect(upsert.status).toBe(400);
-    expect(upsert.body.errors[0].path).toBe('0.email');
+    expect(upsert.status).toBe(204);
+    expect((await createGuest(alice, { eventId, email: null })).body.email).toBeUndefined();
     const empty = await createGuest(alice, { eventId, email: '' });
     expect(empty.status).toBe(200);
     expect(empty.body.email).toBeUndefined();

@@ -84,7 +84,8 @@ export function commsRouter(services: Services, linkPolicy: LinkPolicy): Router 
       method: 'post',
       path: `${base}/send`,
       summary: 'Email a template to guests of its event now (at most 200; each gets a new attendeeInvitationId); outcomes arrive as comms webhooks',
-      description: 'A guest that is not of the template’s event is 404; a guest without an email address is 400 (each named in `errors`).',
+      description:
+        'Each guest by id or customId. A guest that is not of the template’s event is 404; a guest without an email address, or with one that is not an address, is 400 (each named in `errors`).',
       tags: ['Invitations'],
       body: SendBody,
       response: SendResponse,
@@ -116,11 +117,11 @@ export function commsRouter(services: Services, linkPolicy: LinkPolicy): Router 
     {
       method: 'get',
       path: `${base}/invitations`,
-      summary: 'The client’s invitation emails, newest first (filter by event, guest, template, status; cursor paged)',
+      summary: 'The client’s invitation emails, newest first (filter by event, guest id or customId, template, status; cursor paged)',
       tags: ['Invitations'],
       query: InvitationListQuery,
       response: pageOf(InvitationResponse),
-      errors: [403],
+      errors: [403, 409],
     },
     ({ query, res }) => listInvitations(services, principalOf(res).tenantId, query),
   );

@@ -3,8 +3,12 @@ import { registry } from '../openapi.js';
 import { Email, Guid, PlainId, TimeZoneId, VisibleText } from './common.js';
 import { ex } from './example-values.js';
 
-const name = z.string().trim().max(200);
+/** Spec: User and Team member fields typed string take any string, kept as given. */
+const name = z.string();
+/** An account's email (admin create) is where the operator reaches the client: an address. */
 const email = Email;
+/** Spec: User.email and TeamMember.email are strings (never used to send mail): any string but an empty one. */
+const anyEmail = z.string().openapi({ example: 'organizer@example.com' });
 
 /**
  * The password policy (src/domain/password-policy.ts) as the document states it: the domain
@@ -47,7 +51,7 @@ export const UserResponse = registry.register(
   }).openapi({ example: userExample }),
 );
 
-export const UserEmailQuery = z.object({ email: VisibleText(320) });
+export const UserEmailQuery = z.object({ email: VisibleText() });
 
 export const UserUpdateBody = registry.register(
   'UserUpdate',
@@ -55,11 +59,12 @@ export const UserUpdateBody = registry.register(
     id: PlainId,
     firstName: name.optional(),
     lastName: name.optional(),
-    userName: VisibleText(200).optional(),
-    email: email.optional(),
+    userName: VisibleText().optional(),
+    // Not empty: GET /users/v1/api/users/email finds the user by it.
+    email: anyEmail.min(1).optional(),
     timeZoneId: TimeZoneId.optional(),
     companyName: name.optional(),
-    customData: z.string().max(100_000).optional(),
+    customData: z.string().optional(),
     retentionDays: z.number().int().min(0).max(36_500).nullable().optional().openapi({
       description:
         "Default for the client's events that have no `retentionDays` of their own: erase their guests' personal data this many days after the event's endTime (0: right after it); `null` removes the default (docs/personal-data.md)",
@@ -89,9 +94,9 @@ export const PasswordChangeBody = registry.register(
 export const TeamMemberBody = registry.register(
   'TeamMember',
   z.object({
-    userName: VisibleText(200).openapi({ description: 'Unique across the service, case-insensitively (a taken one is 409)' }),
+    userName: VisibleText().openapi({ description: 'Unique across the service, case-insensitively (a taken one is 409)' }),
     password,
-    email,
+    email: anyEmail.min(1).openapi({ example: 'door3@example.com' }),
     id: PlainId.optional().openapi({ description: 'Team member id, any string of 1-128 characters; generated when absent' }),
     firstName: name.optional(),
     lastName: name.optional(),
@@ -118,7 +123,7 @@ export const TeamMemberResponse = registry.register(
   }),
 );
 
-export const UsernameParams = z.object({ username: z.string().min(1).max(320) });
+export const UsernameParams = z.object({ username: z.string().min(1) });
 
 export const AccountCreateBody = registry.register(
   'AdminAccountCreate',

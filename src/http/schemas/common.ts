@@ -4,6 +4,7 @@ import { registry } from '../openapi.js';
 import { normalizeId } from '../../shared/ids.js';
 import { parseDateTime } from '../../shared/date-time.js';
 import { ianaZone, knownTimeZoneNames } from '../../shared/time-zones.js';
+import { EMAIL_PATTERN } from '../../domain/email-address.js';
 
 /** Any RFC 4122 textual UUID, case-insensitive; stored lowercase. */
 export const Guid = z
@@ -92,17 +93,21 @@ export const DateTime = z
   });
 
 /**
+ * A text that must say something: white space around it is trimmed, and one of white space only
+ * is refused. The document says so with `pattern: \S` (at least one other character), so a
+ * client generated from it does not send a name of a lone tab. A field the spec types string
+ * gets no `max` (any length; BODY_LIMIT bounds the request); our own fields may set one.
+ */
+export const VisibleText = (max?: number) => {
+  const text = z.string().min(1).regex(/\S/, 'must hold a character other than white space').trim();
+  return max === undefined ? text : text.max(max);
+};
+
+export { EMAIL_PATTERN };
+/**
  * An email address as the service accepts it. The same pattern validates and is published,
  * so a client generated from /openapi.json sends only addresses that are accepted.
  */
-/**
- * A text that must say something: white space around it is trimmed, and one of white space only
- * is refused. The document says so with `pattern: \S` (at least one other character), so a
- * client generated from it does not send a name of a lone tab.
- */
-export const VisibleText = (max: number) => z.string().min(1).regex(/\S/, 'must hold a character other than white space').trim().max(max);
-
-export const EMAIL_PATTERN = /^([A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9-]*\.)+[A-Za-z]{2,}$/;
 export const Email = z
   .string()
   .max(320)

@@ -15,15 +15,14 @@ export const TemplateBody = registry.register(
   z.object({
     id: Guid.optional().openapi({ description: 'Template id; generated when absent. An id that exists returns that template unchanged.' }),
     eventId: PlainId.openapi({ description: 'Event the template belongs to (one of the caller’s)' }),
-    name: VisibleText(200).openapi({ description: 'Internal name; the PDF attachment is named after it' }),
+    name: VisibleText().openapi({ description: 'Internal name; the PDF attachment is named after it' }),
     html: z
       .string()
       .min(1)
-      .max(500_000)
       .openapi({ description: `Full HTML body with merge tokens in double braces. Tokens: ${tokenList}. Blocks: {{#if token}}…{{else}}…{{/if}}, {{#unless token}}.` }),
-    subject: VisibleText(500).optional().openapi({ description: 'Subject line with merge tokens; default "Your invitation to {{eventTitle}}"' }),
+    subject: VisibleText().optional().openapi({ description: 'Subject line with merge tokens; default "Your invitation to {{eventTitle}}"' }),
     fromAddress: email.optional(),
-    fromName: VisibleText(200).optional(),
+    fromName: VisibleText().optional(),
     replyTo: email.optional(),
     attachPdf: z.boolean().optional().openapi({ description: 'Attach a PDF of the rendered HTML to every send (default false)' }),
   }).openapi({
@@ -76,10 +75,13 @@ export const SendBody = registry.register(
   z.object({
     templateId: Guid,
     attendeeIds: z
-      .array(Guid)
+      .array(PlainId)
       .min(1)
       .max(200, 'at most 200 guests per call')
-      .openapi({ description: 'Guests (of the template’s event) to email; at most 200. Pace calls at 5 per second or less.' }),
+      .openapi({
+        description:
+          'Guests (of the template’s event) to email, each by guest id or customId (spec: customId is usable instead of id); at most 200. Pace calls at 5 per second or less.',
+      }),
     correlationId: z.string().max(200).optional().openapi({ description: 'Echoed as data.correlationId in the comms webhooks' }),
   }).openapi({ example: { templateId: ex.templateId, attendeeIds: [ex.guestId], correlationId: 'crm-batch-42' } }),
 );
@@ -109,7 +111,7 @@ export const InvitationResponse = registry.register(
     to: z.string().optional(),
     provider: z.string().optional(),
     providerMessageId: z.string().optional(),
-    error: z.string().optional().openapi({ description: 'When failed: a code (no_email, previous_send_permanently_failed, provider_rejected, ...) and what went wrong' }),
+    error: z.string().optional().openapi({ description: 'When failed: a code (no_email, invalid_email, previous_send_permanently_failed, provider_rejected, ...) and what went wrong' }),
     providerStatus: z.string().optional().openapi({ description: 'The provider’s latest report: delivered, opened, bounced, dropped, spam_reported, unsubscribed' }),
     opens: z.number(),
     skips: z.number(),
@@ -144,7 +146,7 @@ export const InvitationResponse = registry.register(
 
 export const InvitationListQuery = PageQuery.extend({
   eventId: PlainId.optional(),
-  attendeeId: Guid.optional(),
+  attendeeId: PlainId.optional().openapi({ description: 'The guest, by id or customId (with `eventId` when the customId is used in several events)' }),
   templateId: Guid.optional(),
   status: InvitationStatus.optional(),
 });

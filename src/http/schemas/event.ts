@@ -19,13 +19,13 @@ export const EventBody = registry.register(
   'Event',
   z.object({
     id: PlainId.optional().openapi({ description: 'Event id, any string of 1-128 characters (scoped to the caller); generated when absent. An existing id updates that event.' }),
-    title: VisibleText(500),
+    title: VisibleText(),
     startTime: DateTime,
     endTime: DateTime,
     active: z.boolean().optional(),
     timeZoneId: TimeZoneId.optional(),
-    tags: z.string().max(4000).optional(),
-    customData: z.string().max(100_000).optional(),
+    tags: z.string().optional(),
+    customData: z.string().optional(),
     retentionDays: z.number().int().min(0).max(36_500).optional().openapi({
       description: "Erase the guests' personal data this many days after endTime (0: right after it); absent: kept (docs/personal-data.md)",
     }),
