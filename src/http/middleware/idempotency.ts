@@ -5,7 +5,7 @@
  * first is still running is 409. Keys belong to one caller: a client, or one of its team members.
  *
  * Records live in the read store's `idempotency_keys` collection, `_id = <tenantId>:<key>`
- * (a team member's: `<tenantId>:team_member:<teamMemberId>:<key>`).
+ * (a team member's: `<tenantId>:team_member<TAB><teamMemberId><TAB><key>`).
  * A key is reserved without transactions: an upsert that only sets fields on insert, then a
  * read; whoever's random `owner` token is on the record runs the request.
  */
@@ -99,12 +99,13 @@ export function idempotency(readStore: ReadStore, options: IdempotencyOptions = 
 /**
  * Keys belong to the caller: the client's keep `<clientId>:<key>` (records stored before team
  * members had their own), a team member's are its own under the client's prefix, so neither
- * can replay, or block with its own refusal, a request of the other. The `<clientId>:` prefix
- * is what erasure scrubs by (src/commands/personal-data.ts).
+ * can replay, or block with its own refusal, a request of the other. The tabs cannot occur in
+ * a key (printable ASCII), so no client key names a team member's record. The `<clientId>:`
+ * prefix is what erasure scrubs by (src/commands/personal-data.ts).
  */
 function recordIdOf(principal: Principal, key: string): string {
   if (principal.role === 'client') return `${principal.tenantId}:${key}`;
-  return `${principal.tenantId}:${principal.role}:${principal.actor.id}:${key}`;
+  return `${principal.tenantId}:${principal.role}\t${principal.actor.id}\t${key}`;
 }
 
 /**
