@@ -51,6 +51,27 @@ export async function enabledSendingAddress(services: Services, clientId: string
   return doc?.enabled ? doc.sendingAddress : undefined;
 }
 
+/**
+ * The domain of `host` (an address's domain, or a domain to configure) that another account has
+ * verified as its sending domain: `host` itself or a domain it is under. A verify proves control
+ * of the domain's DNS, so from then on no other account may configure it, verify it, or send
+ * from an address at it (a shared delivery-provider account would sign such mail with the
+ * owner's authentication). Claims nobody has verified block no one.
+ */
+export async function domainVerifiedByAnother(services: Services, clientId: string, host: string): Promise<string | undefined> {
+  const labels = host.trim().toLowerCase().replace(/\.$/, '').split('.');
+  const candidates = labels.slice(0, -1).map((_, i) => labels.slice(i).join('.'));
+  if (candidates.length === 0) return undefined;
+  const page = await domains(services).find({ domain: { $in: candidates }, everVerified: true, _id: { $ne: clientId } }, { limit: 1, readOnly: true });
+  return page.items[0]?.domain;
+}
+
+/** The domain part of an address (after its last `@`). */
+export const domainOfAddress = (address: string): string => address.slice(address.lastIndexOf('@') + 1);
+
+const domainInUse = (domain: string) =>
+  new DomainError('conflict', `${domain} is verified as another account's sending domain: configure a domain whose DNS you control`, { code: 'domain_in_use' });
+
 export interface DomainRequest {
   domain: string;
   subdomain?: string;
@@ -74,6 +95,8 @@ export async function configureSendingDomain(
   if (await domains(services).get(context.tenantId)) {
     throw new DomainError('conflict', 'a custom sending domain is already configured', { code: 'domain_already_configured' });
   }
+  const taken = await domainVerifiedByAnother(services, context.tenantId, domain);
+  if (taken) throw domainInUse(taken);
   const created = await providerCall(() => authenticator.create({ domain, ...(request.subdomain ? { subdomain: request.subdomain } : {}) }), true);
   const setup = { provider: authenticator.kind, providerId: created.providerId, domain: created.domain, subdomain: created.subdomain, records: created.records, sendingAddress };
   try {
@@ -103,6 +126,9 @@ function sendingAddressOf(given: string | undefined, domain: string): string {
 export async function verifySendingDomain(services: Services, authenticator: DomainAuthenticator, context: CommandContext) {
   const doc = await domains(services).get(context.tenantId);
   if (!doc) throw new DomainError('not_found', 'no custom sending domain is configured');
+  // Configured before another account verified it: that account proved control first.
+  const taken = await domainVerifiedByAnother(services, context.tenantId, doc.domain);
+  if (taken) throw domainInUse(taken);
   const current: AuthenticatedDomain = { providerId: doc.providerId, domain: doc.domain, subdomain: doc.subdomain, valid: doc.valid, records: doc.records };
   const result = await providerCall(() => authenticator.validate(current), false);
   await decide(services, context, { type: 'RecordVerification', clientId: context.tenantId, result, at: context.now.toISOString() });

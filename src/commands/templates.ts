@@ -6,6 +6,7 @@ import { templateDecider, templateStream, type TemplateDetails } from '../domain
 import type { TemplateDoc } from '../projections/templates.js';
 import { newId, scopedKey } from '../shared/ids.js';
 import { getEvent } from './events.js';
+import { domainOfAddress, domainVerifiedByAnother } from './sending-domain.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -74,6 +75,7 @@ export async function createTemplate(
   const { id: _id, ...fields } = input;
   const details: TemplateDetails = { ...fields, attachPdf: input.attachPdf ?? false };
   checkContent(details, linkPolicy);
+  await assertOwnSender(services, context.tenantId, details.fromAddress);
   const result = await handleCommand(
     services.eventStore,
     templateDecider,
@@ -91,6 +93,20 @@ function checkContent(details: TemplateDetails, linkPolicy: LinkPolicy): void {
     throw new DomainError('validation_error', 'the template cannot be rendered: see errors', { errors: problems });
   }
   assertSafeLinks(details.html, linkPolicy);
+}
+
+/**
+ * A From address at a domain another account has verified as its sending domain is refused:
+ * mail from it would pass as that account's (commands/sending-domain.ts, domainVerifiedByAnother).
+ * Checked again at send time, for a domain verified after the template was made.
+ */
+async function assertOwnSender(services: Services, clientId: string, fromAddress: string | undefined): Promise<void> {
+  if (!fromAddress) return;
+  const taken = await domainVerifiedByAnother(services, clientId, domainOfAddress(fromAddress));
+  if (!taken) return;
+  throw new DomainError('validation_error', 'fromAddress is at another account\'s sending domain: see errors', {
+    errors: [{ path: 'fromAddress', message: `${taken} is verified as another account's sending domain; use an address at your own domain, or leave fromAddress out` }],
+  });
 }
 
 /** Spec: 422 spam_check_failed, "template HTML contains URLs flagged as unsafe". */

@@ -23,6 +23,8 @@ export type SendFailureCode =
   | 'no_email'
   /** The guest's email (any string, spec: Guest.email) is not an address a message can go to. */
   | 'invalid_email'
+  /** The template's fromAddress is at a domain another account has verified as its sending domain. */
+  | 'from_address_not_allowed'
   | 'previous_send_permanently_failed'
   | 'spam_check_failed'
   | 'template_not_found'

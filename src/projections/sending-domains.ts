@@ -19,7 +19,7 @@ export interface SendingDomainDoc extends DomainSetup {
 export const sendingDomainsProjection: Projection = {
   name: 'sending_domains',
   filter: { streamPrefixes: ['domain-'] },
-  collections: [{ name: 'sending_domains', indexes: [] }],
+  collections: [{ name: 'sending_domains', indexes: [{ name: 'domain', keys: { domain: 1 } }] }],
   apply(stored: StoredEvent) {
     const event = stored as unknown as StoredEvent & SendingDomainEvent;
     const { clientId, at } = event.data;

@@ -4,7 +4,7 @@ import { handleCommand, type CommandContext } from '../commands/handle-command.j
 import { findEvent } from '../commands/events.js';
 import { findTemplateDoc } from '../commands/templates.js';
 import type { Services } from '../commands/services.js';
-import { enabledSendingAddress } from '../commands/sending-domain.js';
+import { domainOfAddress, domainVerifiedByAnother, enabledSendingAddress } from '../commands/sending-domain.js';
 import { invitationMessage, type InvitationParts, type Sender } from '../comms/invitation-message.js';
 import { unsafeLinks, type LinkPolicy } from '../comms/link-safety.js';
 import { withEmbeddedImages } from '../comms/code-images.js';
@@ -288,6 +288,10 @@ export class SendWorker implements Worker {
     if (!guest.email) return { refuse: 'no_email', error: 'the guest has no email address' };
     if (!isEmailAddress(guest.email)) return { refuse: 'invalid_email', error: 'the guest’s email is not an email address' };
     if (!account?.commsApiEnabled) return { refuse: 'comms_api_not_enabled', error: 'the comms API is not enabled for this account' };
+    const takenSender = template.fromAddress ? await domainVerifiedByAnother(this.services, ids.clientId, domainOfAddress(template.fromAddress)) : undefined;
+    if (takenSender) {
+      return { refuse: 'from_address_not_allowed', error: `the template's fromAddress is at ${takenSender}, another account's verified sending domain` };
+    }
     const suppressed = await readStore.collection<SuppressionDoc>('comms_suppressions').get(suppressionId(ids.clientId, guest.email));
     if (suppressed) {
       return { refuse: 'previous_send_permanently_failed', error: `${guest.email} was reported ${suppressed.reason} on ${suppressed.at}` };

@@ -113,4 +113,57 @@ describe('custom sending domain (spec: Domain authentication record, Comms rule 
     const closed = await createClient(service);
     expect((await closed.call('GET', `${api}/domain`)).body.code).toBe('comms_api_not_enabled');
   });
+
+  it('keeps a domain one account verified to it: no other account configures, verifies or sends from it', async () => {
+    const owner = await commsClient();
+    const squatter = await commsClient();
+    // Claimed before the owner verifies (a domain under the owner's): an unverified claim blocks no one.
+    const theirs = await squatter.call('POST', `${api}/domain`, { domain: 'mail.verified-owner.example.org' });
+    expect(theirs.status).toBe(200);
+    const mine = await owner.call('POST', `${api}/domain`, { domain: 'verified-owner.example.org' });
+    sendgrid.publishDns(mine.body.id);
+    expect((await owner.call('POST', `${api}/domain/verify`)).body).toMatchObject({ valid: true });
+
+    // The owner's proof of DNS control wins from now on, whatever the provider would say.
+    sendgrid.publishDns(theirs.body.id);
+    const verify = await squatter.call('POST', `${api}/domain/verify`);
+    expect(verify.status).toBe(409);
+    expect(verify.body).toMatchObject({ code: 'domain_in_use', message: expect.stringContaining('verified-owner.example.org') });
+    expect((await squatter.call('GET', `${api}/domain`)).body).toMatchObject({ valid: false, enableCustomDomain: false });
+    const late = await commsClient();
+    const configure = await late.call('POST', `${api}/domain`, { domain: 'news.verified-owner.example.org' });
+    expect(configure.status).toBe(409);
+    expect(configure.body.code).toBe('domain_in_use');
+
+    // A template From at the owner's domain (or under it) is refused for anyone else, kept for the owner.
+    const event = await squatter.call('POST', '/checkin/v1/api/event', { title: 'Fair', startTime: '2026-12-01T09:00:00Z', endTime: '2026-12-01T17:00:00Z' });
+    for (const fromAddress of ['ceo@verified-owner.example.org', 'ceo@News.Verified-Owner.example.org']) {
+      const spoof = await squatter.call('POST', `${api}/template`, { eventId: event.body.id, name: 'Invite', html: '<p>Hi</p>', fromAddress });
+      expect(spoof.status).toBe(400);
+      expect(spoof.body.errors).toEqual([{ path: 'fromAddress', message: expect.stringContaining('verified-owner.example.org') }]);
+    }
+    const ownEvent = await owner.call('POST', '/checkin/v1/api/event', { title: 'Fair', startTime: '2026-12-01T09:00:00Z', endTime: '2026-12-01T17:00:00Z' });
+    const own = await owner.call('POST', `${api}/template`, { eventId: ownEvent.body.id, name: 'Invite', html: '<p>Hi</p>', fromAddress: 'ceo@verified-owner.example.org' });
+    expect(own.status).toBe(200);
+  });
+
+  it('fails a send whose template From is at a domain another account verified after the template was made', async () => {
+    const owner = await commsClient();
+    const sender = await commsClient();
+    const event = await sender.call('POST', '/checkin/v1/api/event', { title: 'Fair', startTime: '2026-12-01T09:00:00Z', endTime: '2026-12-01T17:00:00Z' });
+    const template = await sender.call('POST', `${api}/template`, { eventId: event.body.id, name: 'Invite', html: '<p>Hi</p>', fromAddress: 'news@later-owner.example.org' });
+    expect(template.status).toBe(200);
+    const domain = await owner.call('POST', `${api}/domain`, { domain: 'later-owner.example.org' });
+    sendgrid.publishDns(domain.body.id);
+    expect((await owner.call('POST', `${api}/domain/verify`)).body).toMatchObject({ valid: true });
+
+    const guest = await sender.call('POST', '/checkin/v1/api/guest', { eventId: event.body.id, firstName: 'Mo', email: 'mo@example.com', commsTemplateId: template.body.id });
+    const failed = await eventually(async () => {
+      const list = await sender.call('GET', `${api}/invitations?attendeeId=${guest.body.id}`);
+      const item = (list.body.items as { status: string; error?: string }[] | undefined)?.find((i) => i.status === 'failed');
+      return item;
+    }, 10_000, 'the failed invitation');
+    expect(failed.error).toMatch(/^from_address_not_allowed/);
+    expect(sendgrid.accepted.some((a) => a.body.from.email === 'news@later-owner.example.org')).toBe(false);
+  });
 });
