@@ -308,7 +308,8 @@ export async function setBlocked(
     if (docs.length === 0) errors.push({ path: `barcodes.${i}`, message: 'no guest of this event has this barcode' });
     for (const doc of docs) targets.add(doc._id);
   }
-  if (errors.length > 0) throw new DomainError('validation_error', 'some guests were not found; nothing was changed', { errors });
+  // Spec, Errors: 404 for a guest not found or not owned by the caller; `errors` names each one.
+  if (errors.length > 0) throw new DomainError('not_found', 'some guests were not found; nothing was changed: see errors', { errors });
   const at = context.now.toISOString();
   const items: BatchItem[] = [...targets].map((key) => ({
     streamName: guestStreamOfKey(key),

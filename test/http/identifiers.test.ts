@@ -203,7 +203,8 @@ describe('customId usable instead of id (issue 10 item 2)', () => {
     const unblocked = await alice.call('POST', `${base}/unblock`, { customIds: ['C-1'] });
     expect(unblocked.body[0].blockedDate).toBeUndefined();
     const unknown = await alice.call('POST', `${base}/block`, { customIds: ['nobody'] });
-    expect(unknown.status).toBe(400);
+    // Spec, Errors: a guest not found is 404.
+    expect(unknown.status).toBe(404);
     expect(unknown.body.errors[0].path).toBe('customIds.0');
   });
 

@@ -243,7 +243,7 @@ export function guestsRouter(services: Services): Router {
         method: 'post',
         path: `/checkin/v1/api/guests/:eventId/${blocked ? 'block' : 'unblock'}`,
         summary: `${blocked ? 'Block' : 'Unblock'} up to 200 guests by id, customId or barcode; all or nothing`,
-        description: 'An id, customId or barcode that no guest of the event has is 400 (each named in `errors`), and nothing changes.',
+        description: 'An id, customId or barcode that no guest of the event has (or another client\'s guest) is 404, each named in `errors`, and nothing changes.',
         tags: doorTags,
         params: EventIdParams,
         body: BlockBody,
