@@ -1,7 +1,8 @@
 /**
  * Operator command line (the same commands as /admin/v1):
  *   npm run admin -- create-account --email a@b.c --password '...' [--user-name x] [--first-name x]
- *                    [--last-name x] [--company-name x] [--time-zone-id x] [--comms-api-enabled] [--sender-trusted]
+ *                    [--last-name x] [--company-name x] [--time-zone-id x] [--comms-api-enabled true|false]
+ *                    [--sender-trusted true|false]
  *   npm run admin -- set-access <accountId> [--comms-api-enabled true|false] [--sender-trusted true|false]
  *   npm run admin -- issue-key <accountId>
  *   npm run admin -- revoke-key <accountId> <keyId>
