@@ -271,7 +271,7 @@ export const BlockBody = registry.register(
       if (total > 200) ctx.addIssue({ code: 'custom', message: 'at most 200 ids, customIds and barcodes per call', path });
     })
     .openapi({
-      description: 'At least one and at most 200 ids, customIds and barcodes in all; an unknown one is 400 and nothing changes.',
+      description: 'At least one and at most 200 ids, customIds and barcodes in all; an unknown one (or another client’s guest) is 404, each named in errors, and nothing changes.',
       anyOf: [
         { required: ['ids'], properties: { ids: { minItems: 1 } } },
         { required: ['customIds'], properties: { customIds: { minItems: 1 } } },
