@@ -1,6 +1,6 @@
 /**
  * Operator command line (the same commands as /admin/v1):
- *   npm run admin -- create-account --email a@b.c --password '...' [--user-name x] [--first-name x]
+ *   npm run admin -- create-account --email a@b.c (--password '...' | --password-stdin) [--user-name x] [--first-name x]
  *                    [--last-name x] [--company-name x] [--time-zone-id x] [--comms-api-enabled true|false]
  *                    [--sender-trusted true|false]
  *   npm run admin -- set-access <accountId> [--comms-api-enabled true|false] [--sender-trusted true|false]
@@ -25,9 +25,11 @@ const help: CliHelp = {
   summary: 'Accounts, as the admin API (/admin/v1) manages them. Prints JSON; secrets are shown once.',
   commands: [
     {
-      usage: 'create-account --email <email> --password <password> [--user-name x] [--first-name x] [--last-name x] [--company-name x] [--time-zone-id x] [--comms-api-enabled true|false] [--sender-trusted true|false]',
-      does: 'opens an account; prints its id, client secret and subscription key',
-      example: "create-account --email ops@example.com --password 'a long passphrase' --comms-api-enabled true",
+      usage: 'create-account --email <email> (--password <password> | --password-stdin) [--user-name x] [--first-name x] [--last-name x] [--company-name x] [--time-zone-id x] [--comms-api-enabled true|false] [--sender-trusted true|false]',
+      does:
+        'opens an account; prints its id, client secret and subscription key. --password-stdin reads the password from standard input ' +
+        '(npm prints a script\'s arguments, and the process list shows them: a password given as an argument is seen)',
+      example: "create-account --email ops@example.com --password-stdin --comms-api-enabled true < passphrase.txt",
     },
     {
       usage: 'set-access <accountId> [--comms-api-enabled true|false] [--sender-trusted true|false]',
@@ -47,6 +49,13 @@ const help: CliHelp = {
 const flag = (value: string | boolean | undefined): boolean | undefined =>
   value === undefined ? undefined : value === true || value === 'true';
 
+/** The password on standard input, without the line break that ends it (`echo`, a file, a secret manager's pipe). */
+async function passwordFromStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}
+
 async function main(): Promise<void> {
   const { args, init } = cliStart(help, process.argv.slice(2));
   const { positionals, values } = parseArgs({
@@ -55,6 +64,7 @@ async function main(): Promise<void> {
     options: {
       email: { type: 'string' },
       password: { type: 'string' },
+      'password-stdin': { type: 'boolean' },
       'user-name': { type: 'string' },
       'first-name': { type: 'string' },
       'last-name': { type: 'string' },
@@ -89,11 +99,12 @@ async function main(): Promise<void> {
   try {
     let result: unknown;
     switch (command) {
-      case 'create-account':
-        if (!values.email || !values.password) throw new Error('create-account needs --email and --password');
+      case 'create-account': {
+        const password = values['password-stdin'] ? await passwordFromStdin() : values.password;
+        if (!values.email || !password) throw new Error('create-account needs --email and --password (or --password-stdin with the password on standard input)');
         result = await registerAccount(services, context, {
           email: values.email,
-          password: values.password,
+          password,
           ...(values['user-name'] ? { userName: values['user-name'] } : {}),
           ...(values['first-name'] ? { firstName: values['first-name'] } : {}),
           ...(values['last-name'] ? { lastName: values['last-name'] } : {}),
@@ -103,6 +114,7 @@ async function main(): Promise<void> {
           senderTrusted: flag(values['sender-trusted']) ?? false,
         });
         break;
+      }
       case 'set-access':
         if (!accountId) throw new Error('set-access needs the account id');
         result = await setAccountAccess(services, context, accountId, {

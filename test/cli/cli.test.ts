@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { clientToken, request, startTestService } from '../support/service.js';
+import { clientToken, passwordToken, request, startTestService } from '../support/service.js';
 
 const run = promisify(execFile);
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-test-'));
@@ -22,7 +22,10 @@ const cli = cliIn(dataDir);
 // Each command is a fresh `node --import tsx` (10-16 s apiece on a loaded 2-core machine): the timeouts are hang guards only.
 describe('operator command lines', () => {
   it('creates an account that logs in and reads itself once the service runs on the same data', async () => {
-    const { stdout } = await cli('admin.ts', ['create-account', '--init', '--email', 'op@example.com', '--password', 'operator passphrase', '--comms-api-enabled', 'true']);
+    // The password on standard input (--password-stdin), kept out of the command line npm echoes.
+    const creating = cli('admin.ts', ['create-account', '--init', '--email', 'op@example.com', '--password-stdin', '--comms-api-enabled', 'true']);
+    creating.child.stdin!.end('operator passphrase\n');
+    const { stdout } = await creating;
     const account = JSON.parse(stdout);
     expect(account).toMatchObject({ email: 'op@example.com', commsApiEnabled: true, senderTrusted: false });
     expect(account.clientSecret).toMatch(/^cs_/);
@@ -35,6 +38,8 @@ describe('operator command lines', () => {
       });
       expect(me.status).toBe(200);
       expect(me.body.id).toBe(account.id);
+      // The password read from standard input, without its line break, is the account's password.
+      expect(await passwordToken(service.url, me.body.userName ?? 'op@example.com', 'operator passphrase')).toEqual(expect.any(String));
     } finally {
       await service.stop();
     }
