@@ -144,13 +144,14 @@ export const webhookDeliveriesProjection: Projection = {
       case 'WebhookDeliveryLeaseReleased':
         return op({ $unset: { leaseUntil: '' } });
       case 'WebhookDelivered':
-        return op({ $set: { status: 'delivered', deliveredAt: event.data.deliveredAt }, $unset: { nextAttemptAt: '' } });
+        // A finished delivery holds no lease (the log would show a stale one otherwise).
+        return op({ $set: { status: 'delivered', deliveredAt: event.data.deliveredAt }, $unset: { nextAttemptAt: '', leaseUntil: '' } });
       case 'WebhookDeliveryRetryScheduled':
         return op({ $set: { status: 'retrying', nextAttemptAt: event.data.nextAttemptAt } });
       case 'WebhookDeliveryFailed':
-        return op({ $set: { status: 'failed', failureReason: event.data.reason }, $unset: { nextAttemptAt: '' } });
+        return op({ $set: { status: 'failed', failureReason: event.data.reason }, $unset: { nextAttemptAt: '', leaseUntil: '' } });
       case 'WebhookDeliveryExhausted':
-        return op({ $set: { status: 'dead', failureReason: event.data.reason }, $unset: { nextAttemptAt: '' } });
+        return op({ $set: { status: 'dead', failureReason: event.data.reason }, $unset: { nextAttemptAt: '', leaseUntil: '' } });
       case 'WebhookDeliveryDeadLettered':
         return op({ $set: { deadLetteredAt: at } });
       case 'WebhookRedeliveryRequested':

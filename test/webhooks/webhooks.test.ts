@@ -192,6 +192,8 @@ describe('delivery (spec: Events)', () => {
 
     const logged = await deliveryOf(client, test.body.webhookId, 'delivered');
     expect(logged).toMatchObject({ id: test.body.webhookId, type: 'comms.test', status: 'delivered', attempts: 1 });
+    // A finished delivery shows no lease of an attempt long over.
+    expect(logged).not.toHaveProperty('leaseUntil');
     expect(logged.attemptLog).toEqual([
       { attempt: 1, attemptedAt: expect.any(String), url: receiver.url, durationMs: expect.any(Number), statusCode: 200 },
     ]);
