@@ -13,7 +13,6 @@ export const REDACTED = '[Redacted]';
 const plainParams = new Set([
   'eventId',
   'templateId',
-  'attendeeId',
   'limit',
   'type',
   'bucket',
@@ -28,6 +27,12 @@ const plainParams = new Set([
   'changedSince',
 ]);
 
+/** Parameters that name a guest by id or customId: a GUID is shown, a customId (it may be an email address) is not. */
+const guestParams = new Set(['attendeeId']);
+
+const shownValue = (name: string, value: unknown): unknown =>
+  plainParams.has(name) || (guestParams.has(name) && typeof value === 'string' && isUuid(value)) ? value : REDACTED;
+
 /** `/checkin/v1/api/guest/<id or customId>[/...]`: a customId may be an email address. */
 const guestPath = /^(\/checkin\/v1\/api\/guest\/)([^/?]+)/;
 
@@ -38,14 +43,17 @@ export function loggedUrl(url: string): string {
   const shownPath = path.replace(guestPath, (whole, prefix: string, id: string) => (isUuid(decodeSafely(id)) ? whole : `${prefix}${REDACTED}`));
   if (queryAt === -1) return shownPath;
   const params = new URLSearchParams(url.slice(queryAt + 1));
-  const shown = [...params].map(([name, value]) => `${encodeURIComponent(name)}=${plainParams.has(name) ? encodeURIComponent(value) : REDACTED}`);
+  const shown = [...params].map(([name, value]) => {
+    const logged = shownValue(name, value);
+    return `${encodeURIComponent(name)}=${logged === REDACTED ? REDACTED : encodeURIComponent(value)}`;
+  });
   return `${shownPath}?${shown.join('&')}`;
 }
 
 /** The parsed query as logged: the same redaction as in the URL. */
 export function loggedQuery(query: unknown): Record<string, unknown> {
   if (query === null || typeof query !== 'object') return {};
-  return Object.fromEntries(Object.entries(query).map(([name, value]) => [name, plainParams.has(name) ? value : REDACTED]));
+  return Object.fromEntries(Object.entries(query).map(([name, value]) => [name, shownValue(name, value)]));
 }
 
 function decodeSafely(segment: string): string {

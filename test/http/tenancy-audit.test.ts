@@ -224,7 +224,7 @@ describe('the request log holds no personal data of a URL (search text, cursors,
     });
     const logged = await startTestService({}, { logger: createLogger('info', sink) });
     try {
-      const client = await createClient(logged);
+      const client = await createClient(logged, { commsApiEnabled: true, senderTrusted: true });
       const eventId = 'gala-log';
       expect((await client.call('POST', `${api}/event`, { id: eventId, title: 'Gala', ...times })).status).toBe(200);
       const personal = { firstName: 'Ada', lastName: 'Lovelace', email: 'ada.private@example.com', customId: 'ada.private@example.com', additionalInfo: 'vegetarian table 4' };
@@ -236,12 +236,15 @@ describe('the request log holds no personal data of a URL (search text, cursors,
       const cursor = page.headers.get('x-next-cursor');
       expect(cursor).toEqual(expect.any(String));
       expect((await client.call('GET', `${api}/guests/${eventId}/byinfo?additionalInfo=vegetarian&cursor=${cursor}`)).status).toBe(200);
+      // A guest named by customId in a query (comms invitations take one instead of the id).
+      expect((await client.call('GET', `/comms/v1/api/comms/invitations?attendeeId=${encodeURIComponent(personal.customId)}`)).status).toBe(200);
       await new Promise((resolve) => setImmediate(resolve));
       const log = lines.join('');
       for (const value of ['Lovelace', 'ada.private', 'vegetarian', cursor!]) expect(log, value).not.toContain(value);
       // What stays: the route, the event id and the page size.
       expect(log).toContain(`/checkin/v1/api/guests/${eventId}?q=[Redacted]&limit=5`);
       expect(log).toContain('/checkin/v1/api/guest/[Redacted]?eventId=gala-log');
+      expect(log).toContain('/comms/v1/api/comms/invitations?attendeeId=[Redacted]');
     } finally {
       await logged.close();
     }
