@@ -9,6 +9,7 @@ import type { Bus } from './adapters/bus/port.js';
 import type { EventStore } from './adapters/eventstore/port.js';
 import type { ReadStore } from './adapters/readstore/port.js';
 import { SqliteEventStore } from './adapters/eventstore/sqlite.js';
+import { withoutCredentials } from './shared/without-credentials.js';
 import { BatchCompleter } from './workers/batch-completer.js';
 import { EsdbEventStore } from './adapters/eventstore/esdb.js';
 import { EmbeddedReadStore } from './adapters/readstore/embedded.js';
@@ -382,8 +383,6 @@ function recordLater(check: IdentityCheck, logger: Logger): void {
   pendingRecords.add(attempt);
 }
 
-const withoutCredentials = (url: string): string => url.replace(/\/\/[^@/]*@/, '//');
-
 /** The `workers` role: bus consumers and schedulers. */
 function createWorkers(platform: Platform, services: Services, config: Config, metrics: Metrics): Worker[] {
   const { comms } = config;
@@ -588,7 +587,8 @@ async function readiness(platform: Platform, runner?: ProjectionRunner): Promise
       await withTimeout(probe(), probeMs);
       return { ok: true };
     } catch (error) {
-      return { ok: false, error: error instanceof Error ? error.message : String(error) };
+      // Unauthenticated: a driver's message may hold its connection string, never its password.
+      return { ok: false, error: withoutCredentials(error instanceof Error ? error.message : String(error)) };
     }
   };
   const [eventStore, readStore, bus, lag] = await Promise.all([

@@ -62,6 +62,21 @@ describe('an event store that is down, refuses, or stalls', () => {
     expect(again.status).toBe(200);
     expect(again.body.checks.projections).toMatchObject({ ok: true, lag: expect.any(Number) });
   }, 20_000);
+
+  it('shows a store error on /readyz (unauthenticated) without the password of a connection string in it', async () => {
+    store.failure = new StoreUnavailableError('unavailable', 'cannot reach esdb://admin:changeit@db.internal:2113?tls=false (test)', true);
+    try {
+      const ready = await request(service.url, 'GET', '/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body.checks.eventStore.error).toContain('esdb://admin:***@db.internal:2113');
+      expect(JSON.stringify(ready.body)).not.toContain('changeit');
+    } finally {
+      store.failure = undefined;
+    }
+    const again = await request(service.url, 'GET', '/readyz');
+    expect(again.status).toBe(200);
+    expect(again.body.checks.projections).toMatchObject({ ok: true, lag: expect.any(Number) });
+  }, 20_000);
 });
 
 describe('EventStoreDB errors and settings in the port’s terms', () => {
