@@ -238,3 +238,21 @@ describe('one request followed end to end (issue 12 item 2)', () => {
     expect(line.traceId).not.toBe('00000000000000000000000000000000');
   });
 });
+
+describe('logged errors', () => {
+  it('carry no password of a connection string, in the message or the stack', () => {
+    const written: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        written.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const logger = createLogger('info', sink);
+    logger.error({ err: new Error('connect ECONNREFUSED mongodb://reader:s3cret-pw@mongo.internal:27017/checkin') }, 'the read store is unreachable');
+    const line = JSON.parse(written.join('')) as { err: { message: string; stack: string; type: string } };
+    expect(line.err.message).toBe('connect ECONNREFUSED mongodb://reader:***@mongo.internal:27017/checkin');
+    expect(line.err.type).toBe('Error');
+    expect(written.join('')).not.toContain('s3cret-pw');
+  });
+});
