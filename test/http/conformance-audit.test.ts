@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
 import path from 'node:path';
 import { readOutbox } from '../support/mail-readers.js';
 import { eventually } from '../webhooks/receiver.js';
@@ -10,9 +10,6 @@ import { eventually } from '../webhooks/receiver.js';
  */
 let service: TestService;
 let alice: Client;
-
-const newEvent = async (client: Client) =>
-  (await client.call('POST', '/checkin/v1/api/event', { title: 'Ball', startTime: '2026-01-01T18:00:00Z', endTime: '2027-12-31T23:00:00Z' })).body.id as string;
 
 beforeAll(async () => {
   service = await startTestService();

@@ -1,14 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, passwordToken, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, newEvent, passwordToken, startTestService, type Client, type TestService } from '../support/service.js';
 
 /** Issue 10, items 5, 6, 8, 9 and 11: guests and the door as the spec reads (docs/guests.md). */
 let service: TestService;
 let alice: Client;
 let bob: Client;
 
-const newEvent = async (client: Client, fields: Record<string, unknown> = {}) =>
-  (await client.call('POST', '/checkin/v1/api/event', { title: 'Ball', startTime: '2026-01-01T18:00:00Z', endTime: '2027-12-31T23:00:00Z', ...fields })).body.id as string;
 const createGuest = (client: Client, body: Record<string, unknown>) => client.call('POST', '/checkin/v1/api/guest', body);
 const history = async (client: Client, guestId: string) =>
   ((await client.call('GET', `/checkin/v1/api/guest/${guestId}/history`)).body.events as { type: string; actor: unknown; data: any }[]);

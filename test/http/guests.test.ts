@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, passwordToken, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, newEvent, passwordToken, startTestService, type Client, type TestService } from '../support/service.js';
 
 let service: TestService;
 let alice: Client;
 let bob: Client;
 let eventId: string;
-
-const newEvent = async (client: Client) =>
-  (await client.call('POST', '/checkin/v1/api/event', { title: 'Ball', startTime: '2026-01-01T18:00:00Z', endTime: '2027-12-31T23:00:00Z' })).body.id as string;
 
 beforeAll(async () => {
   service = await startTestService();

@@ -95,6 +95,13 @@ export async function request(
 
 let counter = 0;
 
+/** Creates an event of the client (title "Ball", 2026-01-01 to 2027-12-31, `fields` on top) and returns its id. */
+export async function newEvent(client: Client, fields: Record<string, unknown> = {}): Promise<string> {
+  const reply = await client.call('POST', '/checkin/v1/api/event', { title: 'Ball', startTime: '2026-01-01T18:00:00Z', endTime: '2027-12-31T23:00:00Z', ...fields });
+  if (reply.status !== 200) throw new Error(`event create failed: ${reply.status} ${JSON.stringify(reply.body)}`);
+  return reply.body.id as string;
+}
+
 /** Opens an account through the admin API and logs in with client_credentials. */
 export async function createClient(
   service: { url: string },
