@@ -219,6 +219,8 @@ class Documents {
   private readonly checkpoints = new Map<string, number | null>();
   /** One statement that advances every checkpoint a batch moves, by how many it moves (a dozen projections: one statement, not twelve). */
   private readonly advanceAll = new Map<number, Database.Statement>();
+  /** One transaction wrapper made once (better-sqlite3 builds its begin/commit functions per `transaction` call). */
+  private readonly persistInTransaction: (dirty: Map<CollectionState, Map<string, Body | null>>, checkpoints: Checkpoint[]) => void;
 
   /**
    * Copies the WAL into the file and truncates it, so no old page versions stay in the WAL.
@@ -311,9 +313,6 @@ class Documents {
   }
 
   /** Each document's final version of the batch is serialised once, however many ops changed it. */
-  /** One transaction wrapper made once (better-sqlite3 builds its begin/commit functions per `transaction` call). */
-  private readonly persistInTransaction: (dirty: Map<CollectionState, Map<string, Body | null>>, checkpoints: Checkpoint[]) => void;
-
   private persist(dirty: Map<CollectionState, Map<string, Body | null>>, checkpoints: Checkpoint[]): void {
     this.persistInTransaction(dirty, checkpoints);
     // Committed: what the file now holds (never moved backwards).

@@ -103,7 +103,6 @@ export const VisibleText = (max?: number) => {
   return max === undefined ? text : text.max(max);
 };
 
-export { EMAIL_PATTERN };
 /**
  * An email address as the service accepts it. The same pattern validates and is published,
  * so a client generated from /openapi.json sends only addresses that are accepted.
