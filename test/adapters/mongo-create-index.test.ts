@@ -13,7 +13,7 @@ const url = process.env.MONGO_URL;
 const dbName = `create_index_${Date.now()}_${process.pid}`;
 const ferretError = (name: string) => new MongoServerError({ message: `SQL logic error: index things_${name} already exists (1)`, ok: 0 });
 
-describe.skipIf(!url)('MongoDB read store: createIndex when the server says the index already exists', () => {
+describe.skipIf(!url)('MongoDB read store: createIndex when the server says the index already exists (MONGO_URL; skipped without one, always set under CI)', () => {
   let store: MongoReadStore;
   beforeAll(() => {
     store = new MongoReadStore({ url: url!, dbName });
