@@ -8,7 +8,7 @@
 export interface SendGridResponseError {
   code: number;
   message: string;
-  response: { body?: unknown };
+  response: { body?: unknown; headers?: Record<string, unknown> };
 }
 
 export function isResponseError(error: unknown): error is SendGridResponseError {
@@ -20,21 +20,81 @@ export function isResponseError(error: unknown): error is SendGridResponseError 
 const retryableClientStatuses = new Set([408, 429]);
 
 export type SendGridFailure =
-  | { kind: 'response'; status: number; statusText: string; permanent: boolean; messages: string[] }
-  /** Network failures and timeouts (axios errors), or anything unexpected: worth another try. */
-  | { kind: 'unreachable'; reason: string };
+  | {
+      kind: 'response';
+      status: number;
+      statusText: string;
+      permanent: boolean;
+      messages: string[];
+      /** 429: how long until SendGrid's rate limit resets (`X-RateLimit-Reset`, or `Retry-After`), capped at an hour. */
+      retryAfterMs?: number;
+    }
+  /**
+   * No answer: network failures and timeouts (axios errors), or anything unexpected; worth another
+   * try. `requestSent` false: the connection failed before the request could go out (refused, no
+   * DNS, no route, TLS), so SendGrid cannot have acted on it. True: it may have (a timeout, a
+   * connection dropped while waiting for the answer).
+   */
+  | { kind: 'unreachable'; reason: string; requestSent: boolean };
+
+/**
+ * Error codes of a connection that never carried the request: the socket did not connect (refused,
+ * no DNS answer, no route) or TLS did not complete, so nothing was written to it.
+ */
+const notSentCodes = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** Longest wait a rate-limit answer may ask for; a reset further away is taken as this. */
+const MAX_RETRY_AFTER_MS = 3_600_000;
 
 /** The failure in our terms; `withFields` adds SendGrid's `field` to each message. */
 export function sendGridFailure(error: unknown, options: { withFields?: boolean } = {}): SendGridFailure {
-  if (!isResponseError(error)) return { kind: 'unreachable', reason: (error as Error)?.message ?? String(error) };
+  if (!isResponseError(error)) {
+    const code = (error as { code?: unknown } | undefined)?.code;
+    return { kind: 'unreachable', reason: (error as Error)?.message ?? String(error), requestSent: !(typeof code === 'string' && notSentCodes.has(code)) };
+  }
   const status = error.code;
+  const retryAfterMs = status === 429 ? rateLimitWait(error.response.headers ?? {}, Date.now()) : undefined;
   return {
     kind: 'response',
     status,
     statusText: error.message,
     permanent: status >= 400 && status < 500 && !retryableClientStatuses.has(status),
     messages: providerMessages(error.response.body, options.withFields ?? false),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
   };
+}
+
+/**
+ * How long a 429 asks to wait. SendGrid sends `X-RateLimit-Reset`, the Unix time (seconds) when
+ * the limit's refresh period ends (v3 API "Rate Limits"); `Retry-After` (seconds or an HTTP date)
+ * is read too, in case a proxy in front answers. Undefined when neither is usable.
+ */
+export function rateLimitWait(headers: Record<string, unknown>, now: number): number | undefined {
+  const header = (name: string): string | undefined => {
+    const value = Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
+    return typeof value === 'string' || typeof value === 'number' ? String(value).trim() : undefined;
+  };
+  const waits: number[] = [];
+  const reset = header('x-ratelimit-reset');
+  if (reset && /^\d+$/.test(reset)) waits.push(Number(reset) * 1000 - now);
+  const retryAfter = header('retry-after');
+  if (retryAfter && /^\d+$/.test(retryAfter)) waits.push(Number(retryAfter) * 1000);
+  else if (retryAfter && !Number.isNaN(Date.parse(retryAfter))) waits.push(Date.parse(retryAfter) - now);
+  if (waits.length === 0) return undefined;
+  return Math.min(Math.max(0, ...waits), MAX_RETRY_AFTER_MS);
 }
 
 /** `{"errors":[{"message","field","help"}]}`, as SendGrid answers 4xx and most 5xx. */

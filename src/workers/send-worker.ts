@@ -58,6 +58,22 @@ export interface SendSettings {
 
 export const sendWorkerGroup = 'send-worker';
 
+/**
+ * A failed attempt in the invitation's terms. `retryAfterMs` is set when another attempt may follow,
+ * no sooner than that (the provider's rate-limit reset, else 0). A hand-over whose outcome is unknown
+ * (the provider may have accepted it: a timeout) is not retried: a guest getting the invitation twice
+ * is worse than an organizer seeing one failure (docs/invitations.md, Exactly one email).
+ */
+function attemptFailure(error: unknown): { code: SendFailureCode; error: string; permanent: boolean; retryAfterMs?: number } {
+  if (!(error instanceof MailerError)) return { code: 'render_failed', error: `the email could not be built: ${(error as Error).message}`, permanent: true };
+  if (error.outcomeUnknown) {
+    const advice = 'check the provider activity, then send again with POST /comms/v1/api/comms/send';
+    return { code: 'outcome_unknown', error: `${error.message}; ${advice}`, permanent: false };
+  }
+  if (error.permanent) return { code: 'provider_rejected', error: error.message, permanent: true };
+  return { code: 'provider_unavailable', error: error.message, permanent: false, retryAfterMs: error.retryAfterMs ?? 0 };
+}
+
 type Refusal = { refuse: SendFailureCode; error: string };
 type Prepared = { message: MailMessage; attachPdf: boolean; templateName: string };
 
@@ -263,11 +279,9 @@ export class SendWorker implements Worker {
 
   private async recordFailure(invitationId: string, clientId: string, attempt: number, error: unknown): Promise<void> {
     if (!(error instanceof MailerError)) this.logger.error({ err: error, invitationId }, 'the invitation email could not be built');
-    const failure = error instanceof MailerError
-      ? { code: error.permanent ? ('provider_rejected' as const) : ('provider_unavailable' as const), error: error.message, permanent: error.permanent }
-      : { code: 'render_failed' as const, error: `the email could not be built: ${(error as Error).message}`, permanent: true };
+    const { retryAfterMs, ...failure } = attemptFailure(error);
     const delay = this.settings.retryDelaysMs[attempt - 1];
-    const retryAt = !failure.permanent && delay !== undefined ? new Date(Date.now() + delay).toISOString() : undefined;
+    const retryAt = retryAfterMs !== undefined && delay !== undefined ? new Date(Date.now() + Math.max(delay, retryAfterMs)).toISOString() : undefined;
     await this.decide(clientId, invitationId, { type: 'RecordAttemptFailed', attempt, ...failure, ...(retryAt ? { retryAt } : {}), at: this.now() });
     if (retryAt) this.queue!.enqueue(invitationId, clientId, Date.parse(retryAt));
   }

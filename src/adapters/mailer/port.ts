@@ -47,16 +47,33 @@ export interface MailReceipt {
   providerMessageId: string;
 }
 
+/** What a MailerError adds for the sender's retry decision. */
+export interface MailerErrorDetails {
+  /**
+   * The provider may have accepted the message although the hand-over failed (a timeout, or the
+   * connection dropped after the request went out). Sending it again could deliver it twice.
+   */
+  outcomeUnknown?: boolean;
+  /** The provider asked not to be called again before this many milliseconds (a rate limit's reset). */
+  retryAfterMs?: number;
+}
+
 /** The provider did not accept the message. `permanent`: sending the same message again cannot succeed. */
 export class MailerError extends Error {
+  readonly outcomeUnknown: boolean;
+  readonly retryAfterMs?: number;
+
   constructor(
     message: string,
     readonly permanent: boolean,
     /** The provider's answer when there was one: HTTP status (SendGrid) or SMTP reply code. */
     readonly statusCode?: number,
+    details: MailerErrorDetails = {},
   ) {
     super(message);
     this.name = 'MailerError';
+    this.outcomeUnknown = details.outcomeUnknown ?? false;
+    if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
   }
 }
 

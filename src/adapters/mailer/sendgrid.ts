@@ -5,8 +5,8 @@
  */
 import { Client } from '@sendgrid/client';
 import { MailService, type MailDataRequired } from '@sendgrid/mail';
-import { MailerError, type Mailer, type MailMessage, type MailReceipt } from './port.js';
-import { sendGridFailure } from '../sendgrid-errors.js';
+import { MailerError, type MailAddress, type Mailer, type MailMessage, type MailReceipt } from './port.js';
+import { isResponseError, sendGridFailure } from '../sendgrid-errors.js';
 
 export interface SendGridMailerOptions {
   apiKey: string;
@@ -32,8 +32,10 @@ export class SendGridMailer implements Mailer {
   }
 
   async send(message: MailMessage): Promise<MailReceipt> {
+    const data = toSendGrid(message);
+    checkSize(data);
     try {
-      const [response] = await this.service.send(toSendGrid(message));
+      const [response] = await this.service.send(data);
       // SendGrid always sets it on 202; a message accepted without one is still accepted.
       return { providerMessageId: String(response.headers?.['x-message-id'] ?? '') };
     } catch (error) {
@@ -48,11 +50,13 @@ export class SendGridMailer implements Mailer {
 function toSendGrid(message: MailMessage): MailDataRequired {
   return {
     from: message.from,
-    to: message.to,
+    to: recipient(message.to),
     replyTo: message.replyTo,
     subject: message.subject,
     html: message.html,
-    text: message.text,
+    // SendGrid refuses an empty content value (400 "The content value must be a string at least one
+    // character in length"): html that renders to no text (an image only) goes without a text part.
+    ...(message.text ? { text: message.text } : {}),
     attachments: message.attachments?.map((attachment) => ({
       filename: attachment.filename,
       type: attachment.contentType,
@@ -66,10 +70,51 @@ function toSendGrid(message: MailMessage): MailDataRequired {
   };
 }
 
+/**
+ * SendGrid's mail/send limits ("Mail Send: Limitations"): the whole email, attachments included,
+ * under 30 MB. The JSON body is what SendGrid measures (413 "The JSON payload you have included in
+ * your request is too large"), so it is weighed as sent; a larger one is refused here, permanently,
+ * instead of uploading it to be refused (or cut off mid-upload, which would leave its outcome unknown).
+ */
+export const SENDGRID_MAX_MESSAGE_BYTES = 30 * 1024 * 1024;
+
+function checkSize(data: MailDataRequired): void {
+  const bytes = Buffer.byteLength(JSON.stringify(data));
+  if (bytes >= SENDGRID_MAX_MESSAGE_BYTES) {
+    const mb = (n: number) => (n / 1024 / 1024).toFixed(1);
+    throw new MailerError(`the email is ${mb(bytes)} MB with its attachments; SendGrid takes less than ${mb(SENDGRID_MAX_MESSAGE_BYTES)} MB`, true, 413);
+  }
+}
+
+/**
+ * SendGrid refuses a recipient name with `;` or `,` (400; "Mail Send: Limitations": to.name cannot
+ * include either). A guest named "Smith, Jr." still gets the email, named "Smith Jr.".
+ */
+function recipient(address: MailAddress): MailAddress {
+  if (address.name === undefined) return address;
+  const name = address.name.replace(/[;,]/g, ' ').replace(/\s+/g, ' ').trim();
+  return name ? { email: address.email, name } : { email: address.email };
+}
+
 /** The provider's refusal (permanent or not) as a MailerError; see sendgrid-errors.ts for what is kept. */
 function toMailerError(error: unknown): MailerError {
+  // @sendgrid/mail's helpers check the data before any request and reject with a plain Error: the same
+  // message would be refused again. (Network failures come as axios errors, answers as ResponseError.)
+  if (!isResponseError(error) && (error as { isAxiosError?: unknown } | undefined)?.isAxiosError !== true) {
+    return new MailerError(`SendGrid's client refused the message before sending it: ${(error as Error)?.message ?? String(error)}`, true);
+  }
   const failure = sendGridFailure(error, { withFields: true });
-  if (failure.kind === 'unreachable') return new MailerError(`SendGrid unreachable: ${failure.reason}`, false);
+  if (failure.kind === 'unreachable') {
+    if (!failure.requestSent) return new MailerError(`SendGrid unreachable: ${failure.reason}`, false);
+    return new MailerError(
+      `SendGrid did not answer (${failure.reason}) after the email was handed over; it may have accepted it, so it is not sent again`,
+      false,
+      undefined,
+      { outcomeUnknown: true },
+    );
+  }
   const text = `SendGrid rejected the message (${failure.status}${failure.statusText ? ` ${failure.statusText}` : ''})`;
-  return new MailerError(failure.messages.length ? `${text}: ${failure.messages.join('; ')}` : text, failure.permanent, failure.status);
+  return new MailerError(failure.messages.length ? `${text}: ${failure.messages.join('; ')}` : text, failure.permanent, failure.status, {
+    ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
+  });
 }
