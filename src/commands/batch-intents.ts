@@ -376,6 +376,8 @@ export interface CompleterOptions {
 }
 
 const settledCheckpoint = 'batchlog:settled';
+/** Events of the batch log read at once by the completer. */
+const logPage = 100;
 
 /**
  * The process manager: finishes every batch whose intent is recorded but whose outcome is
@@ -389,7 +391,9 @@ export async function completeOpenBatches(store: EventStore, options: CompleterO
   let last = settled;
   const closed = new Set<string>();
   for (let from = settled + 1; ; ) {
-    const page = await store.readStream(batchLogStream, { fromRevision: from, maxCount: 500 });
+    // Intents are large (every command and event of a batch) and most are closed: the pass reads
+    // them without their sealed items, and an open one is read whole below.
+    const page = await store.readStream(batchLogStream, { fromRevision: from, maxCount: logPage, personalData: false });
     for (const event of page as unknown as (StoredEvent & (Started | Completed | Aborted | Released))[]) {
       last = event.revision;
       if (event.type === 'BatchStarted') {
@@ -406,7 +410,7 @@ export async function completeOpenBatches(store: EventStore, options: CompleterO
         if (entry) entry.aborted = true;
       }
     }
-    if (page.length < 500) break;
+    if (page.length < logPage) break;
     from = last + 1;
   }
   let completed = 0;
@@ -436,6 +440,10 @@ export async function completeOpenBatches(store: EventStore, options: CompleterO
         open.delete(batchId);
         continue;
       }
+    }
+    if (entry.parts === undefined && entry.intent.items === undefined) {
+      const [started] = (await store.readStream(batchLogStream, { fromRevision: entry.revision, maxCount: 1 })) as unknown as (StoredEvent & Started)[];
+      if (started?.data.batchId === batchId) entry.intent = started.data as BatchIntent;
     }
     // Items are sealed with the batch's own key (docs/personal-data.md), deleted only once the batch completed.
     if (!Array.isArray(entry.intent.items)) {
