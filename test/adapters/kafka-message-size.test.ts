@@ -15,6 +15,7 @@ import {
   type Consumer,
   type OutgoingMessage,
 } from '../../src/adapters/bus/port.js';
+import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { realServer } from '../support/real-servers.js';
 
@@ -36,6 +37,17 @@ function messageOf(key: string, bytes: number, headers: Record<string, string> =
   const base = messageBytes({ key, value: '', headers });
   return { key, value: 'v'.repeat(bytes - base), headers };
 }
+
+describe('KAFKA_MAX_BATCH_BYTES (no broker needed)', () => {
+  it('defaults to 1,000,000 and refuses less than 16,384, in the config and in the bus', () => {
+    expect(loadConfig({}).kafkaMaxBatchBytes).toBe(1_000_000);
+    expect(loadConfig({ KAFKA_MAX_BATCH_BYTES: '500000' }).kafkaMaxBatchBytes).toBe(500_000);
+    expect(() => loadConfig({ KAFKA_MAX_BATCH_BYTES: '1000' })).toThrow(/KAFKA_MAX_BATCH_BYTES must be at least 16384/);
+    expect(() => new KafkaBus({ brokers: ['127.0.0.1:9'], clientId: 'size', maxBatchBytes: 1000 })).toThrow(/maxBatchBytes must be an integer of at least 16384/);
+    const bus = new KafkaBus({ brokers: ['127.0.0.1:9'], clientId: 'size' });
+    expect(bus.maxMessageBytes).toBe(1_000_000 - 61);
+  });
+});
 
 const kafka = await realServer('kafka');
 const buses: KafkaBus[] = [];
