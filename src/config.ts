@@ -10,6 +10,8 @@ export interface Config {
   dataDir: string;
   logLevel: string;
   eventStoreUrl?: string;
+  /** EventStoreDB's `MaxAppendSize` as the server is configured (EVENTSTORE_MAX_APPEND_SIZE). */
+  eventStoreMaxAppendBytes: number;
   mongoUrl?: string;
   mongoDb: string;
   kafkaBrokers?: string[];
@@ -158,6 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR || './data'),
     logLevel: env.LOG_LEVEL || 'info',
     eventStoreUrl: env.EVENTSTORE_URL || undefined,
+    eventStoreMaxAppendBytes: int('EVENTSTORE_MAX_APPEND_SIZE', 1_048_576),
     mongoUrl: env.MONGO_URL || undefined,
     mongoDb: env.MONGO_DB || 'checkin',
     kafkaBrokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean) : undefined,
@@ -198,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const problem = connectionStringProblem(config.eventStoreUrl);
     if (problem) problems.push(`EVENTSTORE_URL must be an EventStoreDB connection string such as esdb://localhost:2113?tls=false: ${problem}`);
   }
+  if (config.eventStoreMaxAppendBytes < 65_536) problems.push('EVENTSTORE_MAX_APPEND_SIZE must be at least 65536 (bytes; the server default is 1048576)');
   if (env.READ_STORE_MISMATCH && !['refuse', 'rebuild'].includes(env.READ_STORE_MISMATCH)) {
     problems.push(`READ_STORE_MISMATCH must be refuse or rebuild, got "${env.READ_STORE_MISMATCH}"`);
   }

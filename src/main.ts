@@ -139,7 +139,7 @@ export function createPlatform(
   const file = (name: string) => path.join(config.dataDir, name);
   // Appends are timed, stamped with the current trace and logged (src/observability/observed-event-store.ts).
   const embeddedEvents = config.eventStoreUrl ? undefined : new SqliteEventStore(file('events.sqlite'), { synchronous: config.sqliteSynchronous });
-  const observed = observedEventStore(wrapEventStore(embeddedEvents ?? new EsdbEventStore(config.eventStoreUrl!)), { logger, ...(metrics ? { metrics } : {}) });
+  const observed = observedEventStore(wrapEventStore(embeddedEvents ?? new EsdbEventStore(config.eventStoreUrl!, { maxAppendBytes: config.eventStoreMaxAppendBytes })), { logger, ...(metrics ? { metrics } : {}) });
   const dataKeys = createDataKeys(config, logger, embeddedEvents);
   const eventStore = dataKeys ? sealedEventStore(observed, dataKeys, { logger: logger.child({ adapter: 'personal-data' }) }) : observed;
   const readStore = config.mongoUrl

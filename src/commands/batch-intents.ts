@@ -1,4 +1,5 @@
 import {
+  AppendTooLargeError,
   ConcurrencyError,
   type EventStore,
   type ExpectedRevision,
@@ -37,6 +38,9 @@ export type BatchStage = 'claim' | 'main' | 'release';
 
 /** The stream all intents and their outcomes go to; read forwards by the completer. */
 export const batchLogStream = 'batchlog';
+
+/** Where an intent too large for one append keeps its items, in parts (see `recordIntent`). */
+export const intentPartsStream = (batchId: string): string => `${batchLogStream}-parts-${batchId}`;
 
 const deciders = new Map<string, Decider<any, any, any>>([
   ['guest', guestDecider],
@@ -101,9 +105,16 @@ export type BatchOutcome =
   | { status: 'completed'; items: ItemOutcome[] }
   | { status: 'aborted'; item: number; error: DomainError | ConcurrencyError };
 
-type Started = { type: 'BatchStarted'; data: BatchIntent };
+/** An intent in parts has `parts` instead of `items`. */
+type Started = { type: 'BatchStarted'; data: BatchIntent | (Omit<BatchIntent, 'items'> & { items?: undefined; parts: number }) };
 type Completed = { type: 'BatchCompleted'; data: { batchId: string; skipped: { item: number; code: string; message: string }[] } };
 type Aborted = { type: 'BatchAborted'; data: { batchId: string; item: number; code: string; message: string } };
+/** After an aborted batch gave its claims back: its intent is not read again (its key goes). */
+type Released = { type: 'BatchReleased'; data: { batchId: string } };
+/** One slice of the items' JSON text. */
+type Part = { type: 'BatchIntentPart'; data: { batchId: string; part: number; items: string } };
+/** Written by the completer into a parts stream its writer left unfinished: the writer's next part conflicts. */
+type Abandoned = { type: 'BatchIntentAbandoned'; data: { batchId: string } };
 
 const metadataOf = (context: IntentContext, batch?: { id: string; item: number }): NewEvent['metadata'] => ({
   tenantId: context.tenantId,
@@ -210,9 +221,75 @@ async function releaseClaims(store: EventStore, intent: BatchIntent, which: (ite
   }
 }
 
-/** Writes the intent: from here on the batch is completed, by this process or by the completer. */
+/** Would the store refuse this append for its size? Only a store with a limit says (EventStoreDB). */
+function tooLarge(store: EventStore, streamName: string, events: NewEvent[]): boolean {
+  try {
+    store.checkAppendSizes?.([{ streamName, events, expectedRevision: 'any' }]);
+    return false;
+  } catch (error) {
+    if (error instanceof AppendTooLargeError) return true;
+    throw error;
+  }
+}
+
+const partEvent = (intent: BatchIntent, part: number, items: string): NewEvent => logEvent(intent, `part:${part}`, 'BatchIntentPart', { batchId: intent.batchId, part, items });
+
+/** The items' JSON text cut into slices that each fit one append (never inside a surrogate pair). */
+function partsOf(store: EventStore, intent: BatchIntent, text: string): string[] {
+  const stream = intentPartsStream(intent.batchId);
+  const parts: string[] = [];
+  let length = Math.floor((store.maxAppendBytes ?? text.length) / 2);
+  for (let at = 0; at < text.length; ) {
+    let end = Math.min(text.length, at + length);
+    const high = text.charCodeAt(end - 1);
+    if (end < text.length && high >= 0xd800 && high <= 0xdbff) end -= 1;
+    if (end > at && !tooLarge(store, stream, [partEvent(intent, parts.length, text.slice(at, end))])) {
+      parts.push(text.slice(at, end));
+      at = end;
+      continue;
+    }
+    if (length <= 1) throw new Error(`batch ${intent.batchId}: not even one character of its intent fits an append of the event store`);
+    length = Math.floor(length * 0.75);
+  }
+  return parts;
+}
+
+/**
+ * Writes the intent: from here on the batch is completed, by this process or by the completer.
+ * An intent larger than the store takes in one append (EventStoreDB's MaxAppendSize: 200
+ * guests with images) is written as a `BatchStarted` that names its number of parts, then the
+ * parts, each a slice of the items' JSON, in a stream of the batch's own with expected
+ * revisions. The batch is applied only after its last part is stored; a completer that finds
+ * parts missing long after the writer started appends `BatchIntentAbandoned` there at the next
+ * revision (so a writer still at work fails on its next part) and aborts the batch, which has
+ * applied nothing. docs/eventstore.md, "Size of an append".
+ */
 export async function recordIntent(store: EventStore, intent: BatchIntent): Promise<void> {
-  await store.append(batchLogStream, [logEvent(intent, 'started', 'BatchStarted', intent as unknown as Record<string, unknown>)], 'any');
+  const whole = logEvent(intent, 'started', 'BatchStarted', intent as unknown as Record<string, unknown>);
+  if (!tooLarge(store, batchLogStream, [whole])) {
+    await store.append(batchLogStream, [whole], 'any');
+    return;
+  }
+  const parts = partsOf(store, intent, JSON.stringify(intent.items));
+  const { items: _items, ...header } = intent;
+  await store.append(batchLogStream, [logEvent(intent, 'started', 'BatchStarted', { ...header, parts: parts.length })], 'any');
+  for (const [part, items] of parts.entries()) {
+    await store.append(intentPartsStream(intent.batchId), [partEvent(intent, part, items)], part === 0 ? 'no_stream' : part - 1);
+  }
+}
+
+/** The items of an intent written in parts; `incomplete` while parts are missing, `abandoned` once a completer gave up on them. */
+async function itemsFromParts(store: EventStore, batchId: string, parts: number): Promise<{ items: unknown; found: number } | { missing: 'incomplete' | 'abandoned'; found: number }> {
+  const events = (await store.readStream(intentPartsStream(batchId))) as unknown as (StoredEvent & (Part | Abandoned))[];
+  if (events.some((e) => e.type === 'BatchIntentAbandoned')) return { missing: 'abandoned', found: events.length };
+  if (events.length < parts) return { missing: 'incomplete', found: events.length };
+  // A part whose key is gone has no `items`: the joined text is then no JSON array, and the caller says so.
+  const text = events.map((e) => (e.type === 'BatchIntentPart' && typeof e.data.items === 'string' ? e.data.items : '')).join('');
+  try {
+    return { items: JSON.parse(text), found: events.length };
+  } catch {
+    return { items: undefined, found: events.length };
+  }
 }
 
 /** Runs (or runs again) a recorded batch to its end: completed, or aborted with its claims given back. */
@@ -264,7 +341,29 @@ async function abort(store: EventStore, intent: BatchIntent, item: number, error
   // it gives the claims back too, and never reads a released claim as one to build on.
   await store.append(batchLogStream, [logEvent(intent, 'aborted', 'BatchAborted', aborted)], 'any');
   await releaseClaims(store, intent, () => true);
+  await recordReleased(store, intent);
   return { status: 'aborted', item, error };
+}
+
+/** An aborted batch gave its claims back: its intent is not needed again, and its data key goes (keyEndRules). */
+async function recordReleased(store: EventStore, intent: Pick<BatchIntent, 'batchId' | 'context'>): Promise<void> {
+  const released: Released['data'] = { batchId: intent.batchId };
+  await store.append(batchLogStream, [logEvent(intent as BatchIntent, 'released', 'BatchReleased', released)], 'any');
+}
+
+/**
+ * Ends a parts stream its writer left short, at the revision after the parts found: false when
+ * the writer appended another part meanwhile (it is still at work; look again later).
+ */
+async function abandonParts(store: EventStore, intent: BatchIntent, found: number): Promise<boolean> {
+  const abandoned: Abandoned['data'] = { batchId: intent.batchId };
+  try {
+    await store.append(intentPartsStream(intent.batchId), [logEvent(intent, 'abandoned', 'BatchIntentAbandoned', abandoned)], found === 0 ? 'no_stream' : found - 1);
+    return true;
+  } catch (error) {
+    if (error instanceof ConcurrencyError) return false;
+    throw error;
+  }
 }
 
 export interface CompleterOptions {
@@ -277,6 +376,8 @@ export interface CompleterOptions {
 }
 
 const settledCheckpoint = 'batchlog:settled';
+/** Events of the batch log read at once by the completer. */
+const logPage = 100;
 
 /**
  * The process manager: finishes every batch whose intent is recorded but whose outcome is
@@ -286,16 +387,21 @@ export async function completeOpenBatches(store: EventStore, options: CompleterO
   const now = options.now ?? (() => new Date());
   const graceMs = options.olderThanMs ?? 0;
   const settled = (await options.checkpoints?.getCheckpoint(settledCheckpoint)) ?? -1;
-  const open = new Map<string, { intent: BatchIntent; revision: number; recordedAt: string; aborted: boolean }>();
+  const open = new Map<string, { intent: BatchIntent; parts?: number; revision: number; recordedAt: string; aborted: boolean }>();
   let last = settled;
   const closed = new Set<string>();
   for (let from = settled + 1; ; ) {
-    const page = await store.readStream(batchLogStream, { fromRevision: from, maxCount: 500 });
-    for (const event of page as unknown as (StoredEvent & (Started | Completed | Aborted))[]) {
+    // Intents are large (every command and event of a batch) and most are closed: the pass reads
+    // them without their sealed items, and an open one is read whole below.
+    const page = await store.readStream(batchLogStream, { fromRevision: from, maxCount: logPage, personalData: false });
+    for (const event of page as unknown as (StoredEvent & (Started | Completed | Aborted | Released))[]) {
       last = event.revision;
       if (event.type === 'BatchStarted') {
-        if (!open.has(event.data.batchId) && !closed.has(event.data.batchId)) open.set(event.data.batchId, { intent: event.data, revision: event.revision, recordedAt: event.recordedAt, aborted: false });
-      } else if (event.type === 'BatchCompleted') {
+        const { parts, ...intent } = event.data as BatchIntent & { parts?: number };
+        if (!open.has(event.data.batchId) && !closed.has(event.data.batchId)) {
+          open.set(event.data.batchId, { intent, ...(typeof parts === 'number' ? { parts } : {}), revision: event.revision, recordedAt: event.recordedAt, aborted: false });
+        }
+      } else if (event.type === 'BatchCompleted' || event.type === 'BatchReleased') {
         open.delete(event.data.batchId);
         closed.add(event.data.batchId);
       }
@@ -304,13 +410,41 @@ export async function completeOpenBatches(store: EventStore, options: CompleterO
         if (entry) entry.aborted = true;
       }
     }
-    if (page.length < 500) break;
+    if (page.length < logPage) break;
     from = last + 1;
   }
   let completed = 0;
   let aborted = 0;
   let stillOpen = Number.POSITIVE_INFINITY;
   for (const [batchId, entry] of open) {
+    const young = now().getTime() - Date.parse(entry.recordedAt) < graceMs;
+    if (entry.parts !== undefined) {
+      const loaded = await itemsFromParts(store, batchId, entry.parts);
+      if ('items' in loaded) entry.intent.items = loaded.items as IntentItem[];
+      else if (loaded.missing === 'incomplete' && young) {
+        stillOpen = Math.min(stillOpen, entry.revision);
+        continue;
+      } else {
+        // Its writer stopped before the last part: nothing of the batch was applied, and nothing is to give back.
+        if (loaded.missing === 'incomplete' && !(await abandonParts(store, entry.intent, loaded.found))) {
+          stillOpen = Math.min(stillOpen, entry.revision);
+          continue;
+        }
+        if (!entry.aborted) {
+          const data: Aborted['data'] = { batchId, item: -1, code: 'intent_incomplete', message: 'the intent was not written whole; nothing of the batch was applied' };
+          await store.append(batchLogStream, [logEvent(entry.intent, 'aborted', 'BatchAborted', data)], 'any');
+          aborted += 1;
+        }
+        await recordReleased(store, entry.intent);
+        options.logger.warn({ batchId, correlationId: entry.intent.context.correlationId }, 'aborted a batch whose writer stopped before its intent was written whole');
+        open.delete(batchId);
+        continue;
+      }
+    }
+    if (entry.parts === undefined && entry.intent.items === undefined) {
+      const [started] = (await store.readStream(batchLogStream, { fromRevision: entry.revision, maxCount: 1 })) as unknown as (StoredEvent & Started)[];
+      if (started?.data.batchId === batchId) entry.intent = started.data as BatchIntent;
+    }
     // Items are sealed with the batch's own key (docs/personal-data.md), deleted only once the batch completed.
     if (!Array.isArray(entry.intent.items)) {
       options.logger.error({ batchId }, "a batch's intent cannot be read (its key is gone); it is left open: check the key store");
@@ -320,10 +454,11 @@ export async function completeOpenBatches(store: EventStore, options: CompleterO
     }
     if (entry.aborted) {
       await releaseClaims(store, entry.intent, () => true);
+      await recordReleased(store, entry.intent);
       open.delete(batchId);
       continue;
     }
-    if (now().getTime() - Date.parse(entry.recordedAt) < graceMs) {
+    if (young) {
       stillOpen = Math.min(stillOpen, entry.revision);
       continue;
     }

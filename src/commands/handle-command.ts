@@ -310,6 +310,8 @@ async function runIntent(
       };
     }),
   };
+  // An item the store would refuse for its size is refused now, before the intent: once recorded, a batch is applied whole.
+  store.checkAppendSizes?.(intent.items.filter((item) => item.events.length > 0).map(({ streamName, events, expectedRevision }) => ({ streamName, events, expectedRevision })));
   await recordIntent(store, intent);
   const outcome = await completeBatch(store, intent);
   for (const item of items) forget(store, item.streamName);

@@ -65,7 +65,8 @@ export const personalDataRules: readonly PersonalDataRule[] = [
   { streamPrefix: 'invitation-', types: ['SendStarted', 'SendSucceeded'], fields: ['to'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
   { streamPrefix: 'invitation-', types: ['ProviderEventReceived'], fields: ['email'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
   { streamPrefix: 'door-', types: ['UnmatchedScanRejected'], fields: ['lookup'], owner: (d, client) => unmatchedScanKeyId(client, d.scanId) },
-  { streamPrefix: 'batchlog', types: ['BatchStarted'], fields: ['items'], owner: (d, client) => batchIntentKeyId(client, d.batchId) },
+  // An intent too large for one append is written in parts (`batchlog-parts-<batchId>`), each a slice of the items' JSON.
+  { streamPrefix: 'batchlog', types: ['BatchStarted', 'BatchIntentPart'], fields: ['items'], owner: (d, client) => batchIntentKeyId(client, d.batchId) },
 ];
 
 /** An event whose append ends the need for a data key: the event store codec deletes the key once the event is stored. */
@@ -76,8 +77,9 @@ export interface KeyEndRule {
 }
 
 export const keyEndRules: readonly KeyEndRule[] = [
-  // A completed batch's intent is never read again (an aborted one is: its claims may still have to be given back).
+  // A completed batch's intent is never read again; an aborted one is read until its claims are given back (BatchReleased).
   { streamPrefix: 'batchlog', type: 'BatchCompleted', keyId: (d, client) => batchIntentKeyId(client, d.batchId) },
+  { streamPrefix: 'batchlog', type: 'BatchReleased', keyId: (d, client) => batchIntentKeyId(client, d.batchId) },
 ];
 
 // By event type, so the codec's look-up per appended or read event is one Map get.

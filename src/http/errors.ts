@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ZodError } from 'zod';
 import { DomainError } from '../domain/decider.js';
-import { ConcurrencyError, StoreUnavailableError } from '../adapters/eventstore/port.js';
+import { AppendTooLargeError, ConcurrencyError, StoreUnavailableError } from '../adapters/eventstore/port.js';
 import { DuplicateKeyError } from '../adapters/readstore/port.js';
 import { InvalidCursorError } from '../adapters/readstore/cursor.js';
 
@@ -63,6 +63,15 @@ export function toHttpError(error: unknown): HttpError {
         : 'the event store refused this service; an operator must fix its configuration (see the service log)',
       undefined,
       error.retryable ? { 'retry-after': String(storeRetryAfterSeconds) } : undefined,
+    );
+  }
+  if (error instanceof AppendTooLargeError) {
+    return new HttpError(
+      413,
+      'payload_too_large',
+      `what this request would store is larger than the event store takes in one write (${error.limit} bytes` +
+        `${error.bytes === undefined ? '' : `; this is ${error.bytes}`}); nothing was changed. Large images or texts are the usual cause: ` +
+        'keep images under 50 kB, or send fewer records per call',
     );
   }
   if (error instanceof InvalidCursorError) {

@@ -142,7 +142,7 @@ const errorText: Record<number, string> = {
   406: 'Not acceptable: the Accept header allows no format this route can send',
   409: 'Conflict',
   405: 'Method not allowed on this path (`Allow` lists the methods)',
-  413: 'Body larger than BODY_LIMIT',
+  413: 'Body larger than BODY_LIMIT, or (EventStoreDB) a record larger than the event store takes in one append',
   415: 'The body is not sent as application/json',
   422: 'Unprocessable',
   429: 'Rate limit: retry after `Retry-After` seconds',

@@ -63,6 +63,13 @@ export function observedEventStore(store: EventStore, options: { metrics?: Metri
     logAppended(stamped, results);
     return results;
   };
+  // A size check weighs the events as they will be appended: stamped.
+  const checkAppendSizes = store.checkAppendSizes
+    ? (appends: Parameters<NonNullable<EventStore['checkAppendSizes']>>[0]) => {
+        const metadata = new Map<NewEvent['metadata'], NewEvent['metadata']>();
+        store.checkAppendSizes!(appends.map((a) => ({ ...a, events: stamp(a.events, metadata) })));
+      }
+    : undefined;
   // Everything else (reads, subscriptions, whatever an adapter adds) goes to the store itself,
   // each method bound once (a door's scan reads the stream through here: a bind per call added up).
   const bound = new WeakMap<object, unknown>();
@@ -70,6 +77,7 @@ export function observedEventStore(store: EventStore, options: { metrics?: Metri
     get(target, property, receiver) {
       if (property === 'append') return append;
       if (property === 'appendMany') return appendMany;
+      if (property === 'checkAppendSizes') return checkAppendSizes;
       const value: unknown = Reflect.get(target, property, receiver);
       if (typeof value !== 'function') return value;
       let method = bound.get(value);

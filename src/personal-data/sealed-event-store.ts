@@ -73,6 +73,10 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys, options: { l
       return openAll(await inner.readStream(streamName, options), options?.personalData === false);
     },
     headPosition: (filter) => inner.headPosition(filter),
+    get maxAppendBytes() {
+      return inner.maxAppendBytes;
+    },
+    ...(inner.checkAppendSizes ? { checkAppendSizes: (appends: StreamAppend[]) => inner.checkAppendSizes!(appends.map(asSealed)) } : {}),
     subscribeToAll(options?: SubscribeOptions): Subscription {
       const subscription = inner.subscribeToAll(options);
       return {
@@ -216,6 +220,24 @@ async function sealAll(keys: DataKeys, appends: StreamAppend[], recent: Recently
       }),
     };
   });
+}
+
+/**
+ * The append as `sealAll` would store it, for a size check without a key or a cipher: each
+ * personal object becomes a sealed one with a ciphertext of the length the cipher would give
+ * (base64url of iv, tag and the fields as JSON).
+ */
+function asSealed(append: StreamAppend): StreamAppend {
+  let events: NewEvent[] | undefined;
+  for (let e = 0; e < append.events.length; e++) {
+    const event = append.events[e]!;
+    const personal = split(append.streamName, event);
+    if (!personal) continue;
+    const bytes = IV_BYTES + TAG_BYTES + Buffer.byteLength(JSON.stringify(personal.fields), 'utf8');
+    const sealed: SealedPersonalData = { keyId: personal.owner, alg: 'A256GCM', ciphertext: 'x'.repeat(Math.ceil((bytes * 4) / 3)) };
+    (events ??= [...append.events])[e] = { ...event, data: { ...personal.rest, personalData: sealed } };
+  }
+  return events ? { ...append, events } : append;
 }
 
 /**

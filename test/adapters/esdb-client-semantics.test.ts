@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
-import type { EventStoreDBClient } from '@eventstore/db-client';
+import { ErrorType, type EventStoreDBClient } from '@eventstore/db-client';
 import { describe, expect, it } from 'vitest';
 import { EsdbEventStore } from '../../src/adapters/eventstore/esdb.js';
-import { StoreUnavailableError, type SubscriptionBatch } from '../../src/adapters/eventstore/port.js';
+import { AppendTooLargeError, StoreUnavailableError, type SubscriptionBatch } from '../../src/adapters/eventstore/port.js';
 
 /**
  * The EventStoreDB adapter's reading logic against a stand-in for @eventstore/db-client 6.x
@@ -213,5 +213,51 @@ describe('EventStoreDB adapter reading logic (client stand-in)', () => {
     const failure = await store.readStream('any-1').catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(StoreUnavailableError);
     expect(failure).toMatchObject({ reason: 'deadline_exceeded', retryable: true });
+  });
+});
+
+describe('EventStoreDB adapter: the size of an append (MaxAppendSize)', () => {
+  const event = (bytes: number) => ({
+    id: '00000000-0000-4000-8000-000000000001',
+    type: 'Happened',
+    data: { text: 'x'.repeat(bytes) },
+    metadata: { tenantId: 't', actor: { type: 'system' as const, id: 'x' }, correlationId: 'c', occurredAt: 'x' },
+  });
+  /** A client whose appends are recorded, or fail with `failure`. */
+  const writingClient = (failure?: unknown) => {
+    const appended: unknown[][] = [];
+    const client = {
+      appendToStream: async (_stream: string, events: unknown[]) => {
+        if (failure) throw failure;
+        appended.push(events);
+        return { nextExpectedRevision: 0n, position: { commit: 1n, prepare: 1n } };
+      },
+      dispose: async () => {},
+    };
+    return { client: client as unknown as EventStoreDBClient, appended };
+  };
+
+  it('refuses an append over the limit before sending it, counting data, metadata as sent and type', async () => {
+    const { client, appended } = writingClient();
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client, maxAppendBytes: 2_000 });
+    await store.append('s-1', [event(1_000)], 'any');
+    expect(appended).toHaveLength(1);
+    const error = await store.append('s-1', [event(1_000), event(1_000)], 'any').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AppendTooLargeError);
+    expect(error).toMatchObject({ streamName: 's-1', limit: 2_000 });
+    // Two events of 1,000 characters, each with its metadata (the $correlationId fields included) and type.
+    const sent = { ...event(1_000).metadata, $correlationId: 'c', $causationId: 'c' };
+    expect((error as AppendTooLargeError).bytes).toBe(2 * (JSON.stringify(event(1_000).data).length + JSON.stringify(sent).length + 2 * 'Happened'.length));
+    expect(appended).toHaveLength(1);
+    expect(() => store.checkAppendSizes([{ streamName: 's-2', events: [event(3_000)], expectedRevision: 'any' }])).toThrow(AppendTooLargeError);
+    expect(new EsdbEventStore('esdb://localhost:2113?tls=false', { client }).maxAppendBytes).toBe(1_048_576);
+  });
+
+  it("maps the server's own refusal (a MaxAppendSize lower than configured) to AppendTooLargeError", async () => {
+    const refusal = Object.assign(new Error('Maximum Append Size of 1024 Exceeded.'), { type: ErrorType.MAXIMUM_APPEND_SIZE_EXCEEDED, maxAppendSize: 1024 });
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client: writingClient(refusal).client });
+    const error = await store.append('s-1', [event(1_500)], 'any').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AppendTooLargeError);
+    expect(error).toMatchObject({ streamName: 's-1', limit: 1024, bytes: undefined });
   });
 });

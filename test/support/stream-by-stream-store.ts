@@ -1,15 +1,16 @@
-import type {
-  AppendResult,
-  EventFilter,
-  EventStore,
-  ExpectedRevision,
-  NewEvent,
-  ReadStreamOptions,
-  StoredEvent,
-  StreamAppend,
-  SubscribeOptions,
-  Subscription,
-  SubscriptionBatch,
+import {
+  checkAppendSizesAgainst,
+  type AppendResult,
+  type EventFilter,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadStreamOptions,
+  type StoredEvent,
+  type StreamAppend,
+  type SubscribeOptions,
+  type Subscription,
+  type SubscriptionBatch,
 } from '../../src/adapters/eventstore/port.js';
 
 /** What the decorator does to the stream appends after the next `after` ones succeed. */
@@ -28,8 +29,9 @@ export class InjectedFault extends Error {
 /**
  * EventStoreDB's write semantics over any event store, for tests without a server: no
  * multi-stream transaction (`atomicBatches` false, `appendMany` appends stream by stream), and
- * a fault can be injected between any two stream appends. Reads, subscriptions, expected
- * revisions and event-id idempotency are the inner store's.
+ * a fault can be injected between any two stream appends, and (with `maxAppendBytes`) an append
+ * larger than that is refused as the server refuses one over its `MaxAppendSize`. Reads,
+ * subscriptions, expected revisions and event-id idempotency are the inner store's.
  */
 export class StreamByStreamStore implements EventStore {
   readonly kind: string;
@@ -60,8 +62,15 @@ export class StreamByStreamStore implements EventStore {
     if (this.failure) throw this.failure;
   }
 
-  constructor(readonly inner: EventStore) {
+  constructor(
+    readonly inner: EventStore,
+    readonly maxAppendBytes?: number,
+  ) {
     this.kind = `${inner.kind}, stream by stream`;
+  }
+
+  checkAppendSizes(appends: StreamAppend[]): void {
+    if (this.maxAppendBytes !== undefined) checkAppendSizesAgainst(this.maxAppendBytes, appends);
   }
 
   failAfter(fault: Fault): void {
@@ -89,6 +98,7 @@ export class StreamByStreamStore implements EventStore {
       else this.fault = undefined;
       throw new InjectedFault(`injected ${this.crashed ? 'crash' : 'failure'} before the append to ${streamName}`);
     }
+    this.checkAppendSizes([{ streamName, events, expectedRevision }]);
     const result = await this.inner.append(streamName, events, expectedRevision);
     this.appends += 1;
     if (fault && counted) fault.seen += 1;

@@ -21,6 +21,8 @@ import {
 } from '@eventstore/db-client';
 import { parseConnectionString } from '@eventstore/db-client/dist/Client/parseConnectionString.js';
 import {
+  AppendTooLargeError,
+  checkAppendSizesAgainst,
   ConcurrencyError,
   isSystemEvent,
   matchesFilter,
@@ -120,7 +122,15 @@ export interface EsdbOptions {
   pingDeadlineMs?: number;
   /** A client to use instead of one made from the connection string (tests). */
   client?: EventStoreDBClient;
+  /**
+   * The server's `MaxAppendSize` (EVENTSTORE_MAX_APPEND_SIZE; the server's default, 1 MiB): an
+   * append over it is refused here before it is sent (AppendTooLargeError, HTTP 413).
+   */
+  maxAppendBytes?: number;
 }
+
+/** EventStoreDB's default `MaxAppendSize`. */
+export const defaultMaxAppendBytes = 1_048_576;
 
 /**
  * EventStoreDB adapter: a thin mapping of the port onto @eventstore/db-client.
@@ -134,6 +144,7 @@ export class EsdbEventStore implements EventStore {
   private readonly client: EventStoreDBClient;
   private readonly readDeadlineMs: number;
   private readonly pingDeadlineMs: number;
+  readonly maxAppendBytes: number;
   /** Stops of the open subscriptions: `dispose()` cancels their calls without ending their streams. */
   private readonly openSubscriptions = new Set<() => Promise<void>>();
 
@@ -143,20 +154,31 @@ export class EsdbEventStore implements EventStore {
     this.client = options.client ?? EventStoreDBClient.connectionString(connectionString);
     this.readDeadlineMs = options.readDeadlineMs ?? 10_000;
     this.pingDeadlineMs = options.pingDeadlineMs ?? 1_500;
+    this.maxAppendBytes = options.maxAppendBytes ?? defaultMaxAppendBytes;
+  }
+
+  /** Measured on the events as sent (with the server's correlation fields in the metadata). */
+  checkAppendSizes(appends: StreamAppend[]): void {
+    checkAppendSizesAgainst(
+      this.maxAppendBytes,
+      appends.map(({ streamName, events }) => ({ streamName, events: events.map((e) => ({ type: e.type, data: e.data, metadata: toEsdbMetadata(e.metadata) })) })),
+    );
   }
 
   async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
+    const sent = events.map((e) => ({ id: e.id, type: e.type, data: e.data, metadata: toEsdbMetadata(e.metadata) }));
+    checkAppendSizesAgainst(this.maxAppendBytes, [{ streamName, events: sent }]);
     try {
-      const result = await this.client.appendToStream(
-        streamName,
-        events.map((e) => jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: toEsdbMetadata(e.metadata) as never })),
-        { expectedRevision: toEsdbRevision(expectedRevision) },
-      );
+      const result = await this.client.appendToStream(streamName, sent.map((e) => jsonEvent(e as never)), { expectedRevision: toEsdbRevision(expectedRevision) });
       return { nextRevision: Number(result.nextExpectedRevision), position: Number(result.position?.commit ?? -1) };
     } catch (error) {
       if (error instanceof WrongExpectedVersionError) {
         const actual = typeof error.actualVersion === 'bigint' ? Number(error.actualVersion) : 'no_stream';
         throw new ConcurrencyError(streamName, expectedRevision, actual);
+      }
+      // The server's limit is lower than EVENTSTORE_MAX_APPEND_SIZE says.
+      if ((error as { type?: string }).type === ErrorType.MAXIMUM_APPEND_SIZE_EXCEEDED) {
+        throw new AppendTooLargeError(streamName, undefined, (error as { maxAppendSize: number }).maxAppendSize, { cause: error });
       }
       throw toPortError(error, `append to ${streamName}`);
     }

@@ -133,6 +133,17 @@ export interface EventStore {
    */
   headPosition(filter?: EventFilter): Promise<number>;
   subscribeToAll(options?: SubscribeOptions): Subscription;
+  /**
+   * The largest append the store takes, in bytes as `appendBytes` counts them (EventStoreDB:
+   * its `MaxAppendSize`, 1 MiB by default); undefined when only the request body limits it.
+   */
+  readonly maxAppendBytes?: number;
+  /**
+   * Throws AppendTooLargeError for the first of these appends the store would refuse for its
+   * size, writing nothing; absent when the store has no such limit. Decorators that change
+   * what is stored (the personal-data codec seals fields) check the events as they would store them.
+   */
+  checkAppendSizes?(appends: StreamAppend[]): void;
   /** Cheap reachability probe for /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -170,6 +181,47 @@ export class StoreUnavailableError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
+  }
+}
+
+/**
+ * An append is larger than the store takes in one (EventStoreDB's `MaxAppendSize`). Nothing
+ * was written. HTTP: 413 payload_too_large.
+ */
+export class AppendTooLargeError extends Error {
+  override readonly name = 'AppendTooLargeError';
+  constructor(
+    readonly streamName: string,
+    /** The append's size as `appendBytes` counts it; undefined when only the server measured it. */
+    readonly bytes: number | undefined,
+    readonly limit: number,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `an append to ${streamName} is ${bytes === undefined ? 'larger than' : `${bytes} bytes, more than`} the ${limit} bytes the event store takes in one append`,
+      options,
+    );
+  }
+}
+
+/**
+ * An append's size as EventStoreDB weighs it against `MaxAppendSize`: per event, its data and
+ * metadata as UTF-8 JSON and twice the length of its type (the server's own count, which this
+ * never undercounts).
+ */
+export function appendBytes(events: readonly { type: string; data: unknown; metadata: unknown }[]): number {
+  let bytes = 0;
+  for (const event of events) {
+    bytes += Buffer.byteLength(JSON.stringify(event.data) ?? '', 'utf8') + Buffer.byteLength(JSON.stringify(event.metadata) ?? '', 'utf8') + 2 * event.type.length;
+  }
+  return bytes;
+}
+
+/** The `checkAppendSizes` of a store that takes at most `limit` bytes per append. */
+export function checkAppendSizesAgainst(limit: number, appends: readonly { streamName: string; events: readonly { type: string; data: unknown; metadata: unknown }[] }[]): void {
+  for (const { streamName, events } of appends) {
+    const bytes = appendBytes(events);
+    if (bytes > limit) throw new AppendTooLargeError(streamName, bytes, limit);
   }
 }
 
