@@ -229,7 +229,7 @@ export async function startService(
     readStore: platform.readStore,
     clock: options.clock ?? systemClock,
     logger,
-    ...(platform.dataKeys ? { dataKeys: platform.dataKeys } : {}),
+    ...(platform.dataKeys ? { dataKeys: platform.dataKeys, storedEvents: platform.sealedEventStore } : {}),
     readYourWrites: async (position) => {
       if (position < 0) return;
       if (runner) await runner.waitFor(position, config.readYourWritesTimeoutMs);

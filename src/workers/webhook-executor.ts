@@ -244,7 +244,8 @@ export class DeliveryExecutor {
     for (const event of await eventStore.readStream(deliveryStream(deliveryId))) state = deliveryDecider.evolve(state, event as never);
     if (state.status !== 'dead' || state.deadLettered) return;
     const topic = deadLetterTopic(topics.commsEvents);
-    const [source] = await eventStore.readStream(state.sourceStream, { fromRevision: state.sourceRevision, maxCount: 1 });
+    // As the relay published it: personal fields sealed (a dead-letter topic is read by operators, and kept by the broker).
+    const [source] = await (this.services.storedEvents ?? eventStore).readStream(state.sourceStream, { fromRevision: state.sourceRevision, maxCount: 1 });
     const dlqHeaders = {
       'x-dlq-error': reason,
       'x-dlq-attempts': String(state.attempts - state.budgetStart),
