@@ -42,6 +42,13 @@ export const batchLogStream = 'batchlog';
 /** Where an intent too large for one append keeps its items, in parts (see `recordIntent`). */
 export const intentPartsStream = (batchId: string): string => `${batchLogStream}-parts-${batchId}`;
 
+/**
+ * How long the store keeps intents (the batch log and the parts streams) where it can drop old
+ * events (EventStoreDB's `$maxAge`): an intent is read again only while its batch is open, which
+ * the completer ends within a minute; a month leaves room for a completer that was down.
+ */
+export const intentRetentionSeconds = 30 * 24 * 3600;
+
 const deciders = new Map<string, Decider<any, any, any>>([
   ['guest', guestDecider],
   ['reservation', reservationDecider],
@@ -273,6 +280,7 @@ export async function recordIntent(store: EventStore, intent: BatchIntent): Prom
   const parts = partsOf(store, intent, JSON.stringify(intent.items));
   const { items: _items, ...header } = intent;
   await store.append(batchLogStream, [logEvent(intent, 'started', 'BatchStarted', { ...header, parts: parts.length })], 'any');
+  await store.setMaxAge?.(intentPartsStream(intent.batchId), intentRetentionSeconds);
   for (const [part, items] of parts.entries()) {
     await store.append(intentPartsStream(intent.batchId), [partEvent(intent, part, items)], part === 0 ? 'no_stream' : part - 1);
   }
