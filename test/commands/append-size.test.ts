@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { appendBytes, type StoredEvent } from '../../src/adapters/eventstore/port.js';
-import { batchLogStream, completeOpenBatches, intentPartsStream } from '../../src/commands/batch-intents.js';
+import { batchLogStream, completeOpenBatches, intentPartsStream, intentRetentionSeconds } from '../../src/commands/batch-intents.js';
 import { customIdStream } from '../../src/domain/reservation.js';
 import type { StreamNameKey } from '../../src/domain/reservation.js';
 import { DataKeys } from '../../src/personal-data/data-keys.js';
@@ -66,6 +66,9 @@ describe('a batch whose intent is larger than one append of the event store', ()
     const stored = await store.inner.readStream(intentPartsStream(batchId));
     expect(stored).toHaveLength(parts);
     for (const part of stored) expect(appendBytes([part])).toBeLessThanOrEqual(limit);
+    // The store may drop the parts, and the batch log's intents, after a month (EventStoreDB's $maxAge).
+    expect(store.maxAges.get(intentPartsStream(batchId))).toBe(intentRetentionSeconds);
+    expect(store.maxAges.get(batchLogStream)).toBe(intentRetentionSeconds);
     const opened = await service.platform.eventStore.readStream(intentPartsStream(batchId));
     expect(opened.every((part) => part.data.personalDataErased === true && part.data.items === undefined)).toBe(true);
   });
