@@ -52,6 +52,11 @@ export interface ProviderReport {
   email: string;
   at: string;
   reason?: string;
+  /**
+   * False when the provider says a bounce or drop was not about the address (a block because of
+   * the sending IP's reputation, content flagged as spam): the address is not suppressed.
+   */
+  suppresses?: false;
 }
 
 export type InvitationEvent =
@@ -76,7 +81,7 @@ export type InvitationEvent =
   | { type: 'SendSkipped'; data: InvitationIds & { reason: string; at: string } }
   | {
       type: 'ProviderEventReceived';
-      data: InvitationIds & { event: ProviderEventType; providerEventId: string; email: string; at: string; reason?: string };
+      data: InvitationIds & { event: ProviderEventType; providerEventId: string; email: string; at: string; reason?: string; suppresses?: false };
     };
 
 export type InvitationCommand =
@@ -94,7 +99,7 @@ export type InvitationCommand =
   | { type: 'RecordAttemptFailed'; attempt: number; code: SendFailureCode; error: string; permanent: boolean; retryAt?: string; at: string }
   /** A check before any attempt refused the send (no email, suppressed recipient, ...). */
   | { type: 'Refuse'; code: SendFailureCode; error: string; at: string }
-  | { type: 'RecordProviderEvent'; event: ProviderEventType; providerEventId: string; email: string; at: string; reason?: string };
+  | ({ type: 'RecordProviderEvent' } & Omit<ProviderReport, 'attendeeInvitationId'>);
 
 export type InvitationStatus = 'requested' | 'sending' | 'retrying' | 'sent' | 'failed';
 

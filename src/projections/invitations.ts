@@ -112,7 +112,7 @@ export const invitationsProjection: Projection = {
         const ops: WriteOp[] = [
           step(undefined, { providerStatus: d.event }, { type: d.event, at: d.at, ...(d.reason ? { detail: d.reason } : {}) }, d.event === 'opened' ? { inc: { opens: 1 } } : {}),
         ];
-        if (suppressingEvents.includes(d.event)) {
+        if (suppressingEvents.includes(d.event) && d.suppresses !== false) {
           const doc: Omit<SuppressionDoc, '_id'> = { clientId: d.clientId, email: d.email, reason: d.event, at: d.at, attendeeInvitationId: id };
           ops.push({ kind: 'replace', collection: 'comms_suppressions', id: suppressionId(d.clientId, d.email), doc });
         }

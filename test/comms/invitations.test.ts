@@ -433,6 +433,31 @@ describe('provider events (SendGrid Event Webhook)', () => {
     expect(failure!.body).toMatchObject({ type: 'comms.failed', data: { status: 'failed', error: expect.stringMatching(/^previous_send_permanently_failed/) } });
   });
 
+  it('reports a block and a drop for content as comms.bounced and comms.dropped, but leaves the address free to email', async () => {
+    const client = await commsClient();
+    const receiver = await receiverFor(client);
+    const eventId = await eventOf(client);
+    const templateId = await templateOf(client, eventId);
+    const guests = [];
+    for (const name of ['Blocked', 'Content']) {
+      const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: name, email: `${name.toLowerCase()}@example.com`, commsTemplateId: templateId });
+      const [invitation] = await invitationOf(client, guest.body.id, 'sent');
+      guests.push({ id: guest.body.id as string, email: `${name.toLowerCase()}@example.com`, invitationId: invitation.attendeeInvitationId as string });
+    }
+    const at = Math.floor(Date.now() / 1000);
+    const reply = await post([
+      // SendGrid's "Blocks": the receiving server refused the message (the sending IP's reputation), not the address.
+      { email: guests[0]!.email, timestamp: at, attendeeInvitationId: guests[0]!.invitationId, event: 'bounce', type: 'blocked', sg_event_id: 'blk-1', reason: '554 5.7.1 IP listed' },
+      { email: guests[1]!.email, timestamp: at, attendeeInvitationId: guests[1]!.invitationId, event: 'dropped', sg_event_id: 'drp-1', reason: 'Spam Content (if spam checker app enabled)' },
+    ]);
+    expect(reply.status).toBe(200);
+    const deliveries = await receiver.waitFor(4);
+    expect(deliveries.map((d) => d.body.type).sort()).toEqual(['comms.bounced', 'comms.dropped', 'comms.sent', 'comms.sent']);
+    // Both can be emailed again.
+    const resent = await client.call('POST', `${api}/send`, { templateId, attendeeIds: guests.map((g) => g.id) });
+    expect(resent.status, JSON.stringify(resent.body)).toBe(200);
+  });
+
   it('refuses a report whose signature does not verify (401), recording nothing', async () => {
     const other = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey;
     const reply = await post([{ event: 'delivered', sg_event_id: 'x', email: 'a@b.c', attendeeInvitationId: crypto.randomUUID() }], { key: other });

@@ -35,6 +35,20 @@ export function sendgridSignatureVerifier(publicKey: string): (rawBody: Buffer, 
   };
 }
 
+/**
+ * Whether a bounce or drop says the address cannot be emailed. SendGrid reports a block (the
+ * receiving server refused the message for the sending IP's reputation or its content, often
+ * for a while) as a `bounce` of `type: "blocked"`, and does not suppress the address itself;
+ * it drops a message for its content (`Spam Content`) or for a malformed request (`Invalid
+ * SMTPAPI header`). Every other bounce and drop (`Bounced Address`, `Invalid`, `Unsubscribed
+ * Address`, ...) is about the address.
+ */
+function aboutTheAddress(event: ProviderEventType, entry: Record<string, unknown>): boolean {
+  if (event === 'bounced') return entry.type !== 'blocked';
+  if (event === 'dropped') return !(typeof entry.reason === 'string' && /^(spam content|invalid smtpapi header)/i.test(entry.reason));
+  return true;
+}
+
 /** The reports in a verified Event Webhook body; entries that are not ours or not comms events are skipped. */
 export function sendgridReports(body: unknown): ProviderReport[] {
   if (!Array.isArray(body)) return [];
@@ -53,6 +67,7 @@ export function sendgridReports(body: unknown): ProviderReport[] {
         email: entry.email,
         at: new Date(seconds * 1000).toISOString(),
         ...(reason ? { reason } : {}),
+        ...(aboutTheAddress(event, entry) ? {} : { suppresses: false as const }),
       },
     ];
   });
