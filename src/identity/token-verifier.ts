@@ -23,6 +23,9 @@ export type InvalidTokenReason =
   | 'discovery failed'
   | 'keys unavailable';
 
+/** Default of retryAfterFailureSec: how long a failed discovery or JWKS fetch is not retried (and the 503's Retry-After). */
+export const providerRetryAfterSec = 10;
+
 /** The two reasons that say nothing about the token: the issuer's metadata or keys could not be read. */
 export const providerUnavailableReasons: ReadonlySet<InvalidTokenReason> = new Set(['discovery failed', 'keys unavailable']);
 
@@ -86,7 +89,7 @@ const resourceServerClientId = 'checkin-service';
  */
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
   const now = options.now ?? (() => new Date());
-  const backoffMs = (options.retryAfterFailureSec ?? 10) * 1000;
+  const backoffMs = (options.retryAfterFailureSec ?? providerRetryAfterSec) * 1000;
   const issuerKeys = retryAfterFailure(() => discoverIssuer(options, () => now().getTime()), backoffMs, () => now().getTime());
   const cache = new VerifiedTokenCache(options.cacheSize ?? 10_000);
 
@@ -130,7 +133,7 @@ async function discoverIssuer(options: TokenVerifierOptions, nowMs: () => number
     if (jwksUri.protocol !== 'https:' && !options.allowInsecureIssuer) throw new Error('jwks_uri must use https');
     const keys = createRemoteKeySet(jwksUri, {
       unknownKidCooldownMs: (options.jwksCooldownSec ?? 30) * 1000,
-      failureBackoffMs: (options.retryAfterFailureSec ?? 10) * 1000,
+      failureBackoffMs: (options.retryAfterFailureSec ?? providerRetryAfterSec) * 1000,
       cacheMaxAgeMs: 10 * 60 * 1000,
       timeoutMs: 5000,
       now: nowMs,
