@@ -83,9 +83,10 @@ const resourceServerClientId = 'checkin-service';
 
 /**
  * Verifies access tokens from any OpenID provider: the issuer is found by discovery (lazily,
- * on the first verify, retried after a failure), keys come from its JWKS (cached by jose and
- * refetched on an unknown kid), and verified tokens are remembered until they expire so a
- * repeated token costs a hash and a map lookup instead of an RSA check.
+ * on the first verify, so a provider that is down never holds up the start; a failure is retried
+ * after a back-off), keys come from its jwks_uri (remote-key-set.ts: cached, refetched on an
+ * unknown kid, kept when a refresh fails), and verified tokens are remembered until they expire
+ * so a repeated token costs a hash and a map lookup instead of an RSA check.
  */
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
   const now = options.now ?? (() => new Date());
@@ -128,6 +129,14 @@ async function discoverIssuer(options: TokenVerifierOptions, nowMs: () => number
       execute: options.allowInsecureIssuer ? [allowInsecureRequests] : [],
     });
     const metadata = config.serverMetadata();
+    // Entra ID's multi-tenant endpoints (common, organizations, consumers) state a template as
+    // issuer; openid-client lets that through, and no token's iss would ever equal it.
+    if (/\{tenantid\}/i.test(metadata.issuer)) {
+      throw new Error(
+        `the discovery document at ${configured} states the template issuer "${metadata.issuer}" (a multi-tenant endpoint); ` +
+          'set OIDC_ISSUER to the tenant-specific issuer, e.g. https://login.microsoftonline.com/<tenant id>/v2.0',
+      );
+    }
     if (!metadata.jwks_uri) throw new Error('the discovery document has no jwks_uri');
     const jwksUri = new URL(metadata.jwks_uri);
     if (jwksUri.protocol !== 'https:' && !options.allowInsecureIssuer) throw new Error('jwks_uri must use https');

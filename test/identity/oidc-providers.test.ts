@@ -88,6 +88,21 @@ describe('discovery and the issuer', () => {
     expect(String((err.cause as Error).message)).toContain(`"${provider.base}"`);
   });
 
+  it('refuses a template issuer (Entra ID common endpoint) at discovery instead of refusing every token later', async () => {
+    const entra = await startProviderStub('/%7Btenantid%7D/v2.0');
+    try {
+      const origin = new URL(entra.base).origin;
+      entra.issuer = `${origin}/{tenantid}/v2.0`;
+      entra.jwks = { keys: [rsa.publicJwk] };
+      const verifier = createTokenVerifier({ issuer: () => `${origin}/{tenantid}/v2.0`, audience: 'checkin-api', allowInsecureIssuer: true });
+      const err = await failure(verifier, await signToken(rsa, standardClaims(`${origin}/9188040d-6c67-4c5b-b112-36a304b66dad/v2.0`)));
+      expect(err.reason).toBe('discovery failed');
+      expect(String((err.cause as Error).message)).toContain('tenant-specific issuer');
+    } finally {
+      await entra.close();
+    }
+  });
+
   it('does not ask a provider that is down again on every request: one attempt per back-off, then recovers', async () => {
     let now = new Date();
     const verifier = verifierFor({ now: () => now });
