@@ -25,7 +25,8 @@ export interface RemoteKeySetOptions {
  *   refuse every token signed with a key already known);
  * - failed fetches are not retried on every request, only after `failureBackoffMs`;
  * - a token with an unknown kid (key rotation) refetches at most once per `unknownKidCooldownMs`,
- *   so a flood of tokens with made-up kids cannot hammer the provider.
+ *   so a flood of tokens with made-up kids cannot hammer the provider; while the last fetch has
+ *   failed, an unknown kid is reported as keys unavailable, not as a bad signature.
  * Concurrent callers share one fetch.
  */
 export function createRemoteKeySet(url: URL, options: RemoteKeySetOptions = {}): JWTVerifyGetKey {
@@ -72,7 +73,11 @@ class RemoteKeySet {
     try {
       return await local(header, token);
     } catch (err) {
-      if (!(err instanceof errors.JWKSNoMatchingKey) || this.#now() - this.#attemptedAt < this.#cooldownMs) throw err;
+      if (!(err instanceof errors.JWKSNoMatchingKey)) throw err;
+      if (this.#now() - this.#attemptedAt < this.#cooldownMs) {
+        // The last fetch failed: the kid may be a rotated key the provider could not tell about.
+        throw this.#lastFailure ?? err;
+      }
       // An unknown kid: the provider may have rotated its keys since the last fetch.
       await this.#reload();
       return this.#local!(header, token);

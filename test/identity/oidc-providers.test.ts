@@ -181,6 +181,20 @@ describe('JWKS', () => {
     expect(provider.hits.jwks).toBe(2); // one failed refresh, not one per request
   });
 
+  it('reports a new kid as keys unavailable, not as a bad signature, while the provider is down', async () => {
+    const verifier = verifierFor();
+    await verifier.verify(await signToken(rsa, standardClaims(provider.base)));
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 31_000);
+    provider.jwksUp = false;
+    const rotated = await newKey('RS256');
+    const token = await signToken(rotated, standardClaims(provider.base));
+    expect(await rejection(verifier, token)).toBe('keys unavailable');
+    expect(await rejection(verifier, token)).toBe('keys unavailable');
+    expect(provider.hits.jwks).toBe(2);
+    expect((await verifier.verify(await signToken(rsa, standardClaims(provider.base)))).sub).toBe('user-1');
+  });
+
   it('reports keys it could never fetch as unavailable, and does not refetch on every request', async () => {
     provider.jwksUp = false;
     let now = new Date();
