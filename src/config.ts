@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { connectionStringProblem } from './adapters/eventstore/esdb.js';
+import { defaultKafkaMaxBatchBytes, minKafkaMaxBatchBytes } from './adapters/bus/kafka.js';
 import { parseKey } from './shared/encryption.js';
 
 /** The one config reader (DESIGN.md section 6). Only the composition root and the CLIs call it. */
@@ -14,6 +15,11 @@ export interface Config {
   mongoUrl?: string;
   mongoDb: string;
   kafkaBrokers?: string[];
+  /**
+   * KAFKA_MAX_BATCH_BYTES: the most bytes one record batch may hold (a publish is split into sends
+   * under it; a relayed event larger goes without its data). At or below the topics' max.message.bytes.
+   */
+  kafkaMaxBatchBytes: number;
   /** FULL (default) fsyncs each append; NORMAL trades the last writes on power loss for speed. */
   sqliteSynchronous: 'FULL' | 'NORMAL';
   readYourWritesTimeoutMs: number;
@@ -158,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongoUrl: env.MONGO_URL || undefined,
     mongoDb: env.MONGO_DB || 'checkin',
     kafkaBrokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean) : undefined,
+    kafkaMaxBatchBytes: int('KAFKA_MAX_BATCH_BYTES', defaultKafkaMaxBatchBytes),
     sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
     readYourWritesTimeoutMs: int('READ_YOUR_WRITES_TIMEOUT_MS', 2000),
     bodyLimit: env.BODY_LIMIT || '5mb',
@@ -203,6 +210,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (config.observability.overloadRetryAfterSeconds < 1) problems.push('OVERLOAD_RETRY_AFTER_SECONDS must be at least 1');
   if (config.exportTtlMinutes < 1) problems.push('EXPORT_TTL_MINUTES must be at least 1');
+  if (config.kafkaMaxBatchBytes < minKafkaMaxBatchBytes) {
+    problems.push(`KAFKA_MAX_BATCH_BYTES must be at least ${minKafkaMaxBatchBytes} (and at most the topics' max.message.bytes), got ${config.kafkaMaxBatchBytes}`);
+  }
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
     problems.push('ADMIN_API_KEY must be at least 16 characters');
   }

@@ -146,7 +146,7 @@ export function createPlatform(
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
     : new EmbeddedReadStore(file('read-models.sqlite'));
   const bus = config.kafkaBrokers
-    ? new KafkaBus({ brokers: config.kafkaBrokers, clientId: 'checkin-service', logger: logger.child({ adapter: 'kafka' }) })
+    ? new KafkaBus({ brokers: config.kafkaBrokers, clientId: 'checkin-service', maxBatchBytes: config.kafkaMaxBatchBytes, logger: logger.child({ adapter: 'kafka' }) })
     : new EmbeddedBus(file('bus.sqlite'), { logger: logger.child({ adapter: 'embedded-bus' }) });
   logger.info(
     { eventStore: eventStore.kind, readStore: readStore.kind, bus: bus.kind, dataDir: config.dataDir },
@@ -229,7 +229,7 @@ export async function startService(
     readStore: platform.readStore,
     clock: options.clock ?? systemClock,
     logger,
-    ...(platform.dataKeys ? { dataKeys: platform.dataKeys } : {}),
+    ...(platform.dataKeys ? { dataKeys: platform.dataKeys, storedEvents: platform.sealedEventStore } : {}),
     readYourWrites: async (position) => {
       if (position < 0) return;
       if (runner) await runner.waitFor(position, config.readYourWritesTimeoutMs);

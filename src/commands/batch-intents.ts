@@ -42,6 +42,13 @@ export const batchLogStream = 'batchlog';
 /** Where an intent too large for one append keeps its items, in parts (see `recordIntent`). */
 export const intentPartsStream = (batchId: string): string => `${batchLogStream}-parts-${batchId}`;
 
+/**
+ * How long the store keeps intents (the batch log and the parts streams) where it can drop old
+ * events (EventStoreDB's `$maxAge`): an intent is read again only while its batch is open, which
+ * the completer ends within a minute; a month leaves room for a completer that was down.
+ */
+export const intentRetentionSeconds = 30 * 24 * 3600;
+
 const deciders = new Map<string, Decider<any, any, any>>([
   ['guest', guestDecider],
   ['reservation', reservationDecider],
@@ -273,6 +280,7 @@ export async function recordIntent(store: EventStore, intent: BatchIntent): Prom
   const parts = partsOf(store, intent, JSON.stringify(intent.items));
   const { items: _items, ...header } = intent;
   await store.append(batchLogStream, [logEvent(intent, 'started', 'BatchStarted', { ...header, parts: parts.length })], 'any');
+  await store.setMaxAge?.(intentPartsStream(intent.batchId), intentRetentionSeconds);
   for (const [part, items] of parts.entries()) {
     await store.append(intentPartsStream(intent.batchId), [partEvent(intent, part, items)], part === 0 ? 'no_stream' : part - 1);
   }
@@ -366,6 +374,34 @@ async function abandonParts(store: EventStore, intent: BatchIntent, found: numbe
   }
 }
 
+/**
+ * An open intent written in parts: `loaded` (its items are in `entry.intent`), `wait` (parts are
+ * missing but its writer may still be at work), or ended: its writer stopped before the last part,
+ * so nothing of the batch was applied and no claim is held; the batch is recorded as aborted
+ * (`aborted`, or `ended` when an earlier run did that) and released.
+ */
+async function settleParts(
+  store: EventStore,
+  entry: { intent: BatchIntent; parts?: number; aborted: boolean },
+  young: boolean,
+  logger: Logger,
+): Promise<'loaded' | 'wait' | 'aborted' | 'ended'> {
+  const { batchId } = entry.intent;
+  const loaded = await itemsFromParts(store, batchId, entry.parts!);
+  if ('items' in loaded) {
+    entry.intent.items = loaded.items as IntentItem[];
+    return 'loaded';
+  }
+  if (loaded.missing === 'incomplete' && (young || !(await abandonParts(store, entry.intent, loaded.found)))) return 'wait';
+  if (!entry.aborted) {
+    const data: Aborted['data'] = { batchId, item: -1, code: 'intent_incomplete', message: 'the intent was not written whole; nothing of the batch was applied' };
+    await store.append(batchLogStream, [logEvent(entry.intent, 'aborted', 'BatchAborted', data)], 'any');
+  }
+  await recordReleased(store, entry.intent);
+  logger.warn({ batchId, correlationId: entry.intent.context.correlationId }, 'aborted a batch whose writer stopped before its intent was written whole');
+  return entry.aborted ? 'ended' : 'aborted';
+}
+
 export interface CompleterOptions {
   logger: Logger;
   /** Where the completer remembers how far the batch log is settled (a checkpoint); omit to read it all. */
@@ -376,6 +412,8 @@ export interface CompleterOptions {
 }
 
 const settledCheckpoint = 'batchlog:settled';
+/** Events of the batch log read at once by the completer. */
+const logPage = 100;
 
 /**
  * The process manager: finishes every batch whose intent is recorded but whose outcome is
@@ -389,7 +427,9 @@ export async function completeOpenBatches(store: EventStore, options: CompleterO
   let last = settled;
   const closed = new Set<string>();
   for (let from = settled + 1; ; ) {
-    const page = await store.readStream(batchLogStream, { fromRevision: from, maxCount: 500 });
+    // Intents are large (every command and event of a batch) and most are closed: the pass reads
+    // them without their sealed items, and an open one is read whole below.
+    const page = await store.readStream(batchLogStream, { fromRevision: from, maxCount: logPage, personalData: false });
     for (const event of page as unknown as (StoredEvent & (Started | Completed | Aborted | Released))[]) {
       last = event.revision;
       if (event.type === 'BatchStarted') {
@@ -406,7 +446,7 @@ export async function completeOpenBatches(store: EventStore, options: CompleterO
         if (entry) entry.aborted = true;
       }
     }
-    if (page.length < 500) break;
+    if (page.length < logPage) break;
     from = last + 1;
   }
   let completed = 0;
@@ -415,27 +455,20 @@ export async function completeOpenBatches(store: EventStore, options: CompleterO
   for (const [batchId, entry] of open) {
     const young = now().getTime() - Date.parse(entry.recordedAt) < graceMs;
     if (entry.parts !== undefined) {
-      const loaded = await itemsFromParts(store, batchId, entry.parts);
-      if ('items' in loaded) entry.intent.items = loaded.items as IntentItem[];
-      else if (loaded.missing === 'incomplete' && young) {
+      const parts = await settleParts(store, entry, young, options.logger);
+      if (parts === 'wait') {
         stillOpen = Math.min(stillOpen, entry.revision);
         continue;
-      } else {
-        // Its writer stopped before the last part: nothing of the batch was applied, and nothing is to give back.
-        if (loaded.missing === 'incomplete' && !(await abandonParts(store, entry.intent, loaded.found))) {
-          stillOpen = Math.min(stillOpen, entry.revision);
-          continue;
-        }
-        if (!entry.aborted) {
-          const data: Aborted['data'] = { batchId, item: -1, code: 'intent_incomplete', message: 'the intent was not written whole; nothing of the batch was applied' };
-          await store.append(batchLogStream, [logEvent(entry.intent, 'aborted', 'BatchAborted', data)], 'any');
-          aborted += 1;
-        }
-        await recordReleased(store, entry.intent);
-        options.logger.warn({ batchId, correlationId: entry.intent.context.correlationId }, 'aborted a batch whose writer stopped before its intent was written whole');
+      }
+      if (parts !== 'loaded') {
+        if (parts === 'aborted') aborted += 1;
         open.delete(batchId);
         continue;
       }
+    }
+    if (entry.parts === undefined && entry.intent.items === undefined) {
+      const [started] = (await store.readStream(batchLogStream, { fromRevision: entry.revision, maxCount: 1 })) as unknown as (StoredEvent & Started)[];
+      if (started?.data.batchId === batchId) entry.intent = started.data as BatchIntent;
     }
     // Items are sealed with the batch's own key (docs/personal-data.md), deleted only once the batch completed.
     if (!Array.isArray(entry.intent.items)) {

@@ -11,6 +11,11 @@ export interface Services {
   readStore: ReadStore;
   clock: Clock;
   logger: Logger;
+  /**
+   * The same events as stored, personal fields still sealed (without the codec that opens them):
+   * what may leave the service, as the relay copies it to the bus. Absent: `eventStore` (no codec).
+   */
+  storedEvents?: EventStore;
   /** The guests' data keys (issue 14); absent when personal data is not encrypted (PII_ENCRYPTION=off). */
   dataKeys?: DataKeys;
   /** Resolves once the read models include `position` (bounded wait; never rejects). */

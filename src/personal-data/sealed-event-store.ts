@@ -77,6 +77,7 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys, options: { l
       return inner.maxAppendBytes;
     },
     ...(inner.checkAppendSizes ? { checkAppendSizes: (appends: StreamAppend[]) => inner.checkAppendSizes!(appends.map(asSealed)) } : {}),
+    ...(inner.setMaxAge ? { setMaxAge: (streamName: string, seconds: number) => inner.setMaxAge!(streamName, seconds) } : {}),
     subscribeToAll(options?: SubscribeOptions): Subscription {
       const subscription = inner.subscribeToAll(options);
       return {

@@ -1,6 +1,6 @@
 import type { EventStore } from '../adapters/eventstore/port.js';
 import type { ReadStore } from '../adapters/readstore/port.js';
-import { completeOpenBatches } from '../commands/batch-intents.js';
+import { batchLogStream, completeOpenBatches, intentRetentionSeconds } from '../commands/batch-intents.js';
 import type { Logger } from '../shared/logger.js';
 
 /**
@@ -20,6 +20,10 @@ export class BatchCompleter {
   ) {}
 
   async start(): Promise<void> {
+    // Intents are not needed once their batch ended: the store may drop old ones (EventStoreDB scavenging).
+    await this.eventStore.setMaxAge?.(batchLogStream, intentRetentionSeconds).catch((error: unknown) =>
+      this.logger.warn({ err: error }, 'could not set the $maxAge of the batch log; it keeps every intent until set (docs/eventstore.md)'),
+    );
     await this.sweepOnce();
     this.timer = setInterval(() => void this.sweep(), this.options.intervalMs ?? 30_000);
     this.timer.unref();

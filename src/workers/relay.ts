@@ -1,29 +1,15 @@
 import { matchesFilter, type EventStore, type StoredEvent, type Subscription } from '../adapters/eventstore/port.js';
-import type { Bus, OutgoingMessage } from '../adapters/bus/port.js';
+import type { Bus } from '../adapters/bus/port.js';
 import type { ReadStore } from '../adapters/readstore/port.js';
 import type { Logger } from '../shared/logger.js';
 import type { RelayRoute } from './topics.js';
 import { backoffMs, sleep } from '../shared/backoff.js';
-import { byTrace, runInCarriedTrace, traceHeaders } from '../observability/trace.js';
+import { byTrace, runInCarriedTrace } from '../observability/trace.js';
+import { dataOmitted, toMessage } from './event-message.js';
 
 export const relayCheckpoint = 'relay';
 
-/** The bus form of a stored event; consumers dedupe on `headers['event-id']`; the request's trace rides along. */
-export function toMessage(event: StoredEvent): OutgoingMessage {
-  return {
-    key: event.streamName,
-    value: JSON.stringify(event),
-    headers: {
-      'event-id': event.id,
-      'event-type': event.type,
-      'event-position': String(event.position),
-      'tenant-id': event.metadata.tenantId,
-      ...traceHeaders(event.metadata),
-    },
-  };
-}
-
-export const fromMessage = (value: string): StoredEvent => JSON.parse(value) as StoredEvent;
+export { fromMessage, toMessage } from './event-message.js';
 
 /** The relay's checkpoint is written at most this often (and when it stops). */
 const checkpointEveryMs = 200;
@@ -134,7 +120,18 @@ export class Relay {
     for (const route of this.routes) {
       const routed = events.filter((e) => matchesFilter(e, route.filter));
       if (routed.length === 0) continue;
-      await this.bus.publish(route.topic, routed.map(toMessage));
+      const messages = routed.map((event) => toMessage(event, { maxBytes: this.bus.maxMessageBytes }));
+      for (const [index, message] of messages.entries()) {
+        if (!dataOmitted(message)) continue;
+        const event = routed[index]!;
+        runInCarriedTrace(event.metadata, () =>
+          this.logger.warn(
+            { topic: route.topic, eventId: event.id, type: event.type, stream: event.streamName, revision: event.revision, maxMessageBytes: this.bus.maxMessageBytes },
+            'relay published an event without its data: too large for the bus; consumers read it from the event store',
+          ),
+        );
+      }
+      await this.bus.publish(route.topic, messages);
       // One line per request whose events went out, in that request's trace.
       for (const group of byTrace(routed)) {
         runInCarriedTrace(group[0]!.metadata, () =>

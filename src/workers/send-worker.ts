@@ -31,7 +31,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { runInCarriedTrace } from '../observability/trace.js';
 import { FairQueue } from './fair-queue.js';
 import { readModelCatchesUp } from './read-model-wait.js';
-import { fromMessage } from './relay.js';
+import { eventOfMessage } from './event-message.js';
 import { topics } from './topics.js';
 import type { Worker } from './worker.js';
 
@@ -160,7 +160,9 @@ export class SendWorker implements Worker {
   }
 
   private async handle(message: BusMessage): Promise<void> {
-    const stored = fromMessage(message.value);
+    if (message.headers['event-type'] !== undefined && message.headers['event-type'] !== 'InvitationRequested') return;
+    // An event published without its data (too large for the bus) is read from the event store.
+    const stored = await eventOfMessage(message, this.services.eventStore);
     if (stored.type !== 'InvitationRequested') return;
     const data = stored.data as Extract<GuestEvent, { type: 'InvitationRequested' }>['data'];
     const ids: InvitationIds = {

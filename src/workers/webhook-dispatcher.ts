@@ -4,7 +4,7 @@ import type { Services } from '../commands/services.js';
 import type { WebhookSettings } from '../commands/webhooks.js';
 import { commsEventOf, deliveryDecider, deliveryStream, derivedId, webhookBody } from '../domain/webhook.js';
 import type { WebhookDoc } from '../projections/webhooks.js';
-import { fromMessage } from './relay.js';
+import { eventOfMessage } from './event-message.js';
 import { topics } from './topics.js';
 import { DeliveryExecutor } from './webhook-executor.js';
 import { WebhookSender } from './webhook-sender.js';
@@ -62,7 +62,8 @@ export class WebhookDispatcher implements Worker {
 
   private async handle(message: BusMessage): Promise<void> {
     const executor = this.executor!;
-    const stored = fromMessage(message.value);
+    // An event published without its data (too large for the bus) is read from the event store.
+    const stored = await eventOfMessage(message, this.services.eventStore);
     if (message.topic === topics.webhookRedeliveries) {
       if (stored.type !== 'WebhookRedeliveryRequested') return;
       const { deliveryId, clientId } = stored.data as { deliveryId: string; clientId: string };

@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { deadLetterTopic, type Bus } from '../adapters/bus/port.js';
+import { deadLetterTopic, fitMessage, type Bus } from '../adapters/bus/port.js';
 import { handleCommand, type CommandContext } from '../commands/handle-command.js';
 import type { Services } from '../commands/services.js';
 import { secretContext, type WebhookSettings } from '../commands/webhooks.js';
@@ -15,7 +15,7 @@ import {
 import { webhookDeliveriesProjection, type DeliveryDoc, type WebhookDoc } from '../projections/webhooks.js';
 import { decrypt } from '../shared/encryption.js';
 import type { Logger } from '../shared/logger.js';
-import { toMessage } from './relay.js';
+import { toMessage } from './event-message.js';
 import { topics } from './topics.js';
 import { FairQueue } from './fair-queue.js';
 import { readModelCatchesUp } from './read-model-wait.js';
@@ -244,20 +244,20 @@ export class DeliveryExecutor {
     for (const event of await eventStore.readStream(deliveryStream(deliveryId))) state = deliveryDecider.evolve(state, event as never);
     if (state.status !== 'dead' || state.deadLettered) return;
     const topic = deadLetterTopic(topics.commsEvents);
-    const [source] = await eventStore.readStream(state.sourceStream, { fromRevision: state.sourceRevision, maxCount: 1 });
-    const message = source ? toMessage(source) : { key: state.sourceStream, value: state.body, headers: {} };
-    await this.bus.publish(topic, [
-      {
-        ...message,
-        headers: {
-          ...message.headers,
-          'x-dlq-error': reason,
-          'x-dlq-attempts': String(state.attempts - state.budgetStart),
-          'x-dlq-source-topic': topics.commsEvents,
-          'x-webhook-id': deliveryId,
-        },
-      },
-    ]);
+    // As the relay published it: personal fields sealed (a dead-letter topic is read by operators, and kept by the broker).
+    const [source] = await (this.services.storedEvents ?? eventStore).readStream(state.sourceStream, { fromRevision: state.sourceRevision, maxCount: 1 });
+    const dlqHeaders = {
+      'x-dlq-error': reason,
+      'x-dlq-attempts': String(state.attempts - state.budgetStart),
+      'x-dlq-source-topic': topics.commsEvents,
+      'x-webhook-id': deliveryId,
+    };
+    // Within the bus's size limit (the event without its data, or an empty value), so a dead letter never stalls.
+    const maxBytes = this.bus.maxMessageBytes;
+    const message = source
+      ? toMessage(source, { maxBytes, headers: dlqHeaders })
+      : fitMessage({ key: state.sourceStream, value: state.body, headers: dlqHeaders }, maxBytes);
+    await this.bus.publish(topic, [message]);
     await this.decide(clientId, deliveryId, { type: 'MarkDeadLettered', deliveryId, topic }, `dead-lettered-${state.attempts}`);
     this.logger.warn({ deliveryId, clientId, reason }, 'webhook delivery dead-lettered');
   }

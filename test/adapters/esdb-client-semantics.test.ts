@@ -261,3 +261,23 @@ describe('EventStoreDB adapter: the size of an append (MaxAppendSize)', () => {
     expect(error).toMatchObject({ streamName: 's-1', limit: 1024, bytes: undefined });
   });
 });
+
+describe('EventStoreDB adapter: $maxAge', () => {
+  it("sets a stream's $maxAge keeping its other metadata, and writes nothing when it is already that", async () => {
+    const written: { stream: string; metadata: Record<string, unknown> }[] = [];
+    let stored: Record<string, unknown> | undefined = { acl: { $r: ['$admins'] } };
+    const client = {
+      getStreamMetadata: async (streamName: string) => ({ streamName, metadata: stored }),
+      setStreamMetadata: async (stream: string, metadata: Record<string, unknown>) => {
+        written.push({ stream, metadata });
+        stored = metadata;
+        return { success: true, nextExpectedRevision: 0n, position: { commit: 1n, prepare: 1n } };
+      },
+      dispose: async () => {},
+    };
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client: client as unknown as EventStoreDBClient });
+    await store.setMaxAge('batchlog', 2_592_000);
+    await store.setMaxAge('batchlog', 2_592_000);
+    expect(written).toEqual([{ stream: 'batchlog', metadata: { acl: { $r: ['$admins'] }, maxAge: 2_592_000 } }]);
+  });
+});

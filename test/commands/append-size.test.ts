@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { appendBytes, type StoredEvent } from '../../src/adapters/eventstore/port.js';
-import { batchLogStream, completeOpenBatches, intentPartsStream } from '../../src/commands/batch-intents.js';
+import { batchLogStream, completeOpenBatches, intentPartsStream, intentRetentionSeconds } from '../../src/commands/batch-intents.js';
 import { customIdStream } from '../../src/domain/reservation.js';
 import type { StreamNameKey } from '../../src/domain/reservation.js';
+import { DataKeys } from '../../src/personal-data/data-keys.js';
+import { sealedEventStore } from '../../src/personal-data/sealed-event-store.js';
+import { loadOrCreateKeyFile } from '../../src/shared/encryption.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { StreamByStreamStore } from '../support/stream-by-stream-store.js';
 
@@ -62,6 +66,9 @@ describe('a batch whose intent is larger than one append of the event store', ()
     const stored = await store.inner.readStream(intentPartsStream(batchId));
     expect(stored).toHaveLength(parts);
     for (const part of stored) expect(appendBytes([part])).toBeLessThanOrEqual(limit);
+    // The store may drop the parts, and the batch log's intents, after a month (EventStoreDB's $maxAge).
+    expect(store.maxAges.get(intentPartsStream(batchId))).toBe(intentRetentionSeconds);
+    expect(store.maxAges.get(batchLogStream)).toBe(intentRetentionSeconds);
     const opened = await service.platform.eventStore.readStream(intentPartsStream(batchId));
     expect(opened.every((part) => part.data.personalDataErased === true && part.data.items === undefined)).toBe(true);
   });
@@ -183,5 +190,21 @@ describe('an aborted batch', () => {
     expect(JSON.stringify(intent.data)).not.toContain(tag);
     // The free customId was given back.
     expect((await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Later', customId: `${tag}-free` })).status).toBe(200);
+  });
+});
+
+describe('the batch completer of another process (nothing of the batch in its memory)', () => {
+  it('reads the batch log without the sealed intents, and an open intent whole when it runs it', async () => {
+    const tag = randomUUID().slice(0, 8);
+    const guests = [{ firstName: 'One', customId: `${tag}-1` }, { firstName: 'Two', customId: `${tag}-2` }];
+    // The intent is stored, then the writer dies.
+    store.failAfter({ after: 1, mode: 'crash', counts: (stream) => stream === batchLogStream || stream.startsWith('guest') });
+    expect((await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, guests)).status).toBe(500);
+    store.restart();
+    const master = loadOrCreateKeyFile(path.join(service.platform.config.dataDir, 'personal-data', 'master-keys.json'));
+    const elsewhere = sealedEventStore(service.platform.sealedEventStore, new DataKeys(service.platform.dataKeys!.store, master));
+    const outcome = await completeOpenBatches(elsewhere, { logger: service.services.logger, olderThanMs: 0 });
+    expect(outcome.completed).toBeGreaterThanOrEqual(1);
+    expect((await guestsWith(guests.map((g) => g.customId))).map((g) => g.customId).sort()).toEqual([`${tag}-1`, `${tag}-2`]);
   });
 });

@@ -69,6 +69,15 @@ export class StreamByStreamStore implements EventStore {
     this.kind = `${inner.kind}, stream by stream`;
   }
 
+  /** `$maxAge` set per stream (setMaxAge), as EventStoreDB keeps it in the stream's metadata. */
+  readonly maxAges = new Map<string, number>();
+
+  async setMaxAge(streamName: string, seconds: number): Promise<void> {
+    await this.gate();
+    if (this.crashed) throw new InjectedFault(`crashed: metadata of ${streamName} refused`);
+    this.maxAges.set(streamName, seconds);
+  }
+
   checkAppendSizes(appends: StreamAppend[]): void {
     if (this.maxAppendBytes !== undefined) checkAppendSizesAgainst(this.maxAppendBytes, appends);
   }

@@ -269,6 +269,30 @@ describe('delivery (spec: Events)', () => {
     }
   });
 
+  it("dead-letters an invitation's outcome as the relay published it: the guest's email stays sealed", async () => {
+    const client = await commsClient();
+    await receiverFor(client, { fallback: 503 });
+    const deadLetters: BusMessage[] = [];
+    const consumer = await service.platform.bus.consume(
+      { groupId: `test-dlq-sealed-${client.id}`, topics: ['comms.events.v1.dlq'] },
+      async (message) => void deadLetters.push(message),
+    );
+    try {
+      const eventId = (await client.call('POST', '/checkin/v1/api/event', { title: 'Dinner', startTime: '2026-01-01T18:00:00Z', endTime: '2027-12-31T23:00:00Z' })).body.id;
+      const email = `sealed-${client.id.slice(0, 8)}@example.com`;
+      const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Sealed', email });
+      const template = await client.call('POST', `${api}/template`, { eventId, name: 'Invite', subject: 'Hello', html: '<p>Hello {{firstName}}</p>' });
+      expect((await client.call('POST', `${api}/send`, { templateId: template.body.id, attendeeIds: [guest.body.id] })).status).toBe(200);
+      const letter = await eventually(async () => deadLetters.find((m) => m.headers['event-type'] === 'SendSucceeded' && m.headers['tenant-id'] === client.id), 20_000);
+      const event = JSON.parse(letter.value) as { data: { to?: string; personalData?: { ciphertext: string } } };
+      expect(event.data.to).toBeUndefined();
+      expect(event.data.personalData?.ciphertext).toEqual(expect.any(String));
+      expect(letter.value).not.toContain(email);
+    } finally {
+      await consumer.close();
+    }
+  });
+
   it('signs with the new secret at once after a rotation: the old secret fails verification', async () => {
     const client = await commsClient();
     const receiver = await receiverFor(client);

@@ -23,6 +23,9 @@ import { createLogger, type Logger } from '../../shared/logger.js';
 import {
   deadLetterTopic,
   defaultRetryDelayMs,
+  fitMessage,
+  messageBytes,
+  MessageTooLargeError,
   type Bus,
   type BusMessage,
   type Consumer,
@@ -48,7 +51,21 @@ export interface KafkaBusOptions {
   closeTimeoutMs?: number;
   /** Upper bound on ping() (default 5 s). */
   pingTimeoutMs?: number;
+  /**
+   * Upper bound on the bytes of one record batch this bus sends (KAFKA_MAX_BATCH_BYTES, default
+   * 1,000,000): a publish is split into sends that each stay under it, and no single message may
+   * exceed it. Keep it at or below the topics' `max.message.bytes` (broker `message.max.bytes`,
+   * default 1,048,588), which the broker enforces per record batch with MESSAGE_TOO_LARGE.
+   */
+  maxBatchBytes?: number;
 }
+
+/** Default of KafkaBusOptions.maxBatchBytes: 48 kB below the broker's default `message.max.bytes`. */
+export const defaultKafkaMaxBatchBytes = 1_000_000;
+/** A record batch's own header (v2: base offset, length, epoch, magic, crc, ...: 61 bytes). */
+const recordBatchOverhead = 61;
+/** The smallest maxBatchBytes accepted: room for a relayed event without its data. */
+export const minKafkaMaxBatchBytes = 16_384;
 
 const kafkaLogLevels: Record<KafkaBusLogLevel, KafkaLogLevel> = {
   nothing: KafkaLogLevel.NOTHING,
@@ -90,6 +107,10 @@ export class KafkaBus implements Bus {
   readonly kind = 'kafka';
   readonly kafka: Kafka;
   readonly logger: Logger;
+  /** Bytes of one record batch, at most (see KafkaBusOptions.maxBatchBytes). */
+  readonly maxBatchBytes: number;
+  /** The largest single message, as messageBytes counts it: a batch of that message alone. */
+  readonly maxMessageBytes: number;
   readonly partitions: number;
   readonly joinTimeoutMs: number;
   readonly closeTimeoutMs: number;
@@ -106,6 +127,11 @@ export class KafkaBus implements Bus {
     this.joinTimeoutMs = options.joinTimeoutMs ?? 30_000;
     this.closeTimeoutMs = options.closeTimeoutMs ?? 10_000;
     this.pingTimeoutMs = options.pingTimeoutMs ?? 5_000;
+    this.maxBatchBytes = options.maxBatchBytes ?? defaultKafkaMaxBatchBytes;
+    if (!Number.isInteger(this.maxBatchBytes) || this.maxBatchBytes < minKafkaMaxBatchBytes) {
+      throw new Error(`kafka bus: maxBatchBytes must be an integer of at least ${minKafkaMaxBatchBytes}, got ${this.maxBatchBytes}`);
+    }
+    this.maxMessageBytes = this.maxBatchBytes - recordBatchOverhead;
     this.kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
@@ -116,15 +142,34 @@ export class KafkaBus implements Bus {
     });
   }
 
+  /**
+   * kafkajs puts all messages of one partition of one send into one record batch, which the broker
+   * refuses whole (MESSAGE_TOO_LARGE, not retriable) above the topic's `max.message.bytes`. So the
+   * messages go out in consecutive sends of at most `maxBatchBytes` in all (over all partitions:
+   * the partitioner runs inside kafkajs), each awaited before the next, so one key keeps its
+   * order. A failed send leaves the earlier ones published: the caller publishes again from its
+   * checkpoint and consumers drop repeats (at least once). A message above `maxMessageBytes` is
+   * refused before anything of the call is sent.
+   */
   async publish(topic: string, messages: OutgoingMessage[]): Promise<void> {
     if (messages.length === 0) return;
+    const sizes = messages.map(messageBytes);
+    const over = sizes.findIndex((bytes) => bytes > this.maxMessageBytes);
+    if (over >= 0) throw new MessageTooLargeError(topic, messages[over]!.key, sizes[over]!, this.maxMessageBytes);
     await this.ensureTopics([topic]);
     const producer = await this.connectedProducer();
-    await producer.send({
-      topic,
-      acks: -1,
-      messages: messages.map(({ key, value, headers }) => ({ key, value, headers: headers ?? {} })),
-    });
+    let start = 0;
+    while (start < messages.length) {
+      let end = start;
+      let bytes = recordBatchOverhead;
+      while (end < messages.length && (end === start || bytes + sizes[end]! <= this.maxBatchBytes)) bytes += sizes[end++]!;
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: messages.slice(start, end).map(({ key, value, headers }) => ({ key, value, headers: headers ?? {} })),
+      });
+      start = end;
+    }
   }
 
   async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {
@@ -321,7 +366,8 @@ class KafkaBusConsumer implements Consumer {
       if (this.abort.signal.aborted || !isRunning() || isStale()) return;
       const delivery = await this.deliver(toBusMessage(topic, partition, message), heartbeat);
       if (delivery.outcome === 'abandoned' || this.abort.signal.aborted) return;
-      if (delivery.deadLetter) await this.bus.publish(deadLetterTopic(topic), [delivery.deadLetter]);
+      // A dead letter too large for the bus goes without its value (its headers name the source offset).
+      if (delivery.deadLetter) await this.bus.publish(deadLetterTopic(topic), [fitMessage(delivery.deadLetter, this.bus.maxMessageBytes)]);
       resolveOffset(message.offset);
       done = message.offset;
       if (++sinceCommit >= COMMIT_EVERY) await commit();

@@ -49,6 +49,14 @@ export interface Consumer {
 
 export interface Bus {
   readonly kind: string;
+  /**
+   * The largest message one publish may carry, counted by `messageBytes`; undefined when the
+   * bus has no limit (the embedded bus). `publish` rejects a message above it with
+   * MessageTooLargeError before sending anything of that call; a caller that must not stall on
+   * size publishes a smaller form instead (the relay: `toMessage` in src/workers/event-message.ts).
+   */
+  readonly maxMessageBytes?: number;
+  /** Publishes in order; may split the messages into several sends under the bus's size limit. */
   publish(topic: string, messages: OutgoingMessage[]): Promise<void>;
   /** Start a consumer; the returned promise resolves once it has joined its group. */
   consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer>;
@@ -64,3 +72,55 @@ export interface Bus {
 export const deadLetterTopic = (topic: string): string => `${topic}.dlq`;
 
 export const defaultRetryDelayMs = (attempt: number): number => Math.min(5000, 100 * 2 ** (attempt - 1));
+
+/**
+ * Header of a message published without its value's payload because the whole would exceed the
+ * bus's `maxMessageBytes`; its value is `too-large`. On relayed events the value is then the stored
+ * event without `data` (read the event from the event store: src/workers/event-message.ts); on a
+ * dead letter the value is empty (the source message's topic, partition and offset are in its headers).
+ */
+export const dataOmittedHeader = 'x-data-omitted';
+
+/**
+ * Upper bound of a message's bytes in a Kafka record (v2 record batch): its key, value, header
+ * names and values as UTF-8, plus the largest varint fields (length, attributes, timestamp and
+ * offset deltas, key and value lengths, header count: 36 bytes) and each header's two lengths (10).
+ */
+export function messageBytes(message: OutgoingMessage): number {
+  let bytes = 36 + Buffer.byteLength(message.key, 'utf8') + Buffer.byteLength(message.value, 'utf8');
+  for (const [name, value] of Object.entries(message.headers ?? {})) {
+    bytes += 10 + Buffer.byteLength(name, 'utf8') + Buffer.byteLength(value, 'utf8');
+  }
+  return bytes;
+}
+
+/** A publish carried a message larger than the bus's `maxMessageBytes`; nothing of that publish was sent. */
+export class MessageTooLargeError extends Error {
+  override readonly name = 'MessageTooLargeError';
+  constructor(
+    readonly topic: string,
+    readonly key: string,
+    readonly bytes: number,
+    readonly maxBytes: number,
+  ) {
+    super(
+      `a message of ${bytes} bytes (key ${key}) is larger than the ${maxBytes} bytes the bus accepts on ${topic}: ` +
+        'publish it without its payload (see docs/operations.md, Kafka message size) or raise KAFKA_MAX_BATCH_BYTES together with the topic\'s max.message.bytes',
+    );
+  }
+}
+
+/** Header values of a message whose value was left out are cut to this many characters. */
+const omittedHeaderChars = 1024;
+
+/**
+ * The message itself when it fits `maxBytes` (or there is no limit); else the same key and headers
+ * (each value cut to 1,024 characters) with an empty value and `x-data-omitted: too-large`.
+ * For messages whose value has no smaller form that still says what it was (dead letters).
+ */
+export function fitMessage(message: OutgoingMessage, maxBytes: number | undefined): OutgoingMessage {
+  if (maxBytes === undefined || messageBytes(message) <= maxBytes) return message;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(message.headers ?? {})) headers[name] = value.slice(0, omittedHeaderChars);
+  return { key: message.key, value: '', headers: { ...headers, [dataOmittedHeader]: 'too-large' } };
+}

@@ -165,6 +165,16 @@ export class EsdbEventStore implements EventStore {
     );
   }
 
+  async setMaxAge(streamName: string, seconds: number): Promise<void> {
+    try {
+      const { metadata } = await this.client.getStreamMetadata(streamName);
+      if (metadata?.maxAge === seconds) return;
+      await this.client.setStreamMetadata(streamName, { ...metadata, maxAge: seconds });
+    } catch (error) {
+      throw toPortError(error, `set the $maxAge of ${streamName}`);
+    }
+  }
+
   async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
     const sent = events.map((e) => ({ id: e.id, type: e.type, data: e.data, metadata: toEsdbMetadata(e.metadata) }));
     checkAppendSizesAgainst(this.maxAppendBytes, [{ streamName, events: sent }]);

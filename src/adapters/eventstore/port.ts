@@ -144,6 +144,12 @@ export interface EventStore {
    * what is stored (the personal-data codec seals fields) check the events as they would store them.
    */
   checkAppendSizes?(appends: StreamAppend[]): void;
+  /**
+   * Lets the store drop this stream's events once they are older than `seconds` (EventStoreDB:
+   * the stream's `$maxAge`, applied when the server scavenges); absent on a store that keeps
+   * every event (embedded). Setting the same age again writes nothing.
+   */
+  setMaxAge?(streamName: string, seconds: number): Promise<void>;
   /** Cheap reachability probe for /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
