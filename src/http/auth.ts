@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Services } from '../commands/services.js';
+import { InvalidTokenError, providerRetryAfterSec, providerUnavailableReasons } from '../identity/token-verifier.js';
 import type { AccountDoc } from '../projections/accounts.js';
 import { sameSecret } from '../shared/secrets.js';
 import type { Principal } from './context.js';
@@ -10,10 +11,51 @@ export interface BearerVerifier {
   verify(token: string): Promise<{ sub: string; tenant: string; role: string; iat: number; claims?: Record<string, unknown> }>;
 }
 
-const unauthorized = (message: string, error = 'invalid_token') =>
+/**
+ * RFC 6750 section 3: a request without credentials gets the challenge without an error code;
+ * a bad token gets error="invalid_token".
+ */
+const unauthorized = (message: string, error: 'invalid_token' | 'invalid_request' | null = 'invalid_token') =>
   new HttpError(401, 'unauthorized', message, undefined, {
-    'WWW-Authenticate': `Bearer realm="checkin-service", error="${error}"`,
+    'WWW-Authenticate': `Bearer realm="checkin-service"${error ? `, error="${error}"` : ''}`,
   });
+
+/** The token could not be checked because the identity provider's metadata or keys could not be read: not the caller's fault. */
+const providerUnavailable = () =>
+  new HttpError(
+    503,
+    'identity_provider_unavailable',
+    'the identity provider could not be reached to check the bearer token (the token may well be valid); ' +
+      'retry after the delay in Retry-After with the same token',
+    undefined,
+    { 'Retry-After': String(providerRetryAfterSec) },
+  );
+
+/**
+ * The answer to a failed verify. The message names the reason (and for claims, which claim):
+ * never the token or anything taken from it. Provider failures are logged once per failed
+ * attempt (the verifier hands out the same error while it backs off), with the cause the
+ * operator needs and nothing of the token.
+ */
+function verifyFailure(error: unknown, logger: Services['logger'], logged: WeakSet<object>): HttpError {
+  if (!(error instanceof InvalidTokenError)) {
+    logger.error({ err: error }, 'bearer token check failed unexpectedly');
+    return unauthorized('the bearer token is not valid');
+  }
+  if (providerUnavailableReasons.has(error.reason)) {
+    // The verifier hands out the same cause while it backs off: one line per failed attempt.
+    const cause = (error.cause ?? error) as object;
+    if (!logged.has(cause)) {
+      logged.add(cause);
+      logger.warn(
+        { err: cause, reason: error.reason },
+        `identity provider unavailable: bearer tokens cannot be checked (answering 503 for ${providerRetryAfterSec} s before the next attempt)`,
+      );
+    }
+    return providerUnavailable();
+  }
+  return unauthorized(`the bearer token is not valid: ${error.message}`);
+}
 
 /** Milliseconds when the token was issued: the dev provider adds `iat_ms`; others give whole seconds. */
 function issuedAtMs(token: { iat: number; claims?: Record<string, unknown> }): number {
@@ -27,15 +69,17 @@ function issuedAtMs(token: { iat: number; claims?: Record<string, unknown> }): n
  */
 export function authenticate(verifier: BearerVerifier, services: Services): RequestHandler {
   const accounts = services.readStore.collection<AccountDoc>('accounts');
+  const logged = new WeakSet<object>();
   return async (req, res, next) => {
     const header = req.get('authorization') ?? '';
+    if (!/^Bearer(\s|$)/i.test(header)) return next(unauthorized('a bearer token is required in the Authorization header', null));
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) return next(unauthorized('a bearer token is required in the Authorization header', 'invalid_request'));
+    if (!match) return next(unauthorized('the Authorization header must be "Bearer <token>"', 'invalid_request'));
     let token: Awaited<ReturnType<BearerVerifier['verify']>>;
     try {
       token = await verifier.verify(match[1]!);
     } catch (error) {
-      return next(unauthorized(`the bearer token is not valid: ${(error as Error).message}`));
+      return next(verifyFailure(error, services.logger, logged));
     }
     const key = req.get('ocp-apim-subscription-key');
     if (!key) return next(unauthorized('the Ocp-Apim-Subscription-Key header is required', 'invalid_request'));

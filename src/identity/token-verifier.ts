@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import { allowInsecureRequests, discovery } from 'openid-client';
+import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions, type JWTVerifyResult } from 'jose';
+import { allowInsecureRequests, ClientError, discovery } from 'openid-client';
 import type { TokenSubject } from './credentials.js';
+import { createRemoteKeySet, KeysUnavailableError } from './remote-key-set.js';
 
 /** A bearer token that passed every check; `claims` is the whole (frozen) payload. */
 export interface VerifiedToken extends TokenSubject {
@@ -17,18 +18,29 @@ export type InvalidTokenReason =
   | 'bad signature'
   | 'wrong issuer'
   | 'wrong audience'
+  | 'wrong type'
   | 'invalid claims'
   | 'discovery failed'
   | 'keys unavailable';
 
-/** Every rejection: the HTTP layer answers 401 (or 503 for the two reasons about the issuer being unreachable). */
+/** Default of retryAfterFailureSec: how long a failed discovery or JWKS fetch is not retried (and the 503's Retry-After). */
+export const providerRetryAfterSec = 10;
+
+/** The two reasons that say nothing about the token: the issuer's metadata or keys could not be read. */
+export const providerUnavailableReasons: ReadonlySet<InvalidTokenReason> = new Set(['discovery failed', 'keys unavailable']);
+
+/**
+ * Every rejection: the HTTP layer answers 401, or 503 for the reasons in providerUnavailableReasons.
+ * `message` is the reason, plus for 'invalid claims' which claim (only checked once the signature
+ * holds, so it tells nothing to someone forging tokens); `cause` is for the operator's log only.
+ */
 export class InvalidTokenError extends Error {
   override readonly name = 'InvalidTokenError';
   constructor(
     readonly reason: InvalidTokenReason,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; detail?: string },
   ) {
-    super(reason, options);
+    super(options?.detail ? `${reason}: ${options.detail}` : reason, options);
   }
 }
 
@@ -41,8 +53,10 @@ export interface TokenVerifierOptions {
   allowInsecureIssuer?: boolean;
   /** Tolerated clock skew for exp/nbf; default 5. */
   clockToleranceSec?: number;
-  /** Minimum time between two JWKS fetches triggered by an unknown kid; default 30 (jose's default). */
+  /** Minimum time between two JWKS fetches triggered by an unknown kid; default 30. */
   jwksCooldownSec?: number;
+  /** After a failed discovery or JWKS fetch, no new attempt for this long; default 10. */
+  retryAfterFailureSec?: number;
   /** How many verified tokens to remember; default 10,000; 0 turns the cache off. */
   cacheSize?: number;
   now?: () => Date;
@@ -52,20 +66,32 @@ export interface TokenVerifier {
   verify(token: string): Promise<VerifiedToken>;
 }
 
-const algorithms = ['RS256', 'ES256', 'PS256'];
+/**
+ * Asymmetric JWS algorithms only: HS* (a secret shared with the provider, or the public key
+ * misused as one) and `none` never verify. Which of these a token may use is narrowed further by
+ * its key: a JWK that declares `alg` accepts only that one, and kty/crv must fit (jose's key
+ * selection). Keycloak lists HS256 in its discovery document, so that list is not used.
+ */
+export const allowedAlgorithms = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+/** Header `typ` values of access tokens: RFC 9068's at+jwt and plain JWT (Keycloak, Entra ID, Okta); absent is fine too. */
+const accessTokenTypes = new Set(['application/at+jwt', 'application/jwt']);
+/** A token without kid is tried against at most this many candidate keys. */
+const maxCandidateKeys = 8;
 const maxTokenLength = 16 * 1024;
 // openid-client needs a client id; a resource server only reads the issuer's metadata.
 const resourceServerClientId = 'checkin-service';
 
 /**
  * Verifies access tokens from any OpenID provider: the issuer is found by discovery (lazily,
- * on the first verify, retried after a failure), keys come from its JWKS (cached by jose and
- * refetched on an unknown kid), and verified tokens are remembered until they expire so a
- * repeated token costs a hash and a map lookup instead of an RSA check.
+ * on the first verify, so a provider that is down never holds up the start; a failure is retried
+ * after a back-off), keys come from its jwks_uri (remote-key-set.ts: cached, refetched on an
+ * unknown kid, kept when a refresh fails), and verified tokens are remembered until they expire
+ * so a repeated token costs a hash and a map lookup instead of an RSA check.
  */
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
   const now = options.now ?? (() => new Date());
-  const issuerKeys = retryAfterFailure(() => discoverIssuer(options));
+  const backoffMs = (options.retryAfterFailureSec ?? providerRetryAfterSec) * 1000;
+  const issuerKeys = retryAfterFailure(() => discoverIssuer(options, () => now().getTime()), backoffMs, () => now().getTime());
   const cache = new VerifiedTokenCache(options.cacheSize ?? 10_000);
 
   return {
@@ -95,35 +121,70 @@ interface IssuerKeys {
   keys: JWTVerifyGetKey;
 }
 
-async function discoverIssuer(options: TokenVerifierOptions): Promise<IssuerKeys> {
+async function discoverIssuer(options: TokenVerifierOptions, nowMs: () => number): Promise<IssuerKeys> {
+  const configured = options.issuer();
   try {
-    const config = await discovery(new URL(options.issuer()), options.audience ?? resourceServerClientId, undefined, undefined, {
+    const config = await discovery(new URL(configured), options.audience ?? resourceServerClientId, undefined, undefined, {
       timeout: 10,
       execute: options.allowInsecureIssuer ? [allowInsecureRequests] : [],
     });
     const metadata = config.serverMetadata();
+    // Entra ID's multi-tenant endpoints (common, organizations, consumers) state a template as
+    // issuer; openid-client lets that through, and no token's iss would ever equal it.
+    if (/\{tenantid\}/i.test(metadata.issuer)) {
+      throw new Error(
+        `the discovery document at ${configured} states the template issuer "${metadata.issuer}" (a multi-tenant endpoint); ` +
+          'set OIDC_ISSUER to the tenant-specific issuer, e.g. https://login.microsoftonline.com/<tenant id>/v2.0',
+      );
+    }
     if (!metadata.jwks_uri) throw new Error('the discovery document has no jwks_uri');
     const jwksUri = new URL(metadata.jwks_uri);
     if (jwksUri.protocol !== 'https:' && !options.allowInsecureIssuer) throw new Error('jwks_uri must use https');
-    const keys = createRemoteJWKSet(jwksUri, {
-      cooldownDuration: (options.jwksCooldownSec ?? 30) * 1000,
-      cacheMaxAge: 10 * 60 * 1000,
-      timeoutDuration: 5000,
+    const keys = createRemoteKeySet(jwksUri, {
+      unknownKidCooldownMs: (options.jwksCooldownSec ?? 30) * 1000,
+      failureBackoffMs: (options.retryAfterFailureSec ?? providerRetryAfterSec) * 1000,
+      cacheMaxAgeMs: 10 * 60 * 1000,
+      timeoutMs: 5000,
+      now: nowMs,
     });
+    // `iss` is compared with the issuer exactly as the provider states it (RFC 9068 section 4).
     return { issuer: metadata.issuer, keys };
   } catch (err) {
-    throw new InvalidTokenError('discovery failed', { cause: err });
+    throw new InvalidTokenError('discovery failed', { cause: explainDiscoveryFailure(configured, err) });
   }
 }
 
-/** Shares one pending load between callers; a failed load is forgotten so the next call tries again. */
-function retryAfterFailure<T>(load: () => Promise<T>): () => Promise<T> {
+/** openid-client's issuer mismatch names neither value (they sit in its cause): the operator needs both. */
+function explainDiscoveryFailure(configured: string, err: unknown): unknown {
+  const cause = (err as { cause?: { attribute?: unknown; body?: { issuer?: unknown } } }).cause;
+  if (err instanceof ClientError && cause?.attribute === 'issuer') {
+    return new Error(
+      `the discovery document at ${configured} states the issuer "${String(cause.body?.issuer)}", which is not the configured "${configured}" ` +
+        '(OpenID Connect Discovery 4.3: they must be identical, trailing slash included); set OIDC_ISSUER to the stated issuer',
+      { cause: err },
+    );
+  }
+  return err;
+}
+
+/**
+ * Shares one pending load between callers; a failed load is remembered for `backoffMs` (callers
+ * get the same failure without a new attempt, so a provider that is down is not asked on every
+ * request), then the next call tries again.
+ */
+function retryAfterFailure<T>(load: () => Promise<T>, backoffMs: number, nowMs: () => number): () => Promise<T> {
   let pending: Promise<T> | undefined;
-  return () =>
-    (pending ??= load().catch((err: unknown) => {
+  let failedAt: number | undefined;
+  return () => {
+    if (failedAt !== undefined && failedAt + backoffMs <= nowMs()) {
       pending = undefined;
+      failedAt = undefined;
+    }
+    return (pending ??= load().catch((err: unknown) => {
+      failedAt = nowMs();
       throw err;
     }));
+  };
 }
 
 interface VerifyContext extends IssuerKeys {
@@ -133,28 +194,68 @@ interface VerifyContext extends IssuerKeys {
 }
 
 async function verifySignedToken(token: string, context: VerifyContext): Promise<VerifiedToken> {
-  let payload: JWTPayload;
+  const verifyOptions: JWTVerifyOptions = {
+    issuer: context.issuer,
+    audience: context.audience,
+    algorithms: allowedAlgorithms,
+    clockTolerance: context.clockToleranceSec,
+    currentDate: context.currentDate,
+    requiredClaims: ['sub', 'iat', 'exp'],
+  };
+  let result: JWTVerifyResult;
   try {
-    ({ payload } = await jwtVerify(token, context.keys, {
-      issuer: context.issuer,
-      audience: context.audience,
-      algorithms,
-      clockTolerance: context.clockToleranceSec,
-      currentDate: context.currentDate,
-      requiredClaims: ['sub', 'iat', 'exp'],
-    }));
+    result = await jwtVerify(token, context.keys, verifyOptions).catch((err: unknown) => {
+      if (err instanceof errors.JWKSMultipleMatchingKeys) return verifyWithCandidates(token, err, verifyOptions);
+      throw err;
+    });
   } catch (err) {
-    throw new InvalidTokenError(reasonFor(err), { cause: err });
+    const reason = reasonFor(err);
+    // jose checks claims only once the signature holds: naming the claim helps whoever set up the provider.
+    const detail =
+      reason === 'invalid claims' && err instanceof errors.JWTClaimValidationFailed
+        ? `the "${err.claim}" claim is ${err.reason === 'missing' ? 'missing' : 'not valid'}`
+        : undefined;
+    throw new InvalidTokenError(reason, { cause: err, ...(detail ? { detail } : {}) });
+  }
+  const { payload, protectedHeader } = result;
+  const typ = protectedHeader.typ?.toLowerCase();
+  if (typ !== undefined && !accessTokenTypes.has(typ.includes('/') ? typ : `application/${typ}`)) {
+    throw new InvalidTokenError('wrong type', { detail: 'the token is not an access token (header typ)' });
   }
   const { sub, tenant, role, iat, exp } = payload;
-  if (typeof tenant !== 'string' || tenant === '' || (role !== 'client' && role !== 'team_member')) {
-    throw new InvalidTokenError('invalid claims');
+  // jose has checked that iat and exp are numbers; sub is only known to be present.
+  if (typeof sub !== 'string' || sub === '') throw claimError('sub', 'a non-empty string');
+  if (typeof tenant !== 'string' || tenant === '') throw claimError('tenant', 'a non-empty string: the account id');
+  if (role !== 'client' && role !== 'team_member') throw claimError('role', '"client" or "team_member"');
+  return Object.freeze({ sub, tenant, role, iat: iat!, exp: exp!, claims: Object.freeze(payload) });
+}
+
+const claimError = (claim: string, expected: string) =>
+  new InvalidTokenError('invalid claims', { detail: `the "${claim}" claim must be ${expected}` });
+
+/**
+ * A token without kid and several keys that fit it (jose's documented pattern): try each, up to
+ * maxCandidateKeys. Only a failed signature moves on to the next key.
+ */
+async function verifyWithCandidates(
+  token: string,
+  candidates: errors.JWKSMultipleMatchingKeys,
+  options: JWTVerifyOptions,
+): Promise<JWTVerifyResult> {
+  let tried = 0;
+  for await (const key of candidates) {
+    if (++tried > maxCandidateKeys) break;
+    try {
+      return await jwtVerify(token, key, options);
+    } catch (err) {
+      if (!(err instanceof errors.JWSSignatureVerificationFailed)) throw err;
+    }
   }
-  // jose has checked that sub is a string and iat/exp are numbers (requiredClaims).
-  return Object.freeze({ sub: sub!, tenant, role, iat: iat!, exp: exp!, claims: Object.freeze(payload) });
+  throw new errors.JWSSignatureVerificationFailed();
 }
 
 function reasonFor(err: unknown): InvalidTokenReason {
+  if (err instanceof KeysUnavailableError) return 'keys unavailable';
   if (err instanceof errors.JWTExpired) return 'expired';
   if (err instanceof errors.JWTClaimValidationFailed) {
     if (err.claim === 'iss') return 'wrong issuer';
@@ -170,11 +271,9 @@ function reasonFor(err: unknown): InvalidTokenReason {
   ) {
     return 'bad signature';
   }
-  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid || err instanceof errors.JOSENotSupported) {
-    return 'malformed';
-  }
-  // Whatever is left failed while fetching or reading the JWKS (timeout, network, bad JSON).
-  return 'keys unavailable';
+  // JWSInvalid, JWTInvalid, JOSENotSupported, and anything else a crafted token may provoke:
+  // the key set's own failures are KeysUnavailableError, so what is left is about the token.
+  return 'malformed';
 }
 
 /** Least-recently-used map of verified tokens by hash; an entry lives until its token's exp. */

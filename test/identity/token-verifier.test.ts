@@ -148,12 +148,14 @@ describe('token verifier', () => {
     expect(await rejection(clocked, token)).toBe('expired');
   });
 
-  it('reports discovery failure and retries discovery on the next verify', async () => {
+  it('reports discovery failure and retries discovery on a verify after the back-off', async () => {
     const token = await accessToken(server.issuer, clientCredentials);
     server.mount((_req, res) => void res.status(503).end());
-    const lazy = createTokenVerifier({ issuer: () => server.issuer, allowInsecureIssuer: true });
+    let now = new Date();
+    const lazy = createTokenVerifier({ issuer: () => server.issuer, allowInsecureIssuer: true, now: () => now });
     expect(await rejection(lazy, token)).toBe('discovery failed');
     server.startProvider();
+    now = new Date(now.getTime() + 10_000);
     expect((await lazy.verify(token)).sub).toBe(account.id);
   });
 
