@@ -202,6 +202,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (problem) problems.push(`EVENTSTORE_URL must be an EventStoreDB connection string such as esdb://localhost:2113?tls=false: ${problem}`);
   }
   if (config.eventStoreMaxAppendBytes < 65_536) problems.push('EVENTSTORE_MAX_APPEND_SIZE must be at least 65536 (bytes; the server default is 1048576)');
+  // RFC 9068 4: a resource server checks `aud`. Without it, every token of the issuer (ID tokens, tokens for other APIs) would do.
+  if (config.oidcIssuer && !config.oidcAudience) {
+    problems.push("OIDC_AUDIENCE must be set with OIDC_ISSUER: the API's own identifier, which the provider puts in `aud` of the access tokens meant for it (README, Authentication and roles)");
+  }
   if (env.READ_STORE_MISMATCH && !['refuse', 'rebuild'].includes(env.READ_STORE_MISMATCH)) {
     problems.push(`READ_STORE_MISMATCH must be refuse or rebuild, got "${env.READ_STORE_MISMATCH}"`);
   }

@@ -97,10 +97,11 @@ export function toHttpError(error: unknown): HttpError {
   return new HttpError(500, 'internal_error', 'an unexpected error happened; retry, and report the request id if it persists');
 }
 
-/** Renders every error; unexpected ones are logged with the request id (the body never carries the cause). */
+/** Renders every error; unexpected ones and store failures are logged with the request id (the body never carries the cause). */
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   const http = toHttpError(error);
-  if (http.status >= 500) {
+  // A 5xx made on purpose (an HttpError: the identity provider unreachable) was logged where it was decided, once per cause.
+  if (http.status >= 500 && !(error instanceof HttpError)) {
     const log = req.log ?? (res.app.get('logger') as { error: (o: object, m: string) => void } | undefined);
     log?.error({ err: error, requestId: res.locals.requestId, method: req.method, path: req.path }, 'request failed');
   }

@@ -147,7 +147,7 @@ const errorText: Record<number, string> = {
   422: 'Unprocessable',
   429: 'Rate limit: retry after `Retry-After` seconds',
   431: 'Request line or headers too large',
-  503: 'A dependency is unavailable; retry later',
+  503: 'Unavailable, retry after `Retry-After` seconds: `overloaded` (the service), `store_unavailable` (the event store) or `identity_provider_unavailable` (the bearer token could not be checked)',
 };
 
 const errorCodes: Record<number, string> = {
@@ -201,7 +201,8 @@ function register(spec: RouteSpec<ZodType, ZodType, ZodType>): void {
   const secured = spec.secured !== false || admin;
   // Every request can meet the rate limit and the header size limit; a body can be too large or not JSON.
   const clientOnly = secured && !admin && !(spec.roles ?? ['client']).includes('team_member');
-  const errors = [400, ...(secured ? [401] : []), ...(clientOnly ? [403] : []), ...(spec.errors ?? []), ...(spec.body ? [413, 415] : []), 429, 431];
+  // Any request may also meet the overload guard, an unreachable event store or (secured) identity provider: 503.
+  const errors = [...new Set([400, ...(secured ? [401] : []), ...(clientOnly ? [403] : []), ...(spec.errors ?? []), ...(spec.body ? [413, 415] : []), 429, 431, 503])];
   const bodyExample = spec.bodyExample ?? exampleOf(spec.body);
   const responseExample = spec.responseExample ?? exampleOf(spec.response);
   const config: RouteConfig = {

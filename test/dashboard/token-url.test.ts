@@ -43,7 +43,7 @@ describe('GET /dashboard: where the page asks for a token', () => {
   it("finds an external issuer's token endpoint by discovery", async () => {
     const provider = await issuer('https://id.example.org/connect/token');
     try {
-      const page = await dashboardOf({ OIDC_ISSUER: provider.url });
+      const page = await dashboardOf({ OIDC_ISSUER: provider.url, OIDC_AUDIENCE: 'checkin-api' });
       expect(page.status).toBe(200);
       expect(page.text).toContain('data-token-url="https://id.example.org/connect/token"');
       expect(page.csp).toContain("connect-src 'self' https://id.example.org;");
@@ -55,7 +55,7 @@ describe('GET /dashboard: where the page asks for a token', () => {
   it('answers 503 naming the way out when the issuer cannot be asked', async () => {
     const provider = await issuer('https://unused.example');
     provider.close(); // nothing listens there any more
-    const page = await dashboardOf({ OIDC_ISSUER: provider.url });
+    const page = await dashboardOf({ OIDC_ISSUER: provider.url, OIDC_AUDIENCE: 'checkin-api' });
     expect(page.status).toBe(503);
     const body = JSON.parse(page.text);
     expect(body.code).toBe('unavailable');

@@ -29,6 +29,7 @@ let services: Services;
 async function startApp(): Promise<{ url: string; close: () => Promise<void> }> {
   const verifier = createTokenVerifier({ issuer: () => provider.base, audience: 'checkin-api', allowInsecureIssuer: true, cacheSize: 0 });
   const app = express();
+  app.set('logger', services.logger); // where the error handler logs, as in the service
   app.get('/probe', authenticate(verifier, services), (_req, res) => void res.json(res.locals.principal));
   app.use(errorHandler);
   const server = app.listen(0, '127.0.0.1');
@@ -144,6 +145,8 @@ describe('bearer authentication against an external OpenID provider', () => {
         }
         const warnings = logLines.slice(before).filter((line) => line.includes('identity provider unavailable'));
         expect(warnings).toHaveLength(1);
+        // Not once more per request as a failed request: the 503 is an answer, logged where it was decided.
+        expect(logLines.slice(before).filter((line) => line.includes('request failed'))).toEqual([]);
       } finally {
         await app.close();
         provider.state = 'up';

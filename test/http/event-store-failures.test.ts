@@ -105,6 +105,12 @@ describe('EventStoreDB errors and settings in the port’s terms', () => {
     expect(() => new EsdbEventStore('nonsense')).toThrow(/EVENTSTORE_URL/);
   });
 
+  it("takes the server's MaxAppendSize from EVENTSTORE_MAX_APPEND_SIZE (default 1 MiB, at least 64 KiB)", () => {
+    expect(loadConfig({}).eventStoreMaxAppendBytes).toBe(1_048_576);
+    expect(loadConfig({ EVENTSTORE_MAX_APPEND_SIZE: '4194304' }).eventStoreMaxAppendBytes).toBe(4_194_304);
+    expect(() => loadConfig({ EVENTSTORE_MAX_APPEND_SIZE: '1000' })).toThrow(/EVENTSTORE_MAX_APPEND_SIZE must be at least 65536/);
+  });
+
   it('writes $correlationId and $causationId for the server’s correlation projection, and reads the port’s metadata back', () => {
     const metadata = { tenantId: 't', actor: { type: 'user' as const, id: 'u' }, correlationId: 'corr', requestId: 'req', occurredAt: '2026-01-01T00:00:00.000Z' };
     expect(toEsdbMetadata(metadata)).toMatchObject({ $correlationId: 'corr', $causationId: 'req' });

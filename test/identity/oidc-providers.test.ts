@@ -299,3 +299,11 @@ describe('claims and token type', () => {
     }
   });
 });
+
+describe('configuration', () => {
+  it('refuses to start with OIDC_ISSUER but no OIDC_AUDIENCE (RFC 9068 4: the audience is checked)', async () => {
+    const { loadConfig } = await import('../../src/config.js');
+    expect(() => loadConfig({ OIDC_ISSUER: 'https://id.example.org' })).toThrow(/OIDC_AUDIENCE must be set with OIDC_ISSUER/);
+    expect(loadConfig({ OIDC_ISSUER: 'https://id.example.org', OIDC_AUDIENCE: 'checkin-api' }).oidcAudience).toBe('checkin-api');
+  });
+});
