@@ -27,6 +27,9 @@ export interface Config {
   trustProxy: string | boolean | number;
   /** External OpenID issuer; unset means the built-in dev provider at /core. */
   oidcIssuer?: string;
+  /** The token claims that carry the account id and the role (an external provider's names for them). */
+  oidcTenantClaim: string;
+  oidcRoleClaim: string;
   oidcAudience?: string;
   /** DASHBOARD_TOKEN_URL: where /dashboard asks for a token; default the dev provider's, or the external issuer's token_endpoint (discovery). */
   dashboardTokenUrl?: string;
@@ -170,6 +173,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: env.BODY_LIMIT || '5mb',
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     oidcIssuer: env.OIDC_ISSUER || undefined,
+    oidcTenantClaim: env.OIDC_TENANT_CLAIM || 'tenant',
+    oidcRoleClaim: env.OIDC_ROLE_CLAIM || 'role',
     oidcAudience: env.OIDC_AUDIENCE || undefined,
     dashboardTokenUrl: env.DASHBOARD_TOKEN_URL || undefined,
     publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : undefined,

@@ -451,6 +451,7 @@ async function startApi(
   const verifier = createTokenVerifier({
     issuer,
     ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
+    claimNames: { tenant: config.oidcTenantClaim, role: config.oidcRoleClaim },
     allowInsecureIssuer: !config.oidcIssuer,
   });
   const overload = new OverloadGuard({

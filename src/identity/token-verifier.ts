@@ -49,6 +49,12 @@ export interface TokenVerifierOptions {
   issuer: () => string;
   /** When set, a token's `aud` must contain it. */
   audience?: string;
+  /**
+   * The claims that carry the account id and the role (OIDC_TENANT_CLAIM, OIDC_ROLE_CLAIM;
+   * default `tenant` and `role`): an Auth0 Action must namespace custom claims
+   * (`https://example.com/tenant`), Entra ID sends app roles as a `roles` array.
+   */
+  claimNames?: { tenant?: string; role?: string };
   /** Allows a plain-http issuer and JWKS (the dev provider only). */
   allowInsecureIssuer?: boolean;
   /** Tolerated clock skew for exp/nbf; default 5. */
@@ -107,6 +113,8 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         issuer,
         keys,
         audience: options.audience,
+        tenantClaim: options.claimNames?.tenant ?? 'tenant',
+        roleClaim: options.claimNames?.role ?? 'role',
         clockToleranceSec: options.clockToleranceSec ?? 5,
         currentDate: now(),
       });
@@ -189,6 +197,8 @@ function retryAfterFailure<T>(load: () => Promise<T>, backoffMs: number, nowMs: 
 
 interface VerifyContext extends IssuerKeys {
   audience?: string;
+  tenantClaim: string;
+  roleClaim: string;
   clockToleranceSec: number;
   currentDate: Date;
 }
@@ -222,12 +232,23 @@ async function verifySignedToken(token: string, context: VerifyContext): Promise
   if (typ !== undefined && !accessTokenTypes.has(typ.includes('/') ? typ : `application/${typ}`)) {
     throw new InvalidTokenError('wrong type', { detail: 'the token is not an access token (header typ)' });
   }
-  const { sub, tenant, role, iat, exp } = payload;
+  const { sub, iat, exp } = payload;
+  const tenant = payload[context.tenantClaim];
   // jose has checked that iat and exp are numbers; sub is only known to be present.
   if (typeof sub !== 'string' || sub === '') throw claimError('sub', 'a non-empty string');
-  if (typeof tenant !== 'string' || tenant === '') throw claimError('tenant', 'a non-empty string: the account id');
-  if (role !== 'client' && role !== 'team_member') throw claimError('role', '"client" or "team_member"');
+  if (typeof tenant !== 'string' || tenant === '') throw claimError(context.tenantClaim, 'a non-empty string: the account id');
+  const role = roleOf(payload[context.roleClaim]);
+  if (!role) throw claimError(context.roleClaim, '"client" or "team_member" (or an array holding exactly one of them)');
   return Object.freeze({ sub, tenant, role, iat: iat!, exp: exp!, claims: Object.freeze(payload) });
+}
+
+/** The role a claim names: the value itself, or the one of the two an array of roles (Entra ID's `roles`) holds. */
+function roleOf(claim: unknown): 'client' | 'team_member' | undefined {
+  const known = (value: unknown): value is 'client' | 'team_member' => value === 'client' || value === 'team_member';
+  if (known(claim)) return claim;
+  if (!Array.isArray(claim)) return undefined;
+  const roles = [...new Set(claim.filter(known))];
+  return roles.length === 1 ? roles[0] : undefined;
 }
 
 const claimError = (claim: string, expected: string) =>

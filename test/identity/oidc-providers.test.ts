@@ -8,6 +8,7 @@ import {
   type TokenVerifier,
   type TokenVerifierOptions,
 } from '../../src/identity/token-verifier.js';
+import { loadConfig } from '../../src/config.js';
 import { newKey, signToken, standardClaims, startProviderStub, type ProviderStub, type TestKey } from './oidc-provider-stub.js';
 
 /**
@@ -284,7 +285,8 @@ describe('claims and token type', () => {
       [{ tenant: '' }, 'tenant'],
       [{ role: undefined }, 'role'],
       [{ role: 'admin' }, 'role'],
-      [{ role: ['client'] }, 'role'],
+      [{ role: ['client', 'team_member'] }, 'role'],
+      [{ role: ['admin'] }, 'role'],
       [{ sub: 42 }, 'sub'],
       [{ sub: '' }, 'sub'],
       [{ exp: String(Math.floor(Date.now() / 1000) + 300) }, 'exp'],
@@ -300,9 +302,23 @@ describe('claims and token type', () => {
   });
 });
 
+describe('claim names (OIDC_TENANT_CLAIM, OIDC_ROLE_CLAIM)', () => {
+  it("reads the account id and the role from the provider's claims: a namespaced Auth0 claim, Entra ID's roles array", async () => {
+    const verifier = verifierFor({ claimNames: { tenant: 'https://checkin.example/tenant', role: 'roles' } });
+    const tenant = 'b3b7f6a2-0c61-4a4e-9d55-2f1f8f0f6a11';
+    const claims = { ...standardClaims(provider.base), tenant: undefined, role: undefined, 'https://checkin.example/tenant': tenant, roles: ['Reader', 'team_member'] };
+    for (const name of Object.keys(claims)) if (claims[name as keyof typeof claims] === undefined) delete claims[name as keyof typeof claims];
+    const verified = await verifier.verify(await signToken(rsa, claims));
+    expect(verified).toMatchObject({ tenant, role: 'team_member' });
+    // The default names are not read then.
+    const err = await failure(verifier, await signToken(rsa, standardClaims(provider.base)));
+    expect(err.message).toContain('https://checkin.example/tenant');
+    expect(loadConfig({ OIDC_TENANT_CLAIM: 'tid_custom', OIDC_ROLE_CLAIM: 'roles' })).toMatchObject({ oidcTenantClaim: 'tid_custom', oidcRoleClaim: 'roles' });
+  });
+});
+
 describe('configuration', () => {
   it('refuses to start with OIDC_ISSUER but no OIDC_AUDIENCE (RFC 9068 4: the audience is checked)', async () => {
-    const { loadConfig } = await import('../../src/config.js');
     expect(() => loadConfig({ OIDC_ISSUER: 'https://id.example.org' })).toThrow(/OIDC_AUDIENCE must be set with OIDC_ISSUER/);
     expect(loadConfig({ OIDC_ISSUER: 'https://id.example.org', OIDC_AUDIENCE: 'checkin-api' }).oidcAudience).toBe('checkin-api');
   });
