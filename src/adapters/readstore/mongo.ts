@@ -11,6 +11,7 @@
 import {
   MongoBulkWriteError,
   MongoClient,
+  MongoNetworkError,
   MongoServerError,
   type AnyBulkWriteOperation,
   type Collection as MongoCollection,
@@ -56,6 +57,8 @@ const NAMESPACE_NOT_FOUND = 26;
  * server deadlocks. Small commands stay far below that, also with a few writers at once.
  */
 const OPS_PER_COMMAND = 32;
+/** How many times in a row a stream reopens its cursor without reading a document in between. */
+const MAX_RESUMES = 3;
 
 export interface MongoReadStoreOptions {
   url: string;
@@ -220,16 +223,45 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     };
   }
 
+  /**
+   * Keyset-resumed: a server cursor idle for 10 minutes (`cursorTimeoutMillis`) or whose
+   * session sat idle for 30 is killed, `noCursorTimeout` does not outlive the session, and the
+   * driver retries a find but never a getMore. Every stream is sorted, ending with `_id`, so
+   * when a getMore fails with CursorNotFound or another error a cursor can resume on (a network
+   * error, a step-down), the stream opens a new cursor after the last document it yielded and
+   * goes on. A failure it cannot resume on, or more than MAX_RESUMES in a row without a document
+   * between them, ends the iteration with that error: the consumer never sees a short stream
+   * as a complete one.
+   */
   async *stream(filter: Filter, options: StreamOptions = {}): AsyncIterable<T> {
-    const cursor = this.collection.find(filter, {
-      sort: sortSpec(sortKeys(options.sort)),
-      projection: HIDDEN_FIELDS,
-      batchSize: options.batchSize ?? 500,
-    });
-    try {
-      for await (const doc of cursor) yield doc as unknown as T;
-    } finally {
-      await cursor.close();
+    const keys = sortKeys(options.sort);
+    let last: unknown[] | undefined;
+    let resumes = 0;
+    for (;;) {
+      let query = filter;
+      if (last) {
+        const after = afterCursorFilter(last, keys);
+        if (!after) return;
+        query = Object.keys(filter).length === 0 ? after : { $and: [filter, after] };
+      }
+      const cursor = this.collection.find(query, {
+        sort: sortSpec(keys),
+        projection: HIDDEN_FIELDS,
+        batchSize: options.batchSize ?? 500,
+      });
+      try {
+        for await (const doc of cursor) {
+          last = sortValues(doc, keys);
+          resumes = 0;
+          yield doc as unknown as T;
+        }
+        return;
+      } catch (error) {
+        if (!isResumableRead(error) || resumes >= MAX_RESUMES) throw error;
+        resumes += 1;
+      } finally {
+        await cursor.close().catch(() => undefined);
+      }
     }
   }
 
@@ -350,6 +382,36 @@ async function alreadyApplied(collection: MongoCollection<Document>, { op, seq }
 
 // ---------------------------------------------------------------------------------------
 // Errors
+
+/**
+ * Errors a getMore can fail with after which reading on from a new cursor is sound: the
+ * codes the driver's change streams resume on (GET_MORE_RESUMABLE_CODES in mongodb's
+ * lib/error.js, from the change-streams spec), CursorNotFound among them, and network errors.
+ */
+const RESUMABLE_CODES = new Set([
+  6, // HostUnreachable
+  7, // HostNotFound
+  43, // CursorNotFound: idle cursor or expired session killed
+  89, // NetworkTimeout
+  91, // ShutdownInProgress
+  133, // FailedToSatisfyReadPreference
+  189, // PrimarySteppedDown
+  262, // ExceededTimeLimit
+  9001, // SocketException
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+  13436, // NotPrimaryOrSecondary
+  63, // StaleShardVersion
+  150, // StaleEpoch
+  13388, // StaleConfig
+]);
+
+function isResumableRead(error: unknown): boolean {
+  if (error instanceof MongoNetworkError) return true;
+  return error instanceof MongoServerError && typeof error.code === 'number' && RESUMABLE_CODES.has(error.code);
+}
 
 function firstWriteError(error: unknown): WriteError | undefined {
   if (!(error instanceof MongoBulkWriteError)) return undefined;
