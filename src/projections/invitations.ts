@@ -26,9 +26,24 @@ export interface InvitationDoc {
   requestedAt: string;
   sentAt?: string;
   updatedAt: string;
-  /** Every step, oldest first: what happened and when. */
+  /**
+   * The steps, oldest first: what happened and when. The latest HISTORY_LIMIT only, each detail
+   * cut to DETAIL_LIMIT characters (the event store keeps every step whole).
+   */
   history: { type: string; at: string; attempt?: number; detail?: string }[];
 }
+
+/**
+ * A bound on `history`. One step per provider report, and a report per open (a mail client or a
+ * link scanner can load the pixel thousands of times), so without it the document grows past
+ * MongoDB's 16 MB limit, the update fails, and the projection stops on it for good. 500 steps of
+ * at most ~1 kB stay far below; `opens` still counts every open.
+ */
+export const HISTORY_LIMIT = 500;
+/** A step's `detail` (provider reasons, send errors) is cut to this many characters. */
+export const DETAIL_LIMIT = 1000;
+
+const clipped = (text: string): string => (text.length > DETAIL_LIMIT ? `${text.slice(0, DETAIL_LIMIT - 1)}…` : text);
 
 /** `comms_suppressions`: recipients a provider reported as unreachable, per client (spec: previous_send_permanently_failed). */
 export interface SuppressionDoc {
@@ -69,7 +84,7 @@ export const invitationsProjection: Projection = {
       id,
       update: {
         $set: { ...(status ? { status } : {}), ...set, updatedAt: at },
-        $push: { history: entry },
+        $push: { history: { $each: [entry.detail === undefined ? entry : { ...entry, detail: clipped(entry.detail) }], $slice: -HISTORY_LIMIT } },
         ...(more.inc ? { $inc: more.inc } : {}),
         ...(more.unset ? { $unset: Object.fromEntries(more.unset.map((field) => [field, ''])) } : {}),
       },

@@ -89,6 +89,17 @@ export const webhooksProjection: Projection = {
   },
 };
 
+/**
+ * A bound on `attemptLog`: every redelivery brings a new budget of attempts, so the log has no
+ * natural end, and a document past MongoDB's 16 MB limit would stop the projection for good.
+ * The latest ATTEMPT_LOG_LIMIT attempts are kept (`attempts` counts them all), each error cut
+ * to ERROR_LIMIT characters; the event store keeps every attempt whole.
+ */
+export const ATTEMPT_LOG_LIMIT = 200;
+export const ERROR_LIMIT = 1000;
+
+const clippedError = (text: string): string => (text.length > ERROR_LIMIT ? `${text.slice(0, ERROR_LIMIT - 1)}…` : text);
+
 export const webhookDeliveriesProjection: Projection = {
   name: 'webhook_deliveries',
   filter: { streamPrefixes: ['webhookdelivery-'] },
@@ -134,7 +145,7 @@ export const webhookDeliveriesProjection: Projection = {
             ...(attempt.statusCode !== undefined ? { lastStatusCode: attempt.statusCode } : { lastError: attempt.error }),
           },
           $unset: attempt.statusCode !== undefined ? { lastError: '' } : { lastStatusCode: '' },
-          $push: { attemptLog: attempt },
+          $push: { attemptLog: { $each: [attempt.error === undefined ? attempt : { ...attempt, error: clippedError(attempt.error) }], $slice: -ATTEMPT_LOG_LIMIT } },
         });
       }
       case 'WebhookDeliveryAttemptStarted':

@@ -24,11 +24,11 @@ const url = process.env.MONGO_URL;
 const dbName = `stream_resume_${Date.now()}_${process.pid}`;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stream-resume-'));
 
-interface Row {
+type Row = {
   _id: string;
   group: number;
   name: string;
-}
+};
 const COUNT = 1_000;
 // Sorted by a key with many equal values, so resuming must use the `_id` tie-break too.
 const rows: Row[] = Array.from({ length: COUNT }, (_, i) => ({ _id: `r${String(i).padStart(4, '0')}`, group: (i * 7) % 13, name: `guest ${i}` }));

@@ -245,6 +245,24 @@ export function readStoreContract(
         });
       });
 
+      it('$push with $each and $slice keeps the array bounded: the latest -n (or the first n), through updateOne and applyBatch, replays included', async () => {
+        const name = fresh('bounded');
+        const collection = store.collection(name);
+        const push = (i: number, slice: number) => ({ $push: { log: { $each: [`e${i}`], $slice: slice } }, $inc: { n: 1 } });
+        // An upsert creates the array; pushes past the bound drop the oldest.
+        for (let i = 0; i < 5; i++) await collection.updateOne('u', push(i, -3), { upsert: true });
+        expect(await collection.get('u')).toEqual({ _id: 'u', log: ['e2', 'e3', 'e4'], n: 5 });
+        // 40 pushes to one document in one batch (more than one server command), then the same batch replayed.
+        const checkpoint = fresh('cp');
+        const ops: WriteOp[] = Array.from({ length: 40 }, (_, i) => ({ kind: 'update', collection: name, id: 'b', update: push(i, -4), upsert: true, position: i + 1 }));
+        await store.applyBatch(ops, { name: checkpoint, position: 40 });
+        await store.applyBatch(ops, { name: checkpoint, position: 40 });
+        expect(await collection.get('b')).toEqual({ _id: 'b', log: ['e36', 'e37', 'e38', 'e39'], n: 40 });
+        // A positive $slice keeps the first n.
+        for (let i = 0; i < 4; i++) await collection.updateOne('f', push(i, 2), { upsert: true });
+        expect((await collection.get('f'))?.log).toEqual(['e0', 'e1']);
+      });
+
       it('updateOne on a missing document creates nothing without upsert', async () => {
         const collection = store.collection(fresh('upd'));
         expect(await collection.updateOne('x', { $set: { a: 1 } })).toBe(false);

@@ -612,10 +612,10 @@ const fieldUpdates: Record<string, FieldUpdate> = {
     return true;
   },
   $push: (parent, field, value) => {
-    const items = eachValue(value);
+    const items = eachValue(value, true);
     const current = parent[field] ?? [];
     if (!items || !Array.isArray(current)) return false;
-    parent[field] = [...current, ...items];
+    parent[field] = sliced([...current, ...items], isPlainObject(value) ? value.$slice : undefined);
     return true;
   },
   $addToSet: (parent, field, value) => {
@@ -643,11 +643,21 @@ const fieldUpdates: Record<string, FieldUpdate> = {
 /** Operators that never create a missing field (or the objects on its path). */
 const removing = new Set(['$unset', '$pull']);
 
-/** The values `$push`/`$addToSet` add: the value itself, or `{$each: [...]}` without other modifiers. */
-function eachValue(value: unknown): unknown[] | undefined {
+/**
+ * The values `$push`/`$addToSet` add: the value itself, or `{$each: [...]}` without other
+ * modifiers (`$push` also with an integer `$slice`, its bound on the array).
+ */
+function eachValue(value: unknown, sliceAllowed = false): unknown[] | undefined {
   if (!isPlainObject(value) || !Object.keys(value).some((k) => k.startsWith('$'))) return [value];
-  const keys = Object.keys(value);
+  const keys = Object.keys(value).filter((k) => !(sliceAllowed && k === '$slice' && Number.isInteger(value.$slice)));
   return keys.length === 1 && keys[0] === '$each' && Array.isArray(value.$each) ? value.$each : undefined;
+}
+
+/** `$push`'s `$slice`: the first n elements (n >= 0) or the last -n (n < 0), as MongoDB keeps them. */
+function sliced(items: unknown[], slice: unknown): unknown[] {
+  if (typeof slice !== 'number') return items;
+  if (slice >= 0) return items.length > slice ? items.slice(0, slice) : items;
+  return items.length > -slice ? items.slice(items.length + slice) : items;
 }
 
 /**

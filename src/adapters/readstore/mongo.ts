@@ -25,9 +25,11 @@ import {
   decodeCursor,
   encodeCursor,
   fetchPaths,
+  isPlainObject,
   project,
   sortKeys,
   sortValues,
+  valueAt,
   type SortKey,
 } from './cursor.js';
 import {
@@ -69,15 +71,18 @@ export class MongoReadStore implements ReadStore {
   readonly kind = 'mongo';
   private readonly client: MongoClient;
   private readonly db: Db;
+  /** Whether the server ignores `$push`'s `$slice` (FerretDB 1.x), asked once. */
+  private readonly slices: SliceSupport;
 
   constructor({ url, dbName }: MongoReadStoreOptions) {
     // ignoreUndefined: an undefined field is left out, as JSON (and the embedded store) does.
     this.client = new MongoClient(url, { ignoreUndefined: true });
     this.db = this.client.db(dbName);
+    this.slices = new SliceSupport(this.db);
   }
 
   collection<T extends Doc = Doc>(name: string): Collection<T> {
-    return new MongoDocuments<T>(this.db.collection(name), name);
+    return new MongoDocuments<T>(this.db.collection(name), name, this.slices);
   }
 
   /**
@@ -119,7 +124,10 @@ export class MongoReadStore implements ReadStore {
         { ordered: false },
       );
     }
-    for (const [name, group] of byCollection) await this.writeInOrder(name, group, guard);
+    for (const [name, group] of byCollection) {
+      await this.writeInOrder(name, group, guard);
+      await this.slices.enforce(this.db.collection(name), group.map(({ op }) => op));
+    }
     if (checkpoints.length > 0) {
       // $max: replaying an older batch never moves a checkpoint back.
       await marks.bulkWrite(
@@ -190,6 +198,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
   constructor(
     private readonly collection: MongoCollection<Document>,
     readonly name: string,
+    private readonly slices: SliceSupport,
   ) {}
 
   async get(id: string): Promise<T | null> {
@@ -272,6 +281,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
   async updateOne(id: string, update: Update, options: { upsert?: boolean } = {}): Promise<boolean> {
     try {
       const result = await this.collection.updateOne({ _id: id as never }, update, { upsert: options.upsert === true });
+      await this.slices.enforce(this.collection, [{ kind: 'update', collection: this.name, id, update }]);
       return result.matchedCount > 0 || result.upsertedCount > 0;
     } catch (error) {
       throw await asDuplicateKeyError(error, this.collection);
@@ -321,6 +331,66 @@ function sortSpec(keys: SortKey[]): Record<string, 1 | -1> {
 function withoutId(doc: object): Document {
   const { _id: _ignored, ...rest } = doc as Document;
   return rest;
+}
+
+// ---------------------------------------------------------------------------------------
+// $push with $slice
+
+/**
+ * Bounded arrays (`$push: {field: {$each: [...], $slice: n}}`) are how projections keep a
+ * growing list (an invitation's history, a webhook's attempt log) under MongoDB's 16 MB
+ * document limit. FerretDB 1.x accepts `$slice` and ignores it, so there the store trims the
+ * arrays itself after the writes: the same result for appends (the last -n, or first n, of all
+ * the elements pushed), with one more read of the touched documents, and a write per array over
+ * its bound (guarded by the length read, so a push in between is not lost).
+ */
+class SliceSupport {
+  private ignored?: Promise<boolean>;
+
+  constructor(private readonly db: Db) {}
+
+  private serverIgnoresSlice(): Promise<boolean> {
+    this.ignored ??= this.db
+      .admin()
+      .command({ buildInfo: 1 })
+      .then((info) => typeof info.ferretdbVersion === 'string')
+      .catch((error: unknown) => {
+        this.ignored = undefined;
+        throw error;
+      });
+    return this.ignored;
+  }
+
+  async enforce(collection: MongoCollection<Document>, ops: WriteOp[]): Promise<void> {
+    const bounds = new Map<string, { slice: number; ids: Set<string> }>();
+    for (const op of ops) {
+      if (op.kind !== 'update') continue;
+      for (const [field, slice] of slicedPushes(op.update)) {
+        const bound = bounds.get(field) ?? { slice, ids: new Set<string>() };
+        bound.ids.add(op.id);
+        bounds.set(field, bound);
+      }
+    }
+    if (bounds.size === 0 || !(await this.serverIgnoresSlice())) return;
+    for (const [field, { slice, ids }] of bounds) {
+      const docs = await collection.find({ _id: { $in: [...ids] as never[] } }, { projection: { [field]: 1 } }).toArray();
+      for (const doc of docs) {
+        const items = valueAt(doc, field);
+        if (!Array.isArray(items) || items.length <= Math.abs(slice)) continue;
+        const kept = slice >= 0 ? items.slice(0, slice) : items.slice(items.length + slice);
+        await collection.updateOne({ _id: doc._id, [field]: { $size: items.length } }, { $set: { [field]: kept } });
+      }
+    }
+  }
+}
+
+/** The `$push` fields an update bounds with an integer `$slice`, and their bounds. */
+function slicedPushes(update: Update): [field: string, slice: number][] {
+  const push = update.$push;
+  if (!isPlainObject(push)) return [];
+  return Object.entries(push).flatMap(([field, value]): [string, number][] =>
+    isPlainObject(value) && Number.isInteger(value.$slice) ? [[field, value.$slice as number]] : [],
+  );
 }
 
 // ---------------------------------------------------------------------------------------
