@@ -168,3 +168,26 @@ function failingAfter(cursor: FindCursor, after: number, error: Error): FindCurs
     close: () => cursor.close(),
   } as unknown as FindCursor;
 }
+
+describe.skipIf(!url)('MongoDB read store: stream() sorts on disk when it must (MONGO_URL; skipped without one)', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('asks for allowDiskUse: a stream has no limit, and before MongoDB 6.0 a sort no index covers fails past 100 MB of memory without it', async () => {
+    // The guests export sorts by {lastNameLower, firstNameLower, _id}; the index {eventId, lastNameLower,
+    // firstNameLower} lacks the `_id` tie-break, so the server sorts every guest of the event itself.
+    // FerretDB has no such limit to show: the options the store sends are checked instead.
+    const store = new MongoReadStore({ url: url!, dbName: `${dbName}_disk` });
+    const options: unknown[] = [];
+    const find = DriverCollection.prototype.find;
+    vi.spyOn(DriverCollection.prototype, 'find').mockImplementation(function (this: DriverCollection, ...args: unknown[]) {
+      options.push(args[1]);
+      return (find as (...a: unknown[]) => FindCursor).apply(this, args);
+    } as never);
+    try {
+      for await (const _doc of store.collection('rows').stream({}, { sort: { name: 1 } })) break;
+      expect(options).toEqual([expect.objectContaining({ allowDiskUse: true, sort: { name: 1, _id: 1 } })]);
+    } finally {
+      await store.close();
+    }
+  });
+});

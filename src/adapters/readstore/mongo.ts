@@ -71,18 +71,18 @@ export class MongoReadStore implements ReadStore {
   readonly kind = 'mongo';
   private readonly client: MongoClient;
   private readonly db: Db;
-  /** Whether the server ignores `$push`'s `$slice` (FerretDB 1.x), asked once. */
-  private readonly slices: SliceSupport;
+  /** What the server is: whether it ignores `$push`'s `$slice` (FerretDB 1.x), whether `find` takes `allowDiskUse`. */
+  private readonly traits: ServerTraits;
 
   constructor({ url, dbName }: MongoReadStoreOptions) {
     // ignoreUndefined: an undefined field is left out, as JSON (and the embedded store) does.
     this.client = new MongoClient(url, { ignoreUndefined: true });
     this.db = this.client.db(dbName);
-    this.slices = new SliceSupport(this.db);
+    this.traits = new ServerTraits(this.db);
   }
 
   collection<T extends Doc = Doc>(name: string): Collection<T> {
-    return new MongoDocuments<T>(this.db.collection(name), name, this.slices);
+    return new MongoDocuments<T>(this.db.collection(name), name, this.traits);
   }
 
   /**
@@ -126,7 +126,7 @@ export class MongoReadStore implements ReadStore {
     }
     for (const [name, group] of byCollection) {
       await this.writeInOrder(name, group, guard);
-      await this.slices.enforce(this.db.collection(name), group.map(({ op }) => op));
+      await this.traits.enforceSlices(this.db.collection(name), group.map(({ op }) => op));
     }
     if (checkpoints.length > 0) {
       // $max: replaying an older batch never moves a checkpoint back.
@@ -198,7 +198,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
   constructor(
     private readonly collection: MongoCollection<Document>,
     readonly name: string,
-    private readonly slices: SliceSupport,
+    private readonly traits: ServerTraits,
   ) {}
 
   async get(id: string): Promise<T | null> {
@@ -244,6 +244,9 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
    */
   async *stream(filter: Filter, options: StreamOptions = {}): AsyncIterable<T> {
     const keys = sortKeys(options.sort);
+    // A stream has no limit: unless an index gives its order (`_id` included, the tie-break), the
+    // server sorts every match, which before MongoDB 6.0 fails past 100 MB without allowDiskUse.
+    const allowDiskUse = await this.traits.findAllowsDiskUse();
     let last: unknown[] | undefined;
     let resumes = 0;
     for (;;) {
@@ -257,6 +260,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
         sort: sortSpec(keys),
         projection: HIDDEN_FIELDS,
         batchSize: options.batchSize ?? 500,
+        ...(allowDiskUse ? { allowDiskUse: true } : {}),
       });
       try {
         for await (const doc of cursor) {
@@ -281,7 +285,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
   async updateOne(id: string, update: Update, options: { upsert?: boolean } = {}): Promise<boolean> {
     try {
       const result = await this.collection.updateOne({ _id: id as never }, update, { upsert: options.upsert === true });
-      await this.slices.enforce(this.collection, [{ kind: 'update', collection: this.name, id, update }]);
+      await this.traits.enforceSlices(this.collection, [{ kind: 'update', collection: this.name, id, update }]);
       return result.matchedCount > 0 || result.upsertedCount > 0;
     } catch (error) {
       throw await asDuplicateKeyError(error, this.collection);
@@ -334,9 +338,11 @@ function withoutId(doc: object): Document {
 }
 
 // ---------------------------------------------------------------------------------------
-// $push with $slice
+// What the server is: $push with $slice, find with allowDiskUse
 
 /**
+ * What the server can do, from its `buildInfo`, asked once.
+ *
  * Bounded arrays (`$push: {field: {$each: [...], $slice: n}}`) are how projections keep a
  * growing list (an invitation's history, a webhook's attempt log) under MongoDB's 16 MB
  * document limit. FerretDB 1.x accepts `$slice` and ignores it, so there the store trims the
@@ -344,24 +350,41 @@ function withoutId(doc: object): Document {
  * the elements pushed), with one more read of the touched documents, and a write per array over
  * its bound (guarded by the length read, so a push in between is not lost).
  */
-class SliceSupport {
-  private ignored?: Promise<boolean>;
+class ServerTraits {
+  private info?: Promise<{ ferretDb: boolean; version: number[] }>;
 
   constructor(private readonly db: Db) {}
 
-  private serverIgnoresSlice(): Promise<boolean> {
-    this.ignored ??= this.db
+  /** What the server says it is (`buildInfo`), asked once (again after a failure). */
+  private server(): Promise<{ ferretDb: boolean; version: number[] }> {
+    this.info ??= this.db
       .admin()
       .command({ buildInfo: 1 })
-      .then((info) => typeof info.ferretdbVersion === 'string')
+      .then((info) => ({
+        ferretDb: typeof info.ferretdbVersion === 'string',
+        version: Array.isArray(info.versionArray) ? (info.versionArray as number[]) : String(info.version).split('.').map(Number),
+      }))
       .catch((error: unknown) => {
-        this.ignored = undefined;
+        this.info = undefined;
         throw error;
       });
-    return this.ignored;
+    return this.info;
   }
 
-  async enforce(collection: MongoCollection<Document>, ops: WriteOp[]): Promise<void> {
+  private async serverIgnoresSlice(): Promise<boolean> {
+    return (await this.server()).ferretDb;
+  }
+
+  /**
+   * Whether `find` takes `allowDiskUse` (MongoDB 4.4 and later; 4.2, the driver's oldest, rejects
+   * the field). Before 6.0 a sort no index answers stops at 100 MB of memory without it.
+   */
+  async findAllowsDiskUse(): Promise<boolean> {
+    const [major = 0, minor = 0] = (await this.server()).version;
+    return major > 4 || (major === 4 && minor >= 4);
+  }
+
+  async enforceSlices(collection: MongoCollection<Document>, ops: WriteOp[]): Promise<void> {
     const bounds = new Map<string, { slice: number; ids: Set<string> }>();
     for (const op of ops) {
       if (op.kind !== 'update') continue;
