@@ -206,12 +206,13 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
   }
 
   async findOne(filter: Filter): Promise<T | null> {
-    return (await this.collection.findOne(filter, { projection: HIDDEN_FIELDS })) as T | null;
+    return (await this.collection.findOne(serverFilter(filter), { projection: HIDDEN_FIELDS })) as T | null;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<Page<T>> {
     const keys = sortKeys(options.sort);
     const limit = clampLimit(options.limit);
+    filter = serverFilter(filter);
     let query = filter;
     if (options.cursor !== undefined) {
       const after = afterCursorFilter(decodeCursor(options.cursor, keys), keys);
@@ -243,6 +244,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
    * as a complete one.
    */
   async *stream(filter: Filter, options: StreamOptions = {}): AsyncIterable<T> {
+    filter = serverFilter(filter);
     const keys = sortKeys(options.sort);
     // A stream has no limit: unless an index gives its order (`_id` included, the tie-break), the
     // server sorts every match, which before MongoDB 6.0 fails past 100 MB without allowDiskUse.
@@ -279,7 +281,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
   }
 
   async count(filter: Filter = {}): Promise<number> {
-    return this.collection.countDocuments(filter);
+    return this.collection.countDocuments(serverFilter(filter));
   }
 
   async updateOne(id: string, update: Update, options: { upsert?: boolean } = {}): Promise<boolean> {
@@ -326,6 +328,26 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     const existing = await this.collection.listIndexes().toArray().catch(() => []);
     return existing.some((found) => found.name === index.name && JSON.stringify(found.key) === JSON.stringify(index.keys));
   }
+}
+
+/**
+ * The filter as the server takes it. MongoDB refuses a `$regex` holding a NUL character
+ * ("Regular expression cannot contain an embedded null byte", BadValue), which a search for a
+ * caller's literal text can hold; `\x00` is the same character to PCRE (and to FerretDB's and
+ * JavaScript's engines). Returns the filter itself when nothing changes.
+ */
+export function serverFilter<F>(filter: F): F {
+  if (Array.isArray(filter)) {
+    const mapped = filter.map(serverFilter);
+    return mapped.some((item, i) => item !== filter[i]) ? (mapped as F) : filter;
+  }
+  if (!isPlainObject(filter)) return filter;
+  let changed: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(filter)) {
+    const next = key === '$regex' && typeof value === 'string' && value.includes('\0') ? value.replaceAll('\0', '\\x00') : serverFilter(value);
+    if (next !== value) (changed ??= { ...filter })[key] = next;
+  }
+  return (changed ?? filter) as F;
 }
 
 function sortSpec(keys: SortKey[]): Record<string, 1 | -1> {
