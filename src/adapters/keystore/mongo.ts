@@ -1,6 +1,8 @@
 import { MongoClient, type Collection } from 'mongodb';
 import type { KeyStore, StoredDataKey } from './port.js';
 
+export const KEY_CONCERNS = { writeConcern: { w: 'majority', journal: true }, readConcern: { level: 'majority' } } as const;
+
 interface KeyDoc {
   _id: string;
   wrapped?: string | null;
@@ -9,7 +11,16 @@ interface KeyDoc {
   erasedAt?: string;
 }
 
-/** MongoDB key store: the `personal_data_keys` collection of the read store's database (MONGO_URL). */
+/**
+ * MongoDB key store: the `personal_data_keys` collection of the read store's database (MONGO_URL).
+ *
+ * A data key must outlive any failover once an event is sealed with it: a key acknowledged by a
+ * primary alone and rolled back when another member takes over leaves those events unreadable for
+ * good. So the collection writes with `w: "majority"` and the journal, whatever the connection
+ * string says (MongoDB's implicit default is majority since 5.0, but `w: 1` with an arbiter in the
+ * replica set, or when the URL asks for it), and reads with read concern `majority`, so a key
+ * another process wrote is only used once it cannot be rolled back.
+ */
 export class MongoKeyStore implements KeyStore {
   readonly kind = 'mongodb';
   private readonly client: MongoClient;
@@ -17,7 +28,7 @@ export class MongoKeyStore implements KeyStore {
 
   constructor({ url, dbName }: { url: string; dbName: string }) {
     this.client = new MongoClient(url, { ignoreUndefined: true });
-    this.keys = this.client.db(dbName).collection<KeyDoc>('personal_data_keys');
+    this.keys = this.client.db(dbName).collection<KeyDoc>('personal_data_keys', KEY_CONCERNS);
   }
 
   async get(guestIds: string[]): Promise<StoredDataKey[]> {
