@@ -57,6 +57,12 @@ export interface ProviderReport {
    * the sending IP's reputation, content flagged as spam): the address is not suppressed.
    */
   suppresses?: false;
+  /**
+   * An open reported for a machine, not the recipient: a mail privacy proxy (Apple Mail Privacy
+   * Protection) fetched the images. Kept in the invitation's history, but not a comms.opened, not
+   * counted as an open, and not the funnel's first open.
+   */
+  machineOpen?: true;
 }
 
 export type InvitationEvent =
@@ -81,7 +87,7 @@ export type InvitationEvent =
   | { type: 'SendSkipped'; data: InvitationIds & { reason: string; at: string } }
   | {
       type: 'ProviderEventReceived';
-      data: InvitationIds & { event: ProviderEventType; providerEventId: string; email: string; at: string; reason?: string; suppresses?: false };
+      data: InvitationIds & Omit<ProviderReport, 'attendeeInvitationId'>;
     };
 
 export type InvitationCommand =

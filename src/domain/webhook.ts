@@ -172,6 +172,8 @@ export function commsEventOf(source: SourceEvent): CommsEvent | undefined {
     case 'ProviderEventReceived': {
       const event = text(d.event) ?? text(d.status);
       if (!event || !providerEvents.includes(event)) return undefined;
+      // Spec: comms.opened is "the recipient opened the email"; a privacy proxy's fetch is not that.
+      if (d.machineOpen === true) return undefined;
       type = `comms.${event}` as CommsEventType;
       status = event;
       break;

@@ -66,6 +66,8 @@ function applyInvitation(event: StoredEvent & InvitationEvent): WriteOp[] {
     case 'SendFailed':
       return [invitationOp(event.data.attendeeInvitationId, { $min: { failedAt: event.data.at } })];
     case 'ProviderEventReceived':
+      // A machine open (a privacy proxy) is no sign the guest saw the invitation.
+      if (event.data.machineOpen) return [];
       return [invitationOp(event.data.attendeeInvitationId, { $min: { [`provider.${event.data.event}`]: event.data.at } })];
     default:
       return [];

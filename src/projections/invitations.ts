@@ -125,7 +125,9 @@ export const invitationsProjection: Projection = {
       case 'ProviderEventReceived': {
         const d = event.data;
         const ops: WriteOp[] = [
-          step(undefined, { providerStatus: d.event }, { type: d.event, at: d.at, ...(d.reason ? { detail: d.reason } : {}) }, d.event === 'opened' ? { inc: { opens: 1 } } : {}),
+          d.machineOpen
+            ? step(undefined, {}, { type: d.event, at: d.at, detail: 'machine open: a mail privacy proxy fetched the images, not the recipient' })
+            : step(undefined, { providerStatus: d.event }, { type: d.event, at: d.at, ...(d.reason ? { detail: d.reason } : {}) }, d.event === 'opened' ? { inc: { opens: 1 } } : {}),
         ];
         if (suppressingEvents.includes(d.event) && d.suppresses !== false) {
           const doc: Omit<SuppressionDoc, '_id'> = { clientId: d.clientId, email: d.email, reason: d.event, at: d.at, attendeeInvitationId: id };

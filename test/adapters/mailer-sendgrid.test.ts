@@ -3,11 +3,11 @@
  * "Mail Send errors", "Rate Limits"), with the SendGrid test double and, for the answers the double
  * does not give (a dropped connection, a 429 with X-RateLimit-Reset), a stand-in HTTP server here.
  */
-import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MailerError, type MailMessage } from '../../src/adapters/mailer/port.js';
+import { mailMessage } from '../support/mail-message.js';
 import { SENDGRID_MAX_MESSAGE_BYTES, SendGridMailer } from '../../src/adapters/mailer/sendgrid.js';
 import { rateLimitWait } from '../../src/adapters/sendgrid-errors.js';
 import { startSendGridDouble, type SendGridDouble } from '../support/sendgrid-double.js';
@@ -22,15 +22,7 @@ afterAll(async () => {
   }
 });
 
-const message = (overrides: Partial<MailMessage> = {}): MailMessage => ({
-  messageKey: randomUUID(),
-  from: { email: 'events@example.com', name: 'Example Events' },
-  to: { email: 'guest@example.org' },
-  subject: 'Your invitation',
-  html: '<p>Welcome</p>',
-  text: 'Welcome',
-  ...overrides,
-});
+const message = (overrides: Partial<MailMessage> = {}): MailMessage => mailMessage({ text: 'Welcome', ...overrides });
 
 async function double(): Promise<{ double: SendGridDouble; mailer: SendGridMailer }> {
   const started = await startSendGridDouble();

@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OutboxMailer } from '../../src/adapters/mailer/outbox.js';
-import type { MailerError, MailMessage } from '../../src/adapters/mailer/port.js';
+import type { MailerError } from '../../src/adapters/mailer/port.js';
+import { mailMessage } from '../support/mail-message.js';
 import { SendGridMailer } from '../../src/adapters/mailer/sendgrid.js';
 import { SmtpMailer, smtpError } from '../../src/adapters/mailer/smtp.js';
 import { mailerContract } from '../contract/mailer.contract.js';
@@ -21,14 +22,7 @@ afterAll(async () => {
   fs.rmSync(root, { recursive: true, force: true });
 });
 
-const message = (overrides: Partial<MailMessage> = {}): MailMessage => ({
-  messageKey: randomUUID(),
-  from: { email: 'events@example.com', name: 'Example Events' },
-  to: { email: 'guest@example.org' },
-  subject: 'Your invitation',
-  html: '<p>Welcome</p>',
-  ...overrides,
-});
+const message = mailMessage;
 
 // ---------------------------------------------------------------- outbox
 

@@ -458,6 +458,28 @@ describe('provider events (SendGrid Event Webhook)', () => {
     expect(resent.status, JSON.stringify(resent.body)).toBe(200);
   });
 
+  it("keeps a privacy proxy's open (sg_machine_open) in the history, but sends no comms.opened and counts no open for it", async () => {
+    const client = await commsClient();
+    const receiver = await receiverFor(client);
+    const eventId = await eventOf(client);
+    const templateId = await templateOf(client, eventId);
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Mia', email: 'mia@example.com', commsTemplateId: templateId });
+    const [invitation] = await invitationOf(client, guest.body.id, 'sent');
+    const report = { email: 'mia@example.com', attendeeInvitationId: invitation.attendeeInvitationId, event: 'open' };
+    const at = Math.floor(Date.now() / 1000);
+    expect((await post([{ ...report, timestamp: at, sg_event_id: 'mpp-1', sg_machine_open: true }, { ...report, timestamp: at + 60, sg_event_id: 'open-1', sg_machine_open: false }])).status).toBe(200);
+    const deliveries = await receiver.waitFor(2);
+    expect(deliveries.map((d) => d.body.type)).toEqual(['comms.sent', 'comms.opened']);
+    const seen = await eventually(async () => {
+      const [item] = (await client.call('GET', `${api}/invitations?attendeeId=${guest.body.id}`)).body.items;
+      return item.history.filter((h: { type: string }) => h.type === 'opened').length === 2 ? item : undefined;
+    });
+    expect(seen.opens).toBe(1);
+    expect(seen.history.find((h: { detail?: string }) => h.detail?.startsWith('machine open'))).toBeDefined();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(receiver.deliveries).toHaveLength(2);
+  });
+
   it('refuses a report whose signature does not verify (401), recording nothing', async () => {
     const other = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey;
     const reply = await post([{ event: 'delivered', sg_event_id: 'x', email: 'a@b.c', attendeeInvitationId: crypto.randomUUID() }], { key: other });

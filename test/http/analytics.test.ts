@@ -253,6 +253,8 @@ describe('GET /comms/v1/api/comms/funnel', () => {
       report(1, 'delivered', 'p4'),
       report(1, 'opened', 'p5'),
       report(2, 'bounced', 'p6'),
+      // A privacy proxy's fetch (Apple Mail Privacy Protection): not an open by the guest.
+      { ...report(3, 'opened', 'p7'), machineOpen: true },
     ]);
     await scan(alice, eventId, 'checkin', { guestId: guests[0], at: new Date(Date.now() + 120_000).toISOString() });
     await scan(alice, eventId, 'checkin', { guestId: guests[3], at: new Date(Date.now() + 240_000).toISOString() });
@@ -334,7 +336,8 @@ function recountFunnel(events: StoredEvent[], eventId: string) {
       if (!path.sentAt || d.sentAt < path.sentAt) path.sentAt = d.sentAt;
     }
     if (event.type === 'SendFailed') pathOf()!.failed = true;
-    if (event.type === 'ProviderEventReceived') pathOf()!.provider.add(d.event);
+    // A privacy proxy's open is no open by the guest (docs/analytics.md).
+    if (event.type === 'ProviderEventReceived' && d.machineOpen !== true) pathOf()!.provider.add(d.event);
     if (event.type === 'GuestAdmitted' && d.guestEntered) {
       const scans = entries.get(d.guestId) ?? new Map<string, string>();
       entries.set(d.guestId, scans.set(d.scanId, d.at));

@@ -68,6 +68,8 @@ export function sendgridReports(body: unknown): ProviderReport[] {
         at: new Date(seconds * 1000).toISOString(),
         ...(reason ? { reason } : {}),
         ...(aboutTheAddress(event, entry) ? {} : { suppresses: false as const }),
+        // SendGrid flags opens by Apple's Mail Privacy Protection proxy (which fetches every image at delivery).
+        ...(event === 'opened' && entry.sg_machine_open === true ? { machineOpen: true as const } : {}),
       },
     ];
   });
