@@ -14,7 +14,7 @@ import type { TicketToIssue } from '../domain/guest.js';
 import type { GuestDoc } from '../projections/guests.js';
 import { decrypt, encrypt, type Keyring } from '../shared/encryption.js';
 import { normalizeId } from '../shared/ids.js';
-import { encodeTicket, maxSerial, parseTicket, verifyTicket } from './ticket-code.js';
+import { encodeTicket, maxSerial, parseTicket, ticketSpellings, verifyTicket } from './ticket-code.js';
 
 /**
  * Event ticket keys (issue 16): creating and rotating them, signing tickets, and verifying a
@@ -79,10 +79,25 @@ async function loadForVerify(store: EventStore, clientId: string, eventId: strin
 export type TicketCheck = { valid: true; guestId: string; serial: number } | { valid: false };
 
 /**
- * Whether `code` is a genuine ticket of this event: well formed, signed by one of the event's
- * keys, and that key still verifies (a rotated-out key until the event's end).
+ * Whether a scanned value is a genuine ticket of this event: well formed (after the scanner's
+ * padding is taken off, see `ticketSpellings`), signed by one of the event's keys, and that
+ * key still verifies (a rotated-out key until the event's end).
  */
 export async function checkTicket(
+  services: Services,
+  clientId: string,
+  event: { id: string; endTime: string },
+  scanned: string,
+  now: Date,
+): Promise<TicketCheck> {
+  for (const code of ticketSpellings(scanned)) {
+    const check = await checkOneSpelling(services, clientId, event, code, now);
+    if (check.valid) return check;
+  }
+  return { valid: false };
+}
+
+async function checkOneSpelling(
   services: Services,
   clientId: string,
   event: { id: string; endTime: string },

@@ -34,7 +34,27 @@ export interface ParsedTicket extends TicketFields {
 }
 
 /** Whether a scanned value is meant as a signed ticket (it may still be forged or damaged). */
-export const looksLikeTicket = (value: string): boolean => value.startsWith(ticketPrefix);
+export const looksLikeTicket = (value: string): boolean => ticketSpellings(value).length > 0;
+
+/** White space and control characters a scanner or an app puts around a code (CR, LF, Tab, NUL, spaces). */
+const scannerPadding = /^[\s\u0000-\u001f\u007f]+|[\s\u0000-\u001f\u007f]+$/g;
+
+const swapCase = (text: string): string =>
+  text.replace(/[A-Za-z]/g, (c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase()));
+
+/**
+ * The ways a scanned value may spell a signed ticket, best first (docs/tickets.md "Scanners"):
+ * without the CR, LF, Tab or spaces a scanner adds before or after it, and, when it starts
+ * with `t1.`, with every letter's case swapped back (a keyboard-wedge scanner typing while
+ * Caps Lock is on inverts the case of every letter). Empty: not meant as a ticket. Each
+ * spelling still has to carry a valid signature, so none can admit a guest it was not made for.
+ */
+export function ticketSpellings(value: string): string[] {
+  const trimmed = value.replace(scannerPadding, '');
+  if (trimmed.startsWith(ticketPrefix)) return [trimmed];
+  if (trimmed.startsWith(ticketPrefix.toLowerCase())) return [swapCase(trimmed)];
+  return [];
+}
 
 function payloadOf(fields: TicketFields): Buffer {
   const head = Buffer.alloc(7);

@@ -176,12 +176,20 @@ export const GuestListQuery = PageQuery.extend({
 
 export const HistoryQuery = GuestLookupQuery.extend({ asOf: DateTime.optional() });
 
+/** The most a scan can hold: a QR code of version 40 holds at most 7,089 characters (digits only). */
+const maxScannedCode = 7089;
+
 export const ScanBody = registry.register(
   'Scan',
   z
     .object({
       guestId: Guid.optional(),
-      barcode: z.string().min(1).optional(),
+      barcode: z
+        .string()
+        .min(1)
+        .max(maxScannedCode, `must be at most ${maxScannedCode} characters: no QR code or barcode holds more`)
+        .optional()
+        .openapi({ description: 'What the scanner read: a barcode or a signed ticket (`T1.…`); CR, LF, Tab or spaces around a signed ticket are ignored' }),
       customId: PlainId.optional(),
       plusOnes: Int32Count.optional().openapi({ description: 'Plus ones entering with this scan' }),
       force: z.boolean().optional().openapi({ description: 'Override of block and validity: the client, or a team member with canForce (else 403)' }),

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+
+/**
+ * Issue 16: what real scanners send. Handheld imagers in keyboard-wedge mode end a code with
+ * CR, LF, CR LF or Tab (some add a space or a prefix); phone apps paste it with a newline.
+ */
+
+let service: TestService;
+let alice: Client;
+let bob: Client;
+
+beforeAll(async () => {
+  service = await startTestService();
+  [alice, bob] = await Promise.all([createClient(service), createClient(service)]);
+});
+afterAll(async () => {
+  await service?.close();
+});
+
+async function newEvent(client: Client): Promise<string> {
+  const reply = await client.call('POST', '/checkin/v1/api/event', { title: 'Gala', startTime: '2026-01-01T18:00:00Z', endTime: '2099-12-12T23:00:00Z' });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return reply.body.id;
+}
+
+async function newGuest(client: Client, eventId: string, fields: Record<string, unknown> = {}): Promise<{ id: string; code: string }> {
+  const reply = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ann', lastName: 'Lee', ...fields });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  const ticket = await client.call('GET', `/checkin/v1/api/guest/${reply.body.id}/ticket`);
+  return { id: reply.body.id, code: ticket.body.code };
+}
+
+const checkin = (client: Client, eventId: string, body: Record<string, unknown>) =>
+  client.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, body);
+
+describe('door: a signed ticket as scanners send it', () => {
+  it('a code with the CR, LF, CR LF, Tab or spaces a scanner adds admits its guest', async () => {
+    const eventId = await newEvent(alice);
+    for (const suffix of ['\r\n', '\n', '\r', '\t', ' ', '\u0000']) {
+      const guest = await newGuest(alice, eventId);
+      const scan = await checkin(alice, eventId, { barcode: `${suffix === ' ' ? '  ' : ''}${guest.code}${suffix}` });
+      expect(scan.status, JSON.stringify(suffix)).toBe(200);
+      expect(scan.body, JSON.stringify(suffix)).toMatchObject({ result: 'admitted', guest: { id: guest.id } });
+    }
+  });
+
+  it('the second scan of the same code answers already_admitted', async () => {
+    const eventId = await newEvent(alice);
+    const guest = await newGuest(alice, eventId);
+    expect((await checkin(alice, eventId, { barcode: guest.code })).body.result).toBe('admitted');
+    const again = await checkin(alice, eventId, { barcode: `${guest.code}\r\n` });
+    expect(again.body).toMatchObject({ result: 'rejected', reason: 'already_admitted', guest: { id: guest.id } });
+  });
+
+  it("a code typed with Caps Lock on (every letter's case swapped) admits; other case changes are not the ticket", async () => {
+    const eventId = await newEvent(alice);
+    const guest = await newGuest(alice, eventId);
+    const swapped = guest.code.replace(/[A-Za-z]/g, (c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase()));
+    expect(swapped.startsWith('t1.')).toBe(true);
+    // base64url is case-sensitive: an all-lower or all-upper copy is another value, which no key signed.
+    for (const variant of [guest.code.toLowerCase(), guest.code.toUpperCase()]) {
+      const scan = await checkin(alice, eventId, { barcode: variant });
+      expect(scan.status).toBe(200);
+      expect(scan.body).toMatchObject({ result: 'rejected', reason: 'invalid_signature' });
+    }
+    expect((await checkin(alice, eventId, { barcode: `${swapped}\r` })).body).toMatchObject({ result: 'admitted', guest: { id: guest.id } });
+  });
+
+  it('garbage and overlong codes get a 200 rejection or a 400 in the spec shape, never a 500', async () => {
+    const eventId = await newEvent(alice);
+    for (const barcode of ['T1.', 'T1.%%%', 'T1.' + 'A'.repeat(5000), '\u{1F600}T1.x', 'T1.AAAA\u0000\u0001']) {
+      const scan = await checkin(alice, eventId, { barcode });
+      expect(scan.status, barcode.slice(0, 20)).toBe(200);
+      expect(scan.body).toMatchObject({ result: 'rejected' });
+    }
+    // Longer than any QR code holds: refused before anything is recorded.
+    const huge = await checkin(alice, eventId, { barcode: 'T1.' + 'A'.repeat(100_000) });
+    expect(huge.status).toBe(400);
+    expect(huge.body).toMatchObject({ code: 'validation_error', message: expect.any(String), errors: [expect.objectContaining({ path: 'barcode' })] });
+    const rejected = await alice.call('GET', `/checkin/v1/api/event/${eventId}/scans?result=rejected&limit=100`);
+    expect(rejected.body.items).toHaveLength(5);
+  });
+
+  it('revoked, expired, not yet valid, other event, other client', async () => {
+    const eventId = await newEvent(alice);
+    const early = await newGuest(alice, eventId, { validFrom: '2098-01-01T00:00:00Z' });
+    expect((await checkin(alice, eventId, { barcode: early.code })).body).toMatchObject({ result: 'rejected', reason: 'not_yet_valid' });
+    const late = await newGuest(alice, eventId, { validTo: '2020-01-01T00:00:00Z' });
+    expect((await checkin(alice, eventId, { barcode: late.code })).body).toMatchObject({ result: 'rejected', reason: 'expired' });
+    const revoked = await newGuest(alice, eventId);
+    expect((await alice.call('POST', `/checkin/v1/api/guest/${revoked.id}/ticket/revoke`)).status).toBe(204);
+    expect((await checkin(alice, eventId, { barcode: revoked.code })).body).toMatchObject({ result: 'rejected', reason: 'revoked' });
+    const other = await newGuest(alice, await newEvent(alice));
+    expect((await checkin(alice, eventId, { barcode: other.code })).body).toMatchObject({ result: 'rejected', reason: 'invalid_signature' });
+    // Bob scanning Alice's ticket at his own event: not his ticket. At Alice's event: 404.
+    const bobsEvent = await newEvent(bob);
+    expect((await checkin(bob, bobsEvent, { barcode: revoked.code })).body).toMatchObject({ result: 'rejected', reason: 'invalid_signature' });
+    const fresh = await newGuest(alice, eventId);
+    const foreign = await checkin(bob, eventId, { barcode: fresh.code });
+    expect(foreign.status).toBe(404);
+  });
+});
