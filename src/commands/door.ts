@@ -183,10 +183,11 @@ export async function scan(
   if (request.force) await checkMayForce(services, context);
   const info = await scanInfo(services, context, eventId, request);
   // Issue 16: a signed ticket names its guest; its signature is checked against the event's keys
-  // (in memory). A code that only looks like one may still be a customer's own barcode.
+  // (in memory). A code that only looks like one may still be a customer's own barcode. A retired
+  // key is judged at the scan time (an offline scan before the event's end, sent after it, counts).
   const ticket =
     request.barcode !== undefined && looksLikeTicket(request.barcode)
-      ? await checkTicket(services, context.tenantId, checkinEvent, request.barcode, context.now)
+      ? await checkTicket(services, context.tenantId, checkinEvent, request.barcode, new Date(info.at))
       : undefined;
   const found = ticket?.valid
     ? await findGuests(services, context.tenantId, eventId, { guestId: ticket.guestId })

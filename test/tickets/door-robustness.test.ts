@@ -100,4 +100,15 @@ describe('door: a signed ticket as scanners send it', () => {
     const foreign = await checkin(bob, eventId, { barcode: fresh.code });
     expect(foreign.status).toBe(404);
   });
+
+  it('a ticket of a retired key scanned offline before the event ended, and sent after, admits (judged at `at`)', async () => {
+    const ended = await alice.call('POST', '/checkin/v1/api/event', { title: 'Gala', startTime: '2026-01-01T18:00:00Z', endTime: '2026-01-01T23:00:00Z' });
+    const eventId = ended.body.id;
+    const [early, late] = [await newGuest(alice, eventId), await newGuest(alice, eventId)];
+    expect((await alice.call('POST', `/checkin/v1/api/event/${eventId}/ticket-keys/rotate`)).status).toBe(200);
+    const offline = await checkin(alice, eventId, { barcode: early.code, at: '2026-01-01T22:59:00Z', nonce: 'gate1-0001' });
+    expect(offline.body).toMatchObject({ result: 'admitted', guest: { id: early.id } });
+    const afterEnd = await checkin(alice, eventId, { barcode: late.code, at: '2026-01-01T23:01:00Z' });
+    expect(afterEnd.body).toMatchObject({ result: 'rejected', reason: 'invalid_signature' });
+  });
 });
