@@ -104,3 +104,46 @@ export async function revokeTicket(services: Services, context: CommandContext, 
   }, context);
   await services.readYourWrites(result.position);
 }
+
+/** One guest's code for an offline scanner's sync (GET /checkin/v1/api/event/{id}/tickets). */
+export interface TicketSyncItem {
+  guestId: string;
+  /** `signed`: only the ticket with this `serial` admits; `barcode`: the guest's own barcode; `none`: no code admits (revoked). */
+  kind: 'signed' | 'barcode' | 'none';
+  code?: string;
+  keyId?: string;
+  serial?: number;
+  /** The last change of the guest (ticket, block, check-in, details): pass the newest one as `changedSince` next time. */
+  updated: string;
+}
+
+function syncItem(doc: GuestDoc): TicketSyncItem {
+  const base = { guestId: guestIdOf(doc), updated: doc.updated };
+  if (doc.ticketCode !== undefined) {
+    return { ...base, kind: 'signed', code: doc.ticketCode, ...(doc.ticketKeyId ? { keyId: doc.ticketKeyId } : {}), ...(doc.ticketSerial !== undefined ? { serial: doc.ticketSerial } : {}) };
+  }
+  if (doc.barcode !== undefined) return { ...base, kind: 'barcode', code: doc.barcode };
+  return { ...base, kind: 'none' };
+}
+
+/**
+ * Every guest's current code, oldest change first: what an offline scanner needs to refuse a
+ * ticket revoked or reissued since its last sync (a valid signature cannot tell). With
+ * `changedSince`, only guests changed after it (revoked and reissued tickets included).
+ */
+export async function listTickets(
+  services: Services,
+  clientId: string,
+  eventId: string,
+  query: { limit: number; cursor?: string; changedSince?: string },
+): Promise<{ items: TicketSyncItem[]; nextCursor?: string }> {
+  const event = await getEvent(services, clientId, eventId);
+  const filter = { clientId, eventId: event.id, ...(query.changedSince ? { updated: { $gt: query.changedSince } } : {}) };
+  const page = await guests(services).find(filter, {
+    sort: { updated: 1 },
+    limit: query.limit,
+    readOnly: true,
+    ...(query.cursor ? { cursor: query.cursor } : {}),
+  });
+  return { items: page.items.map(syncItem), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+}

@@ -1,11 +1,13 @@
 import { Router } from 'express';
 import type { Services } from '../../commands/services.js';
-import { getTicket, getTicketKeys, reissueTicket, revokeTicket, rotateTicketKeys } from '../../commands/tickets.js';
+import { getTicket, getTicketKeys, listTickets, reissueTicket, revokeTicket, rotateTicketKeys } from '../../commands/tickets.js';
 import { commandContext, principalOf } from '../context.js';
 import { defineRoute } from '../route.js';
+import { eventTimeZone } from '../time-zone.js';
 import { IdParams } from '../schemas/event.js';
 import { GuestIdParams, GuestLookupQuery } from '../schemas/guest.js';
-import { TicketKeysResponse, TicketResponse } from '../schemas/ticket.js';
+import { pageOf } from '../schemas/common.js';
+import { TicketKeysResponse, TicketResponse, TicketSyncItem, TicketSyncQuery } from '../schemas/ticket.js';
 
 /** Issue 16: signed tickets. Reads are open to door staff (offline scanners); changes are the client's. */
 export function ticketsRouter(services: Services): Router {
@@ -27,6 +29,22 @@ export function ticketsRouter(services: Services): Router {
       errors: [404],
     },
     ({ params, res }) => getTicketKeys(services, principalOf(res).tenantId, params.id),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'get',
+      path: '/checkin/v1/api/event/:id/tickets',
+      summary: 'Every guest’s current code, oldest change first; `changedSince` for an offline scanner’s sync of revoked and reissued tickets',
+      tags,
+      params: IdParams,
+      query: TicketSyncQuery,
+      response: pageOf(TicketSyncItem),
+      roles: [...door],
+      errors: [404],
+      timeZone: eventTimeZone(services, ({ params }) => ({ eventId: params.id })),
+    },
+    ({ params, query, res }) => listTickets(services, principalOf(res).tenantId, params.id, query),
   );
   defineRoute(
     router,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
+import { DateTime, PageQuery } from './common.js';
 import { ex } from './example-values.js';
 
 /** Issue 16: signed tickets (docs/tickets.md). */
@@ -57,4 +58,24 @@ export const TicketResponse = registry.register(
     .openapi({
       example: { guestId: ex.guestId, eventId: ex.eventId, code: exampleCode, kind: 'signed', keyId: exampleKeyId, serial: 2, issuedAt: ex.created },
     }),
+);
+
+export const TicketSyncQuery = PageQuery.extend({
+  changedSince: DateTime.optional().openapi({ description: 'Offline sync: only guests changed after this time (the newest `updated` of the last sync)' }),
+});
+
+export const TicketSyncItem = registry.register(
+  'TicketSyncItem',
+  z
+    .object({
+      guestId: z.string(),
+      kind: z.enum(['signed', 'barcode', 'none']).openapi({
+        description: '`signed`: only the signed ticket with this `serial` admits (older serials are revoked); `barcode`: the guest’s own barcode; `none`: no code admits (revoked)',
+      }),
+      code: z.string().optional(),
+      keyId: z.string().optional(),
+      serial: z.number().int().optional(),
+      updated: z.string().openapi({ description: 'The guest’s last change; the newest one is the next `changedSince`' }),
+    })
+    .openapi({ example: { guestId: ex.guestId, kind: 'signed', code: exampleCode, keyId: exampleKeyId, serial: 2, updated: ex.created } }),
 );
