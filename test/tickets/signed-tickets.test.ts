@@ -82,21 +82,38 @@ describe('signed tickets (issue 16)', () => {
     expect((await alice.call('GET', `/checkin/v1/api/guest/${guestId}/personal-data`)).body.ticketCode).toBe(second);
   });
 
-  it('the offline verification example of docs/tickets.md works as printed', async () => {
+  it('the offline verification examples of docs/tickets.md (node:crypto and WebCrypto) work as printed', async () => {
     const doc = fs.readFileSync(new URL('../../docs/tickets.md', import.meta.url), 'utf8');
-    const example = /```js\n([\s\S]*?)```/.exec(doc)![1]!;
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ticket-doc-')), 'check-ticket.mjs');
-    fs.writeFileSync(file, example);
-    const { checkTicket } = (await import(file)) as {
-      checkTicket: (code: string, eventId: string, keys: unknown[], now?: Date) => { valid: boolean; guestId?: string; serial?: number };
-    };
+    const examples = [...doc.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    expect(examples).toHaveLength(2);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ticket-doc-'));
+    type Check = (code: string, eventId: string, keys: unknown[], now?: Date) => { valid: boolean; guestId?: string; serial?: number } | Promise<{ valid: boolean }>;
+    const checks: Check[] = [];
+    for (const [i, example] of examples.entries()) {
+      const file = path.join(dir, `check-ticket-${i}.mjs`);
+      fs.writeFileSync(file, example);
+      const module = (await import(file)) as Record<string, Check>;
+      checks.push(Object.values(module)[0]!);
+    }
     const eventId = await newEvent(alice);
     const guestId = await newGuest(alice, eventId);
     const keys = (await alice.call('GET', `/checkin/v1/api/event/${eventId}/ticket-keys`)).body.keys;
     const { code } = (await ticketOf(alice, guestId)).body;
-    expect(checkTicket(code, eventId, keys)).toEqual({ valid: true, guestId, serial: 1 });
-    expect(checkTicket(altered(code), eventId, keys)).toEqual({ valid: false });
-    expect(checkTicket(code, await newEvent(alice), keys)).toEqual({ valid: false });
+    const otherEvent = await newEvent(alice);
+    for (const checkTicket of checks) {
+      expect(await checkTicket(code, eventId, keys)).toEqual({ valid: true, guestId, serial: 1 });
+      expect(await checkTicket(`${code}\r\n`, eventId, keys)).toEqual({ valid: true, guestId, serial: 1 });
+      expect(await checkTicket(altered(code), eventId, keys)).toEqual({ valid: false });
+      expect(await checkTicket(code.slice(0, -3), eventId, keys)).toEqual({ valid: false });
+      expect(await checkTicket('T1.!!', eventId, keys)).toEqual({ valid: false });
+      expect(await checkTicket(code, otherEvent, keys)).toEqual({ valid: false });
+    }
+    // After a rotation the old ticket verifies with the retired key until the event's end, not after.
+    const rotated = (await alice.call('POST', `/checkin/v1/api/event/${eventId}/ticket-keys/rotate`)).body.keys;
+    for (const checkTicket of checks) {
+      expect(await checkTicket(code, eventId, rotated)).toEqual({ valid: true, guestId, serial: 1 });
+      expect(await checkTicket(code, eventId, rotated, new Date('2100-01-01T00:00:00Z'))).toEqual({ valid: false });
+    }
   });
 
   it('rejects a forged or altered code with invalid_signature and lists it with the rejected scans', async () => {
