@@ -188,6 +188,7 @@ describe('a team member calls only the routes README "Team members" lists', () =
     'POST /checkin/v1/api/guests/{eventId}/checkin/undo',
     'GET /checkin/v1/api/team/event/{id}',
     'GET /checkin/v1/api/event/{id}/ticket-keys',
+    'GET /checkin/v1/api/event/{id}/tickets',
     'GET /checkin/v1/api/guest/{id}/ticket',
     'GET /checkin/v1/api/event/{id}/timeline',
     'GET /comms/v1/api/comms/funnel',
