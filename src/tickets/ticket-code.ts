@@ -39,18 +39,22 @@ export const looksLikeTicket = (value: string): boolean => ticketSpellings(value
 /** White space and control characters a scanner or an app puts around a code (CR, LF, Tab, NUL, spaces). */
 const scannerPadding = /^[\s\u0000-\u001f\u007f]+|[\s\u0000-\u001f\u007f]+$/g;
 
+/** An AIM symbology identifier a scanner may be set to send first (ISO/IEC 15424): `]Q1` for a QR code. */
+const aimIdentifier = /^\][A-Za-z][0-9A-Za-z]/;
+
 const swapCase = (text: string): string =>
   text.replace(/[A-Za-z]/g, (c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase()));
 
 /**
- * The ways a scanned value may spell a signed ticket, best first (docs/tickets.md "Scanners"):
- * without the CR, LF, Tab or spaces a scanner adds before or after it, and, when it starts
+ * The ways a scanned value may spell a signed ticket (docs/tickets.md "What scanners send"):
+ * without the CR, LF, Tab or spaces a scanner adds before or after it and without an AIM
+ * symbology identifier (`]Q1`) in front, and, when it starts
  * with `t1.`, with every letter's case swapped back (a keyboard-wedge scanner typing while
  * Caps Lock is on inverts the case of every letter). Empty: not meant as a ticket. Each
  * spelling still has to carry a valid signature, so none can admit a guest it was not made for.
  */
 export function ticketSpellings(value: string): string[] {
-  const trimmed = value.replace(scannerPadding, '');
+  const trimmed = value.replace(scannerPadding, '').replace(aimIdentifier, '');
   if (trimmed.startsWith(ticketPrefix)) return [trimmed];
   if (trimmed.startsWith(ticketPrefix.toLowerCase())) return [swapCase(trimmed)];
   return [];

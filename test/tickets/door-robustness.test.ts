@@ -35,11 +35,13 @@ const checkin = (client: Client, eventId: string, body: Record<string, unknown>)
   client.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, body);
 
 describe('door: a signed ticket as scanners send it', () => {
-  it('a code with the CR, LF, CR LF, Tab or spaces a scanner adds admits its guest', async () => {
+  it('a code with the CR, LF, CR LF, Tab, spaces or AIM identifier a scanner adds admits its guest', async () => {
     const eventId = await newEvent(alice);
-    for (const suffix of ['\r\n', '\n', '\r', '\t', ' ', '\u0000']) {
+    for (const suffix of ['\r\n', '\n', '\r', '\t', ' ', '\u0000', 'aim']) {
       const guest = await newGuest(alice, eventId);
-      const scan = await checkin(alice, eventId, { barcode: `${suffix === ' ' ? '  ' : ''}${guest.code}${suffix}` });
+      // `aim`: the AIM symbology identifier of a QR code (ISO/IEC 15424) that scanners can be set to send first.
+      const barcode = suffix === 'aim' ? `]Q1${guest.code}\r` : `${suffix === ' ' ? '  ' : ''}${guest.code}${suffix}`;
+      const scan = await checkin(alice, eventId, { barcode });
       expect(scan.status, JSON.stringify(suffix)).toBe(200);
       expect(scan.body, JSON.stringify(suffix)).toMatchObject({ result: 'admitted', guest: { id: guest.id } });
     }
