@@ -20,7 +20,7 @@ import { findTeamMember } from './team-members.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 import { checkTicket } from '../tickets/event-keys.js';
-import { looksLikeTicket } from '../tickets/ticket-code.js';
+import { looksLikeTicket, withoutScannerPadding } from '../tickets/ticket-code.js';
 
 /** How long after a check-in it can be undone (README "Door operations"). */
 export const undoWindowMs = 5 * 60_000;
@@ -116,7 +116,12 @@ async function findGuests(services: Services, clientId: string, eventId: string,
       ? { barcode: lookup.barcode, clientId, eventId }
       : { customIdLower: lookup.customId!.toLowerCase(), clientId, eventId };
   // Read-only: callers read the documents' ids and fields (toGuestView copies what it shows).
-  return (await guests(services).find(filter, { limit: 10, readOnly: true })).items;
+  const found = (await guests(services).find(filter, { limit: 10, readOnly: true })).items;
+  // A barcode is any string and matches exactly first; a scanner in keyboard mode adds CR, LF or Tab
+  // around what it read, so a value that matched nothing is tried again without them.
+  const trimmed = lookup.barcode !== undefined && found.length === 0 ? withoutScannerPadding(lookup.barcode) : undefined;
+  if (trimmed === undefined || trimmed === lookup.barcode || trimmed === '') return found;
+  return (await guests(services).find({ barcode: trimmed, clientId, eventId }, { limit: 10, readOnly: true })).items;
 }
 
 function plusOnesLeft(state: GuestState): number {

@@ -39,6 +39,9 @@ export const looksLikeTicket = (value: string): boolean => ticketSpellings(value
 /** White space and control characters a scanner or an app puts around a code (CR, LF, Tab, NUL, spaces). */
 const scannerPadding = /^[\s\u0000-\u001f\u007f]+|[\s\u0000-\u001f\u007f]+$/g;
 
+/** The scanned value without the white space and control characters a scanner put around it. */
+export const withoutScannerPadding = (value: string): string => value.replace(scannerPadding, '');
+
 /** An AIM symbology identifier a scanner may be set to send first (ISO/IEC 15424): `]Q1` for a QR code. */
 const aimIdentifier = /^\][A-Za-z][0-9A-Za-z]/;
 
@@ -54,7 +57,7 @@ const swapCase = (text: string): string =>
  * spelling still has to carry a valid signature, so none can admit a guest it was not made for.
  */
 export function ticketSpellings(value: string): string[] {
-  const trimmed = value.replace(scannerPadding, '').replace(aimIdentifier, '');
+  const trimmed = withoutScannerPadding(value).replace(aimIdentifier, '');
   if (trimmed.startsWith(ticketPrefix)) return [trimmed];
   if (trimmed.startsWith(ticketPrefix.toLowerCase())) return [swapCase(trimmed)];
   return [];

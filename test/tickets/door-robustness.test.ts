@@ -47,6 +47,20 @@ describe('door: a signed ticket as scanners send it', () => {
     }
   });
 
+  it("a customer's own barcode with the CR LF or Tab a scanner adds matches its guest; an exact match is tried first", async () => {
+    const eventId = await newEvent(alice);
+    const plain = await newGuest(alice, eventId, { barcode: 'BC-1001' });
+    const padded = await newGuest(alice, eventId, { barcode: 'BC-2002\t' }); // any string is a barcode, a Tab included
+    const lookalike = await newGuest(alice, eventId, { barcode: 'BC-2002' });
+    for (const sent of ['BC-1001\r\n', 'BC-1001\t', ' BC-1001\n']) {
+      const scan = await checkin(alice, eventId, { barcode: sent, nonce: `n-${JSON.stringify(sent)}` });
+      expect(scan.body, JSON.stringify(sent)).toMatchObject({ guest: { id: plain.id } });
+    }
+    expect((await checkin(alice, eventId, { barcode: 'BC-2002\t' })).body).toMatchObject({ result: 'admitted', guest: { id: padded.id } });
+    expect((await checkin(alice, eventId, { barcode: 'BC-2002' })).body).toMatchObject({ result: 'admitted', guest: { id: lookalike.id } });
+    expect((await checkin(alice, eventId, { barcode: '\r\n' })).body).toMatchObject({ result: 'rejected', reason: 'not_found' });
+  });
+
   it('the second scan of the same code answers already_admitted', async () => {
     const eventId = await newEvent(alice);
     const guest = await newGuest(alice, eventId);
