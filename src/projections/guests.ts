@@ -289,7 +289,7 @@ function eventStatsOp(event: StoredEvent & { data: { eventId: string } }, inc: R
     collection: 'event_stats',
     id: scopedKey(event.metadata.tenantId, event.data.eventId),
     upsert: true,
-    update: { $set: { clientId: event.metadata.tenantId }, $inc: inc },
+    update: { $set: { clientId: event.metadata.tenantId, eventId: event.data.eventId }, $inc: inc },
   };
 }
 
