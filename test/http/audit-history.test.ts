@@ -66,7 +66,11 @@ describe('guest history for auditors', () => {
       'SendStarted<-system:send-worker',
       'SendSucceeded<-system:send-worker',
     ]);
-    const changed = (await history(data.ann)).body.events.find((e: any) => e.type === 'GuestDetailsChanged');
+    // The mailer's steps are tied to the client's request by its requestId.
+    const annEvents = (await history(data.ann)).body.events as any[];
+    const asked = annEvents.find((e) => e.type === 'InvitationRequested');
+    expect(annEvents.filter((e) => e.type.startsWith('Send')).map((e) => e.requestId)).toEqual([asked.requestId, asked.requestId, asked.requestId]);
+    const changed = annEvents.find((e: any) => e.type === 'GuestDetailsChanged');
     expect(changed.data.changes).toEqual({ lastName: 'Lee-Smith' });
     // Bo was created by the account's user signed in with a password: the actor is the client (docs/guests.md).
     expect(byType((await history(data.bo)).body)).toEqual([
