@@ -26,11 +26,13 @@ export interface AuditDataset {
   beforeReissue: string;
 }
 
-export async function buildAuditDataset(): Promise<AuditDataset> {
+/** `env`: more settings for the service (a MongoDB read store: MONGO_URL, MONGO_DB). */
+export async function buildAuditDataset(env: Record<string, string> = {}): Promise<AuditDataset> {
   const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const service = await startTestService({
     SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
     INVITES_SENDING_ADDRESS: 'invites@checkin.test',
+    ...env,
   });
   const ok = (reply: { status: number; body: any }, status = 200) => {
     if (reply.status !== status) throw new Error(`expected ${status}, got ${reply.status} ${JSON.stringify(reply.body)}`);

@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { realServer } from '../support/real-servers.js';
 import { buildAuditDataset, type AuditDataset } from './audit-dataset.js';
 
 /**
@@ -38,11 +40,17 @@ const documented: Record<string, string[]> = {
   funnel_arrivals: ['_id', 'guestId', 'clientId', 'eventId', 'entries'],
 };
 
+const mongo = await realServer('mongo');
+const stores: [string, Record<string, string>][] = [['embedded store', {}]];
+if (mongo.url) stores.push(['MongoDB read store', { MONGO_URL: mongo.url, MONGO_DB: `readmodeldocs_${randomUUID().replaceAll('-', '').slice(0, 12)}` }]);
+else describe.skip(`read models on MongoDB (skipped: ${mongo.skipReason})`, () => it('runs when MONGO_URL or a container runtime is available', () => {}));
+
+describe.each(stores)('docs/read-models.md against the documents (%s)', (_name, env) => {
 let data: AuditDataset;
 const docs: Record<string, Record<string, unknown>[]> = {};
 
 beforeAll(async () => {
-  data = await buildAuditDataset();
+  data = await buildAuditDataset(env);
   for (const name of Object.keys(documented)) {
     docs[name] = [];
     for await (const doc of data.service.platform.readStore.collection(name).stream({}, { readOnly: true })) docs[name]!.push(doc as Record<string, unknown>);
@@ -50,7 +58,6 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => data?.service.close());
 
-describe('docs/read-models.md against the documents', () => {
   it.each(Object.keys(documented))('%s: every field of every document is documented', (name) => {
     expect(docs[name]!.length, `${name} has documents for this evening`).toBeGreaterThan(0);
     const undocumented = new Set<string>();
