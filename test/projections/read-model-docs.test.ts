@@ -19,7 +19,7 @@ const documented: Record<string, string[]> = {
   ],
   scans: [
     '_id', 'clientId', 'eventId', 'guestId', 'result', 'reason', 'blockedReason', 'at', 'recordedAt', 'gate', 'device', 'nonce', 'scannedBy',
-    'people', 'plusOnesAdmitted', 'annulled', 'annulledAt', 'lookup',
+    'people', 'plusOnesAdmitted', 'annulled', 'annulledAt', 'forced', 'lookup',
   ],
   team_stats: ['_id', 'eventId', 'clientId', 'teamMemberId', 'username', 'checkedIn', 'checkedOut', 'activity'],
   event_stats: ['_id', 'clientId', 'eventId', 'rejected', 'gates', 'devices', 'annulled'],
