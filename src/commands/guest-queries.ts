@@ -232,6 +232,7 @@ export async function guestHistory(services: Services, clientId: string, idOrCus
     data: e.data,
   }));
   if (!asOf) return { guestId, events: history };
+  const erasedLater = events.some((e) => e.type === 'GuestErased');
   let state = guestDecider.initialState();
   for (const e of upTo) state = guestDecider.evolve(state, e as unknown as GuestEvent);
   return {
@@ -249,6 +250,10 @@ export async function guestHistory(services: Services, clientId: string, idOrCus
           ...(state.discharged ? { discharged: state.discharged } : {}),
           ...(state.blockedDate ? { blockedDate: state.blockedDate, blockedReason: state.blockedReason } : {}),
           inside: state.inside,
+          // Erased by then: marked as GET /guest/{id} marks it. Erased later: the data it had then
+          // is gone all the same (its key is deleted), so say so rather than show a guest without names.
+          ...(state.erased ? { erased: true, erasedAt: state.erased.at } : {}),
+          ...(erasedLater ? { personalDataErased: true } : {}),
         }
       : null,
   };

@@ -69,6 +69,8 @@ export interface ScanDoc {
   people: number;
   plusOnesAdmitted?: number;
   annulled?: boolean;
+  /** Admissions only: the scan was sent with `force: true` (docs/guests.md, "Who may force"). */
+  forced?: true;
   lookup?: { guestId?: string; barcode?: string; customId?: string };
 }
 
@@ -136,7 +138,8 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
           admittedPlusOnes: d.admittedPlusOnes,
           ...(d.guestEntered ? { admitted: d.at } : {}),
         }),
-        scanOp(event, { guestId, result: 'admitted', people: d.people, plusOnesAdmitted: d.plusOnesAdmitted }),
+        // Additive (analysts): an admission that overrode a block or the validity window says so.
+        scanOp(event, { guestId, result: 'admitted', people: d.people, plusOnesAdmitted: d.plusOnesAdmitted, ...(d.forced ? { forced: true } : {}) }),
         ...teamStatsOps(event, d.scannedBy, { checkedIn: d.people }, d.at, d.people),
         eventStatsOp(event, admissionCounts(d, 1)),
       ];
@@ -289,7 +292,7 @@ function eventStatsOp(event: StoredEvent & { data: { eventId: string } }, inc: R
     collection: 'event_stats',
     id: scopedKey(event.metadata.tenantId, event.data.eventId),
     upsert: true,
-    update: { $set: { clientId: event.metadata.tenantId }, $inc: inc },
+    update: { $set: { clientId: event.metadata.tenantId, eventId: event.data.eventId }, $inc: inc },
   };
 }
 
