@@ -308,6 +308,8 @@ export const ScanRecord = registry.register(
       people: z.number().int().openapi({ description: 'People who passed: the guest and plus ones (0 when rejected)' }),
       plusOnesAdmitted: z.number().int().optional(),
       annulled: z.boolean().optional().openapi({ description: 'True when the check-in was undone' }),
+      annulledAt: z.string().optional().openapi({ description: 'When the check-in was undone' }),
+      forced: z.literal(true).optional().openapi({ description: 'An admission sent with force (a door manager overriding a block or validity); absent otherwise' }),
       lookup: z
         .object({ guestId: z.string().optional(), barcode: z.string().optional(), customId: z.string().optional() })
         .optional()
@@ -403,7 +405,7 @@ export const TeamStatsResponse = registry.register(
 );
 
 const historyEntry = z.object({
-  type: z.string().openapi({ description: 'Event type, e.g. GuestCreated, GuestCheckedIn, CheckInAnnulled, InvitationRequested' }),
+  type: z.string().openapi({ description: 'Event type, e.g. GuestRegistered, GuestDetailsChanged, GuestAdmitted, GuestAdmissionAnnulled, InvitationRequested (docs/guests.md, History for auditors)' }),
   stream: z.string().openapi({ description: 'Whose history: the guest’s stream or one of its invitation emails’' }),
   at: z.string(),
   recordedAt: z.string(),
@@ -432,24 +434,37 @@ export const GuestHistoryResponse = registry.register(
         guestId: ex.guestId,
         events: [
           {
-            type: 'GuestCreated',
+            type: 'GuestRegistered',
             stream: guestStream(ex.clientId, ex.guestId),
             at: ex.created,
             recordedAt: ex.created,
             revision: 0,
             actor: { type: 'client', id: ex.clientId },
             correlationId: '5b0c7f2e-1d3a-4e5b-8c6d-7e8f9a0b1c2d',
-            data: { eventId: ex.eventId, firstName: 'Ada', lastName: 'Lovelace', barcode: 'GALA-0001' },
+            data: { guestId: ex.guestId, clientId: ex.clientId, eventId: ex.eventId, firstName: 'Ada', lastName: 'Lovelace', barcode: 'GALA-0001', tags: [] },
           },
           {
-            type: 'GuestCheckedIn',
+            type: 'GuestAdmitted',
             stream: guestStream(ex.clientId, ex.guestId),
             at: ex.scannedAt,
             recordedAt: ex.scannedAt,
             revision: 1,
             actor: { type: 'team_member', id: ex.teamMemberId },
             correlationId: '6c1d8a3f-2e4b-4f6c-9d7e-8f9a0b1c2d3e',
-            data: { scanId: ex.scanId, plusOnes: 1, gate: 'North' },
+            data: {
+              scanId: ex.scanId,
+              at: ex.scannedAt,
+              gate: 'North',
+              scannedBy: { id: ex.teamMemberId, username: 'door-three' },
+              guestId: ex.guestId,
+              eventId: ex.eventId,
+              guestEntered: true,
+              plusOnesAdmitted: 1,
+              admittedPlusOnes: 1,
+              people: 2,
+              forced: false,
+              recordedAt: ex.scannedAt,
+            },
           },
         ],
       },
