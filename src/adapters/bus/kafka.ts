@@ -247,9 +247,33 @@ export class KafkaBus implements Bus {
     );
   }
 
+  /**
+   * Creates the topic and waits until every partition has a leader. kafkajs's own wait
+   * (`waitForLeaders`) retries only LEADER_NOT_AVAILABLE, but a broker that has not yet learnt of a
+   * topic just created answers UNKNOWN_TOPIC_OR_PARTITION ("This server does not host this
+   * topic-partition"): seen in CI on a fresh KRaft broker. Then, and when the topic was there
+   * already, the leaders are waited for here.
+   */
   private async createTopic(topic: string): Promise<void> {
     const admin = await this.connectedAdmin();
-    await admin.createTopics({ topics: [{ topic, numPartitions: this.partitions }], waitForLeaders: true });
+    try {
+      if (await admin.createTopics({ topics: [{ topic, numPartitions: this.partitions }], waitForLeaders: true })) return;
+    } catch (error) {
+      if ((error as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
+    }
+    // Created, but its leaders not yet known everywhere; or it was there already (created by another process a moment ago).
+    const deadline = Date.now() + this.joinTimeoutMs;
+    for (;;) {
+      try {
+        const { topics: [metadata] } = await admin.fetchTopicMetadata({ topics: [topic] });
+        if (metadata && metadata.partitions.length > 0 && metadata.partitions.every((p) => p.leader >= 0)) return;
+      } catch (error) {
+        const type = (error as { type?: string }).type;
+        if (type !== 'UNKNOWN_TOPIC_OR_PARTITION' && type !== 'LEADER_NOT_AVAILABLE') throw error;
+      }
+      if (Date.now() > deadline) throw new Error(`kafka bus: topic ${topic} has no leader for every partition after ${this.joinTimeoutMs} ms; check the brokers`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 
   private connectedProducer(): Promise<Producer> {
