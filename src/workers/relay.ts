@@ -9,8 +9,6 @@ import { dataOmitted, toMessage } from './event-message.js';
 
 export const relayCheckpoint = 'relay';
 
-export { fromMessage, toMessage } from './event-message.js';
-
 /** The relay's checkpoint is written at most this often (and when it stops). */
 const checkpointEveryMs = 200;
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { topics } from '../../src/workers/topics.js';
-import { toMessage } from '../../src/workers/relay.js';
+import { toMessage } from '../../src/workers/event-message.js';
 import { readOutbox } from '../support/mail-readers.js';
 import { createClient, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually, startReceiver, type Receiver } from '../webhooks/receiver.js';

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { BusMessage } from '../../src/adapters/bus/port.js';
-import { fromMessage, relayCheckpoint } from '../../src/workers/relay.js';
+import { fromMessage } from '../../src/workers/event-message.js';
+import { relayCheckpoint } from '../../src/workers/relay.js';
 import { topics } from '../../src/workers/topics.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 

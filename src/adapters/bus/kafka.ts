@@ -20,6 +20,7 @@ import {
   type Producer,
 } from 'kafkajs';
 import { createLogger, type Logger } from '../../shared/logger.js';
+import { sleep } from '../../shared/backoff.js';
 import {
   deadLetterTopic,
   defaultRetryDelayMs,
@@ -272,7 +273,7 @@ export class KafkaBus implements Bus {
         if (type !== 'UNKNOWN_TOPIC_OR_PARTITION' && type !== 'LEADER_NOT_AVAILABLE') throw error;
       }
       if (Date.now() > deadline) throw new Error(`kafka bus: topic ${topic} has no leader for every partition after ${this.joinTimeoutMs} ms; check the brokers`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sleep(100);
     }
   }
 
