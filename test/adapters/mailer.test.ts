@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -303,6 +303,21 @@ describe('smtp mailer', () => {
     await mailer.close();
     const keys = await Promise.all(server.received.map(async (mail) => (await fromEml(mail.raw)).messageKey));
     expect(keys).toEqual([delivered.messageKey]);
+  }, 30_000);
+
+  it('a connection reset while the message data is still being sent: transient, the server cannot have taken it', async () => {
+    const server = await startSmtp();
+    const mailer = new SmtpMailer(server.url, { timeoutMs: 5000 });
+    // Larger than what the socket buffers hold, so the reset comes while the client is still writing.
+    const big = { filename: 'big.bin', contentType: 'application/octet-stream', content: randomBytes(6 * 1024 * 1024) };
+    server.failNext({ at: 'BODY', drop: 'reset' });
+    const error = await rejection(mailer.send(message({ attachments: [big] })));
+    expect(error).toMatchObject({ name: 'MailerError', permanent: false, outcomeUnknown: false });
+    expect(server.received).toEqual([]);
+
+    await mailer.send(message());
+    await mailer.close();
+    expect(server.received).toHaveLength(1);
   }, 30_000);
 
   it('the timeout applies to the connection: a server that never greets fails the send as transient', async () => {

@@ -18,8 +18,11 @@ import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 
 export type AuthMethod = 'PLAIN' | 'LOGIN';
 
-/** The SMTP stages a scripted reply can answer. */
-export type SmtpStage = 'MAIL' | 'RCPT' | 'DATA';
+/**
+ * The SMTP stages a scripted reply can answer: MAIL FROM, RCPT TO, the end of data. `BODY` (the
+ * first chunk of the message data, before its end) takes a drop only: nothing is answered there.
+ */
+export type SmtpStage = 'MAIL' | 'RCPT' | 'BODY' | 'DATA';
 
 /**
  * How the server drops a connection instead of replying: `close` ends it (FIN), `reset` resets it
@@ -121,6 +124,9 @@ export async function startSmtpServer(options: { authMethods?: AuthMethod[]; pas
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
+      stream.once('data', () => scriptedAnswer('BODY', session, () => {
+        throw new Error('test SMTP server: nothing can be answered in the middle of the message data; script a drop at BODY');
+      }));
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
         const mail = () => {
