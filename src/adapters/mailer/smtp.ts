@@ -19,7 +19,7 @@ const HAND_OVER = 'checkinHandOver';
 
 export class SmtpMailer implements Mailer {
   readonly kind = 'smtp';
-  private readonly transport: Transporter;
+  private readonly transport: Transporter<SMTPTransport.SentMessageInfo>;
 
   /**
    * `url`: a nodemailer connection URL, e.g. `smtps://user:pass@smtp.example.com:465`. With
@@ -42,13 +42,13 @@ export class SmtpMailer implements Mailer {
   async send(message: MailMessage): Promise<MailReceipt> {
     const handOver: HandOver = { bodyEnded: false };
     const options: Mail.Options & { [HAND_OVER]: HandOver } = { ...mailOptions(message), [HAND_OVER]: handOver };
-    try {
-      const info = await this.transport.sendMail(options);
-      // SMTP gives no provider id; the Message-ID the message went out with is the stable handle.
-      return { providerMessageId: info.messageId };
-    } catch (error) {
-      throw smtpError(error, handOver);
-    }
+    // The callback, not the promise: the step is read as nodemailer reports the failure. (After an
+    // error mid-message the rest of it may still drain into the dead connection's stream.)
+    const info = await new Promise<SMTPTransport.SentMessageInfo>((resolve, reject) => {
+      this.transport.sendMail(options, (error, sent) => (error ? reject(smtpError(error, { ...handOver })) : resolve(sent)));
+    });
+    // SMTP gives no provider id; the Message-ID the message went out with is the stable handle.
+    return { providerMessageId: info.messageId };
   }
 
   async close(): Promise<void> {
