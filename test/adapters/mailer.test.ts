@@ -276,7 +276,9 @@ describe('smtp mailer', () => {
     ['resets the connection', 'reset'],
   ] as const)('a server that takes the whole message and then %s: the outcome is unknown', async (_what, drop) => {
     const server = await startSmtp();
-    const mailer = new SmtpMailer(server.url, { timeoutMs: 1000 });
+    // Short for the server that never answers, yet well above any stall of a loaded machine: a
+    // timeout before the end of data would be a (transient) failure of another kind.
+    const mailer = new SmtpMailer(server.url, { timeoutMs: 3000 });
     server.failNext({ at: 'DATA', drop });
     const error = await rejection(mailer.send(message()));
     await mailer.close();
@@ -292,7 +294,7 @@ describe('smtp mailer', () => {
     ['never answers RCPT TO (the socket timeout)', 'RCPT', 'hang'],
   ] as const)('a server that %s: a transient failure, nothing was sent; the next send goes through', async (_what, at, drop) => {
     const server = await startSmtp();
-    const mailer = new SmtpMailer(server.url, { timeoutMs: 1000 });
+    const mailer = new SmtpMailer(server.url, { timeoutMs: 3000 });
     server.failNext({ at, drop });
     const error = await rejection(mailer.send(message()));
     expect(error).toMatchObject({ name: 'MailerError', permanent: false, outcomeUnknown: false });

@@ -18,8 +18,9 @@ beforeAll(async () => {
   smtp = await startSmtpServer();
   service = await startTestService({
     WEBHOOK_ALLOW_INSECURE: 'true',
-    // A short socket timeout (nodemailer's option, in the URL) for the server that never answers.
-    SMTP_URL: `${smtp.url}?socketTimeout=1000`,
+    // A short socket timeout (nodemailer's option, in the URL) for the server that never answers,
+    // yet well above any stall of a loaded machine (which would fail another step by timeout).
+    SMTP_URL: `${smtp.url}?socketTimeout=3000`,
     SEND_RETRY_DELAYS_MS: '50,50',
   });
 });
