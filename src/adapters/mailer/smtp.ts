@@ -84,6 +84,16 @@ function watchEnd(output: Readable, handOver: HandOver): Readable {
  *   socket timeout, reset and close as `command: 'CONN'` whatever the step, so the step comes from
  *   `handOver`, which errs on the side of unknown: it is set when the last bytes went to the
  *   connection, which may be a moment before the end of data reached the server.
+ *
+ * What nodemailer 7.0.9 (lib/smtp-connection) puts on its errors, by step:
+ * - a reply it refuses: `response` and `responseCode`, `command` naming the step ('EHLO',
+ *   'AUTH PLAIN', 'MAIL FROM', 'RCPT TO', 'DATA'), `code` EPROTOCOL/EAUTH/EENVELOPE, EMESSAGE for
+ *   the reply to the end of data (also `command: 'DATA'`);
+ * - a check before anything is sent (no recipient, a missing password): `command: 'API'`;
+ * - at any step, the connection: `command: 'CONN'` with `code` ETIMEDOUT (the socket timeout;
+ *   'Greeting never received', 'Connection timeout' before that), ESOCKET (a reset, EPIPE, a refused
+ *   connection), EDNS, ECONNECTION ('Connection closed unexpectedly', with an unfinished reply line as
+ *   `response` if there was one), ETLS; or the transport's 'Unexpected socket close' with neither.
  */
 export function smtpError(error: unknown, handOver: HandOver = { bodyEnded: false }): MailerError {
   const { message, responseCode } = error as { message?: string; responseCode?: number };
