@@ -1,4 +1,3 @@
-import type { AuthenticatedDomain, DnsRecord } from '../adapters/domains/port.js';
 import { DomainError, type Decider } from './decider.js';
 
 /*
@@ -6,6 +5,31 @@ import { DomainError, type Decider } from './decider.js';
  * States and transitions, Comms rule 5): `domain-<clientId>`. Its decider answers "may sends
  * use the custom domain now?" (EnableCustomDomain).
  */
+
+/*
+ * What the domain-authentication port (src/adapters/domains/port.ts) answers with, declared here
+ * because the decider records it.
+ */
+
+/** One DNS record the client must publish; `valid` once the provider (or the lookup) sees it. */
+export interface DnsRecord {
+  /** What the record is for, e.g. `mail_cname`, `dkim1`, `dkim2` (SendGrid's names). */
+  purpose: string;
+  type: 'cname' | 'txt' | 'mx';
+  host: string;
+  data: string;
+  valid: boolean;
+}
+
+export interface AuthenticatedDomain {
+  /** The provider's id of the domain authentication record. */
+  providerId: string;
+  domain: string;
+  subdomain: string;
+  /** All records valid, as of the last check. */
+  valid: boolean;
+  records: DnsRecord[];
+}
 
 export interface DomainSetup {
   provider: string;

@@ -6,25 +6,9 @@
  * DNS lookups.
  */
 
-/** One DNS record the client must publish; `valid` once the provider (or the lookup) sees it. */
-export interface DnsRecord {
-  /** What the record is for, e.g. `mail_cname`, `dkim1`, `dkim2` (SendGrid's names). */
-  purpose: string;
-  type: 'cname' | 'txt' | 'mx';
-  host: string;
-  data: string;
-  valid: boolean;
-}
+import type { AuthenticatedDomain } from '../../domain/sending-domain.js';
 
-export interface AuthenticatedDomain {
-  /** The provider's id of the domain authentication record. */
-  providerId: string;
-  domain: string;
-  subdomain: string;
-  /** All records valid, as of the last check. */
-  valid: boolean;
-  records: DnsRecord[];
-}
+export type { AuthenticatedDomain, DnsRecord } from '../../domain/sending-domain.js';
 
 /** The provider refused to create the domain; `message` explains (spec: 422 sendgrid_create_failed). */
 export class DomainProviderError extends Error {
