@@ -162,14 +162,21 @@ export async function guestHistory(services: Services, clientId: string, idOrCus
     guestSource.exhausted = true;
   }
   sources.push(guestSource);
-  for (const [i, invitation] of invitations.entries()) {
-    if (!invitation.included) continue;
-    const index = i + 1;
-    const stream = invitationStream(invitation.id);
-    const hint = start.next[index];
-    const from = typeof hint === 'number' ? hint : await startOf(store, stream, index, start.last);
-    sources.push({ stream, index, from, buffer: [], at: 0, exhausted: false, chunk: Math.min(FIRST_CHUNK, limit + 1) });
-  }
+  const invitationSources = await Promise.all(
+    invitations.flatMap((invitation, i) => {
+      if (!invitation.included) return [];
+      const index = i + 1;
+      const stream = invitationStream(invitation.id);
+      const hint = start.next[index];
+      return [
+        (async (): Promise<Source> => {
+          const from = typeof hint === 'number' ? hint : await startOf(store, stream, index, start.last);
+          return { stream, index, from, buffer: [], at: 0, exhausted: false, chunk: Math.min(FIRST_CHUNK, limit + 1) };
+        })(),
+      ];
+    }),
+  );
+  sources.push(...invitationSources);
 
   const peek = async (source: Source): Promise<StoredEvent | undefined> => {
     if (source.at >= source.buffer.length && !source.exhausted) {
