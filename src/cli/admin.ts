@@ -7,6 +7,8 @@
  *   npm run admin -- issue-key <accountId>
  *   npm run admin -- revoke-key <accountId> <keyId>
  *   npm run admin -- rewrap-personal-data-keys
+ *   npm run admin -- backup <dir> [--include-key-files]
+ *   npm run admin -- reapply-erasures [--from <file>]
  * Prints JSON. Secrets are shown once.
  */
 import { parseArgs } from 'node:util';
@@ -18,6 +20,10 @@ import { createPlatform } from '../main.js';
 import { systemClock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import { createLogger } from '../shared/logger.js';
+import { personalDataSettings } from '../main.js';
+import { reapplyErasures } from '../commands/reapply-erasures.js';
+import { destination } from 'pino';
+import { backupDataDir } from './backup.js';
 import { cliStart, requireStore, type CliHelp } from './common.js';
 
 const help: CliHelp = {
@@ -43,8 +49,31 @@ const help: CliHelp = {
       does: "re-wraps every guest's data key with the current master key (PII_MASTER_KEY_ID); then the old master key can be removed (docs/personal-data.md)",
       example: 'rewrap-personal-data-keys',
     },
+    {
+      usage: 'backup <dir> [--include-key-files]',
+      does:
+        'copies the embedded SQLite files of DATA_DIR into <dir> (new or empty, outside DATA_DIR) while the service runs, with SQLite\'s online backup: ' +
+        'read models, bus and rate limits first, the event store (with the data keys) last; writes manifest.json last. Progress as JSON lines on stderr. ' +
+        'Development key files (personal-data/master-keys.json, ...) only with --include-key-files. With EVENTSTORE_URL or MONGO_URL it names the servers\' own backup tools instead',
+      example: 'backup /backups/checkin-2026-11-24',
+    },
+    {
+      usage: 'reapply-erasures [--from <file>]',
+      does:
+        'after a restore, before users come back: erases again every guest whose erasure the restore undid: the guests of the event store\'s GuestErased events whose data key is back, ' +
+        'and (--from) the guests of an erasure list kept outside the backups (the service\'s "guest personal data erased" log lines, or guest ids, one a line). Idempotent',
+      example: 'reapply-erasures --from erasures-since-backup.jsonl',
+    },
+  ],
+  notes: [
+    'backup and reapply-erasures: docs/operations.md, Backups and restores.',
   ],
 };
+
+const commands = ['create-account', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'backup', 'reapply-erasures'];
+
+/** backup and reapply-erasures log their progress as JSON lines on stderr (info unless LOG_LEVEL says otherwise); stdout keeps the result. */
+const progressLogger = () => createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
 
 const flag = (value: string | boolean | undefined): boolean | undefined =>
   value === undefined ? undefined : value === true || value === 'true';
@@ -72,16 +101,31 @@ async function main(): Promise<void> {
       'time-zone-id': { type: 'string' },
       'comms-api-enabled': { type: 'string' },
       'sender-trusted': { type: 'string' },
+      'include-key-files': { type: 'boolean' },
+      'pages-per-step': { type: 'string' },
+      from: { type: 'string' },
     },
   });
   const [command, accountId, keyId] = positionals;
   // Only events are written here; the service's projections pick them up (they poll the store).
   const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
   const config = loadConfig();
-  if (!command || !['create-account', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys'].includes(command)) {
-    throw new Error(`unknown command "${command ?? ''}"; use create-account, set-access, issue-key, revoke-key or rewrap-personal-data-keys (--help shows examples)`);
+  if (!command || !commands.includes(command)) {
+    throw new Error(`unknown command "${command ?? ''}"; use ${commands.slice(0, -1).join(', ')} or ${commands.at(-1)!} (--help shows examples)`);
   }
-  requireStore(config, init);
+  if (command === 'backup') {
+    // Reads the files only: no platform is opened (it would start the service's own connections).
+    if (!accountId) throw new Error('backup needs the folder to copy into: npm run admin -- backup <dir>');
+    const pagesPerStep = values['pages-per-step'] === undefined ? undefined : Number(values['pages-per-step']);
+    if (pagesPerStep !== undefined && (!Number.isInteger(pagesPerStep) || pagesPerStep < 1)) throw new Error('--pages-per-step needs a positive integer');
+    const manifest = await backupDataDir(config, accountId, progressLogger(), {
+      ...(values['include-key-files'] ? { includeKeyFiles: true } : {}),
+      ...(pagesPerStep !== undefined ? { pagesPerStep } : {}),
+    });
+    console.log(JSON.stringify(manifest, null, 2));
+    return;
+  }
+  requireStore(config, command === 'reapply-erasures' ? false : init);
   const platform = createPlatform(config, logger);
   const services: Services = {
     eventStore: platform.eventStore,
@@ -131,12 +175,25 @@ async function main(): Promise<void> {
         await revokeSubscriptionKey(services, context, accountId, keyId);
         result = { revoked: keyId };
         break;
+      case 'reapply-erasures': {
+        const progress = progressLogger();
+        result = await reapplyErasures(
+          { ...services, logger: progress, ...(platform.dataKeys ? { dataKeys: platform.dataKeys, storedEvents: platform.sealedEventStore } : {}) },
+          personalDataSettings(config),
+          {
+            ...(values.from ? { from: values.from } : {}),
+            onProgress: (p) => progress.info(p, `reapply-erasures: ${p.phase}`),
+          },
+        );
+        progress.info({ reErased: (result as { reErased: number }).reErased }, 'reapply-erasures: finished');
+        break;
+      }
       case 'rewrap-personal-data-keys':
         if (!platform.dataKeys) throw new Error('personal data is not encrypted here (PII_ENCRYPTION=off): there are no data keys to re-wrap');
         result = { rewrapped: await platform.dataKeys.rotate() };
         break;
       default:
-        throw new Error(`unknown command "${command ?? ''}"; use create-account, set-access, issue-key or revoke-key (--help shows examples)`);
+        throw new Error(`unknown command "${command ?? ''}" (--help shows examples)`);
     }
     console.log(JSON.stringify(result, null, 2));
   } finally {

@@ -85,8 +85,12 @@ export async function eraseGuests(
   return { erased: results.length, guests: results };
 }
 
-/** Erases each guest (event, key), then cleans read models and files once for all of them. */
-async function eraseAll(
+/**
+ * Erases each guest (event, key), then cleans read models and files once for all of them. The
+ * guests must belong to `context.tenantId`. Also what `admin reapply-erasures` runs after a
+ * restore (src/commands/reapply-erasures.ts).
+ */
+export async function eraseAll(
   services: Services,
   settings: PersonalDataSettings,
   context: CommandContext,
@@ -136,13 +140,20 @@ async function eraseOne(services: Services, context: CommandContext, doc: GuestD
   }
   // The guest's key is per client; a guest stored before ids were scoped also has one named by the bare GUID.
   for (const keyId of dataKeyIdsOf(doc)) await services.dataKeys?.erase(keyId, erased.at);
-  services.logger.info({ guestId, eventId: doc.eventId, erasedBy: erased.by }, 'guest personal data erased');
+  // The erasure record kept outside any backup (docs/operations.md, Backups and restores): ids only, no personal data.
+  services.logger.info({ clientId: context.tenantId, guestId, eventId: doc.eventId, erasedBy: erased.by, erasedAt: erased.at }, erasureLogMessage);
   const result: ErasureResult = { id: guestId, eventId: doc.eventId, erased: true, erasedAt: erased.at, erasedBy: erased.by, reason: erased.reason };
   return { result, values, position: written.position };
 }
 
+/**
+ * The message of the log line every erasure writes (clientId, guestId, eventId, erasedBy,
+ * erasedAt; no personal data): `admin reapply-erasures --from` takes these lines.
+ */
+export const erasureLogMessage = 'guest personal data erased';
+
 /** The data keys that may seal this guest's personal data (docs/personal-data.md). */
-function dataKeyIdsOf(doc: GuestDoc): string[] {
+export function dataKeyIdsOf(doc: GuestDoc): string[] {
   const scoped = dataKeyId(doc.clientId, guestIdOf(doc))!;
   return doc._id === guestIdOf(doc) ? [scoped, doc._id] : [scoped];
 }
