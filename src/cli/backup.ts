@@ -179,7 +179,8 @@ async function copyDatabase(source: string, destination: string, logger: Logger,
 }
 
 function eventStoreFigures(file: string): BackupManifest['eventStore'] {
-  const db = new Database(file, { fileMustExist: true, readonly: true });
+  // Read-write, so closing the last connection removes the -wal and -shm files the open made.
+  const db = new Database(file, { fileMustExist: true });
   try {
     const events = db.prepare('SELECT COUNT(*) AS n, MAX(position) AS last FROM events').get() as { n: number; last: number | null };
     const hasKeys = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'personal_data_keys'").get() !== undefined;
