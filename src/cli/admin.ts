@@ -50,10 +50,11 @@ const help: CliHelp = {
       example: 'rewrap-personal-data-keys',
     },
     {
-      usage: 'backup <dir> [--include-key-files]',
+      usage: 'backup <dir> [--include-key-files] [--pages-per-step n] [--pause-ms n]',
       does:
         'copies the embedded SQLite files of DATA_DIR into <dir> (new or empty, outside DATA_DIR) while the service runs, with SQLite\'s online backup: ' +
         'read models, bus and rate limits first, the event store (with the data keys) last; writes manifest.json last. Progress as JSON lines on stderr. ' +
+        '--pages-per-step (default 1000 pages of 4 kB) and --pause-ms (default 0) pace the copy on a busy host. ' +
         'Development key files (personal-data/master-keys.json, ...) only with --include-key-files. With EVENTSTORE_URL or MONGO_URL it names the servers\' own backup tools instead',
       example: 'backup /backups/checkin-2026-11-24',
     },
@@ -103,6 +104,7 @@ async function main(): Promise<void> {
       'sender-trusted': { type: 'string' },
       'include-key-files': { type: 'boolean' },
       'pages-per-step': { type: 'string' },
+      'pause-ms': { type: 'string' },
       from: { type: 'string' },
     },
   });
@@ -118,7 +120,10 @@ async function main(): Promise<void> {
     if (!accountId) throw new Error('backup needs the folder to copy into: npm run admin -- backup <dir>');
     const pagesPerStep = values['pages-per-step'] === undefined ? undefined : Number(values['pages-per-step']);
     if (pagesPerStep !== undefined && (!Number.isInteger(pagesPerStep) || pagesPerStep < 1)) throw new Error('--pages-per-step needs a positive integer');
+    const pauseMs = values['pause-ms'] === undefined ? undefined : Number(values['pause-ms']);
+    if (pauseMs !== undefined && (!Number.isInteger(pauseMs) || pauseMs < 0)) throw new Error('--pause-ms needs a whole number of milliseconds');
     const manifest = await backupDataDir(config, accountId, progressLogger(), {
+      ...(pauseMs ? { pauseMs } : {}),
       ...(values['include-key-files'] ? { includeKeyFiles: true } : {}),
       ...(pagesPerStep !== undefined ? { pagesPerStep } : {}),
     });

@@ -91,7 +91,7 @@ describe('admin backup and restore', () => {
       eventId = await newEvent(client);
       const batch = Array.from({ length: 60 }, (_, i) => ({ firstName: `Early${i}`, lastName: `Guest${i}`, additionalInfo: 'x'.repeat(200) }));
       expect((await client.call('POST', `${api}/guests/${eventId}`, batch)).status).toBe(200);
-      // Guests keep coming while the copy runs; small steps (--pages-per-step 2) make the copy see them.
+      // Guests keep coming while the copy runs; small steps with pauses (2 pages, 10 ms) make the copy see them.
       let writing = true;
       const writer = (async () => {
         while (writing) {
@@ -102,7 +102,7 @@ describe('admin backup and restore', () => {
       })();
       try {
         await eventually(async () => writes >= 3, 60_000, 'writes under way');
-        const copied = await admin(dataDir, ['backup', backup, '--pages-per-step', '2'], 'info');
+        const copied = await admin(dataDir, ['backup', backup, '--pages-per-step', '2', '--pause-ms', '10'], 'info');
         manifest = JSON.parse(copied.stdout) as BackupManifest;
         stderr = copied.stderr;
       } finally {
@@ -117,6 +117,9 @@ describe('admin backup and restore', () => {
     const lines = stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.some((l) => l.msg === 'backup: copying' && typeof l.pagesCopied === 'number' && typeof l.totalPages === 'number')).toBe(true);
     expect(manifest.files.map((f) => f.name)).toEqual(['read-models.sqlite', 'bus.sqlite', 'events.sqlite']);
+    // The service wrote during the copy: a file's copy started over (and still ended).
+    expect(manifest.files.some((f) => f.restarts > 0), JSON.stringify(manifest.files)).toBe(true);
+    expect(lines.some((l) => l.msg === 'backup: the service wrote meanwhile; the copy of this file starts over with larger steps')).toBe(true);
     expect(manifest.files.every((f) => f.bytes > 0 && /^[0-9a-f]{64}$/.test(f.sha256))).toBe(true);
     expect(manifest.service.version).toMatch(/^\d+\.\d+\.\d+/);
     expect(manifest.notCopied.map((n) => n.path)).toEqual(expect.arrayContaining(['personal-data/master-keys.json', 'outbox', 'exports']));
