@@ -39,12 +39,14 @@ export interface ReapplyOptions {
 }
 
 export interface ReapplyProgress {
-  phase: 'reading erasure events' | 'reading the erasure list' | 're-erasing';
+  phase: 'reading erasure events' | 'reading the erasure list' | 'checking and re-erasing';
   /** Reading events: the position read through, and the last GuestErased position when the command started. */
   position?: number;
   head?: number;
   erasureEvents: number;
   candidates: number;
+  /** Guests checked so far (key store and stream). */
+  checked: number;
   reErased: number;
 }
 
@@ -93,7 +95,7 @@ export async function reapplyErasures(
         "Erased guests' personal data is in the restored events in plaintext; see docs/personal-data.md",
     );
   }
-  const progress: ReapplyProgress = { phase: 'reading erasure events', erasureEvents: 0, candidates: 0, reErased: 0 };
+  const progress: ReapplyProgress = { phase: 'reading erasure events', erasureEvents: 0, candidates: 0, checked: 0, reErased: 0 };
   const candidates = new Map<string, Candidate>();
   const add = (candidate: Candidate) => {
     if (!candidates.has(candidate.key)) candidates.set(candidate.key, candidate);
@@ -144,7 +146,7 @@ export async function reapplyErasures(
   }
 
   // 3. Erase again whoever is not erased everywhere, a batch of one client at a time.
-  progress.phase = 're-erasing';
+  progress.phase = 'checking and re-erasing';
   const result: ReapplyResult = { erasureEvents, checked: candidates.size, reErased: 0, alreadyErased: 0, guests: [], ...(list ? { list } : {}) };
   const pending = new Map<string, GuestDoc[]>();
   const flush = async (clientId: string) => {
@@ -163,6 +165,7 @@ export async function reapplyErasures(
     options.onProgress?.({ ...progress });
   };
   for (const candidate of candidates.values()) {
+    if (++progress.checked % 1000 === 0) options.onProgress?.({ ...progress });
     const doc = await guestDocOf(services, candidate);
     if (!doc) {
       // Named by the list, and its stream is not in this event store: the copy predates the guest.

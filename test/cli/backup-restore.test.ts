@@ -13,6 +13,7 @@ import Database from 'better-sqlite3';
 import { destination } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { backupDataDir, type BackupManifest } from '../../src/cli/backup.js';
+import { parseLine } from '../../src/commands/reapply-erasures.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { clientToken, createClient, newEvent, request, startTestService, type Client, type TestService } from '../support/service.js';
@@ -173,6 +174,21 @@ describe('admin backup and restore', () => {
 });
 
 describe('admin reapply-erasures', () => {
+  it('reads an erasure list: the log line of an erasure, other log lines skipped, ids with or without their client', () => {
+    const guestId = randomUUID();
+    const line = JSON.stringify({ level: 30, clientId: 'c-1', guestId, eventId: 'e-1', msg: 'guest personal data erased' });
+    expect(parseLine(line)).toEqual({ kind: 'guest', clientId: 'c-1', guestId, eventId: 'e-1' });
+    expect(parseLine(JSON.stringify({ level: 30, guestId, msg: 'guest created' }))).toEqual({ kind: 'skip' });
+    expect(parseLine(JSON.stringify({ guestId }))).toEqual({ kind: 'guest', guestId });
+    expect(parseLine(guestId)).toEqual({ kind: 'guest', guestId });
+    expect(parseLine(`c-1 ${guestId}`)).toEqual({ kind: 'guest', clientId: 'c-1', guestId });
+    expect(parseLine(`c%3A1:${guestId}`)).toEqual({ kind: 'guest', clientId: 'c:1', guestId });
+    expect(parseLine('# a comment')).toEqual({ kind: 'skip' });
+    expect(parseLine('')).toEqual({ kind: 'skip' });
+    expect(parseLine('not-a-guest')).toEqual({ kind: 'invalid', text: 'not-a-guest' });
+    expect(parseLine('{"guestId": 12')).toEqual({ kind: 'invalid', text: '{"guestId": 12' });
+  });
+
   /** A client with one event and two guests, and what the projections made of them. */
   async function twoGuests(service: TestService) {
     const client = await createClient(service);
