@@ -60,7 +60,8 @@ export const GuestBody = registry.register(
       .preprocess((v) => (v === '' || v === null ? undefined : v), PlainId.optional())
       .openapi({ type: ['string', 'null'], minLength: 0, description: 'Usable instead of id (docs/identifiers.md); empty or null means none' }),
     commsTemplateId: z
-      .union([Guid, z.literal(''), z.null()])
+      // Without its own message a union that no option matches says only "Invalid input".
+      .union([Guid, z.literal(''), z.null()], { error: 'must be a GUID (empty or null: no send)' })
       .optional()
       .transform((v) => (v ? v : undefined))
       .openapi({ description: 'Template to send after creation; empty or null means no send' }),
