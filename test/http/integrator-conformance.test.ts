@@ -125,3 +125,17 @@ describe('Team member: email is a string, so any string, and no answer holds a p
     expect(reply.body.errors).toEqual([expect.objectContaining({ path: 'email' })]);
   });
 });
+
+describe('400 names each wrong field once', () => {
+  it('an empty template name or subject is one error each, saying what is wrong', async () => {
+    const eventId = await newEvent(alice);
+    const reply = await alice.call('POST', '/comms/v1/api/comms/template', { eventId, name: '', subject: '', html: '<p>Hi</p>' });
+    expect(reply.status).toBe(400);
+    expect(reply.body.errors).toEqual([
+      { path: 'name', message: 'must hold a character other than white space' },
+      { path: 'subject', message: 'must hold a character other than white space' },
+    ]);
+    const blank = await alice.call('POST', '/comms/v1/api/comms/template', { eventId, name: ' \t', html: '<p>Hi</p>' });
+    expect(blank.body.errors).toEqual([{ path: 'name', message: 'must hold a character other than white space' }]);
+  });
+});
