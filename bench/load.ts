@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import autocannon from 'autocannon';
-import { percentile, type LoadSpec } from './support.js';
+import { percentile, processCpuMicros, type LoadSpec } from './support.js';
 
 
 const spec = JSON.parse(fs.readFileSync(process.argv[2]!, 'utf8')) as LoadSpec;
@@ -59,5 +59,6 @@ process.stdout.write(
     accepted: summary(accepted),
     refused: summary(refused),
     first: summary(first),
+    cpuMicros: processCpuMicros(),
   }),
 );

@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import { percentile, type LoadSpec } from './support.js';
+import { percentile, processCpuMicros, type LoadSpec } from './support.js';
 
 const spec = JSON.parse(fs.readFileSync(process.argv[2]!, 'utf8')) as LoadSpec;
 const durationMs = (spec.durationSec ?? 10) * 1000;
@@ -79,5 +79,6 @@ process.stdout.write(
     accepted: summary(accepted),
     refused: summary(refused),
     first: summary(first),
+    cpuMicros: processCpuMicros(),
   }),
 );

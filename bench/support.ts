@@ -22,6 +22,8 @@ export interface LoadResult {
   refused: { count: number; p50: number; p99: number; max: number };
   /** Each connection's first answer, apart from the two above: its time includes opening the connection. */
   first: { count: number; p50: number; p99: number; max: number };
+  /** The load generator's CPU time over its whole run (µs, user + system): it shares the cores with the service. */
+  cpuMicros: number;
 }
 
 export interface LoadSpec {
@@ -52,6 +54,12 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
   } finally {
     fs.rmSync(path.dirname(specFile), { recursive: true, force: true });
   }
+}
+
+/** This process's CPU time so far (µs, user + system, all its threads). */
+export function processCpuMicros(): number {
+  const used = process.cpuUsage();
+  return used.user + used.system;
 }
 
 export const fmt = (n: number, digits = 0): string =>
