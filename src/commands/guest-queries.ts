@@ -1,13 +1,8 @@
-import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { Filter } from '../adapters/readstore/port.js';
-import { DomainError } from '../domain/decider.js';
-import { guestDecider, type GuestEvent } from '../domain/guest.js';
-import { invitationStream } from '../domain/invitation.js';
 import { eventKey, getEvent } from './events.js';
-import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
-import { guestIdOf, guestStreamOf, type ScanDoc } from '../projections/guests.js';
+import type { ScanDoc } from '../projections/guests.js';
 import { teamMemberIdOf, type TeamMemberDoc } from '../projections/accounts.js';
 
 /** A literal text as a case-insensitive regex: the caller's text is never a pattern. */
@@ -203,59 +198,3 @@ export async function eventStats(services: Services, clientId: string, eventId: 
     admissionsByDevice: decodeKeys(counters?.devices),
   };
 }
-
-/** Audit: every event of a guest; with `asOf`, the guest as it was at that moment. */
-export async function guestHistory(services: Services, clientId: string, idOrCustomId: string, query: { asOf?: string; eventId?: string }) {
-  const { asOf } = query;
-  const doc = await findGuestByIdOrCustomId(services, clientId, idOrCustomId, query.eventId);
-  const guestId = guestIdOf(doc);
-  const events = await services.eventStore.readStream(guestStreamOf(doc));
-  if (events.length === 0 || events[0]!.metadata.tenantId !== clientId) throw new DomainError('not_found', 'guest not found');
-  const before = (e: StoredEvent) => !asOf || e.metadata.occurredAt <= asOf;
-  const upTo = events.filter(before);
-  // The guest's invitation emails are part of its story: each one's events, in time order.
-  const invitations = await Promise.all(
-    upTo
-      .filter((e) => e.type === 'InvitationRequested')
-      .map((e) => services.eventStore.readStream(invitationStream((e.data as { attendeeInvitationId: string }).attendeeInvitationId))),
-  );
-  const all = [...upTo, ...invitations.flat().filter(before)].sort((a, b) => a.position - b.position);
-  const history = all.map((e) => ({
-    type: e.type,
-    stream: e.streamName,
-    at: e.metadata.occurredAt,
-    recordedAt: e.recordedAt,
-    revision: e.revision,
-    actor: e.metadata.actor,
-    correlationId: e.metadata.correlationId,
-    ...(e.metadata.requestId ? { requestId: e.metadata.requestId } : {}),
-    data: e.data,
-  }));
-  if (!asOf) return { guestId, events: history };
-  const erasedLater = events.some((e) => e.type === 'GuestErased');
-  let state = guestDecider.initialState();
-  for (const e of upTo) state = guestDecider.evolve(state, e as unknown as GuestEvent);
-  return {
-    guestId,
-    asOf,
-    events: history,
-    state: state.exists
-      ? {
-          id: guestId,
-          eventId: state.eventId,
-          ...state.details,
-          ...(state.tags.length > 0 ? { tags: state.tags.join(',') } : {}),
-          admittedPlusOnes: state.admittedPlusOnes,
-          ...(state.admitted ? { admitted: state.admitted } : {}),
-          ...(state.discharged ? { discharged: state.discharged } : {}),
-          ...(state.blockedDate ? { blockedDate: state.blockedDate, blockedReason: state.blockedReason } : {}),
-          inside: state.inside,
-          // Erased by then: marked as GET /guest/{id} marks it. Erased later: the data it had then
-          // is gone all the same (its key is deleted), so say so rather than show a guest without names.
-          ...(state.erased ? { erased: true, erasedAt: state.erased.at } : {}),
-          ...(erasedLater ? { personalDataErased: true } : {}),
-        }
-      : null,
-  };
-}
-

@@ -12,7 +12,7 @@ import { suppressionId } from '../projections/invitations.js';
 import { guestIdOf, guestStreamOf, personalDocFields, type GuestDoc, type ScanDoc } from '../projections/guests.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId } from './guest-lookup.js';
-import { guestHistory } from './guest-queries.js';
+import { wholeGuestHistory } from './guest-history.js';
 import { guests, toGuestView } from './guests.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
@@ -338,7 +338,7 @@ async function removeOutboxEmails(outboxDir: string, invitationIds: string[]): P
 export async function personalDataOf(services: Services, clientId: string, idOrCustomId: string, eventId?: string) {
   const doc = await findGuestByIdOrCustomId(services, clientId, idOrCustomId, eventId);
   const guestId = guestIdOf(doc);
-  const history = await guestHistory(services, clientId, guestId, { eventId: doc.eventId });
+  const history = await wholeGuestHistory(services, clientId, guestId, doc.eventId);
   const invitations: InvitationDoc[] = [];
   for await (const invitation of services.readStore.collection<InvitationDoc>('invitations').stream({ clientId, attendeeId: guestId })) invitations.push(invitation);
   const scans: ScanDoc[] = [];
@@ -352,7 +352,7 @@ export async function personalDataOf(services: Services, clientId: string, idOrC
     scans: scans.map(({ _id, clientId: _c, ...scan }) => ({ scanId: _id, ...scan })),
     // Issue 16: the guest's valid signed ticket code, or null when it has none.
     ticketCode: await ticketCodeOf(services, doc),
-    history: history.events,
+    history,
   };
 }
 

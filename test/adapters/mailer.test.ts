@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -246,14 +246,97 @@ describe('smtp mailer', () => {
     expect(server.received).toEqual([]);
   });
 
-  it('maps 5xx replies to permanent errors and 4xx, connection and timeout failures to transient ones', () => {
+  it('maps 5xx replies to permanent errors and 4xx, connection and timeout failures before the end of data to transient ones', () => {
     const error = (fields: object) => Object.assign(new Error('smtp failure'), fields);
-    expect(smtpError(error({ responseCode: 550, code: 'EENVELOPE' }))).toMatchObject({ permanent: true, statusCode: 550 });
-    expect(smtpError(error({ responseCode: 535, code: 'EAUTH' }))).toMatchObject({ permanent: true });
-    expect(smtpError(error({ responseCode: 451, code: 'EENVELOPE' }))).toMatchObject({ permanent: false, statusCode: 451 });
-    expect(smtpError(error({ code: 'ECONNECTION' }))).toMatchObject({ permanent: false, statusCode: undefined });
-    expect(smtpError(error({ code: 'ETIMEDOUT' }))).toMatchObject({ permanent: false });
+    const before = { bodyEnded: false };
+    expect(smtpError(error({ responseCode: 550, code: 'EENVELOPE' }), before)).toMatchObject({ permanent: true, statusCode: 550, outcomeUnknown: false });
+    expect(smtpError(error({ responseCode: 535, code: 'EAUTH' }), before)).toMatchObject({ permanent: true });
+    expect(smtpError(error({ responseCode: 451, code: 'EENVELOPE' }), before)).toMatchObject({ permanent: false, statusCode: 451, outcomeUnknown: false });
+    expect(smtpError(error({ code: 'ECONNECTION', command: 'CONN' }), before)).toMatchObject({ permanent: false, statusCode: undefined, outcomeUnknown: false });
+    expect(smtpError(error({ code: 'ETIMEDOUT', command: 'CONN' }), before)).toMatchObject({ permanent: false, outcomeUnknown: false });
   });
+
+  it('after the end of data, a reply code is still an answer; no reply (or a 2xx cut short) is an unknown outcome', () => {
+    const error = (fields: object) => Object.assign(new Error('smtp failure'), fields);
+    const after = { bodyEnded: true };
+    expect(smtpError(error({ responseCode: 554, code: 'EMESSAGE', command: 'DATA' }), after)).toMatchObject({ permanent: true, outcomeUnknown: false });
+    expect(smtpError(error({ responseCode: 452, code: 'EMESSAGE', command: 'DATA' }), after)).toMatchObject({ permanent: false, outcomeUnknown: false });
+    // A connection closed on an unfinished "250 ..." line (nodemailer keeps it as the response).
+    expect(smtpError(error({ responseCode: 250, code: 'ECONNECTION', command: 'CONN' }), after)).toMatchObject({ permanent: false, outcomeUnknown: true });
+    for (const code of ['ETIMEDOUT', 'ECONNECTION', 'ESOCKET']) {
+      expect(smtpError(error({ code, command: 'CONN' }), after)).toMatchObject({ permanent: false, outcomeUnknown: true });
+    }
+  });
+
+  // The reply to the end of data is lost: the server has the message (server.received), so
+  // another try would deliver it twice. Each drop comes once; a second send would go through.
+  it.each([
+    ['never answers (the socket timeout)', 'hang'],
+    ['closes the connection', 'close'],
+    ['resets the connection', 'reset'],
+  ] as const)('a server that takes the whole message and then %s: the outcome is unknown', async (_what, drop) => {
+    const server = await startSmtp();
+    // Short for the server that never answers, yet well above any stall of a loaded machine: a
+    // timeout before the end of data would be a (transient) failure of another kind.
+    const mailer = new SmtpMailer(server.url, { timeoutMs: 3000 });
+    server.failNext({ at: 'DATA', drop });
+    const error = await rejection(mailer.send(message()));
+    await mailer.close();
+
+    expect(error).toMatchObject({ name: 'MailerError', permanent: false, outcomeUnknown: true, statusCode: undefined });
+    expect(error.message).toMatch(/^SMTP: .*may have accepted it/);
+    expect(server.received).toHaveLength(1);
+  }, 30_000);
+
+  it.each([
+    ['closes the connection at MAIL FROM', 'MAIL', 'close'],
+    ['resets the connection at RCPT TO', 'RCPT', 'reset'],
+    ['never answers RCPT TO (the socket timeout)', 'RCPT', 'hang'],
+  ] as const)('a server that %s: a transient failure, nothing was sent; the next send goes through', async (_what, at, drop) => {
+    const server = await startSmtp();
+    const mailer = new SmtpMailer(server.url, { timeoutMs: 3000 });
+    server.failNext({ at, drop });
+    const error = await rejection(mailer.send(message()));
+    expect(error).toMatchObject({ name: 'MailerError', permanent: false, outcomeUnknown: false });
+    expect(server.received).toEqual([]);
+
+    const delivered = message();
+    await mailer.send(delivered);
+    await mailer.close();
+    const keys = await Promise.all(server.received.map(async (mail) => (await fromEml(mail.raw)).messageKey));
+    expect(keys).toEqual([delivered.messageKey]);
+  }, 30_000);
+
+  it('a connection reset while the message data is still being sent: transient, the server cannot have taken it', async () => {
+    const server = await startSmtp();
+    const mailer = new SmtpMailer(server.url, { timeoutMs: 5000 });
+    // Larger than what the socket buffers hold, so the reset comes while the client is still writing.
+    const big = { filename: 'big.bin', contentType: 'application/octet-stream', content: randomBytes(6 * 1024 * 1024) };
+    server.failNext({ at: 'BODY', drop: 'reset' });
+    const error = await rejection(mailer.send(message({ attachments: [big] })));
+    expect(error).toMatchObject({ name: 'MailerError', permanent: false, outcomeUnknown: false });
+    expect(server.received).toEqual([]);
+
+    await mailer.send(message());
+    await mailer.close();
+    expect(server.received).toHaveLength(1);
+  }, 30_000);
+
+  it('the timeout applies to the connection: a server that never greets fails the send as transient', async () => {
+    // A listener that accepts and says nothing: without the transport option nodemailer would wait
+    // its own 30 s greeting timeout (the vitest timeout below is the hang guard).
+    const silent = net.createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const mailer = new SmtpMailer(`smtp://127.0.0.1:${(silent.address() as net.AddressInfo).port}`, { timeoutMs: 500 });
+      const error = await rejection(mailer.send(message()));
+      await mailer.close();
+      expect(error).toMatchObject({ name: 'MailerError', permanent: false, outcomeUnknown: false });
+      expect(error.message).toMatch(/Greeting never received|Timeout/);
+    } finally {
+      silent.close();
+    }
+  }, 20_000);
 
   it('rejects an invalid to address permanently, before connecting', async () => {
     const mailer = new SmtpMailer(`smtp://127.0.0.1:${await closedPort()}`);

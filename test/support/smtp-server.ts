@@ -7,24 +7,40 @@
  *
  * `failNext` scripts one SMTP reply for the next MAIL FROM, RCPT TO or end of DATA. Replies
  * are given in SMTP terms (451 try later, 550 mailbox unavailable, ...), not as HTTP statuses:
- * the reply code is what the client sees and what the mailer reports.
+ * the reply code is what the client sees and what the mailer reports. Or, instead of a reply,
+ * the connection is dropped there (`drop`). A drop at DATA comes once the server has the whole
+ * message (after the end of data): the message counts as received, as a real server that lost
+ * only its 250 would deliver it.
  */
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 
 export type AuthMethod = 'PLAIN' | 'LOGIN';
 
-/** The SMTP stages a scripted reply can answer. */
-export type SmtpStage = 'MAIL' | 'RCPT' | 'DATA';
+/**
+ * The SMTP stages a scripted reply can answer: MAIL FROM, RCPT TO, the end of data. `BODY` (the
+ * first chunk of the message data, before its end) takes a drop only: nothing is answered there.
+ */
+export type SmtpStage = 'MAIL' | 'RCPT' | 'BODY' | 'DATA';
 
-export interface ScriptedReply {
-  /** SMTP reply code, e.g. 451 (transient) or 550 (permanent). */
-  code: number;
-  message?: string;
+/**
+ * How the server drops a connection instead of replying: `close` ends it (FIN), `reset` resets it
+ * (RST), `hang` keeps it open and never replies (the client's socket timeout ends it).
+ */
+export type SmtpDrop = 'close' | 'reset' | 'hang';
+
+export type ScriptedReply = {
   /** Which command gets the reply; default `DATA` (the end of the message data). */
   at?: SmtpStage;
-}
+} & (
+  | {
+      /** SMTP reply code, e.g. 451 (transient) or 550 (permanent). */
+      code: number;
+      message?: string;
+    }
+  | { drop: SmtpDrop }
+);
 
 export interface ReceivedMail {
   /** The message exactly as the server received it (RFC 822, CRLF line ends). */
@@ -63,13 +79,24 @@ export async function startSmtpServer(options: { authMethods?: AuthMethod[]; pas
   const scripted: ScriptedReply[] = [];
   const sessions = new WeakMap<SMTPServerSession, SessionState>();
 
-  /** Takes the scripted reply for this stage, if the next one is for it, as an SMTP error. */
-  const scriptedError = (stage: SmtpStage): Error | undefined => {
+  /**
+   * Answers this stage as scripted, if the next scripted reply is for it: a reply code becomes the
+   * callback's SMTP error, a drop is done on the session's connection (the callback is never called).
+   * False when nothing is scripted here.
+   */
+  const scriptedAnswer = (stage: SmtpStage, session: SMTPServerSession, callback: (error?: Error) => void): boolean => {
     const next = scripted[0];
-    if (!next || (next.at ?? 'DATA') !== stage) return undefined;
+    if (!next || (next.at ?? 'DATA') !== stage) return false;
     scripted.shift();
-    const { code, message } = next;
-    return Object.assign(new Error(message ?? `Scripted failure at ${stage}`), { responseCode: code });
+    if ('drop' in next) {
+      const socket = [...server.connections].find((connection) => connection.session === session)?._socket;
+      if (!socket) throw new Error(`test SMTP server: no connection for session ${session.id}`);
+      if (next.drop === 'close') socket.destroy();
+      if (next.drop === 'reset') (socket as Socket).resetAndDestroy();
+      return true;
+    }
+    callback(Object.assign(new Error(next.message ?? `Scripted failure at ${stage}`), { responseCode: next.code }));
+    return true;
   };
 
   const server = new SMTPServer({
@@ -89,24 +116,32 @@ export async function startSmtpServer(options: { authMethods?: AuthMethod[]; pas
       sessions.set(session, { auth: { method: auth.method as AuthMethod, username: user } });
       callback(null, { user });
     },
-    onMailFrom(_address, _session, callback) {
-      callback(scriptedError('MAIL'));
+    onMailFrom(_address, session, callback) {
+      if (!scriptedAnswer('MAIL', session, callback)) callback();
     },
-    onRcptTo(_address, _session, callback) {
-      callback(scriptedError('RCPT'));
+    onRcptTo(_address, session, callback) {
+      if (!scriptedAnswer('RCPT', session, callback)) callback();
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
+      stream.once('data', () => scriptedAnswer('BODY', session, () => {
+        throw new Error('test SMTP server: nothing can be answered in the middle of the message data; script a drop at BODY');
+      }));
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
-        const error = scriptedError('DATA');
-        if (error) return callback(error);
-        const { mailFrom, rcptTo } = session.envelope;
-        received.push({
-          raw: Buffer.concat(chunks),
-          envelope: { from: mailFrom ? mailFrom.address : '', to: rcptTo.map((rcpt) => rcpt.address) },
-          auth: sessions.get(session)!.auth,
-        });
+        const mail = () => {
+          const { mailFrom, rcptTo } = session.envelope;
+          return {
+            raw: Buffer.concat(chunks),
+            envelope: { from: mailFrom ? mailFrom.address : '', to: rcptTo.map((rcpt) => rcpt.address) },
+            auth: sessions.get(session)!.auth,
+          };
+        };
+        const next = scripted[0];
+        // Dropped after the end of data: the server has the message, only its reply is lost.
+        if (next && (next.at ?? 'DATA') === 'DATA' && 'drop' in next) received.push(mail());
+        if (scriptedAnswer('DATA', session, callback)) return;
+        received.push(mail());
         callback(null, 'Message accepted');
       });
     },

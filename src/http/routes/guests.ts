@@ -1,7 +1,8 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { scan, setBlocked, undoCheckIn } from '../../commands/door.js';
-import { eventStats, guestHistory, guestsByInfo, guestsByInfoPage, listGuests, listScans, teamStats } from '../../commands/guest-queries.js';
+import { guestHistory } from '../../commands/guest-history.js';
+import { eventStats, guestsByInfo, guestsByInfoPage, listGuests, listScans, teamStats } from '../../commands/guest-queries.js';
 import { getGuest, saveGuests } from '../../commands/guests.js';
 import type { Services } from '../../commands/services.js';
 import { commandContext, principalOf } from '../context.js';
@@ -99,7 +100,7 @@ export function guestsRouter(services: Services): Router {
     {
       method: 'get',
       path: '/checkin/v1/api/guest/:id/history',
-      summary: 'Audit: every event of a guest and of its invitation emails (`stream` says whose), in order; with asOf, the guest as it was then',
+      summary: 'Audit: every event of a guest and of its invitation emails (`stream` says whose), in order, a page at a time (limit, default 500; cursor: the previous page’s nextCursor); with asOf, the guest as it was then',
       tags,
       params: GuestIdParams,
       query: HistoryQuery,

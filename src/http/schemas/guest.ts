@@ -3,6 +3,7 @@ import { registry } from '../openapi.js';
 import { DateTime, Guid, PageQuery, pageOf, PlainId } from './common.js';
 import { ex } from './example-values.js';
 import { guestStream, rejectionReasons } from '../../domain/guest.js';
+import { HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT } from '../../commands/guest-history.js';
 
 /** Optional in the spec; CRMs often send null for "no value": null is treated as absent. */
 const optional = <T extends z.ZodType>(schema: T) =>
@@ -175,7 +176,18 @@ export const GuestListQuery = PageQuery.extend({
   changedSince: DateTime.optional().openapi({ description: 'Offline sync: guests changed after this time, oldest first' }),
 });
 
-export const HistoryQuery = GuestLookupQuery.extend({ asOf: DateTime.optional() });
+/** The history a page at a time (docs/guests.md, History for auditors): a caller who pages nothing gets the first page. */
+export const HistoryQuery = GuestLookupQuery.extend({
+  asOf: DateTime.optional().openapi({ description: 'The events recorded at or before this instant, and `state`, the guest as it was then; the same on every page' }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(HISTORY_MAX_LIMIT)
+    .default(HISTORY_DEFAULT_LIMIT)
+    .openapi({ description: `Events per page (1-${HISTORY_MAX_LIMIT}, default ${HISTORY_DEFAULT_LIMIT}; more is 400). With asOf a page may hold fewer, even none: only a missing nextCursor ends the history` }),
+  cursor: PageQuery.shape.cursor.openapi({ description: 'The `nextCursor` of the previous page of the same guest and asOf; absent: the first page' }),
+});
 
 /** The most a scan can hold: a QR code of version 40 holds at most 7,089 characters (digits only). */
 const maxScannedCode = 7089;
@@ -428,7 +440,11 @@ export const GuestHistoryResponse = registry.register(
         .record(z.string(), z.unknown())
         .nullable()
         .optional()
-        .openapi({ description: 'With asOf: the guest as it was then (null when it did not exist yet)' }),
+        .openapi({ description: 'With asOf: the guest as it was then (null when it did not exist yet); the same on every page' }),
+      nextCursor: z
+        .string()
+        .optional()
+        .openapi({ description: 'Absent on the last page; pass it as `cursor` (with the same asOf) for the next events. Events recorded after this page was read come on later pages' }),
     })
     .openapi({
       example: {
