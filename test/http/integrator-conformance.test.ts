@@ -139,3 +139,17 @@ describe('400 names each wrong field once', () => {
     expect(blank.body.errors).toEqual([{ path: 'name', message: 'must hold a character other than white space' }]);
   });
 });
+
+describe('Guest image: typed string, so kept as sent', () => {
+  it('takes a data URI, base64url and line-wrapped base64 and answers each unchanged', async () => {
+    const eventId = await newEvent(alice);
+    const images = ['data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk-_9_PQAI8wNP_3Lh2AAAAABJRU5ErkJggg==', 'iVBORw0KGgo_-AAA', 'iVBORw0KGgo\r\nAAAANSUhEUg=='];
+    for (const image of images) {
+      const created = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ada', image });
+      expect(created.status).toBe(200);
+      expect(created.body.image).toBe(image);
+      const read = await alice.call('GET', `/checkin/v1/api/guest/${created.body.id}`);
+      expect(read.body.image).toBe(image);
+    }
+  });
+});
