@@ -122,7 +122,7 @@ describe('Team member: email is a string, so any string, and no answer holds a p
   it('still requires email to be present', async () => {
     const reply = await alice.call('POST', '/checkin/v1/api/teammember', { userName: `pin1-nomail-${Date.now()}`, password: 'north gate scanner 7' });
     expect(reply.status).toBe(400);
-    expect(reply.body.errors).toEqual([expect.objectContaining({ path: 'email' })]);
+    expect(reply.body.errors).toEqual([{ path: 'email', message: 'required' }]);
   });
 });
 
