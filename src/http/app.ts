@@ -121,18 +121,19 @@ export function createApp(options: AppOptions): Express {
   const admin = options.adminApiKey ? adminRouter(services) : undefined;
   // Before authentication: which methods a path takes is public (it is in /openapi.json).
   app.use(methodGuard(declaredRoutes(admin ? [...routers, admin] : routers)));
-  app.use(apiAreas, declaredLengthLimit(options.bodyLimit), jsonOnly);
-  app.use(express.json({ limit: options.bodyLimit, strict: false, type: ['application/json', 'application/*+json'], verify: verifyUtf8 }));
-  // Every API area needs authentication; routers declare their full paths.
+  // A declared length over the limit is refused before anything else, without reading the body.
+  app.use(apiAreas, declaredLengthLimit(options.bodyLimit));
+  // Spec, Authentication rule 1: no valid token is 401, whatever the body holds (malformed JSON,
+  // another media type); a caller's body is read only once the caller is known. Routers declare full paths.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], options.authenticate);
   app.use('/comms/v1', commsGates());
+  if (admin) app.use('/admin/v1', adminAuth(options.adminApiKey!));
+  app.use(apiAreas, jsonOnly);
+  app.use(express.json({ limit: options.bodyLimit, strict: false, type: ['application/json', 'application/*+json'], verify: verifyUtf8 }));
   // After the gates, so a refusal is not stored and replayed once the account is enabled.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], idempotency(services.readStore, { now: () => services.clock.now() }));
   app.use(routersFor(routers));
-  if (admin) {
-    app.use('/admin/v1', adminAuth(options.adminApiKey!));
-    app.use(admin);
-  }
+  if (admin) app.use(admin);
 
   app.use(unknownRoute);
   app.use(errorHandler);

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { extendZodWithOpenApi, OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 
 extendZodWithOpenApi(z);
+// A field left out says so ("required") rather than zod's "expected string, received undefined".
+z.config({ customError: (issue) => (issue.code === 'invalid_type' && issue.input === undefined ? 'required' : undefined) });
 
 /** Every route registers its zod schemas here; /openapi.json is generated from them. */
 export const registry = new OpenAPIRegistry();

@@ -85,6 +85,8 @@ export function refusalOf(address: string, policy: UrlPolicy): string | undefine
 const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
 /** The last label starts with a letter: a DNS name, never an IPv4 address in disguise. */
 const TOP_LABEL = '[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+/** A scheme is case-insensitive (RFC 3986 section 3.1): `HTTPS://` too. Spelled out, since a JSON Schema pattern has no flags. */
+const HTTPS = '[Hh][Tt][Tt][Pp][Ss]';
 const PORT = '(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
 
 /**
@@ -93,7 +95,7 @@ const PORT = '(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|65
  * nothing to percent-encode left unencoded). The OpenAPI document states this same pattern, so a
  * URL the document allows is one the service takes, and the other way round.
  */
-export const WEBHOOK_URL_PATTERN = new RegExp(`^https://(?:${LABEL}\\.)+${TOP_LABEL}\\.?(?::${PORT})?(?:/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$`);
+export const WEBHOOK_URL_PATTERN = new RegExp(`^${HTTPS}://(?:${LABEL}\\.)+${TOP_LABEL}\\.?(?::${PORT})?(?:/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$`);
 
 /** Checks the URL's form and, when its host is an IP literal, the address. Returns the parsed URL. */
 export function checkUrlForm(raw: string, policy: UrlPolicy): URL {

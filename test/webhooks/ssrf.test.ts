@@ -52,6 +52,18 @@ describe('webhook URL rules at configuration (SSRF)', () => {
   });
 });
 
+describe('webhook URL scheme', () => {
+  it('takes HTTPS:// in any case (schemes are case-insensitive) and stores the URL in its normal form', async () => {
+    // `.invalid` never resolves: a host that does not resolve yet is accepted (docs/webhooks.md, URL rules).
+    const reply = await client.call('POST', `${api}/webhook`, { url: 'HTTPS://Hooks.Example.invalid/comms' });
+    expect(reply.status).toBe(200);
+    expect(reply.body.url).toBe('https://hooks.example.invalid/comms');
+    expect((await client.call('GET', `${api}/webhook`)).body.url).toBe('https://hooks.example.invalid/comms');
+    expect((await client.call('POST', `${api}/webhook`, { url: 'HTTP://hooks.example.invalid/comms' })).status).toBe(400);
+    await client.call('POST', `${api}/webhook/delete`);
+  });
+});
+
 describe('webhook URL rules at delivery, after DNS resolution', () => {
   it('refuses a host that now resolves to a private address, without connecting, as a final outcome', async () => {
     const receiver = await startReceiver();

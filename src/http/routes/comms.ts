@@ -6,7 +6,7 @@ import { createTemplate, getTemplate, listTemplates } from '../../commands/templ
 import { commandContext, principalOf } from '../context.js';
 import { defineRoute } from '../route.js';
 import {
-  IdParam,
+  GuidIdParam,
   InvitationListQuery,
   InvitationResponse,
   SendBody,
@@ -54,7 +54,7 @@ export function commsRouter(services: Services, linkPolicy: LinkPolicy): Router 
       path: `${base}/template/:id`,
       summary: 'Read one template',
       tags: ['Templates'],
-      params: IdParam,
+      params: GuidIdParam,
       response: TemplateResponse,
       errors: [403, 404],
     },
@@ -106,7 +106,7 @@ export function commsRouter(services: Services, linkPolicy: LinkPolicy): Router 
       path: `${base}/invitations/:id`,
       summary: 'One invitation email by attendeeInvitationId: status, attempts, provider reports and history',
       tags: ['Invitations'],
-      params: IdParam,
+      params: GuidIdParam,
       response: InvitationResponse,
       errors: [403, 404],
     },

@@ -99,7 +99,9 @@ export const DateTime = z
  * gets no `max` (any length; BODY_LIMIT bounds the request); our own fields may set one.
  */
 export const VisibleText = (max?: number) => {
-  const text = z.string().min(1).regex(/\S/, 'must hold a character other than white space').trim();
+  const blank = 'must hold a character other than white space';
+  // abort: an empty string gets that one message, not "Too small" next to it.
+  const text = z.string().min(1, { error: blank, abort: true }).regex(/\S/, blank).trim();
   return max === undefined ? text : text.max(max);
 };
 

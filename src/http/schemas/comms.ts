@@ -151,7 +151,8 @@ export const InvitationListQuery = PageQuery.extend({
   status: InvitationStatus.optional(),
 });
 
-export const IdParam = z.object({ id: z.string().min(1).max(200) });
+/** Spec: template ids and attendeeInvitationIds are GUIDs; a malformed one is 400 (Errors), not a 404. */
+export const GuidIdParam = z.object({ id: Guid });
 
 export const DomainBody = registry.register(
   'SendingDomainRequest',

@@ -15,11 +15,14 @@ const text = () => z.string();
 export const Int32Count = z.number().int().min(0).max(2_147_483_647);
 /** An optional GUID that may be null (read as absent), stated so in the document. */
 const optionalGuid = () => optional(Guid).openapi({ type: ['string', 'null'], format: 'uuid' });
-/** Spec: "Optional base64-encoded image; should be under 50 kB": a recommendation, so no size limit of ours. */
+/**
+ * Spec: "image | string | Optional base64-encoded image; should be under 50 kB": typed string, so
+ * any string is kept as sent (a data URI, base64url, a line-wrapped MIME body); the size is a
+ * recommendation, so no limit of ours.
+ */
 const image = z
   .string()
-  .regex(/^[A-Za-z0-9+/=\s]*$/, 'must be base64')
-  .openapi({ description: 'Base64-encoded image; under 50 kB and portrait 600 by 400 px recommended (not enforced)' });
+  .openapi({ description: 'Base64-encoded image, kept as sent; under 50 kB and portrait 600 by 400 px recommended (not enforced)' });
 
 export const GuestBody = registry.register(
   'Guest',
@@ -61,7 +64,8 @@ export const GuestBody = registry.register(
       .preprocess((v) => (v === '' || v === null ? undefined : v), PlainId.optional())
       .openapi({ type: ['string', 'null'], minLength: 0, description: 'Usable instead of id (docs/identifiers.md); empty or null means none' }),
     commsTemplateId: z
-      .union([Guid, z.literal(''), z.null()])
+      // Without its own message a union that no option matches says only "Invalid input".
+      .union([Guid, z.literal(''), z.null()], { error: 'must be a GUID (empty or null: no send)' })
       .optional()
       .transform((v) => (v ? v : undefined))
       .openapi({ description: 'Template to send after creation; empty or null means no send' }),
