@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
+import { MongoClient, type Document } from 'mongodb';
 import { destination } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { backupDataDir, type BackupManifest } from '../../src/cli/backup.js';
@@ -33,9 +34,9 @@ afterAll(() => {
 
 // The embedded stores of a DATA_DIR: the real servers' URLs CI exports would point the command elsewhere.
 const { MONGO_URL: _mongo, KAFKA_BROKERS: _kafka, EVENTSTORE_URL: _esdb, ...embeddedEnv } = process.env;
-const admin = (dataDir: string, args: string[], logLevel = 'silent') =>
+const admin = (dataDir: string, args: string[], logLevel = 'silent', env: Record<string, string> = {}) =>
   run(process.execPath, ['--import', 'tsx', path.join('src', 'cli', 'admin.ts'), ...args], {
-    env: { ...embeddedEnv, DATA_DIR: dataDir, LOG_LEVEL: logLevel },
+    env: { ...embeddedEnv, DATA_DIR: dataDir, LOG_LEVEL: logLevel, ...env },
     maxBuffer: 32 * 1024 * 1024,
   });
 
@@ -201,21 +202,8 @@ describe('admin reapply-erasures', () => {
     return { client, eventId, gone, kept, goneId, keptId };
   }
 
-  async function expectErased(dataDir: string, client: Client, ids: { goneId: string; keptId: string; kept: ReturnType<typeof person> }) {
-    const service = await startTestService({}, { dataDir });
-    try {
-      await caughtUp(service);
-      // A token of the service now running (the restored folder may have another signing key).
-      const token = await clientToken(service.url, client.id, client.clientSecret);
-      const get = (pathname: string) => request(service.url, 'GET', pathname, undefined, { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': client.subscriptionKey });
-      const gone = await get(`${api}/guest/${ids.goneId}`);
-      expect(gone.body).toMatchObject({ id: ids.goneId, erased: true, firstName: null, lastName: null, email: null });
-      const kept = await get(`${api}/guest/${ids.keptId}`);
-      expect(kept.body).toMatchObject({ id: ids.keptId, firstName: ids.kept.firstName, email: ids.kept.email });
-    } finally {
-      await service.stop();
-    }
-  }
+  const expectErased = (dataDir: string, client: Client, ids: { goneId: string; keptId: string; kept: ReturnType<typeof person> }) =>
+    expectErasedOn(dataDir, {}, { client, ...ids });
 
   it('(a) the key store alone restored older: the GuestErased events find the guest, whose key and read models are erased again', async () => {
     const dataDir = tempDir('keys-older-');
@@ -300,3 +288,80 @@ describe('admin reapply-erasures', () => {
     expect(filesHolding(restoredDir, needlesOf(gone))).toEqual([]);
   }, 300_000);
 });
+
+// The production case (a) needs a MongoDB-protocol server for the key store: CI exports MONGO_URL
+// (scripts/test-servers.sh); without one there is no MongoDB key store to restore.
+describe.skipIf(!process.env.MONGO_URL)('admin reapply-erasures on MongoDB', () => {
+  it('(a) the MongoDB database (read models and key store) restored from an older dump while the event store is intact', async () => {
+    const mongo = { MONGO_URL: process.env.MONGO_URL!, MONGO_DB: `reapply_${Date.now()}_${process.pid}` };
+    const dataDir = tempDir('mongo-older-');
+    const client = new MongoClient(mongo.MONGO_URL);
+    const db = client.db(mongo.MONGO_DB);
+    /** Every collection's documents, as mongodump would keep them. */
+    const dump = async () => {
+      const all = new Map<string, Document[]>();
+      for (const { name } of await db.listCollections().toArray()) all.set(name, await db.collection(name).find({}).toArray());
+      return all;
+    };
+    const holding = async (needles: string[]) => {
+      const hits: string[] = [];
+      for (const [name, docs] of await dump()) {
+        for (const doc of docs) if (needles.some((n) => JSON.stringify(doc).toLowerCase().includes(n.toLowerCase()))) hits.push(`${name}/${String(doc._id)}`);
+      }
+      return hits;
+    };
+    try {
+      const service = await startTestService(mongo, { dataDir });
+      let older: Map<string, Document[]>;
+      let setup: { client: Client; eventId: string; gone: ReturnType<typeof person>; kept: ReturnType<typeof person>; goneId: string; keptId: string };
+      try {
+        const owner = await createClient(service);
+        const eventId = await newEvent(owner);
+        const gone = person();
+        const kept = person();
+        const goneId = (await owner.call('POST', `${api}/guest`, { eventId, ...gone })).body.id as string;
+        const keptId = (await owner.call('POST', `${api}/guest`, { eventId, ...kept })).body.id as string;
+        await caughtUp(service);
+        setup = { client: owner, eventId, gone, kept, goneId, keptId };
+        older = await dump();
+        expect((await owner.call('POST', `${api}/guest/${goneId}/erase`, { reason: 'request 9' })).status).toBe(200);
+      } finally {
+        await service.stop();
+      }
+      expect(await holding(needlesOf(setup.gone))).toEqual([]);
+      // mongorestore --drop of the older dump; EventStoreDB's part (here events.sqlite) keeps the GuestErased event.
+      for (const { name } of await db.listCollections().toArray()) await db.collection(name).drop();
+      for (const [name, docs] of older) if (docs.length > 0) await db.collection(name).insertMany(docs);
+      const keys = db.collection<{ _id: string; wrapped?: string | null }>('personal_data_keys');
+      const goneKey = async () => (await keys.find({}).toArray()).find((k) => k._id.endsWith(setup.goneId));
+      expect((await goneKey())?.wrapped).toEqual(expect.any(String));
+      expect(await holding(needlesOf(setup.gone))).not.toEqual([]);
+
+      const first = JSON.parse((await admin(dataDir, ['reapply-erasures'], 'silent', mongo)).stdout);
+      expect(first).toMatchObject({ erasureEvents: 1, reErased: 1, guests: [{ guestId: setup.goneId, source: 'events' }] });
+      expect((await goneKey())?.wrapped ?? null).toBeNull();
+      expect(await holding(needlesOf(setup.gone))).toEqual([]);
+      expect(JSON.parse((await admin(dataDir, ['reapply-erasures'], 'silent', mongo)).stdout)).toMatchObject({ reErased: 0, alreadyErased: 1 });
+
+      await expectErasedOn(dataDir, mongo, setup);
+      expect(await holding(needlesOf(setup.gone))).toEqual([]);
+    } finally {
+      await db.dropDatabase().catch(() => undefined);
+      await client.close();
+    }
+  }, 300_000);
+});
+
+/** The service started on `dataDir` catches up: the erased guest stays erased, the other one is whole. */
+async function expectErasedOn(dataDir: string, env: Record<string, string>, ids: { client: Client; goneId: string; keptId: string; kept: ReturnType<typeof person> }) {
+  const service = await startTestService(env, { dataDir });
+  try {
+    await caughtUp(service);
+    const token = await clientToken(service.url, ids.client.id, ids.client.clientSecret);
+    const get = (pathname: string) => request(service.url, 'GET', pathname, undefined, { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': ids.client.subscriptionKey });
+    expect((await get(`${api}/guest/${ids.goneId}`)).body).toMatchObject({ id: ids.goneId, erased: true, firstName: null, lastName: null, email: null });
+    expect((await get(`${api}/guest/${ids.keptId}`)).body).toMatchObject({ id: ids.keptId, firstName: ids.kept.firstName, email: ids.kept.email });
+  } finally {
+    await service.stop();
+  }
+}
