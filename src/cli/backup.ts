@@ -231,6 +231,8 @@ export async function backupDataDir(config: Config, destination: string, logger:
   for (const { name } of present) {
     const destinationFile = path.join(target, name);
     const copied = await copyDatabase(path.join(config.dataDir, name), destinationFile, logger, options);
+    // The read models hold personal data in clear: the copy is for the operator's account only.
+    fs.chmodSync(destinationFile, 0o600);
     files.push({ ...copied, bytes: fs.statSync(destinationFile).size, sha256: await sha256Of(destinationFile) });
   }
   const eventStore = eventStoreFigures(path.join(target, 'events.sqlite'));
