@@ -95,10 +95,19 @@ export async function registerTeamMember(
  * GET teammembers/user/{username}/events: the team members of the client whose user name
  * (or email) is `username` — which must be the caller — or, when `username` is one of the
  * caller's team members, that team member. Anything else is not found.
+ *
+ * A team member (`asTeamMember`: its id) may ask for itself only, by its own user name: a door
+ * app learns whom it is signed in as (e.g. whether it may force). Any other name is not found
+ * to it, its client's included.
  */
-export async function listTeamMembers(services: Services, clientId: string, username: string): Promise<TeamMemberView[]> {
+export async function listTeamMembers(services: Services, clientId: string, username: string, asTeamMember?: string): Promise<TeamMemberView[]> {
   const key = username.trim().toLowerCase();
   const members = services.readStore.collection<TeamMemberDoc>('team_members');
+  if (asTeamMember !== undefined) {
+    const self = await members.findOne({ clientId, userNameLower: key });
+    if (!self || teamMemberIdOf(self) !== asTeamMember) throw new DomainError('not_found', 'user not found');
+    return [toTeamMemberView(self)];
+  }
   const account = await services.readStore.collection<AccountDoc>('accounts').get(clientId);
   if (account && (account.userNameLower === key || account.emailLower === key)) {
     const views: TeamMemberView[] = [];

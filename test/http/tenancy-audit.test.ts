@@ -20,6 +20,7 @@ let alice: Client;
 let bob: Client;
 /** Alice's door staff: same client (tenant) as Alice, role team_member. */
 let door: { call: Client['call'] };
+let doorUserName: string;
 const event = `gala-${randomUUID().slice(0, 8)}`;
 const bobEvent = `party-${randomUUID().slice(0, 8)}`;
 const guest = randomUUID();
@@ -43,6 +44,7 @@ beforeAll(async () => {
   expect(created.status).toBe(200);
   expect((await bob.call('POST', `${api}/guest`, { id: bobGuest, eventId: bobEvent, firstName: 'Bo', email: 'bo@example.com' })).status).toBe(200);
   const userName = `door-${randomUUID().slice(0, 8)}`;
+  doorUserName = userName;
   const password = 'north gate scanner 7';
   expect((await alice.call('POST', `${api}/teammember`, { userName, password, email: 'door@example.com' })).status).toBe(200);
   const token = await passwordToken(service.url, userName, password);
@@ -192,6 +194,7 @@ describe('a team member calls only the routes README "Team members" lists', () =
     'GET /checkin/v1/api/guest/{id}/ticket',
     'GET /checkin/v1/api/event/{id}/timeline',
     'GET /comms/v1/api/comms/funnel',
+    'GET /checkin/v1/api/teammembers/user/{username}/events',
   ]);
 
   it('every other route of the document answers 403 forbidden, whatever it is given', async () => {
@@ -211,6 +214,24 @@ describe('a team member calls only the routes README "Team members" lists', () =
     }
     // The allowed list names routes that exist.
     for (const route of allowed) expect(seen).toContain(route);
+  });
+});
+
+describe('a team member reads itself, and no one else, through teammembers/user/{username}/events', () => {
+  it('answers its own record by its user name (any case), never a password; any other name is 404', async () => {
+    const own = await door.call('GET', `${api}/teammembers/user/${encodeURIComponent(doorUserName.toUpperCase())}/events`);
+    expect(own.status).toBe(200);
+    expect(own.body).toEqual([expect.objectContaining({ userName: doorUserName, email: 'door@example.com', canForce: false })]);
+    expect(own.body[0]).not.toHaveProperty('password');
+    const colleague = `door-${randomUUID().slice(0, 8)}`;
+    expect((await alice.call('POST', `${api}/teammember`, { userName: colleague, password: 'south gate scanner 8', email: 'door2@example.com' })).status).toBe(200);
+    const bobsDoor = `bobdoor-${randomUUID().slice(0, 8)}`;
+    expect((await bob.call('POST', `${api}/teammember`, { userName: bobsDoor, password: 'east gate scanner 9', email: 'door3@example.com' })).status).toBe(200);
+    // A colleague, its client (by user name or email: the client's list of every team member), another client's door staff, nobody.
+    for (const name of [colleague, alice.email, bobsDoor, 'no-such-door']) {
+      const reply = await door.call('GET', `${api}/teammembers/user/${encodeURIComponent(name)}/events`);
+      expect(reply.status, name).toBe(404);
+    }
   });
 });
 

@@ -26,13 +26,17 @@ export function teamMembersRouter(services: Services): Router {
     {
       method: 'get',
       path: '/checkin/v1/api/teammembers/user/:username/events',
-      summary: 'Team members of the calling client (username = the client’s user name), or one team member by user name',
+      summary: 'Team members of the calling client (username = the client’s user name), or one team member by user name; a team member: itself, by its own user name',
       tags: ['Team members'],
       params: UsernameParams,
       response: z.array(TeamMemberResponse),
+      roles: ['client', 'team_member'],
       errors: [404],
     },
-    ({ params, res }) => listTeamMembers(services, principalOf(res).tenantId, params.username),
+    ({ params, res }) => {
+      const { tenantId, role, actor } = principalOf(res);
+      return listTeamMembers(services, tenantId, params.username, role === 'team_member' ? actor.id : undefined);
+    },
   );
   return router;
 }
