@@ -7,22 +7,22 @@
  *   npm run admin -- issue-key <accountId>
  *   npm run admin -- revoke-key <accountId> <keyId>
  *   npm run admin -- rewrap-personal-data-keys
- *   npm run admin -- backup <dir> [--include-key-files]
+ *   npm run admin -- backup <dir> [--include-key-files] [--pages-per-step n] [--pause-ms n]
  *   npm run admin -- reapply-erasures [--from <file>]
- * Prints JSON. Secrets are shown once.
+ * Prints JSON. Secrets are shown once. backup and reapply-erasures log progress on stderr
+ * (docs/operations.md, Backups and restores).
  */
 import { parseArgs } from 'node:util';
 import { issueSubscriptionKey, registerAccount, revokeSubscriptionKey, setAccountAccess } from '../commands/accounts.js';
 import type { CommandContext } from '../commands/handle-command.js';
 import type { Services } from '../commands/services.js';
 import { loadConfig } from '../config.js';
-import { createPlatform } from '../main.js';
+import { createPlatform, personalDataSettings } from '../main.js';
 import { systemClock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import { createLogger } from '../shared/logger.js';
-import { personalDataSettings } from '../main.js';
-import { reapplyErasures } from '../commands/reapply-erasures.js';
 import { destination } from 'pino';
+import { reapplyErasures } from '../commands/reapply-erasures.js';
 import { backupDataDir } from './backup.js';
 import { cliStart, requireStore, type CliHelp } from './common.js';
 

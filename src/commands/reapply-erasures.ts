@@ -95,6 +95,9 @@ export async function reapplyErasures(
         "Erased guests' personal data is in the restored events in plaintext; see docs/personal-data.md",
     );
   }
+  if (options.from && !fs.existsSync(options.from)) {
+    throw new Error(`no erasure list at ${options.from}: give the file of erasure log lines (or guest ids) kept since the backup`);
+  }
   const progress: ReapplyProgress = { phase: 'reading erasure events', erasureEvents: 0, candidates: 0, checked: 0, reErased: 0 };
   const candidates = new Map<string, Candidate>();
   const add = (candidate: Candidate) => {
