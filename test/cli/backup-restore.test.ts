@@ -19,6 +19,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { clientToken, createClient, newEvent, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually } from '../webhooks/receiver.js';
+import { filesHolding } from '../support/files-holding.js';
 
 const run = promisify(execFile);
 const api = '/checkin/v1/api';
@@ -39,22 +40,6 @@ const admin = (dataDir: string, args: string[], logLevel = 'silent', env: Record
     env: { ...embeddedEnv, DATA_DIR: dataDir, LOG_LEVEL: logLevel, ...env },
     maxBuffer: 32 * 1024 * 1024,
   });
-
-/** Every file under `dir`, SQLite databases and their -wal/-shm included. */
-function filesUnder(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    return entry.isDirectory() ? filesUnder(full) : entry.isFile() ? [full] : [];
-  });
-}
-
-/** The files under `dir` whose bytes contain any of `needles` (any case), relative to `dir`. */
-function filesHolding(dir: string, needles: string[]): string[] {
-  const lower = needles.map((n) => n.toLowerCase());
-  return filesUnder(dir)
-    .filter((file) => lower.some((n) => fs.readFileSync(file).toString('latin1').toLowerCase().includes(n)))
-    .map((file) => path.relative(dir, file));
-}
 
 /** What an operator puts back: the SQLite files of the backup, and the development master key kept apart. */
 function restore(backup: string, keysFrom: string): string {

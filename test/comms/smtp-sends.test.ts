@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+import { startTestService, type Client, type TestService } from '../support/service.js';
 import { startSmtpServer, type ScriptedReply, type SmtpTestServer } from '../support/smtp-server.js';
-import { eventually, startReceiver, type Receiver } from '../webhooks/receiver.js';
+import { eventually, type Receiver } from '../webhooks/receiver.js';
+import { invitedGuest } from '../support/flows.js';
 
 /**
  * The send worker on the SMTP mailer (SMTP_URL) against a real SMTP server (smtp-server) scripted to
@@ -30,17 +31,7 @@ afterAll(async () => {
   await smtp?.close();
 });
 
-async function invite(email: string): Promise<{ client: Client; receiver: Receiver; guestId: string }> {
-  const client = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
-  const receiver = await startReceiver();
-  receivers.push(receiver);
-  receiver.secret = (await client.call('POST', `${api}/webhook`, { url: receiver.url })).body.secret;
-  const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Expo', startTime: '2026-12-01T09:00:00Z', endTime: '2026-12-01T17:00:00Z' });
-  const template = await client.call('POST', `${api}/template`, { eventId: event.body.id, name: 'Pass', subject: 'Your pass', html: '<p>Hello {{firstName}}</p>' });
-  const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId: event.body.id, firstName: 'Ann', email, commsTemplateId: template.body.id });
-  expect(guest.status).toBe(200);
-  return { client, receiver, guestId: guest.body.id };
-}
+const invite = (email: string) => invitedGuest(service, email, receivers);
 
 /** The invitation once sent or failed (a retrying one is not settled yet). */
 async function settled(client: Client, attendeeId: string) {

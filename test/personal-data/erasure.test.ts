@@ -13,44 +13,10 @@ import { eventually } from '../webhooks/receiver.js';
 import type { RetentionWorker } from '../../src/workers/retention.js';
 import { GuestResponse } from '../../src/http/schemas/guest.js';
 import { customIdStream, reservationDecider } from '../../src/domain/reservation.js';
+import { filesHolding, mongoDocsHolding } from '../support/files-holding.js';
 
 const api = '/checkin/v1/api';
 const comms = '/comms/v1/api/comms';
-
-/** Every file under `dir`, SQLite databases and their -wal/-shm included. */
-function filesUnder(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    return entry.isDirectory() ? filesUnder(full) : entry.isFile() ? [full] : [];
-  });
-}
-
-/** The files under `dir` whose bytes contain any of `needles` (as UTF-8, any case). */
-function filesHolding(dir: string, needles: string[]): string[] {
-  const lower = needles.map((n) => n.toLowerCase());
-  return filesUnder(dir).filter((file) => {
-    const text = fs.readFileSync(file).toString('latin1').toLowerCase();
-    return lower.some((n) => text.includes(n));
-  });
-}
-
-/** Documents of the MongoDB database that contain any of `needles`, as `collection/_id`. */
-async function mongoDocsHolding(url: string, dbName: string, needles: string[]): Promise<string[]> {
-  const client = new MongoClient(url);
-  try {
-    const db = client.db(dbName);
-    const hits: string[] = [];
-    for (const { name } of await db.listCollections().toArray()) {
-      for (const doc of await db.collection(name).find({}).toArray()) {
-        const text = JSON.stringify(doc).toLowerCase();
-        if (needles.some((n) => text.includes(n.toLowerCase()))) hits.push(`${name}/${String(doc._id)}`);
-      }
-    }
-    return hits;
-  } finally {
-    await client.close();
-  }
-}
 
 const stores: { name: string; env: () => Record<string, string> }[] = [{ name: 'embedded read store', env: () => ({}) }];
 if (process.env.MONGO_URL) {
@@ -116,7 +82,7 @@ describe.each(stores)('personal data on the $name', ({ env }) => {
     }, 60_000, 'invitation sent');
 
     // Before: only ciphertext in the event store; the read models and files hold the data.
-    const before = filesHolding(service.dataDir, [p.email, p.lastName, p.barcode]).map((f) => path.relative(service.dataDir, f));
+    const before = filesHolding(service.dataDir, [p.email, p.lastName, p.barcode]);
     // The search finds what is there (the outbox email, the read models when embedded, the export file)...
     expect(before).toEqual(expect.arrayContaining([expect.stringMatching(/^outbox\//), expect.stringMatching(/^exports\//)]));
     // ...and the event store holds only ciphertext.

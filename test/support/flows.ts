@@ -1,5 +1,7 @@
 /** Building blocks of the operations tests: an account with an event, a template and guests. */
+import { expect } from 'vitest';
 import { createClient, type Client } from './service.js';
+import { startReceiver, type Receiver } from '../webhooks/receiver.js';
 
 export const commsApi = '/comms/v1/api/comms';
 
@@ -81,4 +83,20 @@ export async function until<T>(probe: () => Promise<T | undefined>, what: string
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${(last as Error).message})` : ''}`);
+}
+
+/**
+ * A new account with a webhook receiver (added to `receivers`, for closing), an event, a template,
+ * and one guest invited by it at `email`: the send starts as the guest is created.
+ */
+export async function invitedGuest(service: { url: string }, email: string, receivers: Receiver[]): Promise<{ client: Client; receiver: Receiver; guestId: string }> {
+  const client = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+  const receiver = await startReceiver();
+  receivers.push(receiver);
+  receiver.secret = (await client.call('POST', `${commsApi}/webhook`, { url: receiver.url })).body.secret;
+  const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Expo', startTime: '2026-12-01T09:00:00Z', endTime: '2026-12-01T17:00:00Z' });
+  const template = await client.call('POST', `${commsApi}/template`, { eventId: event.body.id, name: 'Pass', subject: 'Your pass', html: '<p>Hello {{firstName}}</p>' });
+  const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId: event.body.id, firstName: 'Ann', email, commsTemplateId: template.body.id });
+  expect(guest.status).toBe(200);
+  return { client, receiver, guestId: guest.body.id };
 }
