@@ -9,7 +9,8 @@
  *   npm run admin -- rewrap-personal-data-keys
  *   npm run admin -- backup <dir> [--include-key-files] [--pages-per-step n] [--pause-ms n]
  *   npm run admin -- reapply-erasures [--from <file>]
- * Prints JSON. Secrets are shown once. backup and reapply-erasures log progress on stderr
+ *   npm run admin -- hold-pending-sends [--dry-run]
+ * Prints JSON. Secrets are shown once. backup, reapply-erasures and hold-pending-sends log progress on stderr
  * (docs/operations.md, Backups and restores).
  */
 import { parseArgs } from 'node:util';
@@ -22,6 +23,7 @@ import { systemClock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import { createLogger } from '../shared/logger.js';
 import { destination } from 'pino';
+import { holdPendingSends } from '../commands/hold-pending-sends.js';
 import { reapplyErasures } from '../commands/reapply-erasures.js';
 import { backupDataDir } from './backup.js';
 import { cliStart, requireStore, type CliHelp } from './common.js';
@@ -65,15 +67,23 @@ const help: CliHelp = {
         'and (--from) the guests of an erasure list kept outside the backups (the service\'s "guest personal data erased" log lines, or guest ids, one a line). Idempotent',
       example: 'reapply-erasures --from erasures-since-backup.jsonl',
     },
+    {
+      usage: 'hold-pending-sends [--dry-run]',
+      does:
+        'after a restore, before the service starts: fails as outcome_unknown (comms.failed) every invitation email the restored event store shows requested, retrying or being sent: ' +
+        'it may have gone out after the backup was taken, and sending it again could email the guest twice. Check the provider activity for the listed invitations, then send again with ' +
+        'POST /comms/v1/api/comms/send. Prints how many were held and which; --dry-run lists them and changes nothing. Idempotent',
+      example: 'hold-pending-sends --dry-run',
+    },
   ],
   notes: [
-    'backup and reapply-erasures: docs/operations.md, Backups and restores.',
+    'backup, reapply-erasures and hold-pending-sends: docs/operations.md, Backups and restores.',
   ],
 };
 
-const commands = ['create-account', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'backup', 'reapply-erasures'];
+const commands = ['create-account', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'backup', 'reapply-erasures', 'hold-pending-sends'];
 
-/** backup and reapply-erasures log their progress as JSON lines on stderr (info unless LOG_LEVEL says otherwise); stdout keeps the result. */
+/** backup, reapply-erasures and hold-pending-sends log their progress as JSON lines on stderr (info unless LOG_LEVEL says otherwise); stdout keeps the result. */
 const progressLogger = () => createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
 
 const flag = (value: string | boolean | undefined): boolean | undefined =>
@@ -106,6 +116,7 @@ async function main(): Promise<void> {
       'pages-per-step': { type: 'string' },
       'pause-ms': { type: 'string' },
       from: { type: 'string' },
+      'dry-run': { type: 'boolean' },
     },
   });
   const [command, accountId, keyId] = positionals;
@@ -130,7 +141,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(manifest, null, 2));
     return;
   }
-  requireStore(config, command === 'reapply-erasures' ? false : init);
+  requireStore(config, command === 'reapply-erasures' || command === 'hold-pending-sends' ? false : init);
   const platform = createPlatform(config, logger);
   const services: Services = {
     eventStore: platform.eventStore,
@@ -191,6 +202,19 @@ async function main(): Promise<void> {
           },
         );
         progress.info({ reErased: (result as { reErased: number }).reErased }, 'reapply-erasures: finished');
+        break;
+      }
+      case 'hold-pending-sends': {
+        const progress = progressLogger();
+        const held = await holdPendingSends(services, {
+          ...(values['dry-run'] ? { dryRun: true } : {}),
+          onProgress: (p) => progress.info(p, `hold-pending-sends: ${p.phase}`),
+        });
+        progress.info(
+          { held: held.held, checked: held.checked, dryRun: held.dryRun },
+          held.dryRun ? `hold-pending-sends: ${held.held} pending sends would be held (dry run: nothing changed)` : `hold-pending-sends: ${held.held} pending sends held as outcome_unknown`,
+        );
+        result = held;
         break;
       }
       case 'rewrap-personal-data-keys':

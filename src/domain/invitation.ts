@@ -105,7 +105,19 @@ export type InvitationCommand =
   | { type: 'RecordAttemptFailed'; attempt: number; code: SendFailureCode; error: string; permanent: boolean; retryAt?: string; at: string }
   /** A check before any attempt refused the send (no email, suppressed recipient, ...). */
   | { type: 'Refuse'; code: SendFailureCode; error: string; at: string }
-  | ({ type: 'RecordProviderEvent' } & Omit<ProviderReport, 'attendeeInvitationId'>);
+  | ({ type: 'RecordProviderEvent' } & Omit<ProviderReport, 'attendeeInvitationId'>)
+  /**
+   * After a restore, before the service starts (`admin hold-pending-sends`): a send the copy
+   * shows unsettled may have gone out after the copy was taken, and the copy cannot know. It
+   * fails as `outcome_unknown` instead of being sent again. `ids`: the invitation as its guest's
+   * InvitationRequested names it, for a request the copy holds no SendRequested of yet.
+   */
+  | { type: 'HoldAfterRestore'; at: string; ids?: InvitationIds };
+
+/** The error of a send held after a restore (after the `outcome_unknown: ` its SendFailed puts first). */
+export const heldAfterRestoreError =
+  'the send was pending when the backup was taken and may or may not have gone out after it; not sent again after the restore so the guest never gets it twice. ' +
+  'Check the provider activity, then send again with POST /comms/v1/api/comms/send';
 
 export type InvitationStatus = 'requested' | 'sending' | 'retrying' | 'sent' | 'failed';
 
@@ -156,6 +168,11 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
     if (command.type === 'RequestSend') {
       return state.status === 'none' ? [{ type: 'SendRequested', data: { ...command.ids, requestedAt: command.at } }] : [];
     }
+    if (command.type === 'HoldAfterRestore' && state.status === 'none' && command.ids) {
+      // Requested on the guest, not yet recorded here: recorded and settled at once, so a redelivered request finds it failed.
+      const requested: InvitationEvent = { type: 'SendRequested', data: { ...command.ids, requestedAt: command.at } };
+      return [requested, failed(invitationDecider.evolve(state, requested) as Existing, 'outcome_unknown', heldAfterRestoreError, false, command.at)];
+    }
     if (state.status === 'none') throw new DomainError('not_found', 'invitation not found');
     switch (command.type) {
       case 'StartAttempt':
@@ -195,6 +212,11 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
         // Also an attempt whose lease ran out: otherwise it would stay `sending` for ever.
         const open = state.status === 'requested' || state.status === 'retrying' || leaseOver(state, command.at);
         return open ? [failed(state, command.code, command.error, true, command.at)] : [];
+      }
+      case 'HoldAfterRestore': {
+        // Whatever its lease says: the attempt (or a retry) may have run on after the copy was taken.
+        const unsettled = state.status === 'requested' || state.status === 'retrying' || state.status === 'sending';
+        return unsettled ? [failed(state, 'outcome_unknown', heldAfterRestoreError, false, command.at)] : [];
       }
       case 'RecordProviderEvent': {
         if (state.seenProviderEvents.includes(command.providerEventId)) return [];

@@ -120,3 +120,31 @@ describe('invitation decider: the lease heartbeat (issue 12, item 4)', () => {
     given(history).when(start(later(65_000), true)).then([{ type: 'SendStarted', data: { attempt: 2 } }]);
   });
 });
+
+describe('invitation decider: a send held after a restore (admin hold-pending-sends)', () => {
+  const hold = (at = later(1_000), withIds?: InvitationIds) => ({ type: 'HoldAfterRestore' as const, at, ...(withIds ? { ids: withIds } : {}) });
+  const heldFailure = { type: 'SendFailed' as const, data: { ...ids, code: 'outcome_unknown', permanent: false, error: expect.stringMatching(/^outcome_unknown: the send was pending when the backup was taken.*POST \/comms\/v1\/api\/comms\/send/) } };
+  const retrying: InvitationEvent = { type: 'SendAttemptFailed', data: { attendeeInvitationId: 'i1', attempt: 1, code: 'provider_unavailable', error: '503', retryAt: later(2_000) } };
+
+  it('fails a requested, retrying or sending invitation as outcome_unknown, even while its lease runs', () => {
+    given([requested]).when(hold()).then([{ ...heldFailure, data: { ...heldFailure.data, attempts: 0 } }]);
+    given([requested, started(), retrying]).when(hold()).then([{ ...heldFailure, data: { ...heldFailure.data, attempts: 1 } }]);
+    given([requested, started()]).when(hold(later(1_000))).then([{ ...heldFailure, data: { ...heldFailure.data, attempts: 1 } }]);
+  });
+
+  it('records and fails at once a request the copy has on the guest only, so a redelivered request finds it failed', () => {
+    given([]).when(hold(later(1_000), ids)).then([{ type: 'SendRequested', data: { ...ids } }, heldFailure]);
+    const events = invitationDecider.decide(hold(later(1_000), ids), invitationDecider.initialState());
+    const state = events.reduce(invitationDecider.evolve, invitationDecider.initialState());
+    expect(state.status).toBe('failed');
+    expect(invitationDecider.decide(start(later(2_000)), state)).toEqual([]);
+  });
+
+  it('leaves a settled invitation alone: sent, failed, or held already (idempotent)', () => {
+    given([requested, started(), succeeded]).when(hold()).then([]);
+    const events = invitationDecider.decide(hold(), [requested].reduce(invitationDecider.evolve, invitationDecider.initialState()));
+    given([requested, ...events]).when(hold(later(5_000), ids)).then([]);
+  });
+
+  it('reports an invitation without a stream and without ids as not found', () => given([]).when(hold()).thenFails('not_found'));
+});
