@@ -121,7 +121,8 @@ async function main(): Promise<void> {
   });
   const [command, accountId, keyId] = positionals;
   // Only events are written here; the service's projections pick them up (they poll the store).
-  const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
+  // Logs go to stderr: stdout is the command's JSON result (LOG_LEVEL=info would mix the platform's lines into it).
+  const logger = createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true }));
   const config = loadConfig();
   if (!command || !commands.includes(command)) {
     throw new Error(`unknown command "${command ?? ''}"; use ${commands.slice(0, -1).join(', ')} or ${commands.at(-1)!} (--help shows examples)`);

@@ -1,0 +1,151 @@
+/**
+ * `admin hold-pending-sends` (docs/operations.md, Backups and restores): a restored DATA_DIR in
+ * which an invitation is still pending (the copy cannot know whether it went out after the backup)
+ * must not email that guest again when the service starts on it.
+ *
+ * The pending invitation is made the real way: a service whose SMTP server refuses connections
+ * keeps it retrying; that service stops, as the restored copy would hold it. The command runs as an
+ * operator runs it (the real CLI on the DATA_DIR); then the service starts on the same DATA_DIR
+ * with a mailer that works (the outbox), where, without the command, the retry would be sent.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { commsApi, commsSetup, sendTo, until } from '../support/flows.js';
+import { clientToken, request, startTestService, type Client, type TestService } from '../support/service.js';
+import { startReceiver, type Receiver } from '../webhooks/receiver.js';
+
+const run = promisify(execFile);
+const temp: string[] = [];
+const receivers: Receiver[] = [];
+afterAll(async () => {
+  for (const receiver of receivers) await receiver.close();
+  for (const dir of temp) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+// The embedded stores of the DATA_DIR: the real servers' URLs CI exports would point the command elsewhere.
+const { MONGO_URL: _mongo, KAFKA_BROKERS: _kafka, EVENTSTORE_URL: _esdb, ...embeddedEnv } = process.env;
+const admin = async (dataDir: string, args: string[]) => {
+  const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', path.join('src', 'cli', 'admin.ts'), ...args], {
+    env: { ...embeddedEnv, DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+    maxBuffer: 32 * 1024 * 1024,
+  });
+  return { result: JSON.parse(stdout) as { dryRun: boolean; held: number; checked: number; invitations: { attendeeInvitationId: string; status: string }[] }, stderr };
+};
+
+/** The test's webhook receiver is an http:// loopback address. */
+const webhooksToLoopback = { WEBHOOK_ALLOW_INSECURE: 'true' };
+
+/** A port nothing listens on: connections to it are refused. */
+async function refusingPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** The client's calls against a service started later on the same DATA_DIR (a new port). */
+async function on(service: TestService, client: Client) {
+  const token = await clientToken(service.url, client.id, client.clientSecret);
+  return (method: string, pathname: string, body?: unknown) =>
+    request(service.url, method, pathname, body, { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': client.subscriptionKey });
+}
+
+const invitationIn = (call: Awaited<ReturnType<typeof on>>, id: string, status: string[]) =>
+  until(async () => {
+    const reply = await call('GET', `${commsApi}/invitations/${id}`);
+    return reply.status === 200 && status.includes(reply.body.status) ? (reply.body as Record<string, any>) : undefined;
+  }, `invitation ${id} ${status.join(' or ')}`);
+
+const outboxFile = (dataDir: string, invitationId: string) => {
+  const dir = path.join(dataDir, 'outbox');
+  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((name) => name.includes(invitationId)) : [];
+};
+
+describe('admin hold-pending-sends', () => {
+  it('fails an invitation the copy shows pending as outcome_unknown, so the restored service never sends it; a sent one is left alone', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hold-'));
+    temp.push(dataDir);
+    const receiver = await startReceiver();
+    receivers.push(receiver);
+
+    // 1. A service that sends (the outbox): one invitation goes out and is settled.
+    let service = await startTestService(webhooksToLoopback, { dataDir });
+    let setup: Awaited<ReturnType<typeof commsSetup>>;
+    let sentId: string;
+    try {
+      setup = await commsSetup(service);
+      const webhook = await setup.client.call('POST', `${commsApi}/webhook`, { url: receiver.url });
+      expect(webhook.body.secret).toEqual(expect.any(String));
+      receiver.secret = webhook.body.secret;
+      const guest = (email: string) => setup.client.call('POST', '/checkin/v1/api/guest', { eventId: setup.eventId, firstName: 'Ilse', email });
+      const sentGuest = await guest('sent-before@example.com');
+      [sentId] = await sendTo(setup, [sentGuest.body.id]);
+      await invitationIn(await on(service, setup.client), sentId!, ['sent']);
+    } finally {
+      await service.stop();
+    }
+    expect(outboxFile(dataDir, sentId!)).toHaveLength(1);
+
+    // 2. The same data with an SMTP server that refuses connections: the next invitation stays pending (retrying).
+    service = await startTestService({ ...webhooksToLoopback, SMTP_URL: `smtp://127.0.0.1:${await refusingPort()}`, SEND_RETRY_DELAYS_MS: '1000,1000,1000,1000,1000,1000,1000,1000,1000,1000', SEND_LEASE_MS: '1000' }, { dataDir });
+    let pendingId: string;
+    let pendingGuestId: string;
+    try {
+      const call = await on(service, setup!.client);
+      const pendingGuest = await call('POST', '/checkin/v1/api/guest', { eventId: setup!.eventId, firstName: 'Jonas', email: 'pending@example.com' });
+      pendingGuestId = pendingGuest.body.id;
+      const sent = await call('POST', `${commsApi}/send`, { templateId: setup!.templateId, attendeeIds: [pendingGuestId] });
+      pendingId = sent.body.invitations[0].attendeeInvitationId;
+      await invitationIn(call, pendingId, ['retrying']);
+    } finally {
+      await service.stop();
+    }
+    const stoppedAt = Date.now();
+
+    // 3. The command, as an operator runs it before the service starts: --dry-run lists, changes nothing.
+    const dry = await admin(dataDir, ['hold-pending-sends', '--dry-run']);
+    expect(dry.result).toMatchObject({ dryRun: true, held: 1, invitations: [{ attendeeInvitationId: pendingId!, status: expect.stringMatching(/^(retrying|sending)$/) }] });
+    const held = await admin(dataDir, ['hold-pending-sends']);
+    expect(held.result).toMatchObject({ dryRun: false, held: 1, invitations: [{ attendeeInvitationId: pendingId! }] });
+    expect(held.stderr).toContain('hold-pending-sends: 1 pending sends held as outcome_unknown');
+    const again = await admin(dataDir, ['hold-pending-sends']);
+    expect(again.result).toMatchObject({ held: 0, invitations: [] });
+
+    // 4. The service on the restored data with a mailer that works.
+    service = await startTestService(webhooksToLoopback, { dataDir });
+    try {
+      const call = await on(service, setup!.client);
+      const invitation = await invitationIn(call, pendingId!, ['failed', 'sent']);
+      expect(invitation.status).toBe('failed');
+      expect(invitation.error).toMatch(/^outcome_unknown: the send was pending when the backup was taken .*POST \/comms\/v1\/api\/comms\/send/);
+      // The webhook reports it as any outcome_unknown: comms.failed with data.error.
+      const failed = await until(
+        async () => receiver.deliveries.find((d) => d.body.type === 'comms.failed' && d.body.data.attendeeInvitationId === pendingId!),
+        'comms.failed for the held invitation',
+      );
+      expect(failed.body.data).toMatchObject({ attendeeId: pendingGuestId!, status: 'failed', error: expect.stringMatching(/^outcome_unknown: /) });
+
+      // Past when its retry (or its cut-short attempt's lease) would have been due, another send goes through: the worker had its turn, and did not send the held one.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, stoppedAt + 3000 - Date.now())));
+      const later = await call('POST', '/checkin/v1/api/guest', { eventId: setup!.eventId, firstName: 'Kai', email: 'after-restore@example.com' });
+      const [laterId] = (await call('POST', `${commsApi}/send`, { templateId: setup!.templateId, attendeeIds: [later.body.id] })).body.invitations.map(
+        (i: { attendeeInvitationId: string }) => i.attendeeInvitationId,
+      );
+      await invitationIn(call, laterId, ['sent']);
+      expect(outboxFile(dataDir, pendingId!)).toEqual([]);
+      expect((await call('GET', `${commsApi}/invitations/${pendingId!}`)).body).toMatchObject({ status: 'failed' });
+
+      // The invitation sent before is untouched: still sent, one email.
+      expect((await call('GET', `${commsApi}/invitations/${sentId!}`)).body).toMatchObject({ status: 'sent' });
+      expect(outboxFile(dataDir, sentId!)).toHaveLength(1);
+    } finally {
+      await service.stop();
+    }
+  }, 180_000);
+});
