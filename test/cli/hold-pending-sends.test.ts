@@ -9,12 +9,21 @@
  * with a mailer that works (the outbox), where, without the command, the retry would be sent.
  */
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { holdPendingSends, type HoldProgress } from '../../src/commands/hold-pending-sends.js';
+import type { Services } from '../../src/commands/services.js';
+import { loadConfig } from '../../src/config.js';
+import { guestStream } from '../../src/domain/guest.js';
+import { invitationStream } from '../../src/domain/invitation.js';
+import { createPlatform } from '../../src/main.js';
+import { systemClock } from '../../src/shared/clock.js';
+import { createLogger } from '../../src/shared/logger.js';
 import { commsApi, commsSetup, sendTo, until } from '../support/flows.js';
 import { clientToken, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
@@ -148,4 +157,64 @@ describe('admin hold-pending-sends', () => {
       await service.stop();
     }
   }, 180_000);
+});
+
+describe('holdPendingSends on the event store', () => {
+  it('holds a request the worker had not recorded and an attempt whose lease still runs; a sent one and a second run hold nothing', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hold-store-'));
+    temp.push(dataDir);
+    const platform = createPlatform(loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', PII_ENCRYPTION: 'off' }), createLogger('silent'));
+    const services: Services = { eventStore: platform.eventStore, readStore: platform.readStore, clock: systemClock, logger: createLogger('silent'), readYourWrites: async () => {} };
+    try {
+      const clientId = 'client-hold';
+      const metadata = { tenantId: clientId, actor: { type: 'system' as const, id: 'test' }, correlationId: 'restore', occurredAt: new Date().toISOString() };
+      const invitation = () => {
+        const ids = { attendeeInvitationId: randomUUID(), clientId, attendeeId: randomUUID(), eventId: randomUUID(), templateId: randomUUID() };
+        const requestedOnGuest = { id: randomUUID(), type: 'InvitationRequested', data: { guestId: ids.attendeeId, eventId: ids.eventId, attendeeInvitationId: ids.attendeeInvitationId, templateId: ids.templateId }, metadata };
+        return { ids, requestedOnGuest };
+      };
+      const soon = new Date(Date.now() + 3_600_000).toISOString();
+      const now = new Date().toISOString();
+      // Requested on the guest; the copy was taken before the send worker recorded it.
+      const onlyRequested = invitation();
+      await platform.eventStore.append(guestStream(clientId, onlyRequested.ids.attendeeId), [onlyRequested.requestedOnGuest], 'any');
+      // An attempt in progress, its lease still running.
+      const sending = invitation();
+      await platform.eventStore.append(guestStream(clientId, sending.ids.attendeeId), [sending.requestedOnGuest], 'any');
+      await platform.eventStore.append(invitationStream(sending.ids.attendeeInvitationId), [
+        { id: randomUUID(), type: 'SendRequested', data: { ...sending.ids, requestedAt: now }, metadata },
+        { id: randomUUID(), type: 'SendStarted', data: { attendeeInvitationId: sending.ids.attendeeInvitationId, attempt: 1, to: 'x@example.com', at: now, leaseUntil: soon }, metadata },
+      ], 'no_stream');
+      // Sent: settled.
+      const sent = invitation();
+      await platform.eventStore.append(guestStream(clientId, sent.ids.attendeeId), [sent.requestedOnGuest], 'any');
+      await platform.eventStore.append(invitationStream(sent.ids.attendeeInvitationId), [
+        { id: randomUUID(), type: 'SendRequested', data: { ...sent.ids, requestedAt: now }, metadata },
+        { id: randomUUID(), type: 'SendStarted', data: { attendeeInvitationId: sent.ids.attendeeInvitationId, attempt: 1, to: 'y@example.com', at: now, leaseUntil: soon }, metadata },
+        { id: randomUUID(), type: 'SendSucceeded', data: { ...sent.ids, attempt: 1, to: 'y@example.com', provider: 'sendgrid', providerMessageId: 'm1', sentAt: now, attachedPdf: false }, metadata },
+      ], 'no_stream');
+
+      const progress: HoldProgress[] = [];
+      const dry = await holdPendingSends(services, { dryRun: true, pageSize: 2, onProgress: (p) => progress.push(p) });
+      expect(dry).toMatchObject({ dryRun: true, held: 2, checked: 2 });
+      expect(progress.some((p) => p.phase === 'reading invitation events' && p.position === p.head)).toBe(true);
+      expect(await platform.eventStore.readStream(invitationStream(onlyRequested.ids.attendeeInvitationId))).toEqual([]);
+
+      const held = await holdPendingSends(services);
+      expect(held.held).toBe(2);
+      expect(held.invitations).toEqual(expect.arrayContaining([
+        expect.objectContaining({ attendeeInvitationId: onlyRequested.ids.attendeeInvitationId, status: 'none', attempts: 0 }),
+        expect.objectContaining({ attendeeInvitationId: sending.ids.attendeeInvitationId, status: 'sending', attempts: 1 }),
+      ]));
+      const recorded = await platform.eventStore.readStream(invitationStream(onlyRequested.ids.attendeeInvitationId));
+      expect(recorded.map((e) => e.type)).toEqual(['SendRequested', 'SendFailed']);
+      expect(recorded[1]!.data).toMatchObject({ ...onlyRequested.ids, code: 'outcome_unknown', error: expect.stringMatching(/^outcome_unknown: the send was pending/) });
+      expect((await platform.eventStore.readStream(invitationStream(sending.ids.attendeeInvitationId))).at(-1)).toMatchObject({ type: 'SendFailed', data: { code: 'outcome_unknown', attempts: 1 } });
+      expect((await platform.eventStore.readStream(invitationStream(sent.ids.attendeeInvitationId))).map((e) => e.type)).toEqual(['SendRequested', 'SendStarted', 'SendSucceeded']);
+
+      expect(await holdPendingSends(services)).toMatchObject({ held: 0, invitations: [] });
+    } finally {
+      await platform.close();
+    }
+  });
 });
