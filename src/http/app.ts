@@ -121,13 +121,14 @@ export function createApp(options: AppOptions): Express {
   const admin = options.adminApiKey ? adminRouter(services) : undefined;
   // Before authentication: which methods a path takes is public (it is in /openapi.json).
   app.use(methodGuard(declaredRoutes(admin ? [...routers, admin] : routers)));
-  // A declared length over the limit is refused before anything else, without reading the body.
-  app.use(apiAreas, declaredLengthLimit(options.bodyLimit));
   // Spec, Authentication rule 1: no valid token is 401, whatever the body holds (malformed JSON,
-  // another media type); a caller's body is read only once the caller is known. Routers declare full paths.
+  // another media type, a declared length over the limit); a caller's body is read only once the
+  // caller is known. Routers declare full paths.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], options.authenticate);
   app.use('/comms/v1', commsGates());
   if (admin) app.use('/admin/v1', adminAuth(options.adminApiKey!));
+  // A known caller's declared length over the limit is refused before the body is read.
+  app.use(apiAreas, declaredLengthLimit(options.bodyLimit));
   app.use(apiAreas, jsonOnly);
   app.use(express.json({ limit: options.bodyLimit, strict: false, type: ['application/json', 'application/*+json'], verify: verifyUtf8 }));
   // After the gates, so a refusal is not stored and replayed once the account is enabled.

@@ -106,6 +106,10 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     log?.error({ err: error, requestId: res.locals.requestId, method: req.method, path: req.path }, 'request failed');
   }
   if (http.headers) res.set(http.headers);
+  // Refused while its body is still arriving (a stranger's 401, a 413, a 415): close the
+  // connection rather than read the rest off the socket only to throw it away.
+  const hasBody = req.get('transfer-encoding') !== undefined || Number(req.get('content-length')) > 0;
+  if (hasBody && !req.complete) res.set('Connection', 'close');
   res.status(http.status).json({
     code: http.code,
     message: http.message,

@@ -67,6 +67,15 @@ describe('request bodies and methods', () => {
     expect(bodyOf(response)).toMatchObject({ code: 'payload_too_large' });
   });
 
+  it('answers a declared Content-Length over BODY_LIMIT without a token with 401 (Authentication rule 1), at once', async () => {
+    const head = `POST /checkin/v1/api/event HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{"title":`;
+    const response = await raw(head);
+    expect(response).toMatch(/^HTTP\/1\.1 401 /);
+    // The rest of the 50 MB is not read off the socket to be thrown away.
+    expect(response.toLowerCase()).toContain('connection: close');
+    expect(bodyOf(response)).toMatchObject({ code: 'unauthorized' });
+  });
+
   it('answers request headers over the limit with 431 in the error shape', async () => {
     const response = await raw(`GET /checkin/v1/api/events HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(response).toMatch(/^HTTP\/1\.1 431 /);
