@@ -23,6 +23,7 @@
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import { invitationDecider, invitationStream, type InvitationEvent, type InvitationIds, type InvitationState } from '../domain/invitation.js';
 import { newId } from '../shared/ids.js';
+import { eventsToHead } from './events-to-head.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -81,26 +82,15 @@ export async function holdPendingSends(services: Services, options: HoldOptions 
   const pending = new Map<string, Pending>();
 
   // 1. The requests and outcomes, page by page (by type only: EventStoreDB filters types on the server).
-  const filter = { eventTypes };
-  const head = await services.eventStore.headPosition(filter);
-  progress.head = head;
-  if (head >= 0) {
-    const subscription = services.eventStore.subscribeToAll({ fromPosition: -1, filter, batchSize: options.pageSize ?? 500 });
-    try {
-      for await (const batch of subscription) {
-        for (const event of batch.events) {
-          if (event.position > head) continue;
-          progress.invitationEvents++;
-          note(pending, event);
-        }
-        progress.pending = pending.size;
-        progress.position = Math.min(batch.position, head);
-        options.onProgress?.({ ...progress });
-        if (batch.position >= head) break;
-      }
-    } finally {
-      await subscription.stop();
+  for await (const page of eventsToHead(services.eventStore, { eventTypes }, options.pageSize)) {
+    progress.head = page.head;
+    for (const event of page.events) {
+      progress.invitationEvents++;
+      note(pending, event);
     }
+    progress.pending = pending.size;
+    progress.position = page.position;
+    options.onProgress?.({ ...progress });
   }
 
   // 2. Each pending one, decided on its stream as it is now.

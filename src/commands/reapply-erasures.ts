@@ -24,6 +24,7 @@ import type { StoredEvent } from '../adapters/eventstore/port.js';
 import { guestKey, guestKeyOfStream, guestStreamOfKey } from '../domain/guest.js';
 import type { GuestDoc } from '../projections/guests.js';
 import { isUuid, newId } from '../shared/ids.js';
+import { eventsToHead } from './events-to-head.js';
 import { guests } from './guests.js';
 import type { CommandContext } from './handle-command.js';
 import { dataKeyIdsOf, eraseAll, erasureLogMessage, MAX_ERASE_BATCH, type PersonalDataSettings } from './personal-data.js';
@@ -106,25 +107,14 @@ export async function reapplyErasures(
   };
 
   // 1. Every GuestErased event, page by page.
-  const filter = { eventTypes: ['GuestErased'], streamPrefixes: ['guest-'] };
-  const head = await services.eventStore.headPosition(filter);
-  progress.head = head;
-  if (head >= 0) {
-    const subscription = services.eventStore.subscribeToAll({ fromPosition: -1, filter, batchSize: options.pageSize ?? 500 });
-    try {
-      for await (const batch of subscription) {
-        for (const event of batch.events as StoredEvent<'GuestErased', { guestId: string; eventId: string }>[]) {
-          if (event.position > head) continue;
-          progress.erasureEvents++;
-          add({ key: guestKeyOfStream(event.streamName), clientId: event.metadata.tenantId, guestId: event.data.guestId, eventId: event.data.eventId, source: 'events' });
-        }
-        progress.position = Math.min(batch.position, head);
-        options.onProgress?.({ ...progress });
-        if (batch.position >= head) break;
-      }
-    } finally {
-      await subscription.stop();
+  for await (const page of eventsToHead(services.eventStore, { eventTypes: ['GuestErased'], streamPrefixes: ['guest-'] }, options.pageSize)) {
+    progress.head = page.head;
+    for (const event of page.events as StoredEvent<'GuestErased', { guestId: string; eventId: string }>[]) {
+      progress.erasureEvents++;
+      add({ key: guestKeyOfStream(event.streamName), clientId: event.metadata.tenantId, guestId: event.data.guestId, eventId: event.data.eventId, source: 'events' });
     }
+    progress.position = page.position;
+    options.onProgress?.({ ...progress });
   }
   const erasureEvents = progress.erasureEvents;
 
