@@ -276,7 +276,7 @@ describe('admin reapply-erasures', () => {
 
 // The production case (a) needs a MongoDB-protocol server for the key store: CI exports MONGO_URL
 // (scripts/test-servers.sh); without one there is no MongoDB key store to restore.
-describe.skipIf(!process.env.MONGO_URL)('admin reapply-erasures on MongoDB', () => {
+describe.skipIf(!process.env.MONGO_URL)('admin reapply-erasures on MongoDB (MONGO_URL; skipped without one, always set under CI)', () => {
   it('(a) the MongoDB database (read models and key store) restored from an older dump while the event store is intact', async () => {
     const mongo = { MONGO_URL: process.env.MONGO_URL!, MONGO_DB: `reapply_${Date.now()}_${process.pid}` };
     const dataDir = tempDir('mongo-older-');
