@@ -4,7 +4,7 @@
  * does not give (a dropped connection, a 429 with X-RateLimit-Reset), a stand-in HTTP server here.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MailerError, type MailMessage } from '../../src/adapters/mailer/port.js';
 import { mailMessage } from '../support/mail-message.js';
@@ -102,6 +102,28 @@ describe('sendgrid mailer: no answer, and rate limits', () => {
     const error = await failureOf(mailer.send(message()));
     expect(error).toMatchObject({ permanent: false, outcomeUnknown: true });
     expect(server.requests).toHaveLength(1);
+  });
+
+  it('a connection that times out before it is made (TLS never completes) sent nothing: retried, not left unknown', async () => {
+    // A server that takes the TCP connection and never answers the TLS handshake: the request
+    // cannot have gone out, whatever the timeout says.
+    const received: Buffer[] = [];
+    const silent = net.createServer((socket) => socket.on('data', (chunk) => received.push(chunk)));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const sockets = new Set<net.Socket>();
+    silent.on('connection', (socket) => sockets.add(socket));
+    try {
+      const mailer = new SendGridMailer({ apiKey: 'SG.stand-in', baseUrl: `https://127.0.0.1:${(silent.address() as AddressInfo).port}`, timeoutMs: 300 });
+      const error = await failureOf(mailer.send(message()));
+      expect(error).toMatchObject({ name: 'MailerError', permanent: false, outcomeUnknown: false });
+      expect(error.message).toContain('SendGrid unreachable');
+      // What arrived is the TLS ClientHello (a handshake record, type 22), never a request.
+      expect(received.length).toBeGreaterThan(0);
+      expect(received[0]![0]).toBe(22);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
   });
 
   it('a 429 carries the wait until X-RateLimit-Reset (Unix seconds), capped at an hour', async () => {

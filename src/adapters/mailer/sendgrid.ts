@@ -3,6 +3,9 @@
  * Each instance has its own MailService and Client (not the packages' shared singletons),
  * so instances with different keys or base URLs (a test double) coexist in one process.
  */
+import http from 'node:http';
+import https from 'node:https';
+import type { Duplex } from 'node:stream';
 import { Client } from '@sendgrid/client';
 import { MailService, type MailDataRequired } from '@sendgrid/mail';
 import { MailerError, type MailAddress, type Mailer, type MailMessage, type MailReceipt } from './port.js';
@@ -27,6 +30,16 @@ export class SendGridMailer implements Mailer {
     // setApiKey resets the base URL to the global region, so the override comes after it.
     client.setApiKey(apiKey);
     if (baseUrl) client.setDefaultRequest('baseUrl', baseUrl);
+    // Our own agents, to tell whether a failed request ever reached SendGrid (toMailerError), and
+    // no redirects, so that the request axios reports is the one that went out (mail/send never
+    // redirects).
+    // (The client merges its default request into axios's options as given; its type names httpsAgent only.)
+    const axiosOptions = {
+      httpAgent: notingConnections(new http.Agent({ keepAlive: true }), 'connect'),
+      httpsAgent: notingConnections(new https.Agent({ keepAlive: true }), 'secureConnect'),
+      maxRedirects: 0,
+    };
+    client.setDefaultRequest(axiosOptions as unknown as Parameters<Client['setDefaultRequest']>[0]);
     this.service.setClient(client);
     this.service.setTimeout(timeoutMs);
   }
@@ -105,7 +118,7 @@ function toMailerError(error: unknown): MailerError {
   }
   const failure = sendGridFailure(error, { withFields: true });
   if (failure.kind === 'unreachable') {
-    if (!failure.requestSent) return new MailerError(`SendGrid unreachable: ${failure.reason}`, false);
+    if (!failure.requestSent || !reachedSendGrid(error)) return new MailerError(`SendGrid unreachable: ${failure.reason}`, false);
     return new MailerError(
       `SendGrid did not answer (${failure.reason}) after the email was handed over; it may have accepted it, so it is not sent again`,
       false,
@@ -117,4 +130,31 @@ function toMailerError(error: unknown): MailerError {
   return new MailerError(failure.messages.length ? `${text}: ${failure.messages.join('; ')}` : text, failure.permanent, failure.status, {
     ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
   });
+}
+
+/**
+ * Sockets whose connection (TCP, and TLS for https) was made: only on such a socket can a request
+ * have reached SendGrid. A connection that timed out or failed before it was made carried nothing,
+ * so that send is retried instead of being left with an unknown outcome.
+ */
+const connectedSockets = new WeakSet<Duplex>();
+
+/** `agent`, noting each socket it makes once `connected` fires on it ('connect', or 'secureConnect' for TLS). */
+function notingConnections<A extends http.Agent>(agent: A, connected: 'connect' | 'secureConnect'): A {
+  const create = agent.createConnection.bind(agent);
+  agent.createConnection = (...args: Parameters<http.Agent['createConnection']>) => {
+    const socket = create(...args);
+    socket?.once(connected, () => connectedSockets.add(socket));
+    return socket;
+  };
+  return agent;
+}
+
+/**
+ * Whether the failed request had a connection to SendGrid (an axios error carries the request it
+ * made). Without one nothing was sent; with one, the request may have been received.
+ */
+function reachedSendGrid(error: unknown): boolean {
+  const socket = (error as { request?: { socket?: Duplex | null } } | undefined)?.request?.socket;
+  return socket ? connectedSockets.has(socket) : false;
 }
