@@ -3,6 +3,11 @@ import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projecti
 import { dummyPasswordHash, sameSecret, verifyPassword } from '../shared/secrets.js';
 import type { Services } from './services.js';
 
+/** Accounts sharing one email that a sign-in by that email tries (emails are not reserved; user names are). */
+const MAX_ACCOUNTS_PER_EMAIL = 10;
+
+const clientSubject = (account: AccountDoc): TokenSubject => ({ sub: account._id, tenant: account._id, role: 'client' });
+
 /** Checks the dev identity provider's grants against the accounts and team_members read models. */
 export function accountCredentials(services: Services): CredentialVerifier {
   const accounts = services.readStore.collection<AccountDoc>('accounts');
@@ -11,19 +16,30 @@ export function accountCredentials(services: Services): CredentialVerifier {
     async verifyClient(clientId, clientSecret) {
       const account = await accounts.get(clientId.toLowerCase());
       if (!account || !sameSecret(clientSecret, account.clientSecretHash)) return null;
-      return { sub: account._id, tenant: account._id, role: 'client' };
+      return clientSubject(account);
     },
     async verifyPassword(username, password) {
       const key = username.trim().toLowerCase();
-      const account = await accounts.findOne({ $or: [{ userNameLower: key }, { emailLower: key }] });
+      // A user name first (an account's, then a team member's: both reserved service-wide), then
+      // the accounts holding it as their email. Emails are not reserved, and a user name may be
+      // anything, so either kind can be copied: whoever holds the name, the account or door account
+      // whose password matches signs in, and a copy shadows no one's sign-in.
+      const account = await accounts.findOne({ userNameLower: key });
       const member = account ? null : await members.findOne({ userNameLower: key });
-      const hash = account?.passwordHash ?? member?.passwordHash ?? dummyPasswordHash;
-      // Hash even when nobody has this name, so the answer takes as long either way.
-      const matches = await verifyPassword(password, hash);
-      if (!matches) return null;
-      if (account) return { sub: account._id, tenant: account._id, role: 'client' } satisfies TokenSubject;
-      if (member) return { sub: teamMemberIdOf(member), tenant: member.clientId, role: 'team_member' } satisfies TokenSubject;
-      return null;
+      if (account && (await verifyPassword(password, account.passwordHash))) return clientSubject(account);
+      if (member && (await verifyPassword(password, member.passwordHash))) {
+        return { sub: teamMemberIdOf(member), tenant: member.clientId, role: 'team_member' };
+      }
+      const byEmail = (await accounts.find({ emailLower: key }, { limit: MAX_ACCOUNTS_PER_EMAIL })).items.filter((a) => a._id !== account?._id);
+      if (byEmail.length === 0) {
+        // Hash even when nobody has this name, so the answer takes as long either way.
+        if (!account && !member) await verifyPassword(password, dummyPasswordHash);
+        return null;
+      }
+      const matching: AccountDoc[] = [];
+      for (const candidate of byEmail) if (await verifyPassword(password, candidate.passwordHash)) matching.push(candidate);
+      // Two accounts with this email and this password: whose sign-in it is cannot be told.
+      return matching.length === 1 ? clientSubject(matching[0]!) : null;
     },
   };
 }

@@ -145,6 +145,36 @@ describe('users (spec: Users)', () => {
     const reply = await alice.call('PUT', '/users/v1/api/user', { id: alice.id, userName: bobRead.body.userName });
     expect(reply.status).toBe(409);
   });
+
+  it("a user name or email another client copies onto its own account shadows no one's sign-in: the account whose password matches signs in", async () => {
+    const tenantOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).tenant as string;
+    const carol = await createClient(service);
+    const mallory = await createClient(service);
+    // Carol signs in by a user name of her own and by her email; a door account of hers by its user name.
+    expect((await carol.call('PUT', '/users/v1/api/user', { id: carol.id, userName: `carol-${Date.now()}` })).status).toBe(204);
+    const doorName = `door-${Date.now()}@venue.example`;
+    expect((await carol.call('POST', '/checkin/v1/api/teammember', { userName: doorName, password: 'door staff pass 1', email: 'door@venue.example' })).status).toBe(200);
+    // Mallory (a password of her own) takes Carol's email as her own, then the door account's user name.
+    const mallorysPassword = 'mallory has her own password';
+    const changed = await mallory.call('PUT', '/users/v1/api/user/changepassword', { id: mallory.id, oldPassword: mallory.password, newPassword: mallorysPassword });
+    expect(changed.status).toBe(204);
+    expect((await mallory.call('PUT', '/users/v1/api/user', { id: mallory.id, email: carol.email })).status).toBe(204);
+    expect(tenantOf(await passwordToken(service.url, carol.email, carol.password))).toBe(carol.id);
+    expect((await mallory.call('PUT', '/users/v1/api/user', { id: mallory.id, email: doorName })).status).toBe(204);
+    const door = JSON.parse(Buffer.from((await passwordToken(service.url, doorName, 'door staff pass 1')).split('.')[1]!, 'base64url').toString());
+    expect(door).toMatchObject({ role: 'team_member', tenant: carol.id });
+    // With her own password, that name signs Mallory in to her own account, never to the door account.
+    const mallorys = JSON.parse(Buffer.from((await passwordToken(service.url, doorName, mallorysPassword)).split('.')[1]!, 'base64url').toString());
+    expect(mallorys).toMatchObject({ role: 'client', tenant: mallory.id });
+    // By the shared email, each signs in to her own account with her own password.
+    expect((await mallory.call('PUT', '/users/v1/api/user', { id: mallory.id, email: carol.email })).status).toBe(204);
+    expect(tenantOf(await passwordToken(service.url, carol.email, mallorysPassword))).toBe(mallory.id);
+    expect(tenantOf(await passwordToken(service.url, carol.email, carol.password))).toBe(carol.id);
+    // Mallory takes Carol's email as her user name: by it, each still signs in to her own account.
+    expect((await mallory.call('PUT', '/users/v1/api/user', { id: mallory.id, email: `mallory-${Date.now()}@example.com`, userName: carol.email })).status).toBe(204);
+    expect(tenantOf(await passwordToken(service.url, carol.email, carol.password))).toBe(carol.id);
+    expect(tenantOf(await passwordToken(service.url, carol.email, mallorysPassword))).toBe(mallory.id);
+  });
 });
 
 describe('password change', () => {
