@@ -1,8 +1,8 @@
 import type { Filter } from '../adapters/readstore/port.js';
 import { eventKey, getEvent } from './events.js';
-import { guests, toGuestView, type GuestView } from './guests.js';
+import { guests, guestViewJson, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
-import type { ScanDoc } from '../projections/guests.js';
+import type { GuestDoc, ScanDoc } from '../projections/guests.js';
 import { teamMemberIdOf, type TeamMemberDoc } from '../projections/accounts.js';
 
 /** A literal text as a case-insensitive regex: the caller's text is never a pattern. */
@@ -49,19 +49,17 @@ const byName = { lastNameLower: 1, firstNameLower: 1 } as const;
 
 /**
  * Spec: "array of guest objects whose additional info matches" (contains the text, any case),
- * by last then first name: every match, as a stream the route writes out as it reads.
+ * by last then first name: every match, as a stream of documents the route writes out as it
+ * reads, each as `json` writes it.
  */
 export async function guestsByInfo(
   services: Services,
   clientId: string,
   eventId: string,
   additionalInfo: string,
-): Promise<AsyncIterable<GuestView>> {
+): Promise<{ items: AsyncIterable<GuestDoc>; json: (doc: GuestDoc) => string }> {
   await getEvent(services, clientId, eventId);
-  const docs = guests(services).stream({ clientId, eventId, additionalInfo: literal(additionalInfo) }, { sort: byName, readOnly: true });
-  return (async function* views() {
-    for await (const doc of docs) yield toGuestView(doc);
-  })();
+  return { items: guests(services).stream({ clientId, eventId, additionalInfo: literal(additionalInfo) }, { sort: byName, readOnly: true }), json: guestViewJson };
 }
 
 /** byinfo one page at a time, when the caller asks for paging (`limit` or `cursor`). */

@@ -62,6 +62,19 @@ export function toGuestView(doc: GuestDoc): GuestView {
   return view as unknown as GuestView;
 }
 
+/**
+ * A stored guest document's view as JSON text, made once per document: the embedded read store
+ * hands out its stored documents to readers that only read (`readOnly`), and replaces a document
+ * on every change instead of changing it, so a document's text stays right for as long as the
+ * document lives (the entry goes with it). byinfo writes the same guests again and again.
+ */
+const viewTexts = new WeakMap<GuestDoc, string>();
+export function guestViewJson(doc: GuestDoc): string {
+  let text = viewTexts.get(doc);
+  if (text === undefined) viewTexts.set(doc, (text = JSON.stringify(toGuestView(doc))));
+  return text;
+}
+
 export const guests = (services: Services) => services.readStore.collection<GuestDoc>('guests');
 
 const detailsOf = (input: GuestInput): GuestDetails =>
@@ -82,7 +95,8 @@ function importedOf(input: GuestInput, now: Date): ImportedState | undefined {
 /** Rules one record must keep on its own; `existing` is the guest it updates, if any. */
 function recordErrors(input: GuestInput, existing: GuestDoc | null, eventId: string, at: (field: string) => string) {
   const errors: { path: string; message: string }[] = [];
-  if (input.eventId !== undefined && input.eventId.toLowerCase() !== eventId.toLowerCase()) {
+  // Ids compare exactly (both normalized: a GUID in lowercase); `Gala` and `gala` are two events (docs/identifiers.md).
+  if (input.eventId !== undefined && input.eventId !== eventId) {
     errors.push({ path: at('eventId'), message: 'must be the event of the path (or left out)' });
   }
   const validFrom = input.validFrom ?? existing?.validFrom;
@@ -105,6 +119,8 @@ interface Planned {
   input: GuestInput;
   /** The guest's current customId is reserved under its legacy (plaintext) stream name: release it there too. */
   releaseLegacy?: boolean;
+  /** A create without id whose customId is an existing guest's: that guest's create again. */
+  retriedByCustomId?: boolean;
 }
 
 /**
@@ -173,6 +189,13 @@ export async function saveGuests(
     // A customId another request reserved since the plan was made: the same answer as a known holder.
     if (error instanceof DomainError && error.details?.code === 'already_taken') {
       throw new DomainError('conflict', 'customId must be unique within the event', { code: 'custom_id_taken' });
+    }
+    // Named by customId with other content: another guest for this customId, or a change (the upsert's job).
+    if (error instanceof DomainError && error.details?.code === 'guest_exists' && plans.some((p) => p.retriedByCustomId)) {
+      throw new DomainError('conflict', 'customId must be unique within the event', {
+        code: 'custom_id_taken',
+        errors: [{ path: 'customId', message: 'already used by a guest of this event with other content (to change that guest, use the upsert)' }],
+      });
     }
     throw error;
   });
@@ -285,12 +308,17 @@ async function planGuests(
   for (const [index, input] of records.entries()) {
     const at = (field: string) => (records.length > 1 || mode === 'upsert' ? `${index}.${field}` : field);
     let existing: GuestDoc | null = null;
+    let retriedByCustomId = false;
     if (input.id) {
       // Guest ids are scoped per client: another client's guest with this id is not seen at all.
       existing = await findOwnGuest(services, context.tenantId, input.id);
       if (existing && existing.eventId !== eventId) throw new DomainError('not_found', `guest ${input.id} not found in this event`);
-    } else if (input.customId && mode === 'upsert') {
+    } else if (input.customId) {
+      // Spec: customId is "usable instead of id". An upsert record names the guest it changes by
+      // it; a create naming a guest's customId is that guest's create again, safe to retry like
+      // a create with its id (docs/guests.md, A create retried with the same id).
       existing = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: reservationKey(input.customId) });
+      if (existing && mode === 'create') retriedByCustomId = true;
     }
     errors.push(...recordErrors(input, mode === 'create' ? null : existing, eventId, at));
     const guestId = existing ? guestIdOf(existing) : (input.id?.toLowerCase() ?? newSortableId());
@@ -310,7 +338,14 @@ async function planGuests(
     }
     const releaseLegacy =
       legacyNames && existing?.customId !== undefined && changesCustomId({ guestId, existing, input }) && (await legacyHolder(services, context.tenantId, eventId, existing.customId)) === guestId;
-    plans.push({ guestId, key: existing?._id ?? guestKey(context.tenantId, guestId), existing, input, ...(releaseLegacy ? { releaseLegacy } : {}) });
+    plans.push({
+      guestId,
+      key: existing?._id ?? guestKey(context.tenantId, guestId),
+      existing,
+      input,
+      ...(releaseLegacy ? { releaseLegacy } : {}),
+      ...(retriedByCustomId ? { retriedByCustomId } : {}),
+    });
   }
   if (errors.length > 0) {
     const duplicate = errors.some((e) => e.message.startsWith('already used'));

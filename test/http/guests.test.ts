@@ -211,6 +211,21 @@ describe('search', () => {
     expect((await alice.call('GET', `/checkin/v1/api/guests/${ev}/byinfo`)).status).toBe(400);
   });
 
+  it('byinfo answers each guest as it is now: a change and an admission after an earlier answer show in the next one', async () => {
+    // Each guest's answer text is kept with its stored document (src/commands/guests.ts, guestViewJson).
+    const ev = await newEvent(alice);
+    const [created] = (await alice.call('POST', `/checkin/v1/api/guests/${ev}`, [{ firstName: 'Ann', lastName: 'Lee', barcode: 'BY-1', additionalInfo: 'balcony' }])).body;
+    const byinfo = async () => (await alice.call('GET', `/checkin/v1/api/guests/${ev}/byinfo?additionalInfo=balcony`)).body;
+    expect(await byinfo()).toMatchObject([{ id: created.id, firstName: 'Ann' }]);
+    expect((await byinfo())[0].admitted).toBeUndefined();
+    await alice.call('PUT', `/checkin/v1/api/guests/${ev}/upsert`, [{ id: created.id, firstName: 'Anna', lastName: 'Lee', barcode: 'BY-1', additionalInfo: 'balcony' }]);
+    expect(await byinfo()).toMatchObject([{ id: created.id, firstName: 'Anna' }]);
+    expect((await alice.call('POST', `/checkin/v1/api/guests/${ev}/checkin`, { barcode: 'BY-1' })).status).toBe(200);
+    const [admitted] = await byinfo();
+    expect(admitted.firstName).toBe('Anna');
+    expect(typeof admitted.admitted).toBe('string');
+  });
+
   it('lists by tag, state and free text, and by change time for offline sync', async () => {
     const ev = await newEvent(alice);
     const created = (await alice.call('POST', `/checkin/v1/api/guests/${ev}`, [

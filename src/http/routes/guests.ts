@@ -178,7 +178,8 @@ export function guestsRouter(services: Services): Router {
     async ({ params, query, res }) => {
       const clientId = principalOf(res).tenantId;
       if (query.limit === undefined && query.cursor === undefined) {
-        return sendJsonArray(res, await guestsByInfo(services, clientId, params.eventId, query.additionalInfo));
+        const matches = await guestsByInfo(services, clientId, params.eventId, query.additionalInfo);
+        return sendJsonArray(res, matches.items, matches.json);
       }
       const page = await guestsByInfoPage(services, clientId, params.eventId, { ...query, limit: query.limit ?? 100 });
       if (page.nextCursor) res.set('X-Next-Cursor', page.nextCursor);
