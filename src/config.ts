@@ -170,7 +170,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaMaxBatchBytes: int('KAFKA_MAX_BATCH_BYTES', defaultKafkaMaxBatchBytes),
     sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
     readYourWritesTimeoutMs: int('READ_YOUR_WRITES_TIMEOUT_MS', 2000),
-    bodyLimit: env.BODY_LIMIT || '5mb',
+    // Spec Limits: 200 records per call, each with an image "under 50 kB" (68,268 base64 characters)
+    // and its other fields, must fit: 200 x 80 kB (docs/identifiers.md, Request bodies).
+    bodyLimit: env.BODY_LIMIT || '16mb',
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     oidcIssuer: env.OIDC_ISSUER || undefined,
     oidcTenantClaim: env.OIDC_TENANT_CLAIM || 'tenant',

@@ -1,5 +1,5 @@
 import type { MailMessage } from '../adapters/mailer/port.js';
-import { defaultSubject, renderTemplate, type MergeValues } from './merge-tokens.js';
+import { renderTemplate, type MergeValues } from './merge-tokens.js';
 import { codeImages, codeTokensIn } from './code-images.js';
 import { ianaZone } from '../shared/time-zones.js';
 
@@ -43,8 +43,9 @@ export async function invitationMessage(parts: InvitationParts, sender: Sender):
   const { guest, template, account } = parts;
   const values = mergeValuesOf(parts);
   const images = await codeImages(guest.barcode ?? guest.ticketCode, codeTokensIn(template.html), `${parts.attendeeInvitationId}@checkin`);
-  const rendered = renderTemplate({ subject: template.subject ?? defaultSubject, html: template.html }, values, images);
-  const fromName = template.fromName ?? sender.name ?? account.companyName;
+  const rendered = renderTemplate({ subject: template.subject, html: template.html }, values, images);
+  // A template's fromName is any string; one of white space only names no one, so the default applies.
+  const fromName = (template.fromName?.trim() ? template.fromName : undefined) ?? sender.name ?? account.companyName;
   return {
     messageKey: parts.attendeeInvitationId,
     from: { email: template.fromAddress ?? sender.address, ...(fromName ? { name: fromName } : {}) },

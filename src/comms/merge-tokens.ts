@@ -206,8 +206,10 @@ export function renderTemplate(
   const context: Record<string, unknown> = { ...values, qrCode: undefined, barcodeImage: undefined };
   for (const image of images) context[image.token] = new Handlebars.SafeString(imageTag(image));
   const html = compiled(template.html, 'html')(context);
-  const subject = compiled(template.subject ?? defaultSubject, 'subject')(context);
-  return { subject: headerText(subject), html, text: plainText(html) };
+  const subject = headerText(compiled(template.subject ?? defaultSubject, 'subject')(context));
+  // A subject that says nothing (white space as written, or once merged) gets the default one:
+  // the providers refuse an email without a subject (a template's subject is any string).
+  return { subject: subject || headerText(compiled(defaultSubject, 'subject')(context)), html, text: plainText(html) };
 }
 
 /** A subject is a mail header: a line break in it (from a value or the template) would start a new header. */

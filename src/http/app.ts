@@ -2,7 +2,7 @@ import express, { type Express, type RequestHandler, type Router } from 'express
 import { pinoHttp } from 'pino-http';
 import { redactRequestUrl } from '../observability/request-log.js';
 import type { Services } from '../commands/services.js';
-import { errorHandler, unknownRoute } from './errors.js';
+import { bodyReadError, errorHandler, unknownRoute } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import './webhooks-doc.js';
 import { commsGates } from './auth.js';
@@ -130,7 +130,8 @@ export function createApp(options: AppOptions): Express {
   // A known caller's declared length over the limit is refused before the body is read.
   app.use(apiAreas, declaredLengthLimit(options.bodyLimit));
   app.use(apiAreas, jsonOnly);
-  app.use(express.json({ limit: options.bodyLimit, strict: false, type: ['application/json', 'application/*+json'], verify: verifyUtf8 }));
+  const parseJson = express.json({ limit: options.bodyLimit, strict: false, type: ['application/json', 'application/*+json'], verify: verifyUtf8 });
+  app.use((req, res, next) => parseJson(req, res, (error?: unknown) => next(error === undefined ? undefined : bodyReadError(error))));
   // After the gates, so a refusal is not stored and replayed once the account is enabled.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], idempotency(services.readStore, { now: () => services.clock.now() }));
   app.use(routersFor(routers));

@@ -82,7 +82,22 @@ export function toHttpError(error: unknown): HttpError {
   if (error instanceof DuplicateKeyError) {
     return new HttpError(409, 'conflict', 'a resource with the same unique key already exists');
   }
-  const bodyError = error as { type?: string; status?: number };
+  const bodyError = error as { type?: string; status?: number; charset?: string; encoding?: string };
+  // body-parser's refusals in our words and error codes, not its own (`bad_request` was no code of ours).
+  if (bodyError?.type === 'charset.unsupported') {
+    return new HttpError(
+      415,
+      'unsupported_media_type',
+      `the body's charset ${String(bodyError.charset ?? '').toUpperCase() || '(unknown)'} is not supported; send the JSON as UTF-8 (Content-Type: application/json; charset=utf-8)`,
+    );
+  }
+  if (bodyError?.type === 'encoding.unsupported') {
+    return new HttpError(
+      415,
+      'unsupported_media_type',
+      `Content-Encoding ${bodyError.encoding ?? '(unknown)'} is not supported; send the body uncompressed, or as gzip, deflate or br`,
+    );
+  }
   if (bodyError?.type === 'entity.parse.failed') {
     return new HttpError(400, 'validation_error', 'the request body is not valid JSON', [
       { path: '(body)', message: 'invalid JSON' },
@@ -97,6 +112,19 @@ export function toHttpError(error: unknown): HttpError {
   return new HttpError(500, 'internal_error', 'an unexpected error happened; retry, and report the request id if it persists');
 }
 
+/**
+ * An error of the JSON body parser as the answer it gets: a body that could not be read (a
+ * compressed body that does not decompress, fewer bytes than Content-Length) is 400 naming
+ * `(body)`, like malformed JSON; the rest goes to toHttpError as it is.
+ */
+export function bodyReadError(error: unknown): unknown {
+  const failure = error as { status?: number; type?: string; message?: string } | undefined;
+  if (error instanceof HttpError || failure?.status !== 400 || failure.type === 'entity.parse.failed') return error;
+  return new HttpError(400, 'validation_error', 'the request body could not be read; send it again as JSON (uncompressed, or gzip, deflate or br)', [
+    { path: '(body)', message: failure.message ?? 'unreadable body' },
+  ]);
+}
+
 /** Renders every error; unexpected ones and store failures are logged with the request id (the body never carries the cause). */
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   const http = toHttpError(error);
@@ -105,6 +133,9 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     const log = req.log ?? (res.app.get('logger') as { error: (o: object, m: string) => void } | undefined);
     log?.error({ err: error, requestId: res.locals.requestId, method: req.method, path: req.path }, 'request failed');
   }
+  // An answer already begun (a streamed array cut short) cannot carry an error: it was ended
+  // where it stood, and the error is only logged (above).
+  if (res.headersSent) return;
   if (http.headers) res.set(http.headers);
   // Refused while its body is still arriving (a stranger's 401, a 413, a 415): close the
   // connection rather than read the rest off the socket only to throw it away.

@@ -2,8 +2,16 @@ import { z } from 'zod';
 import { extendZodWithOpenApi, OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 
 extendZodWithOpenApi(z);
-// A field left out says so ("required") rather than zod's "expected string, received undefined".
-z.config({ customError: (issue) => (issue.code === 'invalid_type' && issue.input === undefined ? 'required' : undefined) });
+// Messages in our words where zod's would puzzle a client: a field left out is "required" (not
+// "expected string, received undefined"), a null is named as such, an empty text is "empty".
+z.config({
+  customError: (issue) => {
+    if (issue.code === 'invalid_type' && issue.input === undefined) return 'required';
+    if (issue.code === 'invalid_type' && issue.input === null) return `must be a ${issue.expected}, not null (leave an optional field out instead)`;
+    if (issue.code === 'too_small' && issue.origin === 'string' && Number(issue.minimum) === 1) return 'must not be empty';
+    return undefined;
+  },
+});
 
 /** Every route registers its zod schemas here; /openapi.json is generated from them. */
 export const registry = new OpenAPIRegistry();

@@ -86,8 +86,9 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
     const { params, query, body } = readingTimesIn(zone, () => ({
       params: parse(spec.params, req.params),
       query: parse(spec.query, req.query),
-      // No body reads as {}; a JSON null is a body, and is refused like any other non-object.
-      body: parse(spec.body, spec.body ? (req.body === undefined ? {} : req.body) : undefined),
+      // No body reads as {} (an object of optional fields is then valid); where a JSON array is
+      // expected, no body is a missing body ("required"). A JSON null is a body, refused as such.
+      body: parse(spec.body, spec.body ? (req.body === undefined ? (spec.body instanceof z.ZodArray ? undefined : {}) : req.body) : undefined),
     }));
     const value = await handler({ body, query, params, req, res } as RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>);
     if (res.headersSent) return;

@@ -1,6 +1,6 @@
 import { wallTimeToInstant } from './time-zones.js';
 
-const pattern = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const pattern = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
 /** Whether `value` is a date-time without an offset (a wall time that needs a zone). */
 export const isWallTime = (value: string): boolean => {

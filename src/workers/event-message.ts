@@ -4,7 +4,7 @@
  * `event-position`, `tenant-id` and the request's trace headers.
  *
  * An event whose message would exceed the bus's `maxMessageBytes` (a Kafka topic's
- * `max.message.bytes`; a 5 MB request body can carry a description of several MB) is published
+ * `max.message.bytes`; a 16 MB request body can carry a description of several MB) is published
  * as a reference instead: the stored event without `data` (id, type, streamName, revision,
  * position, recordedAt, metadata) and the header `x-data-omitted: too-large`. Consumers in this
  * service read the whole event from the event store (`eventOfMessage`); consumers outside read it

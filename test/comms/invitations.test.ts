@@ -257,6 +257,16 @@ describe('invitation emails (spec: check-in rule 1, Events)', () => {
     await invitationOf(client, guestId, 'sent', 2);
   });
 
+  it('sends a template whose subject and fromName say nothing with the default subject and sender (they are any string)', async () => {
+    const client = await commsClient();
+    const eventId = await eventOf(client);
+    const templateId = await templateOf(client, eventId, { subject: ' ', fromName: ' \t' });
+    expect((await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Dee', email: 'blank-subject@example.com', commsTemplateId: templateId })).status).toBe(200);
+    const [mail] = await mailTo('blank-subject@example.com');
+    expect(mail!.subject).toBe('Your invitation to Winter Gala');
+    expect(mail!.from).toEqual({ email: 'invites@checkin.test' });
+  });
+
   it('refuses a template of another client or another event (404) and a guest without email (400); nothing is applied', async () => {
     const client = await commsClient();
     const other = await commsClient();

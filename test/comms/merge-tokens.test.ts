@@ -118,6 +118,13 @@ describe('rendering a template', () => {
     expect(renderTemplate({ html: '' }, { eventTitle: 'Gala & Ball' }).subject).toBe('Your invitation to Gala & Ball');
   });
 
+  it('uses the default subject when the subject says nothing, as written or once merged (a subject is any string)', () => {
+    for (const subject of ['', ' \t ', '{{firstName}}', ' {{lastName}}\n']) {
+      expect(renderTemplate({ subject, html: '' }, { eventTitle: 'Gala' }).subject).toBe('Your invitation to Gala');
+    }
+    expect(renderTemplate({ subject: ' {{firstName}} ', html: '' }, { firstName: 'Ann', eventTitle: 'Gala' }).subject).toBe('Ann');
+  });
+
   it('takes the if branch for a non-empty value, else and unless otherwise', () => {
     const html = '{{#if plusOnes}}with {{plusOnes}}{{else}}alone{{/if}}{{#unless barcode}}, no code{{/unless}}';
     expect(renderTemplate({ html }, { plusOnes: 2, barcode: 'B1' }).html).toBe('with 2');

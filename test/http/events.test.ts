@@ -81,7 +81,7 @@ describe('events over HTTP', () => {
     const malformed = await alice.call('POST', '/checkin/v1/api/event', '{"title": ');
     expect(malformed.status).toBe(400);
     expect(malformed.body).toMatchObject({ code: 'validation_error', message: expect.any(String) });
-    const huge = await alice.call('POST', '/checkin/v1/api/event', { ...event, customData: 'x'.repeat(6 * 1024 * 1024) });
+    const huge = await alice.call('POST', '/checkin/v1/api/event', { ...event, customData: 'x'.repeat(17 * 1024 * 1024) });
     expect(huge.status).toBe(413);
     expect(huge.body.code).toBe('payload_too_large');
     const unknown = await request(service.url, 'GET', '/nothing/here');

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Email, Guid, PlainId, TimeZoneId, VisibleText } from './common.js';
+import { Email, Guid, nullAsAbsent, PlainId, TimeZoneId, VisibleText } from './common.js';
 import { ex } from './example-values.js';
 
 /** Spec: User and Team member fields typed string take any string, kept as given. */
@@ -85,7 +85,7 @@ export const PasswordChangeBody = registry.register(
     id: PlainId,
     oldPassword: z.string().min(1).max(1000).openapi({ description: 'The current password (a wrong one is 400 `invalid_old_password`)' }),
     newPassword: password.openapi({ description: 'Password policy, and different from the old password' }),
-    signOutAllSessions: z.boolean().optional().openapi({ description: 'Refuse every token issued before the change' }),
+    signOutAllSessions: nullAsAbsent(z.boolean()).openapi({ description: 'Refuse every token issued before the change (absent, null or false: other sessions stay)' }),
   }).openapi({
     example: { id: ex.clientId, oldPassword: 'correct horse battery staple', newPassword: 'a new and longer passphrase', signOutAllSessions: true },
   }),
@@ -98,12 +98,10 @@ export const TeamMemberBody = registry.register(
     password,
     // Required, and any string: "" too (nothing looks a team member up by email).
     email: anyEmail.openapi({ example: 'door3@example.com' }),
-    id: PlainId.optional().openapi({ description: 'Team member id, any string of 1-128 characters; generated when absent' }),
-    firstName: name.optional(),
-    lastName: name.optional(),
-    canForce: z
-      .boolean()
-      .optional()
+    id: nullAsAbsent(PlainId).openapi({ description: 'Team member id, any string of 1-128 characters; generated when absent or null' }),
+    firstName: nullAsAbsent(name),
+    lastName: nullAsAbsent(name),
+    canForce: nullAsAbsent(z.boolean())
       .openapi({ description: 'May this team member force a scan past a block or validity window (default false)' }),
   }).openapi({
     example: { userName: 'door-three', password: 'north gate scanner 7', email: 'door3@example.com', firstName: 'Dora', lastName: 'Door', canForce: false },

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { rejectionReasons } from '../../domain/guest.js';
 import { registry } from '../openapi.js';
-import { DateTime, Guid, PlainId } from './common.js';
+import { DateTime, Guid, PlainId, QueryInt } from './common.js';
 import { ExportQuery } from './export.js';
 import { ex } from './example-values.js';
 import { MAX_BUCKETS } from '../../commands/timeline.js';
@@ -10,7 +10,7 @@ import { MAX_BUCKETS } from '../../commands/timeline.js';
 const EventId = PlainId;
 
 const TimelineFields = z.object({
-    bucket: z.coerce.number().int().min(1).max(1440).default(5).openapi({ description: `Bucket size in minutes of the event’s local clock (1-1440, default 5). An answer holds at most ${MAX_BUCKETS.toLocaleString('en')} buckets. A window given by both \`from\` and \`to\` that holds more is 400 on \`bucket\`; an end left open (defaulting to the first or last activity) is pulled in instead, and the answer says \`clipped: true\`` }),
+    bucket: QueryInt(1, 1440).default(5).openapi({ description: `Bucket size in minutes of the event’s local clock (1-1440, default 5). An answer holds at most ${MAX_BUCKETS.toLocaleString('en')} buckets. A window given by both \`from\` and \`to\` that holds more is 400 on \`bucket\`; an end left open (defaulting to the first or last activity) is pulled in instead, and the answer says \`clipped: true\`` }),
     by: z.enum(['gate', 'device']).optional().openapi({ description: 'Also split every bucket by gate or by device' }),
     from: DateTime.optional().openapi({ description: 'First instant to show (default: the first activity)' }),
     to: DateTime.optional().openapi({ description: `Instant to show up to (default: the last activity); after \`from\`, and at most ${MAX_BUCKETS.toLocaleString('en')} buckets after it` }),

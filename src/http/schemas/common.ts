@@ -14,6 +14,23 @@ export const Guid = z
   .openapi({ type: 'string', format: 'uuid', example: '3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f' });
 
 /**
+ * An optional field that takes JSON null as "not given": .NET and Java serializers write null for
+ * every property left unset, and a template answer shows its unset fields as null. Used where a
+ * body creates and never updates (Guest records, Comms template, Team member, the password change
+ * request); on an update (Event, User) null stays 400, as it could mean "clear" (docs/api.md, Bodies).
+ */
+export const nullAsAbsent = <T extends z.ZodType>(schema: T) =>
+  schema.nullish().transform((v) => (v === null ? undefined : v)) as unknown as z.ZodOptional<T>;
+
+/**
+ * The nil GUID (.NET's `Guid.Empty`) is what a client sends for a Guid property it never set. In
+ * a request, an optional GUID that is nil is not given: the spec's "Empty or null means no send"
+ * (commsTemplateId), and no guest or template is made with the id all zeros (docs/identifiers.md).
+ */
+export const NIL_GUID = '00000000-0000-0000-0000-000000000000';
+export const OptionalGuid = Guid.transform((v) => (v === NIL_GUID ? undefined : v)).optional();
+
+/**
  * Every id the spec does not mark GUID (Event.id, TeamMember.id, eventId, customId, user and client
  * ids): a plain string of 1-128 characters without control characters, other than `.` and `..`
  * (docs/identifiers.md).
@@ -38,9 +55,13 @@ export const PlainId = z
     description: 'Any string of 1-128 characters without control characters, except . and .. (docs/identifiers.md)',
   });
 
-/** A time zone by IANA name (`Europe/Berlin`) or Windows name (`W. Europe Standard Time`); stored as given. */
-export const TimeZoneId = registry.register(
-  'TimeZoneId',
+/**
+ * A time zone by IANA name (`Europe/Berlin`) or Windows name (`W. Europe Standard Time`); stored as
+ * given. A new, unregistered schema each call: a field that also takes null (`orNull`, which puts
+ * null in the listed names) needs it inline, since the document would write a nullable reference
+ * as allOf [TimeZoneId, string|null], which null fails.
+ */
+export const timeZoneName = (orNull = false) =>
   z
     .string()
     .max(100)
@@ -49,10 +70,11 @@ export const TimeZoneId = registry.register(
     })
     .openapi({
       example: 'Europe/Berlin',
-      enum: knownTimeZoneNames(),
+      enum: orNull ? [...knownTimeZoneNames(), null] : knownTimeZoneNames(),
       description: 'An IANA time zone (canonical names listed; aliases Intl knows are accepted too) or a Windows time zone name',
-    }),
-);
+    });
+
+export const TimeZoneId = registry.register('TimeZoneId', timeZoneName());
 
 let readingZone = 'UTC';
 
@@ -81,7 +103,14 @@ export const DateTime = z
   .transform((v, ctx) => {
     const parsed = parseDateTime(v, readingZone);
     if (parsed === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'must be an existing ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z or 2026-11-21T11:00:00+01:00' });
+      // An offset's + sent unencoded in a URL query arrives as a space: say so, or the example below misleads.
+      const plusAsSpace = /T\d{2}:\d{2}(:\d{2}([.,]\d+)?)? \d{2}(:?\d{2})?$/i.test(v) && parseDateTime(v.replace(/ (?=\d{2}(:?\d{2})?$)/, '+'), 'UTC');
+      ctx.addIssue({
+        code: 'custom',
+        message: plusAsSpace
+          ? 'must be an ISO 8601 date-time: its offset has a space where a + belongs; in a URL query, write + as %2B (2026-11-21T11:00:00%2B01:00)'
+          : 'must be an existing ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z or 2026-11-21T11:00:00+01:00',
+      });
       return z.NEVER;
     }
     return parsed;
@@ -128,8 +157,20 @@ export const Cursor = z
       'A cursor this query did not return is 400 `validation_error` on `cursor`.',
   });
 
+/**
+ * A whole number in a URL query, written in decimal digits (`limit=50`): `0x10`, `1e2`, ` 5`,
+ * `5.0`, an empty value or the parameter given twice are 400, with one message that says what to send.
+ */
+export const QueryInt = (min: number, max: number) => {
+  const message = `must be a whole number from ${min} to ${max}`;
+  return z.preprocess(
+    (v) => (typeof v === 'string' && /^\d{1,10}$/.test(v) ? Number(v) : v),
+    z.number({ error: message }).int({ error: message }).min(min, { error: message }).max(max, { error: message }),
+  );
+};
+
 export const PageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(1000).default(100).openapi({ description: 'Page size (1-1000, default 100)' }),
+  limit: QueryInt(1, 1000).default(100).openapi({ description: 'Page size (1-1000, default 100)' }),
   cursor: Cursor.optional(),
 });
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { mergeTokens } from '../../comms/merge-tokens.js';
 import { isPublicDomainName } from '../../domain/domain-name.js';
 import { registry } from '../openapi.js';
-import { Email, Guid, PageQuery, PlainId, VisibleText } from './common.js';
+import { Email, Guid, nullAsAbsent, OptionalGuid, PageQuery, PlainId, VisibleText } from './common.js';
 import { ex } from './example-values.js';
 
 const email = Email;
@@ -13,18 +13,21 @@ const tokenList = mergeTokens.map((t) => `\`{{${t.token}}}\` ${t.description}`).
 export const TemplateBody = registry.register(
   'CommsTemplate',
   z.object({
-    id: Guid.optional().openapi({ description: 'Template id; generated when absent. An id that exists returns that template unchanged.' }),
+    id: nullAsAbsent(OptionalGuid).openapi({ type: ['string', 'null'], format: 'uuid', description: 'Template id; generated when absent, null or the nil GUID. An id that exists returns that template unchanged.' }),
     eventId: PlainId.openapi({ description: 'Event the template belongs to (one of the caller’s)' }),
-    name: VisibleText().openapi({ description: 'Internal name; the PDF attachment is named after it' }),
+    // Spec: string. Any string, kept as given (docs/api.md, Strings).
+    name: z.string().openapi({ description: 'Internal name, any string; the PDF attachment is named after it (the name followed by .pdf)' }),
     html: z
       .string()
       .min(1)
       .openapi({ description: `Full HTML body with merge tokens in double braces. Tokens: ${tokenList}. Blocks: {{#if token}}…{{else}}…{{/if}}, {{#unless token}}.` }),
-    subject: VisibleText().optional().openapi({ description: 'Subject line with merge tokens; default "Your invitation to {{eventTitle}}"' }),
-    fromAddress: email.optional(),
-    fromName: VisibleText().optional(),
-    replyTo: email.optional(),
-    attachPdf: z.boolean().optional().openapi({ description: 'Attach a PDF of the rendered HTML to every send (default false)' }),
+    subject: nullAsAbsent(z.string()).openapi({
+      description: 'Subject line with merge tokens, any string; absent, or white space only, an email gets the default "Your invitation to {{eventTitle}}"',
+    }),
+    fromAddress: nullAsAbsent(email),
+    fromName: nullAsAbsent(z.string()).openapi({ description: 'Sender name, any string; absent, or white space only, the sender’s default name' }),
+    replyTo: nullAsAbsent(email),
+    attachPdf: nullAsAbsent(z.boolean()).openapi({ description: 'Attach a PDF of the rendered HTML to every send (default false)' }),
   }).openapi({
     description: 'Links in the HTML must pass the spam check (else 422 `spam_check_failed`).',
     example: {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, PlainId, TimeZoneId, VisibleText } from './common.js';
+import { DateTime, PlainId, TimeZoneId } from './common.js';
 import { registry } from '../openapi.js';
 import { ex } from './example-values.js';
 
@@ -19,7 +19,8 @@ export const EventBody = registry.register(
   'Event',
   z.object({
     id: PlainId.optional().openapi({ description: 'Event id, any string of 1-128 characters (scoped to the caller); generated when absent. An existing id updates that event.' }),
-    title: VisibleText(),
+    // Spec: string, required. Any string, kept as given ("" and white space too: docs/api.md, Strings).
+    title: z.string(),
     startTime: DateTime,
     endTime: DateTime,
     active: z.boolean().optional(),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Guid, PlainId } from './common.js';
+import { Guid, nullAsAbsent, PlainId, timeZoneName } from './common.js';
 import { ex } from './example-values.js';
 import { EventBody } from './event.js';
 
@@ -15,8 +15,16 @@ export const ExportQuery = z.object({
 /** Spec: the body is an Event object; the event to export is the caller's event with this `id`. */
 export const ExportBody = registry.register(
   'ExportRequest',
-  EventBody.extend({
+  // A copy of the Event's fields, not `EventBody.extend`: the document would publish an extension
+  // as allOf [Event, these], and an allOf takes null only where both do.
+  z.object({
+    ...EventBody.shape,
     id: PlainId.openapi({ description: 'The event to export (required: an event of the caller)' }),
+    // The export reads; it changes no event, so null in an optional field is "not given" (docs/api.md, Bodies).
+    active: nullAsAbsent(z.boolean()),
+    timeZoneId: nullAsAbsent(timeZoneName(true)),
+    tags: nullAsAbsent(z.string()),
+    customData: nullAsAbsent(z.string()),
   }).openapi({
     description: 'An Event object (spec); only `id` is used: the caller’s event to export. The other Event fields are checked as on event create.',
     example: { id: ex.eventId, title: 'Winter gala', startTime: ex.start, endTime: ex.end },

@@ -1,20 +1,20 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { DateTime, Guid, PageQuery, pageOf, PlainId } from './common.js';
+import { DateTime, Guid, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf, PlainId, QueryInt } from './common.js';
 import { ex } from './example-values.js';
 import { guestStream, rejectionReasons } from '../../domain/guest.js';
 import { HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT } from '../../commands/guest-history.js';
 
 /** Optional in the spec; CRMs often send null for "no value": null is treated as absent. */
-const optional = <T extends z.ZodType>(schema: T) =>
-  schema.nullish().transform((v) => (v === null ? undefined : v)) as unknown as z.ZodOptional<T>;
+const optional = nullAsAbsent;
 
 /** Spec: a Guest field typed string is any string: no length or pattern of ours (BODY_LIMIT bounds a request). */
 const text = () => z.string();
 /** Spec: integer (int32). A count, so not negative. */
 export const Int32Count = z.number().int().min(0).max(2_147_483_647);
-/** An optional GUID that may be null (read as absent), stated so in the document. */
-const optionalGuid = () => optional(Guid).openapi({ type: ['string', 'null'], format: 'uuid' });
+/** An optional GUID that may be null or nil (read as absent), stated so in the document. */
+const optionalGuid = () =>
+  optional(OptionalGuid).openapi({ type: ['string', 'null'], format: 'uuid', description: 'Guest id; generated when absent, null or the nil GUID' });
 /**
  * Spec: "image | string | Optional base64-encoded image; should be under 50 kB": typed string, so
  * any string is kept as sent (a data URI, base64url, a line-wrapped MIME body); the size is a
@@ -65,10 +65,10 @@ export const GuestBody = registry.register(
       .openapi({ type: ['string', 'null'], minLength: 0, description: 'Usable instead of id (docs/identifiers.md); empty or null means none' }),
     commsTemplateId: z
       // Without its own message a union that no option matches says only "Invalid input".
-      .union([Guid, z.literal(''), z.null()], { error: 'must be a GUID (empty or null: no send)' })
+      .union([Guid, z.literal(''), z.null()], { error: 'must be a GUID (empty, null or the nil GUID: no send)' })
       .optional()
-      .transform((v) => (v ? v : undefined))
-      .openapi({ description: 'Template to send after creation; empty or null means no send' }),
+      .transform((v) => (v && v !== NIL_GUID ? v : undefined))
+      .openapi({ description: 'Template to send after creation; empty, null or the nil GUID (Guid.Empty) means no send' }),
     correlationId: optional(text()),
   }).openapi({
     description:
@@ -159,16 +159,25 @@ export const GuestLookupQuery = z.object({
   eventId: PlainId.optional().openapi({ description: 'The event of the guest; needed when a customId is used in several events' }),
 });
 
+/**
+ * Spec: removeObsoleteTags is a boolean. In a query it is text: `true`/`false` in any case (as
+ * .NET and Java clients write them: `True`, `TRUE`) or `1`/`0`. Anything else, an empty value
+ * or the parameter given twice, is 400: nothing is guessed (docs/guests.md, Small rules).
+ */
+// Spelled out case by case: the pattern is published as is (JSON Schema has no case-insensitive flag).
+const booleanText = /^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$/;
 const booleanQuery = z
-  .enum(['true', 'false', 'True', 'False', '1', '0'])
-  .transform((v) => v.toLowerCase() === 'true' || v === '1');
+  .string()
+  .regex(booleanText, 'must be true or false (any case), 1 or 0')
+  .transform((v) => v.toLowerCase() === 'true' || v === '1')
+  .openapi({ type: 'string', pattern: booleanText.source, example: 'true', description: 'true or false in any case, or 1 or 0' });
 
 export const UpsertQuery = z.object({ removeObsoleteTags: booleanQuery.optional() });
 
 /** byinfo: every match unless the caller pages (then `limit` defaults to 100). */
 export const ByInfoQuery = z.object({
   additionalInfo: z.string().min(1),
-  limit: z.coerce.number().int().min(1).max(1000).optional().openapi({ description: 'Page size (1-1000); without limit and cursor, every match' }),
+  limit: QueryInt(1, 1000).optional().openapi({ description: 'Page size (1-1000); without limit and cursor, every match' }),
   cursor: PageQuery.shape.cursor.openapi({ description: 'The X-Next-Cursor of the previous page' }),
 });
 
@@ -182,11 +191,7 @@ export const GuestListQuery = PageQuery.extend({
 /** The history a page at a time (docs/guests.md, History for auditors): a caller who pages nothing gets the first page. */
 export const HistoryQuery = GuestLookupQuery.extend({
   asOf: DateTime.optional().openapi({ description: 'The events recorded at or before this instant, and `state`, the guest as it was then; the same on every page' }),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(HISTORY_MAX_LIMIT)
+  limit: QueryInt(1, HISTORY_MAX_LIMIT)
     .default(HISTORY_DEFAULT_LIMIT)
     .openapi({ description: `Events per page (1-${HISTORY_MAX_LIMIT}, default ${HISTORY_DEFAULT_LIMIT}; more is 400). With asOf a page may hold fewer, even none: only a missing nextCursor ends the history` }),
   cursor: PageQuery.shape.cursor.openapi({ description: 'The `nextCursor` of the previous page of the same guest and asOf; absent: the first page' }),
@@ -493,5 +498,5 @@ export const GuestHistoryResponse = registry.register(
 
 export const ScanListQuery = PageQuery.extend({ result: z.enum(['admitted', 'rejected', 'discharged']).optional() });
 export const TeamStatsQuery = z.object({
-  bucket: z.coerce.number().int().min(1).max(1440).default(15).openapi({ description: 'Bucket size in minutes (default 15)' }),
+  bucket: QueryInt(1, 1440).default(15).openapi({ description: 'Bucket size in minutes (default 15)' }),
 });
