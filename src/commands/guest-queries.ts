@@ -49,7 +49,7 @@ const byName = { lastNameLower: 1, firstNameLower: 1 } as const;
 
 /**
  * Spec: "array of guest objects whose additional info matches" (contains the text, any case),
- * by last then first name: every match, as a stream of documents the route writes out as it
+ * by last then first name: every match, in batches of documents the route writes out as it
  * reads, each as `json` writes it.
  */
 export async function guestsByInfo(
@@ -57,9 +57,9 @@ export async function guestsByInfo(
   clientId: string,
   eventId: string,
   additionalInfo: string,
-): Promise<{ items: AsyncIterable<GuestDoc>; json: (doc: GuestDoc) => string }> {
+): Promise<{ batches: AsyncIterable<GuestDoc[]>; json: (doc: GuestDoc) => string }> {
   await getEvent(services, clientId, eventId);
-  return { items: guests(services).stream({ clientId, eventId, additionalInfo: literal(additionalInfo) }, { sort: byName, readOnly: true }), json: guestViewJson };
+  return { batches: guests(services).batches({ clientId, eventId, additionalInfo: literal(additionalInfo) }, { sort: byName, readOnly: true }), json: guestViewJson };
 }
 
 /** byinfo one page at a time, when the caller asks for paging (`limit` or `cursor`). */

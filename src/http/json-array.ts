@@ -4,9 +4,10 @@ import type { Response } from 'express';
 const CHUNK_BYTES = 64 * 1024;
 
 /**
- * Sends `items` (each written as `json` gives it) as one JSON array, written as they come with
- * backpressure: a response of 100,000 objects never exists as one string. An answer that fits
- * in one chunk (a few hundred guests) is sent whole with its Content-Length, in one write.
+ * Sends the items of `batches` (each written as `json` gives it) as one JSON array, written as
+ * they come with backpressure: a response of 100,000 objects never exists as one string. An
+ * answer that fits in one chunk (a few hundred guests) is sent whole with its Content-Length, in
+ * one write. Items come in batches (a read store's `batches`): one await per batch, not per item.
  *
  * Until the first chunk is written nothing is sent, so an error while reading the items is
  * answered like any other error. Once the first chunk is out the status is sent, so an error
@@ -17,8 +18,13 @@ const CHUNK_BYTES = 64 * 1024;
  * per request than a few hundred guests' JSON (issue 13 goal 3: a stream, a generator and an
  * abort controller per answer, and an AbortError built when each pipeline ends).
  */
-export async function sendJsonArray<T>(res: Response, items: AsyncIterable<T>, json: (item: T) => string = (item) => JSON.stringify(item), status = 200): Promise<void> {
-  const iterator = items[Symbol.asyncIterator]();
+export async function sendJsonArray<T>(
+  res: Response,
+  batches: AsyncIterable<readonly T[]>,
+  json: (item: T) => string = (item) => JSON.stringify(item),
+  status = 200,
+): Promise<void> {
+  const iterator = batches[Symbol.asyncIterator]();
   let buffer = '[';
   let first = true;
   let started = false;
@@ -29,17 +35,19 @@ export async function sendJsonArray<T>(res: Response, items: AsyncIterable<T>, j
     for (;;) {
       const next = await iterator.next();
       if (next.done) break;
-      if (gone) return;
-      buffer += (first ? '' : ',') + json(next.value);
-      first = false;
-      if (buffer.length < CHUNK_BYTES) continue;
-      if (!started) {
-        res.status(status).type('application/json');
-        started = true;
+      for (const item of next.value) {
+        if (gone) return;
+        buffer += (first ? '' : ',') + json(item);
+        first = false;
+        if (buffer.length < CHUNK_BYTES) continue;
+        if (!started) {
+          res.status(status).type('application/json');
+          started = true;
+        }
+        const flushed = res.write(buffer);
+        buffer = '';
+        if (!flushed && !gone) await drainedOrClosed(res);
       }
-      const flushed = res.write(buffer);
-      buffer = '';
-      if (!flushed && !gone) await drainedOrClosed(res);
     }
     if (gone) return;
     // Nothing written yet: the whole answer goes in one write, which Node sends with its Content-Length.

@@ -132,6 +132,16 @@ export function readStoreContract(
         for await (const doc of collection.stream({ plusOnes: { $gte: 0 } }, { sort: { lastName: -1 }, batchSize: 2 })) seen.push(doc._id);
         expect(seen).toEqual(['g2', 'g1', 'g5', 'g3', 'g4']);
       });
+
+      it('batches yields the same matches in the same order, in arrays of at most batchSize', async () => {
+        const collection = await seeded();
+        const batches: string[][] = [];
+        for await (const batch of collection.batches({ plusOnes: { $gte: 0 } }, { sort: { lastName: -1 }, batchSize: 2 })) batches.push(batch.map((doc) => doc._id));
+        expect(batches).toEqual([['g2', 'g1'], ['g5', 'g3'], ['g4']]);
+        const none: unknown[] = [];
+        for await (const batch of collection.batches({ lastName: 'Nobody' })) none.push(batch);
+        expect(none).toEqual([]);
+      });
     });
 
     describe('cursor paging', () => {

@@ -5,18 +5,25 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { errorHandler } from '../../src/http/errors.js';
 import { sendJsonArray } from '../../src/http/json-array.js';
 
-/** A source of `count` items of about `size` characters each, failing after `failAfter` items when given. */
-function source(count: number, options: { size?: number; failAfter?: number; onReturn?: () => void } = {}): AsyncIterable<{ n: number; text: string }> {
+type Item = { n: number; text: string };
+
+/**
+ * A source of `count` items of about `size` characters each in batches of 50, as a read store
+ * gives them; the batch reaching `failAfter` items fails instead, when given.
+ */
+function source(count: number, options: { size?: number; failAfter?: number; onReturn?: () => void } = {}): AsyncIterable<Item[]> {
   return {
     [Symbol.asyncIterator]() {
       let n = 0;
       return {
         async next() {
-          if (options.failAfter !== undefined && n >= options.failAfter) throw new Error('the store went away');
           if (n >= count) return { done: true, value: undefined };
-          // Yield to the event loop now and then, as a store reading in batches does.
-          if (n % 50 === 0) await new Promise((resolve) => setImmediate(resolve));
-          return { done: false, value: { n: n++, text: 'x'.repeat(options.size ?? 10) } };
+          // Yield to the event loop between batches, as a store reading in batches does.
+          await new Promise((resolve) => setImmediate(resolve));
+          const size = Math.min(50, count - n);
+          if (options.failAfter !== undefined && n + size > options.failAfter) throw new Error('the store went away');
+          const batch = Array.from({ length: size }, () => ({ n: n++, text: 'x'.repeat(options.size ?? 10) }));
+          return { done: false, value: batch };
         },
         async return() {
           options.onReturn?.();
@@ -30,7 +37,7 @@ function source(count: number, options: { size?: number; failAfter?: number; onR
 let server: http.Server | undefined;
 afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
 
-async function serve(items: () => AsyncIterable<{ n: number; text: string }>): Promise<string> {
+async function serve(items: () => AsyncIterable<Item[]>): Promise<string> {
   const app = express();
   app.get('/list', async (_req, res, next) => {
     try {

@@ -41,6 +41,10 @@ export function sortKeys(sort: Sort | undefined): SortKey[] {
 
 /** The value at a dotted path through nested objects, or undefined. */
 export function valueAt(doc: unknown, path: string): unknown {
+  // Most paths are one field: read it without splitting (this runs per document per sort key).
+  if (!path.includes('.')) {
+    return doc === null || typeof doc !== 'object' || Array.isArray(doc) ? undefined : (doc as Record<string, unknown>)[path];
+  }
   let value: unknown = doc;
   for (const segment of path.split('.')) {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
@@ -111,7 +115,14 @@ function compareLists(a: unknown[], b: unknown[]): number {
 /** Compares two documents' sort values key by key, honouring each key's direction. */
 export function compareSortValues(a: unknown[], b: unknown[], keys: SortKey[]): number {
   for (let i = 0; i < keys.length; i++) {
-    const c = compareValues(a[i], b[i]);
+    const x = a[i];
+    const y = b[i];
+    // Two strings (names, ids: most sort keys) compare directly, without ranking their types.
+    if (typeof x === 'string' && typeof y === 'string') {
+      if (x !== y) return (x < y ? -1 : 1) * keys[i][1];
+      continue;
+    }
+    const c = compareValues(x, y);
     if (c !== 0) return c * keys[i][1];
   }
   return 0;

@@ -160,13 +160,18 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async *stream(filter: Filter, options: StreamOptions = {}): AsyncIterable<T> {
+    for await (const batch of this.batches(filter, options)) yield* batch;
+  }
+
+  async *batches(filter: Filter, options: StreamOptions = {}): AsyncIterable<T[]> {
     const batchSize = Math.max(1, options.batchSize ?? 500);
-    let sent = 0;
-    for (const doc of this.documents.sorted(this.name, filter, sortKeys(options.sort))) {
-      // Stored documents are replaced, never changed in place, so a reader that only reads may have them.
-      yield (options.readOnly ? doc : copy(doc)) as T;
+    const all = this.documents.sorted(this.name, filter, sortKeys(options.sort));
+    for (let start = 0; start < all.length; start += batchSize) {
       // Let other work (HTTP requests) run between batches of a long export.
-      if (++sent % batchSize === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+      const batch = all.slice(start, start + batchSize);
+      // Stored documents are replaced, never changed in place, so a reader that only reads may have them.
+      yield (options.readOnly ? batch : batch.map(copy)) as T[];
     }
   }
 
@@ -450,7 +455,7 @@ class Documents {
 
   /** Every match, in sort order (a snapshot: later writes do not change it). */
   sorted(name: string, filter: Filter, keys: SortKey[]): Body[] {
-    const ranked = [...this.matches(this.state(name), filter)].map((doc) => ({ values: sortValues(doc, keys), doc }));
+    const ranked = this.matches(this.state(name), filter).map((doc) => ({ values: sortValues(doc, keys), doc }));
     ranked.sort((a, b) => compareSortValues(a.values, b.values, keys));
     return ranked.map(({ doc }) => doc);
   }
@@ -458,18 +463,19 @@ class Documents {
   count(name: string, filter: Filter): number {
     const state = this.state(name);
     if (Object.keys(filter).length === 0) return state.docs.size;
-    let n = 0;
-    for (const _ of this.matches(state, filter)) n++;
-    return n;
+    return this.matches(state, filter).length;
   }
 
-  private *matches(state: CollectionState, filter: Filter): Generator<Body> {
+  /** The documents that match, gathered in a plain loop (no generator step per document). */
+  private matches(state: CollectionState, filter: Filter): Body[] {
     // A compiled predicate for common filters; mingo for everything else.
     const fast = compileFilter(filter);
     const query = fast || Object.keys(filter).length === 0 ? undefined : new Query(filter as never);
+    const found: Body[] = [];
     for (const doc of candidates(state, filter)) {
-      if (fast ? fast(doc) : !query || query.test(doc)) yield doc;
+      if (fast ? fast(doc) : !query || query.test(doc)) found.push(doc);
     }
+    return found;
   }
 
   getCheckpoint(name: string): number | null {
@@ -1024,11 +1030,13 @@ function trigrams(text: string): Set<string> {
   return grams;
 }
 
-function* lookupIds(state: CollectionState, ids: Iterable<string>): Generator<Body> {
+function lookupIds(state: CollectionState, ids: Iterable<string>): Body[] {
+  const found: Body[] = [];
   for (const id of ids) {
     const doc = state.docs.get(id);
-    if (doc) yield doc;
+    if (doc) found.push(doc);
   }
+  return found;
 }
 
 /** The scalar values a filter requires at `path` (equality, `$eq` or `$in`), if it does. */

@@ -88,7 +88,7 @@ function compileCondition(field: string, condition: unknown): Predicate | undefi
         return undefined;
     }
   }
-  return parts.length === 1 ? parts[0] : (doc) => parts.every((p) => p(doc));
+  return allOf(parts);
 }
 
 export function compileFilter(filter: Record<string, unknown>): Predicate | undefined {
@@ -101,7 +101,7 @@ export function compileFilter(filter: Record<string, unknown>): Predicate | unde
       const compiled = clauses as Predicate[];
       parts.push(
         key === '$and'
-          ? (doc) => compiled.every((c) => c(doc))
+          ? allOf(compiled)
           : key === '$or'
             ? (doc) => compiled.some((c) => c(doc))
             : (doc) => !compiled.some((c) => c(doc)),
@@ -114,6 +114,15 @@ export function compileFilter(filter: Record<string, unknown>): Predicate | unde
     if (!predicate) return undefined;
     parts.push(predicate);
   }
+  return allOf(parts);
+}
+
+/** A predicate true when every part is: a plain loop, since it runs per document of a query. */
+function allOf(parts: Predicate[]): Predicate {
   if (parts.length === 0) return () => true;
-  return parts.length === 1 ? parts[0] : (doc) => parts.every((p) => p(doc));
+  if (parts.length === 1) return parts[0]!;
+  return (doc) => {
+    for (let i = 0; i < parts.length; i++) if (!parts[i]!(doc)) return false;
+    return true;
+  };
 }

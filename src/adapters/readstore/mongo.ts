@@ -280,6 +280,19 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     }
   }
 
+  async *batches(filter: Filter, options: StreamOptions = {}): AsyncIterable<T[]> {
+    const batchSize = Math.max(1, options.batchSize ?? 500);
+    let batch: T[] = [];
+    for await (const doc of this.stream(filter, options)) {
+      batch.push(doc);
+      if (batch.length === batchSize) {
+        yield batch;
+        batch = [];
+      }
+    }
+    if (batch.length > 0) yield batch;
+  }
+
   async count(filter: Filter = {}): Promise<number> {
     return this.collection.countDocuments(serverFilter(filter));
   }

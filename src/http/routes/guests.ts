@@ -179,7 +179,7 @@ export function guestsRouter(services: Services): Router {
       const clientId = principalOf(res).tenantId;
       if (query.limit === undefined && query.cursor === undefined) {
         const matches = await guestsByInfo(services, clientId, params.eventId, query.additionalInfo);
-        return sendJsonArray(res, matches.items, matches.json);
+        return sendJsonArray(res, matches.batches, matches.json);
       }
       const page = await guestsByInfoPage(services, clientId, params.eventId, { ...query, limit: query.limit ?? 100 });
       if (page.nextCursor) res.set('X-Next-Cursor', page.nextCursor);
