@@ -10,7 +10,7 @@
 import type { Server } from 'node:http';
 import os from 'node:os';
 import express from 'express';
-import { createClient, startTestService } from '../test/support/service.js';
+import { createClient, startTestService, type TestService } from '../test/support/service.js';
 import { fmt, load, record, table } from './support.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 100_000);
@@ -22,15 +22,19 @@ const ROUNDS = 10;
 
 const mb = (bytes: number) => bytes / 2 ** 20;
 
-export async function byinfoBench(): Promise<void> {
+/**
+ * The event every byinfo measure reads: `guests` guests on the embedded default, one in
+ * FEW_EVERY with "aisle seat", one in MATCH_EVERY (of the others) with "wheelchair" in
+ * additionalInfo. Also used by bench/profile/byinfo-profile.ts.
+ */
+export async function byinfoEvent(guests: number): Promise<{ service: TestService; eventId: string; headers: Record<string, string> }> {
   const service = await startTestService({ LOG_LEVEL: 'silent' });
   const client = await createClient(service);
   const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Stadium', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' });
   const eventId = event.body.id as string;
   const headers = { authorization: `Bearer ${client.token}`, 'ocp-apim-subscription-key': client.subscriptionKey, 'content-type': 'application/json' };
-
-  for (let start = 0; start < GUESTS; start += 200) {
-    const batch = Array.from({ length: Math.min(200, GUESTS - start) }, (_, k) => {
+  for (let start = 0; start < guests; start += 200) {
+    const batch = Array.from({ length: Math.min(200, guests - start) }, (_, k) => {
       const i = start + k;
       return {
         firstName: `First${i % 997}`,
@@ -46,6 +50,11 @@ export async function byinfoBench(): Promise<void> {
     if (reply.status !== 204) throw new Error(`upsert failed: ${reply.status} ${await reply.text()}`);
     if (start % 20_000 === 0) process.stdout.write(`  imported ${fmt(start)} guests\r`);
   }
+  return { service, eventId, headers };
+}
+
+export async function byinfoBench(): Promise<void> {
+  const { service, eventId, headers } = await byinfoEvent(GUESTS);
   let expected = 0;
   let expectedFew = 0;
   for (let i = 0; i < GUESTS; i++) {
