@@ -10,8 +10,11 @@ const optional = nullAsAbsent;
 
 /** Spec: a Guest field typed string is any string: no length or pattern of ours (BODY_LIMIT bounds a request). */
 const text = () => z.string();
+export const INT32_MAX = 2_147_483_647;
 /** Spec: integer (int32). A count, so not negative. */
-export const Int32Count = z.number().int().min(0).max(2_147_483_647);
+export const Int32Count = z.number().int().min(0).max(INT32_MAX).openapi({ format: 'int32' });
+/** A count the spec types integer (int32) in an answer. */
+const Int32 = z.number().int().openapi({ format: 'int32' });
 /** An optional GUID that may be null or nil (read as absent), stated so in the document. */
 const optionalGuid = () =>
   optional(OptionalGuid).openapi({ type: ['string', 'null'], format: 'uuid', description: 'Guest id; generated when absent, null or the nil GUID' });
@@ -114,8 +117,8 @@ export const GuestResponse = registry.register(
     otherNames: erasable(),
     lastName: erasable(),
     email: erasable(),
-    plusOnes: z.number().int().optional(),
-    admittedPlusOnes: z.number().int(),
+    plusOnes: Int32.optional(),
+    admittedPlusOnes: Int32,
     additionalInfo: erasable(),
     barcode: erasable(),
     tags: z.string().optional(),
@@ -397,12 +400,12 @@ export const TeamStatsResponse = registry.register(
         eventId: z.string(),
         teamMemberId: z.string(),
         username: z.string(),
-        checkedIn: z.number().int().openapi({ description: 'People checked in (guests and plus ones), annulled ones subtracted' }),
-        checkedOut: z.number().int(),
+        checkedIn: Int32.openapi({ description: 'People checked in (guests and plus ones), annulled ones subtracted' }),
+        checkedOut: Int32,
         checkedInActivity: z.array(
           z.object({
             admitted: z.string().openapi({ description: 'Start of the bucket (UTC)' }),
-            admittedCount: z.number().int(),
+            admittedCount: Int32,
           }),
         ),
       }),
