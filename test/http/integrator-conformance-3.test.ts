@@ -55,3 +55,33 @@ describe('Team member event statistics: checkedIn, checkedOut and admittedCount 
     expect(member).toMatchObject({ checkedIn: int32Max, checkedOut: int32Max, checkedInActivity: [{ admittedCount: int32Max }] });
   });
 });
+
+describe('Resources and their fields: Event.timeZoneId and User.timeZoneId are typed string, so any string, kept as given', () => {
+  const zones = ['(UTC+01:00) Amsterdam, Berlin, Bern, Rome, Stockholm, Vienna', 'Mars/Olympus', 'CET-1CEST', ''];
+
+  it.each(zones)('a user update and an event create take %j and answer it unchanged', async (timeZoneId) => {
+    const carol = await createClient(service);
+    expect((await carol.call('PUT', '/users/v1/api/user', { id: carol.id, timeZoneId })).status).toBe(204);
+    expect((await carol.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(carol.email)}`)).body.timeZoneId).toBe(timeZoneId);
+    const created = await carol.call('POST', '/checkin/v1/api/event', { title: 'Ball', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z', timeZoneId });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect((await carol.call('GET', `/checkin/v1/api/event/${created.body.id}`)).body.timeZoneId).toBe(timeZoneId);
+  });
+
+  it('a name that is no time zone is skipped where a zone is needed: an offset-less time is read on the account’s clocks', async () => {
+    const carol = await createClient(service);
+    await carol.call('PUT', '/users/v1/api/user', { id: carol.id, timeZoneId: 'Europe/Berlin' });
+    const created = await carol.call('POST', '/checkin/v1/api/event', { title: 'Ball', startTime: '2026-12-12T18:00:00', endTime: '2026-12-12T23:00:00', timeZoneId: 'Mars/Olympus' });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect(created.body).toMatchObject({ timeZoneId: 'Mars/Olympus', startTime: '2026-12-12T17:00:00.000Z', endTime: '2026-12-12T22:00:00.000Z' });
+    const exported = await carol.call('POST', '/checkin/v1/api/event/export?type=CSV', { id: created.body.id, title: 'Ball', startTime: '2026-12-12T17:00:00Z', endTime: '2026-12-12T22:00:00Z', timeZoneId: 'Mars/Olympus' });
+    expect(exported.status, JSON.stringify(exported.body)).toBe(200);
+  });
+
+  it('the document states it as a string, without a list of names', async () => {
+    const schemas = (await request(service.url, 'GET', '/openapi.json')).body.components.schemas;
+    expect(schemas.TimeZoneId.type).toBe('string');
+    expect(schemas.TimeZoneId).not.toHaveProperty('enum');
+    expect(schemas.ExportRequest.properties.timeZoneId).not.toHaveProperty('enum');
+  });
+});
