@@ -85,3 +85,13 @@ describe('Resources and their fields: Event.timeZoneId and User.timeZoneId are t
     expect(schemas.ExportRequest.properties.timeZoneId).not.toHaveProperty('enum');
   });
 });
+
+describe('Errors: a 400 in our error shape says what is wrong, in plain words', () => {
+  it('a null batch record is "must be an object, not null", and nothing of the batch is applied', async () => {
+    const eventId = await newEvent(alice);
+    const reply = await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Ada' }, null]);
+    expect(reply.status).toBe(400);
+    expect(reply.body.errors).toEqual([{ path: '1', message: expect.stringMatching(/^must be an object, not null/) }]);
+    expect((await alice.call('GET', `/checkin/v1/api/guests/${eventId}`)).body.items).toEqual([]);
+  });
+});
