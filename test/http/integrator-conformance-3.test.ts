@@ -95,3 +95,13 @@ describe('Errors: a 400 in our error shape says what is wrong, in plain words', 
     expect((await alice.call('GET', `/checkin/v1/api/guests/${eventId}`)).body.items).toEqual([]);
   });
 });
+
+describe('Limits: more than 200 records is 400, said the same way on every bulk route', () => {
+  it('the bulk erase names ids with "at most 200 ... per call", like the batch, block and send routes', async () => {
+    const eventId = await newEvent(alice);
+    const ids = Array.from({ length: 201 }, (_, n) => `g-${n}`);
+    const reply = await alice.call('POST', `/checkin/v1/api/guests/${eventId}/erase`, { reason: 'retention', ids });
+    expect(reply.status).toBe(400);
+    expect(reply.body).toMatchObject({ code: 'validation_error', errors: [{ path: 'ids', message: 'at most 200 guest ids or customIds per call' }] });
+  });
+});
