@@ -1,4 +1,5 @@
 import type { Filter } from '../adapters/readstore/port.js';
+import { INT32_MAX } from '../domain/guest.js';
 import { eventKey, getEvent } from './events.js';
 import { guests, guestViewJson, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
@@ -120,6 +121,8 @@ export async function teamStats(services: Services, clientId: string, eventId: s
       docs.set(teamMemberId, { _id: `${eventId}:${teamMemberId}`, eventId, clientId, teamMemberId, username: member.userName, checkedIn: 0, checkedOut: 0 });
     }
   }
+  // The spec types these counts int32: a group of int32-max plus ones would overflow a client's int, so a count stops there.
+  const int32 = (count: number) => Math.min(count, INT32_MAX);
   const sorted = [...docs.values()].sort((a, b) => (a.username < b.username ? -1 : a.username > b.username ? 1 : 0));
   const stats: unknown[] = [];
   for (const doc of sorted) {
@@ -133,12 +136,12 @@ export async function teamStats(services: Services, clientId: string, eventId: s
       eventId: doc.eventId,
       teamMemberId: doc.teamMemberId,
       username: doc.username,
-      checkedIn: doc.checkedIn,
-      checkedOut: doc.checkedOut,
+      checkedIn: int32(doc.checkedIn),
+      checkedOut: int32(doc.checkedOut),
       checkedInActivity: [...buckets.entries()]
         .filter(([, count]) => count !== 0)
         .sort(([a], [b]) => a - b)
-        .map(([start, count]) => ({ admitted: new Date(start * 60_000).toISOString(), admittedCount: count })),
+        .map(([start, count]) => ({ admitted: new Date(start * 60_000).toISOString(), admittedCount: int32(count) })),
     });
   }
   return stats;

@@ -24,6 +24,9 @@ export interface GuestDetails {
   correlationId?: string;
 }
 
+/** Spec: plusOnes, admittedPlusOnes and the team member statistics are integer (int32). */
+export const INT32_MAX = 2_147_483_647;
+
 export const detailFields = [
   'firstName',
   'otherNames',

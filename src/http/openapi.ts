@@ -7,7 +7,9 @@ extendZodWithOpenApi(z);
 z.config({
   customError: (issue) => {
     if (issue.code === 'invalid_type' && issue.input === undefined) return 'required';
-    if (issue.code === 'invalid_type' && issue.input === null) return `must be a ${issue.expected}, not null (leave an optional field out instead)`;
+    if (issue.code === 'invalid_type' && issue.input === null) {
+      return `must be ${/^[aeiou]/.test(issue.expected) ? 'an' : 'a'} ${issue.expected}, not null (leave an optional field out instead)`;
+    }
     if (issue.code === 'too_small' && issue.origin === 'string' && Number(issue.minimum) === 1) return 'must not be empty';
     return undefined;
   },

@@ -1,4 +1,4 @@
-import { findIana, WINDOWS_TO_IANA_MAP } from 'windows-iana';
+import { findIana } from 'windows-iana';
 
 const known = new Map<string, string | undefined>();
 let canonical: Set<string> | undefined;
@@ -21,6 +21,8 @@ function isIntlZone(name: string): boolean {
  * undefined when neither (docs/identifiers.md, "Time zones").
  */
 export function ianaZone(name: string): string | undefined {
+  // timeZoneId is any string (spec): a text longer than any zone name is none, and is not kept as a cache key.
+  if (name.length > 64) return undefined;
   if (known.has(name)) return known.get(name);
   const zone = [name, ...findIana(name)].find(isIntlZone);
   if (known.size < 10_000) known.set(name, zone);
@@ -81,10 +83,4 @@ export function wallTimeToInstant(wall: number, timeZone: string): number {
   const shows = (t: number) => t + offsetAt(new Date(t), timeZone) === wall;
   const valid = [before, after].filter(shows).sort((a, b) => a - b);
   return valid[0] ?? before;
-}
-
-/** Every name `ianaZone` maps, for the interface document: canonical IANA names, UTC, and Windows names. */
-export function knownTimeZoneNames(): string[] {
-  const windows = WINDOWS_TO_IANA_MAP.filter((entry) => entry.iana.some((zone) => canonicalZones().has(zone))).map((entry) => entry.windowsName);
-  return [...new Set(['UTC', ...canonicalZones(), ...windows])];
 }

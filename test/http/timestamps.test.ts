@@ -59,15 +59,14 @@ describe('date-times without an offset (issue 10 item 3)', () => {
 });
 
 describe('time zone names (issue 10 item 3)', () => {
-  it('accepts IANA and Windows names on events and users alike, and refuses other names the same way', async () => {
+  it('accepts IANA and Windows names on events and users alike, and keeps other names as given (spec: timeZoneId is a string)', async () => {
     expect((await bob.call('PUT', '/users/v1/api/user', { id: bob.id, timeZoneId: 'W. Europe Standard Time' })).status).toBe(204);
     expect((await bob.call('PUT', '/users/v1/api/user', { id: bob.id, timeZoneId: 'Europe/Berlin' })).status).toBe(204);
-    const badUser = await bob.call('PUT', '/users/v1/api/user', { id: bob.id, timeZoneId: 'Mars/Olympus' });
-    expect(badUser.status).toBe(400);
-    expect(badUser.body.errors[0].path).toBe('timeZoneId');
-    const badEvent = await event({ timeZoneId: 'Mars/Olympus', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T20:00:00Z' });
-    expect(badEvent.status).toBe(400);
-    expect(badEvent.body.errors[0].path).toBe('timeZoneId');
+    // Not a zone, yet a string: kept, and skipped where a zone is needed (test/http/integrator-conformance-3.test.ts).
+    expect((await bob.call('PUT', '/users/v1/api/user', { id: bob.id, timeZoneId: 'Mars/Olympus' })).status).toBe(204);
+    const otherEvent = await event({ timeZoneId: 'Mars/Olympus', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T20:00:00Z' });
+    expect(otherEvent.status).toBe(200);
+    expect(otherEvent.body.timeZoneId).toBe('Mars/Olympus');
   });
 
   it('shows export times in a Windows-named zone of the client (the event has none)', async () => {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { registry } from '../openapi.js';
 import { DateTime, Guid, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf, PlainId, QueryInt } from './common.js';
 import { ex } from './example-values.js';
-import { guestStream, rejectionReasons } from '../../domain/guest.js';
+import { guestStream, INT32_MAX, rejectionReasons } from '../../domain/guest.js';
 import { HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT } from '../../commands/guest-history.js';
 
 /** Optional in the spec; CRMs often send null for "no value": null is treated as absent. */
@@ -11,7 +11,9 @@ const optional = nullAsAbsent;
 /** Spec: a Guest field typed string is any string: no length or pattern of ours (BODY_LIMIT bounds a request). */
 const text = () => z.string();
 /** Spec: integer (int32). A count, so not negative. */
-export const Int32Count = z.number().int().min(0).max(2_147_483_647);
+export const Int32Count = z.number().int().min(0).max(INT32_MAX).openapi({ format: 'int32' });
+/** A count the spec types integer (int32) in an answer. */
+const Int32 = z.number().int().openapi({ format: 'int32' });
 /** An optional GUID that may be null or nil (read as absent), stated so in the document. */
 const optionalGuid = () =>
   optional(OptionalGuid).openapi({ type: ['string', 'null'], format: 'uuid', description: 'Guest id; generated when absent, null or the nil GUID' });
@@ -114,8 +116,8 @@ export const GuestResponse = registry.register(
     otherNames: erasable(),
     lastName: erasable(),
     email: erasable(),
-    plusOnes: z.number().int().optional(),
-    admittedPlusOnes: z.number().int(),
+    plusOnes: Int32.optional(),
+    admittedPlusOnes: Int32,
     additionalInfo: erasable(),
     barcode: erasable(),
     tags: z.string().optional(),
@@ -397,12 +399,12 @@ export const TeamStatsResponse = registry.register(
         eventId: z.string(),
         teamMemberId: z.string(),
         username: z.string(),
-        checkedIn: z.number().int().openapi({ description: 'People checked in (guests and plus ones), annulled ones subtracted' }),
-        checkedOut: z.number().int(),
+        checkedIn: Int32.openapi({ description: `People checked in (guests and plus ones), annulled ones subtracted; at most ${INT32_MAX} (int32), where a larger count stops` }),
+        checkedOut: Int32.openapi({ description: `People checked out; at most ${INT32_MAX} (int32), where a larger count stops` }),
         checkedInActivity: z.array(
           z.object({
             admitted: z.string().openapi({ description: 'Start of the bucket (UTC)' }),
-            admittedCount: z.number().int(),
+            admittedCount: Int32.openapi({ description: `People checked in during the bucket; at most ${INT32_MAX} (int32)` }),
           }),
         ),
       }),

@@ -21,7 +21,7 @@ export const EraseBatchBody = registry.register(
   z
     .object({
       reason,
-      ids: z.array(PlainId).min(1).max(200).optional().openapi({ description: 'Up to 200 guest ids or customIds of the event' }),
+      ids: z.array(PlainId).min(1).max(200, 'at most 200 guest ids or customIds per call').optional().openapi({ description: 'Up to 200 guest ids or customIds of the event' }),
       all: z.literal(true).optional().openapi({ description: 'Every guest of the event (instead of ids)' }),
     })
     .refine((b) => (b.ids !== undefined) !== (b.all !== undefined), { message: 'give either ids or all: true', path: ['ids'] })
