@@ -164,6 +164,57 @@ describe('embedded read store', () => {
   });
 
   // Its speed is measured by `npm run bench -- checkin` (searches among 100,000 guests); a test asserts no time.
+  it('keeps an index group in order through adds, renames, moves to another group and deletes made between reads', async () => {
+    const store = new EmbeddedReadStore(':memory:');
+    const guests = store.collection<{ _id: string; eventId: string; lastName: string; firstName: string }>('guests');
+    await guests.createIndex({ name: 'event_name', keys: { eventId: 1, lastName: 1, firstName: 1 } });
+    const live = new Map<string, { eventId: string; lastName: string; firstName: string }>();
+    // A fixed pseudo-random sequence, so a failure can be replayed.
+    let seed = 7;
+    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    let position = 0;
+    const write = async (ops: WriteOp[]) => store.applyBatch(ops, { name: 'projection:guests', position: position++ });
+    const page = async (eventId: string) => {
+      const all: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const found = await guests.find({ eventId }, { sort: { lastName: 1, firstName: 1 }, limit: 37, ...(cursor ? { cursor } : {}) });
+        all.push(...found.items.map((g) => g._id));
+        cursor = found.nextCursor;
+      } while (cursor);
+      return all;
+    };
+    const expected = (eventId: string) =>
+      [...live]
+        .filter(([, g]) => g.eventId === eventId)
+        .sort(([a, x], [b, y]) => cmp(x.lastName, y.lastName) || cmp(x.firstName, y.firstName) || cmp(a, b))
+        .map(([id]) => id);
+    for (let round = 0; round < 40; round++) {
+      const ops: WriteOp[] = [];
+      const touched = new Set<string>();
+      for (let n = 0; n < 25; n++) {
+        const id = `g-${random(300)}`;
+        if (touched.has(id)) continue;
+        touched.add(id);
+        const action = random(10);
+        if (action < 2 && live.has(id)) {
+          ops.push({ kind: 'delete', collection: 'guests', id });
+          live.delete(id);
+        } else {
+          const doc = { eventId: `e${random(2)}`, lastName: `L${random(20)}`, firstName: `F${random(5)}` };
+          ops.push({ kind: 'update', collection: 'guests', id, update: { $set: doc }, upsert: true });
+          live.set(id, doc);
+        }
+      }
+      await write(ops);
+      // Reading one group (or none) between writes leaves the other's changes pending.
+      if (round % 3 !== 2) expect(await page(`e${round % 2}`)).toEqual(expected(`e${round % 2}`));
+    }
+    expect(await page('e0')).toEqual(expected('e0'));
+    expect(await page('e1')).toEqual(expected('e1'));
+    await store.close();
+  });
+
   it('answers a search among 100,000 guests through an index on eventId with exactly the guests a full scan finds', { timeout: 120_000 }, async () => {
     const store = new EmbeddedReadStore(':memory:');
     const guests = store.collection('guests');
