@@ -100,7 +100,10 @@ export const WEBHOOK_URL_PATTERN = new RegExp(`^${HTTPS}://(?:${LABEL}\\.)+${TOP
 /** Checks the URL's form and, when its host is an IP literal, the address. Returns the parsed URL. */
 export function checkUrlForm(raw: string, policy: UrlPolicy): URL {
   if (!policy.allowInsecure && !WEBHOOK_URL_PATTERN.test(raw)) {
-    throw new UrlRefusedError('url must be https:// with a DNS name (not an IP address), an optional port, and a path of URL characters (percent-encode others; no #fragment)');
+    throw new UrlRefusedError(
+      'url must be https:// with a DNS name (not an IP address; an internationalised name in its ASCII form, xn--…), an optional port, ' +
+        'and a path of URL characters (percent-encode others; no #fragment)',
+    );
   }
   let url: URL;
   try {

@@ -50,6 +50,16 @@ describe('webhook URL rules at configuration (SSRF)', () => {
     expect(reply.body.errors?.[0]?.path).toBe('url');
     expect(reply.body.errors?.[0]?.message).toContain('DNS name');
   });
+
+  it('takes an internationalised host name in its ASCII form, and names that form when given the Unicode one', async () => {
+    const unicode = await client.call('POST', `${api}/webhook`, { url: 'https://bücher.example.invalid/hooks' });
+    expect(unicode.status).toBe(400);
+    expect(unicode.body.errors?.[0]?.message).toContain('xn--');
+    const ascii = await client.call('POST', `${api}/webhook`, { url: 'https://xn--bcher-kva.example.invalid/hooks' });
+    expect(ascii.status).toBe(200);
+    expect(ascii.body.url).toBe('https://xn--bcher-kva.example.invalid/hooks');
+    await client.call('POST', `${api}/webhook/delete`);
+  });
 });
 
 describe('webhook URL scheme', () => {
