@@ -77,9 +77,37 @@ describe.skipIf(javaMissing && process.env.CI !== 'true')('faults on Kafka + Fer
     return seen;
   };
 
+  /**
+   * What each role was doing, for a wait that gave up: whether it still runs, its log messages at
+   * warn and above (counted), and its last lines. CI keeps only the test's output, and the roles'
+   * logs go with their DATA_DIR.
+   */
+  const digest = async (): Promise<string> => {
+    const parts: string[] = [`emails written: ${emails()}`];
+    for (const [name, role] of Object.entries(roles)) {
+      const exited = await Promise.race([role.exited.then((e) => JSON.stringify(e)), new Promise<string>((resolve) => setTimeout(() => resolve('running'), 10))]);
+      const counts = new Map<string, number>();
+      for (const line of role.logs) {
+        if (typeof line.level === 'number' && line.level >= 40) counts.set(String(line.msg), (counts.get(String(line.msg)) ?? 0) + 1);
+      }
+      const last = role.logs.slice(-8).map((line) => `    ${JSON.stringify({ level: line.level, msg: line.msg, err: (line.err as { message?: string })?.message })}`);
+      parts.push(`${name} (${exited}): warnings and errors ${JSON.stringify(Object.fromEntries(counts))}`, ...last);
+    }
+    return parts.join('\n');
+  };
+
+  /** `until`, and on giving up the roles' digest in the error. */
+  async function waitFor(probe: () => Promise<true | undefined>, what: string): Promise<void> {
+    try {
+      await until(probe, what, 300_000);
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n${await digest()}`);
+    }
+  }
+
   async function expectEachOnce(invitations: string[], emailsBefore: number, what: string) {
-    await until(async () => (emails() >= emailsBefore + invitations.length ? true : undefined), `${what}: all emails`, 300_000);
-    await until(async () => (invitations.every((id) => sentWebhooks().has(id)) ? true : undefined), `${what}: every comms.sent webhook`, 300_000);
+    await waitFor(async () => (emails() >= emailsBefore + invitations.length ? true : undefined), `${what}: all emails`);
+    await waitFor(async () => (invitations.every((id) => sentWebhooks().has(id)) ? true : undefined), `${what}: every comms.sent webhook`);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const mails = await readOutbox(outbox);
     const perInvitation = new Map<string, number>();
