@@ -800,15 +800,6 @@ class IdsByValue {
   }
 }
 
-/**
- * An index from a createIndex spec. It maps every value of the first key to ids (an
- * array field maps each element, like a MongoDB multikey index), to narrow equality
- * queries; a unique index also maps the whole compound key to its one id.
- *
- * Unique keys treat a missing field as null, as a (non-sparse) MongoDB unique index
- * does: two documents that both lack the field collide. Arrays are compared as whole
- * values, not per element.
- */
 /** A group of a sorted index: its ids in order as of its last read, and the writes since. */
 interface SortedGroup {
   ids: string[];
@@ -818,6 +809,15 @@ interface SortedGroup {
   readonly removed: Set<string>;
 }
 
+/**
+ * An index from a createIndex spec. It maps every value of the first key to ids (an
+ * array field maps each element, like a MongoDB multikey index), to narrow equality
+ * queries; a unique index also maps the whole compound key to its one id.
+ *
+ * Unique keys treat a missing field as null, as a (non-sparse) MongoDB unique index
+ * does: two documents that both lack the field collide. Arrays are compared as whole
+ * values, not per element.
+ */
 class SecondaryIndex {
   readonly firstPath: string;
   private readonly paths: string[];

@@ -58,12 +58,11 @@ export const PlainId = z
  * Spec: timeZoneId (Event, User) is a string, so any string, stored and answered as given. Where a
  * zone is needed, an IANA name (`Europe/Berlin`) or a Windows name (`W. Europe Standard Time`) is
  * used and any other text is skipped for the next zone (docs/identifiers.md, "Time zones"). A new,
- * unregistered schema each call: a field that also takes null (`orNull`) needs it inline, since the
- * document would write a nullable reference as allOf [TimeZoneId, string|null], which null fails.
+ * unregistered schema each call: a field that also takes null needs it inline, since the document
+ * would write a nullable reference as allOf [TimeZoneId, string|null], which null fails.
  */
-export const timeZoneName = (orNull = false) =>
+export const timeZoneName = () =>
   z.string().openapi({
-    ...(orNull ? { type: ['string', 'null'] } : {}),
     example: 'Europe/Berlin',
     description:
       'Any string (spec: string), kept as given. An IANA time zone or a Windows time zone name is the zone of offset-less date-times, exports, ' +

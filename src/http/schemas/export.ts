@@ -22,7 +22,7 @@ export const ExportBody = registry.register(
     id: PlainId.openapi({ description: 'The event to export (required: an event of the caller)' }),
     // The export reads; it changes no event, so null in an optional field is "not given" (docs/api.md, Bodies).
     active: nullAsAbsent(z.boolean()),
-    timeZoneId: nullAsAbsent(timeZoneName(true)),
+    timeZoneId: nullAsAbsent(timeZoneName()),
     tags: nullAsAbsent(z.string()),
     customData: nullAsAbsent(z.string()),
   }).openapi({
