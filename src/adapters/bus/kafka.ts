@@ -312,7 +312,11 @@ export class KafkaBus implements Bus {
 const COMMIT_EVERY = 500;
 
 class KafkaBusConsumer implements Consumer {
-  private readonly consumer: KafkaConsumer;
+  /** Replaced when kafkajs gives it up (see `restartAfterCrash`). */
+  private consumer: KafkaConsumer;
+  /** Set once a consumer has joined its group: a crash before that is start()'s to report. */
+  private joinedOnce = false;
+  private restarting = false;
   private readonly topics: string[];
   private readonly maxAttempts: number;
   private readonly retryDelayMs: (attempt: number) => number;
@@ -329,8 +333,12 @@ class KafkaBusConsumer implements Consumer {
     this.topics = [...new Set(options.topics)];
     this.maxAttempts = Math.max(1, options.maxAttempts ?? 5);
     this.retryDelayMs = options.retryDelayMs ?? defaultRetryDelayMs;
-    this.consumer = bus.kafka.consumer({
-      groupId: options.groupId,
+    this.consumer = this.newConsumer();
+  }
+
+  private newConsumer(): KafkaConsumer {
+    const consumer = this.bus.kafka.consumer({
+      groupId: this.options.groupId,
       allowAutoTopicCreation: false,
       // Short enough that a crashed member's partitions move on in seconds, long enough for slow handlers' retries.
       sessionTimeout: 10_000,
@@ -338,6 +346,41 @@ class KafkaBusConsumer implements Consumer {
       // Fetches wait at most this long for data, which bounds how long a rebalance or stop waits for them.
       maxWaitTimeInMs: 250,
     });
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart && consumer === this.consumer && this.joinedOnce && !this.restarting) void this.restartAfterCrash(payload.error);
+    });
+    return consumer;
+  }
+
+  /**
+   * kafkajs restarts a crashed consumer only after a retriable error; after some others (a group
+   * coordinator not found when a broker comes back: kafkajs issues #1445 and #1630) it stays
+   * stopped for good, and this process would consume nothing more. So a consumer kafkajs gives up
+   * is replaced by a new one, started again with a back-off until it joins or the bus is closed.
+   */
+  private async restartAfterCrash(error: Error): Promise<void> {
+    const { groupId } = this.options;
+    this.bus.logger.error({ err: error, groupId }, 'kafka bus: consumer stopped after an error kafkajs does not restart from; starting a new one');
+    this.restarting = true;
+    try {
+      for (let attempt = 1; !this.abort.signal.aborted; attempt++) {
+        await this.consumer.disconnect().catch(() => undefined);
+        if (this.abort.signal.aborted) return;
+        this.consumer = this.newConsumer();
+        try {
+          await this.start();
+          // Closed while it was joining: close() disconnected the one before.
+          if (this.abort.signal.aborted) await this.consumer.disconnect().catch(() => undefined);
+          else this.bus.logger.info({ groupId, attempt }, 'kafka bus: consumer restarted');
+          return;
+        } catch (failure) {
+          this.bus.logger.warn({ err: failure, groupId, attempt }, 'kafka bus: consumer restart failed; trying again');
+          await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 1_000 * attempt)).unref());
+        }
+      }
+    } finally {
+      this.restarting = false;
+    }
   }
 
   /** Connects, subscribes and resolves once the consumer has joined its group. */
@@ -366,6 +409,7 @@ class KafkaBusConsumer implements Consumer {
         this.bus.joinTimeoutMs,
         `kafka consumer of group ${this.options.groupId} did not join within ${this.bus.joinTimeoutMs} ms`,
       );
+      this.joinedOnce = true;
     } finally {
       for (const remove of removers) remove();
     }
