@@ -295,6 +295,29 @@ if (mongo.url) {
     uniqueIndexesTreatMissingAsNull: !ferretDb,
   });
 
+  describe('MongoDB-protocol server: what the read store relies on', () => {
+    // applyBatch writes by _id alone so that every write is an index lookup. FerretDB 1.24 as
+    // released never used its _id index (scripts/ferretdb.sh, fix_id_index): each write then read
+    // the whole collection. This fails on such a server, and on a MongoDB answering by a scan.
+    it('answers a lookup by _id from an index, not by reading the collection', async () => {
+      const raw = new MongoClient(url);
+      try {
+        const collection = raw.db(dbName).collection<{ _id: string; n: number }>('id_lookup');
+        await collection.insertMany(Array.from({ length: 50 }, (_, n) => ({ _id: `doc-${n}`, n })));
+        const plan = JSON.stringify((await collection.find({ _id: 'doc-7' }).explain()).queryPlanner);
+        if (ferretDb) {
+          expect(plan).toMatch(/SEARCH \S+ USING INDEX/);
+          expect(plan).not.toMatch(/detail=SCAN/);
+        } else {
+          expect(plan).toMatch(/IDHACK|EXPRESS_IXSCAN|IXSCAN|EOF/);
+          expect(plan).not.toMatch(/COLLSCAN/);
+        }
+      } finally {
+        await raw.close();
+      }
+    });
+  });
+
   describe('MongoDB read store: a batch cut short by a crash', () => {
     it('replays the batch after a crash between its writes and its checkpoint without applying anything twice', async () => {
       const store = new MongoReadStore({ url, dbName });

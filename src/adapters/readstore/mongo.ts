@@ -92,7 +92,7 @@ export class MongoReadStore implements ReadStore {
    *
    * A replay can only follow a batch that wrote and then did not move its checkpoints (a
    * crash between the two). So a batch first marks its checkpoints `pending`; while none is
-   * pending, ops are plain writes by `_id` (the one filter FerretDB answers from an index),
+   * pending, ops are plain writes by `_id` (an index lookup; FerretDB 1.24 pushes no other filter down),
    * skipping ops at or below their checkpoint. After a crash the marks are still there and
    * the next batch writes guarded: each op only while the document has not seen its position.
    */
