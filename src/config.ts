@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { connectionStringProblem } from './adapters/eventstore/esdb.js';
-import { defaultKafkaMaxBatchBytes, minKafkaMaxBatchBytes } from './adapters/bus/kafka.js';
+import { defaultKafkaMaxBatchBytes, kafkaNamespacePattern, minKafkaMaxBatchBytes } from './adapters/bus/kafka.js';
 import { parseKey } from './shared/encryption.js';
 
 /** The one config reader (DESIGN.md section 6). Only the composition root and the CLIs call it. */
@@ -20,6 +20,11 @@ export interface Config {
    * under it; a relayed event larger goes without its data). At or below the topics' max.message.bytes.
    */
   kafkaMaxBatchBytes: number;
+  /**
+   * KAFKA_NAMESPACE: prefix (`<namespace>.`) of every topic and consumer group of this deployment,
+   * so that deployments sharing a Kafka cluster do not consume one another's messages. Unset: none.
+   */
+  kafkaNamespace?: string;
   /** FULL (default) fsyncs each append; NORMAL trades the last writes on power loss for speed. */
   sqliteSynchronous: 'FULL' | 'NORMAL';
   readYourWritesTimeoutMs: number;
@@ -168,6 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongoDb: env.MONGO_DB || 'checkin',
     kafkaBrokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean) : undefined,
     kafkaMaxBatchBytes: int('KAFKA_MAX_BATCH_BYTES', defaultKafkaMaxBatchBytes),
+    kafkaNamespace: env.KAFKA_NAMESPACE || undefined,
     sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
     readYourWritesTimeoutMs: int('READ_YOUR_WRITES_TIMEOUT_MS', 2000),
     // Spec Limits: 200 records per call, each with an image "under 50 kB" (68,268 base64 characters)
@@ -223,6 +229,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.exportTtlMinutes < 1) problems.push('EXPORT_TTL_MINUTES must be at least 1');
   if (config.kafkaMaxBatchBytes < minKafkaMaxBatchBytes) {
     problems.push(`KAFKA_MAX_BATCH_BYTES must be at least ${minKafkaMaxBatchBytes} (and at most the topics' max.message.bytes), got ${config.kafkaMaxBatchBytes}`);
+  }
+  if (config.kafkaNamespace !== undefined && !kafkaNamespacePattern.test(config.kafkaNamespace)) {
+    problems.push(`KAFKA_NAMESPACE may hold only letters, digits, '.', '_' and '-' (at most 100), got ${JSON.stringify(config.kafkaNamespace)}`);
   }
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
     problems.push('ADMIN_API_KEY must be at least 16 characters');

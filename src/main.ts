@@ -146,7 +146,13 @@ export function createPlatform(
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
     : new EmbeddedReadStore(file('read-models.sqlite'));
   const bus = config.kafkaBrokers
-    ? new KafkaBus({ brokers: config.kafkaBrokers, clientId: 'checkin-service', maxBatchBytes: config.kafkaMaxBatchBytes, logger: logger.child({ adapter: 'kafka' }) })
+    ? new KafkaBus({
+        brokers: config.kafkaBrokers,
+        clientId: 'checkin-service',
+        maxBatchBytes: config.kafkaMaxBatchBytes,
+        namespace: config.kafkaNamespace,
+        logger: logger.child({ adapter: 'kafka' }),
+      })
     : new EmbeddedBus(file('bus.sqlite'), { logger: logger.child({ adapter: 'embedded-bus' }) });
   logger.info(
     { eventStore: eventStore.kind, readStore: readStore.kind, bus: bus.kind, dataDir: config.dataDir },

@@ -59,7 +59,16 @@ export interface KafkaBusOptions {
    * default 1,048,588), which the broker enforces per record batch with MESSAGE_TOO_LARGE.
    */
   maxBatchBytes?: number;
+  /**
+   * KAFKA_NAMESPACE: put before every topic and consumer group name as `<namespace>.`, so that
+   * several deployments (staging beside production, a bench beside a test run) can share one
+   * cluster without consuming one another's messages. Callers keep using the plain names.
+   */
+  namespace?: string;
 }
+
+/** What KAFKA_NAMESPACE may hold: Kafka's legal topic characters, leaving room for the names. */
+export const kafkaNamespacePattern = /^[A-Za-z0-9._-]{1,100}$/;
 
 /** Default of KafkaBusOptions.maxBatchBytes: 48 kB below the broker's default `message.max.bytes`. */
 export const defaultKafkaMaxBatchBytes = 1_000_000;
@@ -116,7 +125,9 @@ export class KafkaBus implements Bus {
   readonly joinTimeoutMs: number;
   readonly closeTimeoutMs: number;
   private readonly pingTimeoutMs: number;
-  /** Topics known to exist (or being created), so createTopics runs once per topic. */
+  /** `<namespace>.`, or nothing. */
+  private readonly prefix: string;
+  /** Topics known to exist (or being created), by their name on the server, so createTopics runs once per topic. */
   private readonly topics = new Map<string, Promise<void>>();
   private readonly consumers = new Set<KafkaBusConsumer>();
   private producer?: Promise<Producer>;
@@ -133,6 +144,10 @@ export class KafkaBus implements Bus {
       throw new Error(`kafka bus: maxBatchBytes must be an integer of at least ${minKafkaMaxBatchBytes}, got ${this.maxBatchBytes}`);
     }
     this.maxMessageBytes = this.maxBatchBytes - recordBatchOverhead;
+    if (options.namespace !== undefined && !kafkaNamespacePattern.test(options.namespace)) {
+      throw new Error(`kafka bus: namespace must be 1-100 of A-Z a-z 0-9 . _ -, got ${JSON.stringify(options.namespace)}`);
+    }
+    this.prefix = options.namespace ? `${options.namespace}.` : '';
     this.kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
@@ -152,6 +167,16 @@ export class KafkaBus implements Bus {
    * checkpoint and consumers drop repeats (at least once). A message above `maxMessageBytes` is
    * refused before anything of the call is sent.
    */
+  /** A topic's or consumer group's name on the server. */
+  serverName(name: string): string {
+    return this.prefix + name;
+  }
+
+  /** The name callers use for a topic the server names `name`. */
+  callerName(name: string): string {
+    return name.startsWith(this.prefix) ? name.slice(this.prefix.length) : name;
+  }
+
   async publish(topic: string, messages: OutgoingMessage[]): Promise<void> {
     if (messages.length === 0) return;
     const sizes = messages.map(messageBytes);
@@ -165,7 +190,7 @@ export class KafkaBus implements Bus {
       let bytes = recordBatchOverhead;
       while (end < messages.length && (end === start || bytes + sizes[end]! <= this.maxBatchBytes)) bytes += sizes[end++]!;
       await producer.send({
-        topic,
+        topic: this.serverName(topic),
         acks: -1,
         messages: messages.slice(start, end).map(({ key, value, headers }) => ({ key, value, headers: headers ?? {} })),
       });
@@ -198,13 +223,15 @@ export class KafkaBus implements Bus {
   async consumerLag(groupId: string, topics: string[]): Promise<{ topic: string; messages: number }[]> {
     const admin = await this.connectedAdmin();
     const existing = new Set(await admin.listTopics());
-    const present = topics.filter((topic) => existing.has(topic));
-    const committed = present.length > 0 ? await retryRetriable(() => admin.fetchOffsets({ groupId, topics: present })) : [];
+    const present = topics.map((topic) => this.serverName(topic)).filter((name) => existing.has(name));
+    const committed =
+      present.length > 0 ? await retryRetriable(() => admin.fetchOffsets({ groupId: this.serverName(groupId), topics: present })) : [];
     return Promise.all(
       topics.map(async (topic) => {
-        if (!existing.has(topic)) return { topic, messages: 0 };
-        const ends = await retryRetriable(() => admin.fetchTopicOffsets(topic));
-        const group = new Map((committed.find((c) => c.topic === topic)?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+        const name = this.serverName(topic);
+        if (!existing.has(name)) return { topic, messages: 0 };
+        const ends = await retryRetriable(() => admin.fetchTopicOffsets(name));
+        const group = new Map((committed.find((c) => c.topic === name)?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
         let messages = 0;
         for (const end of ends) {
           const done = group.get(end.partition) ?? -1;
@@ -234,7 +261,7 @@ export class KafkaBus implements Bus {
   /** Creates missing topics (an existing one is fine) and remembers them. */
   async ensureTopics(topics: string[]): Promise<void> {
     await Promise.all(
-      [...new Set(topics)].map((topic) => {
+      [...new Set(topics.map((topic) => this.serverName(topic)))].map((topic) => {
         let ready = this.topics.get(topic);
         if (!ready) {
           ready = this.createTopic(topic).catch((error: unknown) => {
@@ -330,7 +357,7 @@ class KafkaBusConsumer implements Consumer {
     private readonly handler: MessageHandler,
     private readonly onClosed: () => void,
   ) {
-    this.topics = [...new Set(options.topics)];
+    this.topics = [...new Set(options.topics)].map((topic) => bus.serverName(topic));
     this.maxAttempts = Math.max(1, options.maxAttempts ?? 5);
     this.retryDelayMs = options.retryDelayMs ?? defaultRetryDelayMs;
     this.consumer = this.newConsumer();
@@ -338,7 +365,7 @@ class KafkaBusConsumer implements Consumer {
 
   private newConsumer(): KafkaConsumer {
     const consumer = this.bus.kafka.consumer({
-      groupId: this.options.groupId,
+      groupId: this.bus.serverName(this.options.groupId),
       allowAutoTopicCreation: false,
       // Short enough that a crashed member's partitions move on in seconds, long enough for slow handlers' retries.
       sessionTimeout: 10_000,
@@ -422,6 +449,7 @@ class KafkaBusConsumer implements Consumer {
    */
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
+    const callerTopic = this.bus.callerName(topic);
     let done: string | undefined;
     let sinceCommit = 0;
     const commit = async () => {
@@ -433,10 +461,10 @@ class KafkaBusConsumer implements Consumer {
     for (const message of batch.messages) {
       // Returning without a commit leaves the offsets to the next member of the group.
       if (this.abort.signal.aborted || !isRunning() || isStale()) return;
-      const delivery = await this.deliver(toBusMessage(topic, partition, message), heartbeat);
+      const delivery = await this.deliver(toBusMessage(callerTopic, partition, message), heartbeat);
       if (delivery.outcome === 'abandoned' || this.abort.signal.aborted) return;
       // A dead letter too large for the bus goes without its value (its headers name the source offset).
-      if (delivery.deadLetter) await this.bus.publish(deadLetterTopic(topic), [fitMessage(delivery.deadLetter, this.bus.maxMessageBytes)]);
+      if (delivery.deadLetter) await this.bus.publish(deadLetterTopic(callerTopic), [fitMessage(delivery.deadLetter, this.bus.maxMessageBytes)]);
       resolveOffset(message.offset);
       done = message.offset;
       if (++sinceCommit >= COMMIT_EVERY) await commit();
