@@ -18,6 +18,10 @@ const areas: [string, RegExp][] = [
   ['event store append (sqlite)', /adapters\/eventstore|better-sqlite3/],
   ['projections + read store', /src\/projections|adapters\/readstore/],
   ['read-your-writes / command loop', /handle-command|read-your-writes|services\.ts/],
+  // Client libraries before the code that calls them: a frame of the driver is the driver's time.
+  ['MongoDB driver (bson, wire protocol)', /node_modules\/(mongodb|bson)\//],
+  ['Kafka client (kafkajs)', /node_modules\/kafkajs\//],
+  ['mailer (outbox files, SendGrid, SMTP) + message rendering', /adapters\/mailer|src\/comms/],
   ['bus / workers', /adapters\/bus|src\/workers/],
   ['door command', /src\/commands/],
   ['metrics / logging', /prom-client|pino|observability/],
