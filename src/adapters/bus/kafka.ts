@@ -158,15 +158,6 @@ export class KafkaBus implements Bus {
     });
   }
 
-  /**
-   * kafkajs puts all messages of one partition of one send into one record batch, which the broker
-   * refuses whole (MESSAGE_TOO_LARGE, not retriable) above the topic's `max.message.bytes`. So the
-   * messages go out in consecutive sends of at most `maxBatchBytes` in all (over all partitions:
-   * the partitioner runs inside kafkajs), each awaited before the next, so one key keeps its
-   * order. A failed send leaves the earlier ones published: the caller publishes again from its
-   * checkpoint and consumers drop repeats (at least once). A message above `maxMessageBytes` is
-   * refused before anything of the call is sent.
-   */
   /** A topic's or consumer group's name on the server. */
   serverName(name: string): string {
     return this.prefix + name;
@@ -177,6 +168,15 @@ export class KafkaBus implements Bus {
     return name.startsWith(this.prefix) ? name.slice(this.prefix.length) : name;
   }
 
+  /**
+   * kafkajs puts all messages of one partition of one send into one record batch, which the broker
+   * refuses whole (MESSAGE_TOO_LARGE, not retriable) above the topic's `max.message.bytes`. So the
+   * messages go out in consecutive sends of at most `maxBatchBytes` in all (over all partitions:
+   * the partitioner runs inside kafkajs), each awaited before the next, so one key keeps its
+   * order. A failed send leaves the earlier ones published: the caller publishes again from its
+   * checkpoint and consumers drop repeats (at least once). A message above `maxMessageBytes` is
+   * refused before anything of the call is sent.
+   */
   async publish(topic: string, messages: OutgoingMessage[]): Promise<void> {
     if (messages.length === 0) return;
     const sizes = messages.map(messageBytes);
