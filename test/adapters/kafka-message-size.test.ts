@@ -4,22 +4,19 @@
  * a publish into sends under KAFKA_MAX_BATCH_BYTES and refuses a single oversized message itself.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
-import { KafkaBus, defaultKafkaMaxBatchBytes, type KafkaBusOptions } from '../../src/adapters/bus/kafka.js';
+import { describe, expect, it } from 'vitest';
+import { KafkaBus, defaultKafkaMaxBatchBytes } from '../../src/adapters/bus/kafka.js';
 import {
   dataOmittedHeader,
   deadLetterTopic,
   messageBytes,
   MessageTooLargeError,
   type BusMessage,
-  type Consumer,
   type OutgoingMessage,
 } from '../../src/adapters/bus/port.js';
 import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/shared/logger.js';
-import { realServer } from '../support/real-servers.js';
+import { kafkaBuses } from '../support/kafka-buses.js';
 
-const logger = createLogger(process.env.LOG_LEVEL ?? 'silent');
 const unique = (name: string): string => `size-${name}-${randomUUID().slice(0, 8)}`;
 /** Hang guard for a delivery, far above any real figure. */
 const WAIT_MS = 30_000;
@@ -49,14 +46,7 @@ describe('KAFKA_MAX_BATCH_BYTES (no broker needed)', () => {
   });
 });
 
-const kafka = await realServer('kafka');
-const buses: KafkaBus[] = [];
-const consumers: Consumer[] = [];
-afterAll(async () => {
-  await Promise.allSettled(consumers.map((consumer) => consumer.close()));
-  await Promise.allSettled(buses.map((bus) => bus.close()));
-  await kafka.stop();
-});
+const { kafka, open, consumers } = await kafkaBuses({ clientId: 'bus-size' });
 
 if (!kafka.url) {
   // Runs whenever a real server is reachable; under CI=true realServer() throws instead of skipping.
@@ -64,13 +54,6 @@ if (!kafka.url) {
     it('needs KAFKA_BROKERS or a container runtime', () => {});
   });
 } else {
-  const brokers = kafka.url.split(',').map((broker) => broker.trim());
-  const open = (options: Partial<KafkaBusOptions> = {}): KafkaBus => {
-    const bus = new KafkaBus({ brokers, clientId: 'bus-size', logger, ...options });
-    buses.push(bus);
-    return bus;
-  };
-
   /** Creates a 1-partition topic whose broker-side record batch limit is `maxMessageBytes`. */
   async function topicWithLimit(bus: KafkaBus, name: string, maxMessageBytes: number): Promise<string> {
     const admin = bus.kafka.admin();

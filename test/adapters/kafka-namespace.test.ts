@@ -5,24 +5,16 @@
  * come back under them.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KafkaBus } from '../../src/adapters/bus/kafka.js';
-import { deadLetterTopic, type BusMessage, type Consumer } from '../../src/adapters/bus/port.js';
+import { deadLetterTopic, type BusMessage } from '../../src/adapters/bus/port.js';
 import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/shared/logger.js';
-import { realServer } from '../support/real-servers.js';
+import { kafkaBuses } from '../support/kafka-buses.js';
+import { eventually as until } from '../webhooks/receiver.js';
 
-const logger = createLogger(process.env.LOG_LEVEL ?? 'silent');
 /** Hang guard for a delivery, far above any real figure. */
 const WAIT_MS = 30_000;
-
-async function eventually(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + WAIT_MS;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const eventually = (condition: () => boolean | Promise<boolean>, what: string) => until(async () => (await condition()) || undefined, WAIT_MS, what);
 
 describe('KAFKA_NAMESPACE (no broker needed)', () => {
   it('is unset by default, taken as given, and refused with a reason when it holds other characters', () => {
@@ -42,14 +34,7 @@ describe('KAFKA_NAMESPACE (no broker needed)', () => {
   });
 });
 
-const kafka = await realServer('kafka');
-const buses: KafkaBus[] = [];
-const consumers: Consumer[] = [];
-afterAll(async () => {
-  await Promise.allSettled(consumers.map((consumer) => consumer.close()));
-  await Promise.allSettled(buses.map((bus) => bus.close()));
-  await kafka.stop();
-});
+const { kafka, open: openBus, consumers } = await kafkaBuses({ clientId: 'bus-namespace', partitions: 1 });
 
 if (!kafka.url) {
   // Runs whenever a real server is reachable; under CI=true realServer() throws instead of skipping.
@@ -57,12 +42,7 @@ if (!kafka.url) {
     it('needs KAFKA_BROKERS or a container runtime', () => {});
   });
 } else {
-  const brokers = kafka.url.split(',').map((broker) => broker.trim());
-  const open = (namespace: string): KafkaBus => {
-    const bus = new KafkaBus({ brokers, clientId: 'bus-namespace', logger, partitions: 1, namespace });
-    buses.push(bus);
-    return bus;
-  };
+  const open = (namespace: string): KafkaBus => openBus({ namespace });
 
   describe('kafka namespaces (real broker)', () => {
     it('keeps two deployments with the same topic and group names apart', async () => {
