@@ -1,0 +1,84 @@
+/**
+ * npx tsx bench/profile/door-during-sends.ts: what the send and webhook workers cost the door on
+ * the embedded default, where they share the door's thread (issue 13 goal 6). One service
+ * (SQLITE_SYNCHRONOUS=FULL, real @sendgrid/mail client; the SendGrid double and the webhook
+ * receiver in a process of their own, remote-doubles.ts), 60,000 guests at the door, three phases
+ * of check-in scans (50 connections, 6 s each, each on guests of its own):
+ *   1. scans alone;
+ *   2. scans while 4,000 guests are imported into another event without invitations;
+ *   3. scans while 4,000 guests are imported with an invitation each (emails sent, comms.sent
+ *      webhooks delivered).
+ * Then, without scans, a burst of 2,000 invitations: the service process's CPU per email.
+ */
+import { spawn } from 'node:child_process';
+import { createClient, startTestService } from '../../test/support/service.js';
+import { load, type LoadResult } from '../support.js';
+
+const GUESTS = 60_000;
+const PHASE = GUESTS / 3;
+const IMPORTED = 4_000;
+const SECONDS = 6;
+
+const doubles = spawn(process.execPath, ['--import', 'tsx', new URL('./remote-doubles.ts', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'inherit'] });
+const remote = await new Promise<{ sendgridUrl: string; apiKey: string; hookUrl: string }>((resolve) => doubles.stdout!.once('data', (line) => resolve(JSON.parse(String(line)))));
+const service = await startTestService({
+  LOG_LEVEL: 'silent',
+  SQLITE_SYNCHRONOUS: 'FULL',
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+  WEBHOOK_ALLOW_INSECURE: 'true',
+  SENDGRID_API_KEY: remote.apiKey,
+  SENDGRID_BASE_URL: remote.sendgridUrl,
+  SEND_CONCURRENCY: '8',
+});
+try {
+  const client = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+  await client.call('POST', '/comms/v1/api/comms/webhook', { url: remote.hookUrl });
+  const newEvent = async (title: string) => (await client.call('POST', '/checkin/v1/api/event', { title, startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' })).body.id as string;
+  const html = `<h1>{{eventTitle}}</h1><p>Dear {{fullName}}, your code is <b>{{barcode}}</b>.</p>${'<p>Programme: talks, dinner and music until late.</p>'.repeat(20)}`;
+  const templateFor = async (eventId: string) => (await client.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invitation', subject: 'Welcome {{firstName}}', html })).body.id as string;
+  const upsert = async (eventId: string, count: number, guest: (i: number) => Record<string, unknown>) => {
+    for (let start = 0; start < count; start += 200) {
+      const reply = await client.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, Array.from({ length: Math.min(200, count - start) }, (_, k) => guest(start + k)));
+      if (reply.status !== 204) throw new Error(`upsert: ${reply.status} ${JSON.stringify(reply.body)}`);
+    }
+  };
+  const door = await newEvent('Stadium');
+  await upsert(door, GUESTS, (i) => ({ firstName: `F${i}`, lastName: 'L', barcode: `BC-${i}`, plusOnes: 1 }));
+  const headers = { authorization: `Bearer ${client.token}`, 'ocp-apim-subscription-key': client.subscriptionKey, 'content-type': 'application/json' };
+  const scans = async (phase: number): Promise<LoadResult> => {
+    const bodies = Array.from({ length: PHASE }, (_, k) => JSON.stringify({ barcode: `BC-${phase * PHASE + k}`, gate: `G${k % 4}` }));
+    const result = await load({ url: `${service.url}/checkin/v1/api/guests/${door}/checkin`, method: 'POST', headers, connections: 50, durationSec: SECONDS, bodies });
+    if (result.non2xx > 0 || result.errors > 0 || result.total > PHASE) throw new Error(`phase ${phase + 1}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.total} scans of ${PHASE} guests`);
+    return result;
+  };
+  const sent = () => service.platform.readStore.collection('invitations').count({ status: 'sent' });
+  const line = (name: string, r: LoadResult, extra = '') => console.log(`${name.padEnd(52)} ${Math.round(r.requestsPerSec)} scans/s, p50 ${r.p50} ms, p99 ${r.p99} ms${extra}`);
+
+  line('1. scans alone', await scans(0));
+  const plain = await newEvent('Plain import');
+  const plainImport = upsert(plain, IMPORTED, (i) => ({ firstName: `P${i}`, lastName: 'I', email: `p${i}@example.com`, barcode: `P-${i}` }));
+  line(`2. while ${IMPORTED} guests are imported`, await scans(1));
+  await plainImport;
+  const gala = await newEvent('Gala');
+  const template = await templateFor(gala);
+  const invited = upsert(gala, IMPORTED, (i) => ({ firstName: `G${i}`, lastName: 'I', email: `g${i}@example.com`, barcode: `G-${i}`, commsTemplateId: template }));
+  const during = await scans(2);
+  const sentInWindow = await sent();
+  await invited;
+  const started = Date.now();
+  while ((await sent()) < IMPORTED) await new Promise((resolve) => setTimeout(resolve, 20));
+  line(`3. while ${IMPORTED} guests are imported and invited`, during, `; ${sentInWindow} emails sent in the window, the rest ${((Date.now() - started) / 1000).toFixed(1)} s after it`);
+
+  const burstEvent = await newEvent('Burst');
+  const burstTemplate = await templateFor(burstEvent);
+  const cpu = process.cpuUsage();
+  const t0 = Date.now();
+  await upsert(burstEvent, 2_000, (i) => ({ firstName: `B${i}`, lastName: 'I', email: `b${i}@example.com`, barcode: `B-${i}`, commsTemplateId: burstTemplate }));
+  while ((await sent()) < IMPORTED + 2_000) await new Promise((resolve) => setTimeout(resolve, 20));
+  const used = process.cpuUsage(cpu);
+  console.log(`4. 2,000 invitations, no scans: sent in ${((Date.now() - t0) / 1000).toFixed(1)} s, service process CPU ${Math.round((used.user + used.system) / 2_000)} µs per email (the import included)`);
+} finally {
+  await service.close();
+  doubles.kill();
+}
+process.exit(0);
