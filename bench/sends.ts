@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { SendGridMailer } from '../src/adapters/mailer/sendgrid.js';
 import { startSendGridDouble } from '../test/support/sendgrid-double.js';
 import { createClient, startTestService, type Client } from '../test/support/service.js';
-import { fmt, percentile, record, table } from './support.js';
+import { fmt, percentile, record, table, until } from './support.js';
 
 const BURST = Number(process.env.BENCH_SENDS ?? 2_000);
 const PACED = 100;
@@ -41,15 +41,6 @@ async function startReceiver() {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   return { url, arrivals, close: () => new Promise((resolve) => server.close(resolve)) };
-}
-
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 600_000): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return Date.now();
 }
 
 async function setUp(client: Client, receiverUrl: string, attachPdf: boolean) {

@@ -94,3 +94,13 @@ export function record(title: string, body: string): void {
 }
 
 export const tempDir = (prefix: string): string => fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+
+/** Polls `condition` every 20 ms; the time it first held (epoch ms). Fails, naming `what`, after `timeoutMs` (a hang guard). */
+export async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 600_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return Date.now();
+}
