@@ -11,6 +11,7 @@
  * Then, without scans, a burst of 2,000 invitations: the service process's CPU per email.
  */
 import { spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
 import { doorWithGuests } from './door.js';
 import { load, until, type LoadResult } from '../support.js';
 
@@ -19,7 +20,7 @@ const PHASE = GUESTS / 3;
 const IMPORTED = 4_000;
 const SECONDS = 6;
 
-const doubles = spawn(process.execPath, ['--import', 'tsx', new URL('./remote-doubles.ts', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'inherit'] });
+const doubles = spawn(process.execPath, ['--import', 'tsx', new URL('./remote-doubles.ts', import.meta.url).pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
 const remote = await new Promise<{ sendgridUrl: string; apiKey: string; hookUrl: string }>((resolve) => doubles.stdout!.once('data', (line) => resolve(JSON.parse(String(line)))));
 const { service, client, eventId: door, headers, bodies } = await doorWithGuests(GUESTS, {
   env: { WEBHOOK_ALLOW_INSECURE: 'true', SENDGRID_API_KEY: remote.apiKey, SENDGRID_BASE_URL: remote.sendgridUrl, SEND_CONCURRENCY: '8' },
@@ -36,13 +37,17 @@ try {
       if (reply.status !== 204) throw new Error(`upsert: ${reply.status} ${JSON.stringify(reply.body)}`);
     }
   };
+  // The main thread's event-loop utilisation (1: never idle) over each phase, beside the scans.
+  let loopUse = 0;
   const scans = async (phase: number): Promise<LoadResult> => {
+    const before = performance.eventLoopUtilization();
     const result = await load({ url: `${service.url}/checkin/v1/api/guests/${door}/checkin`, method: 'POST', headers, connections: 50, durationSec: SECONDS, bodies: bodies.slice(phase * PHASE, (phase + 1) * PHASE) });
+    loopUse = performance.eventLoopUtilization(before).utilization;
     if (result.non2xx > 0 || result.errors > 0 || result.total > PHASE) throw new Error(`phase ${phase + 1}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.total} scans of ${PHASE} guests`);
     return result;
   };
   const sent = () => service.platform.readStore.collection('invitations').count({ status: 'sent' });
-  const line = (name: string, r: LoadResult, extra = '') => console.log(`${name.padEnd(52)} ${Math.round(r.requestsPerSec)} scans/s, p50 ${r.p50} ms, p99 ${r.p99} ms${extra}`);
+  const line = (name: string, r: LoadResult, extra = '') => console.log(`${name.padEnd(52)} ${Math.round(r.requestsPerSec)} scans/s, p50 ${r.p50} ms, p99 ${r.p99} ms, main thread busy ${Math.round(loopUse * 100)}%${extra}`);
 
   line('1. scans alone', await scans(0));
   const plain = await newEvent('Plain import');

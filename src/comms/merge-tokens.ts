@@ -1,4 +1,5 @@
 import Handlebars from 'handlebars';
+import { LRUCache } from 'lru-cache';
 import { parseDocument, DomUtils } from 'htmlparser2';
 import { imageTag, type CodeImage } from './code-images.js';
 
@@ -167,8 +168,19 @@ function editDistance(a: string, b: string): number {
   return previous[b.length]!;
 }
 
-/** The merge tokens a template source names (output or block condition); none for a source that does not parse. */
-export function tokensUsed(source: string): Set<string> {
+const usedCache = new LRUCache<string, ReadonlySet<string>>({ max: 500 });
+
+/**
+ * The merge tokens a template source names (output or block condition); none for a source that
+ * does not parse. Kept per source: every send of a template asks again.
+ */
+export function tokensUsed(source: string): ReadonlySet<string> {
+  let used = usedCache.get(source);
+  if (!used) usedCache.set(source, (used = parsedTokens(source)));
+  return used;
+}
+
+function parsedTokens(source: string): Set<string> {
   const used = new Set<string>();
   const visit = (node: unknown): void => {
     if (Array.isArray(node)) return node.forEach(visit);

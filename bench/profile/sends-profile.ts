@@ -1,0 +1,72 @@
+/**
+ * npx tsx bench/profile/sends-profile.ts: a CPU profile of the service's main thread while 2,000
+ * guests are imported with an invitation each and every email is sent (the real @sendgrid/mail
+ * client against the SendGrid double, comms.sent delivered to a webhook receiver; both in a
+ * process of their own, remote-doubles.ts). Written to sends.cpuprofile (PROFILE_OUT to name
+ * another file), with the self time per area, the heaviest functions, and per email the main
+ * thread's busy time (event-loop utilisation) and the process's CPU. PROFILE=off measures without
+ * the profiler. Issue 13 goal 6: what an invitation costs the door's thread.
+ */
+import fs from 'node:fs';
+import { spawn } from 'node:child_process';
+import { Session } from 'node:inspector/promises';
+import { performance } from 'node:perf_hooks';
+import { doorWithGuests } from './door.js';
+import { until } from '../support.js';
+import { heaviest, summarise } from './areas.js';
+
+const INVITED = Number(process.env.BENCH_GUESTS ?? 2_000);
+const doubles = spawn(process.execPath, ['--import', 'tsx', new URL('./remote-doubles.ts', import.meta.url).pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
+const remote = await new Promise<{ sendgridUrl: string; apiKey: string; hookUrl: string }>((resolve) => doubles.stdout!.once('data', (line) => resolve(JSON.parse(String(line)))));
+const { service, client } = await doorWithGuests(0, {
+  env: { WEBHOOK_ALLOW_INSECURE: 'true', SENDGRID_API_KEY: remote.apiKey, SENDGRID_BASE_URL: remote.sendgridUrl, SEND_CONCURRENCY: '8' },
+  access: { commsApiEnabled: true, senderTrusted: true },
+});
+try {
+  await client.call('POST', '/comms/v1/api/comms/webhook', { url: remote.hookUrl });
+  const eventId = (await client.call('POST', '/checkin/v1/api/event', { title: 'Gala', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' })).body.id as string;
+  const html = `<h1>{{eventTitle}}</h1><p>Dear {{fullName}}, your code is <b>{{barcode}}</b>.</p>${'<p>Programme: talks, dinner and music until late.</p>'.repeat(20)}`;
+  const template = (await client.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invitation', subject: 'Welcome {{firstName}}', html })).body.id as string;
+  const sent = () => service.platform.readStore.collection('invitations').count({ status: 'sent' });
+  const profiling = process.env.PROFILE !== 'off';
+  const session = new Session();
+  if (profiling) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 500 });
+    await session.post('Profiler.start');
+  }
+  const loop = performance.eventLoopUtilization();
+  const cpu = process.cpuUsage();
+  const started = Date.now();
+  for (let start = 0; start < INVITED; start += 200) {
+    const batch = Array.from({ length: Math.min(200, INVITED - start) }, (_, k) => ({ firstName: `G${start + k}`, lastName: 'I', email: `g${start + k}@example.com`, barcode: `G-${start + k}`, commsTemplateId: template }));
+    const reply = await client.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, batch);
+    if (reply.status !== 204) throw new Error(`upsert: ${reply.status} ${JSON.stringify(reply.body)}`);
+  }
+  const allSent = await until(async () => (await sent()) >= INVITED, 'the invitations');
+  const used = process.cpuUsage(cpu);
+  const mainBusyMs = performance.eventLoopUtilization(loop).active;
+  console.log(
+    `${INVITED} invitations sent in ${((allSent - started) / 1000).toFixed(1)} s; per email (the import included): main thread busy ${Math.round((mainBusyMs * 1000) / INVITED)} µs, ` +
+      `service process (all threads) ${Math.round((used.user + used.system) / INVITED)} µs of CPU${profiling ? ' (profiler on)' : ''}`,
+  );
+  if (process.env.COUNT_EVENTS) {
+    const Database = (await import('better-sqlite3')).default;
+    const db = new Database(`${service.dataDir}/events.sqlite`, { readonly: true });
+    console.log(db.prepare('SELECT type, count(*) AS n FROM events GROUP BY type ORDER BY n DESC').all());
+    const bus = new Database(`${service.dataDir}/bus.sqlite`, { readonly: true });
+    console.log(bus.prepare('SELECT topic, count(*) AS n FROM bus_messages GROUP BY topic').all());
+  }
+  if (profiling) {
+    const { profile } = await session.post('Profiler.stop');
+    fs.writeFileSync(process.env.PROFILE_OUT ?? 'sends.cpuprofile', JSON.stringify(profile));
+    console.log(summarise(profile));
+    console.log('\nheaviest functions (self time):');
+    console.log(heaviest(profile, 30));
+  }
+} finally {
+  await service.close();
+  doubles.kill();
+}
+process.exit(0);
