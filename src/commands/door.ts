@@ -14,7 +14,7 @@ import type { AccountDoc } from '../projections/accounts.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { newSortableId } from '../shared/ids.js';
 import { getEvent } from './events.js';
-import { findOwnGuest } from './guest-lookup.js';
+import { findGuestByIdOrCustomId, findOwnGuest } from './guest-lookup.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
 import { findTeamMember } from './team-members.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
@@ -299,9 +299,13 @@ export async function setBlocked(
   await getEvent(services, context.tenantId, eventId);
   const errors: { path: string; message: string }[] = [];
   const targets = new Set<string>(); // the guests' storage keys (document ids)
+  // Spec, Guest.customId: "usable instead of id": an id that is no guest's id of this event is tried as a customId.
   for (const [i, id] of (request.ids ?? []).entries()) {
-    const doc = await findOwnGuest(services, context.tenantId, id);
-    if (!doc || doc.eventId !== eventId) errors.push({ path: `ids.${i}`, message: 'no such guest in this event' });
+    const doc = await findGuestByIdOrCustomId(services, context.tenantId, id, eventId).catch((error: unknown) => {
+      if (error instanceof DomainError && error.code === 'not_found') return null;
+      throw error;
+    });
+    if (!doc) errors.push({ path: `ids.${i}`, message: 'no guest of this event has this id or customId' });
     else targets.add(doc._id);
   }
   for (const [i, customId] of (request.customIds ?? []).entries()) {

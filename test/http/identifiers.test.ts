@@ -208,6 +208,26 @@ describe('customId usable instead of id (issue 10 item 2)', () => {
     expect(unknown.body.errors[0].path).toBe('customIds.0');
   });
 
+  it('block and unblock take a customId in ids as well (usable instead of id), each checked within the event', async () => {
+    const base = '/checkin/v1/api/guests/cid-1';
+    const blocked = await alice.call('POST', `${base}/block`, { ids: ['c-1'], reason: 'chargeback' });
+    expect(blocked.status).toBe(200);
+    expect(blocked.body).toHaveLength(1);
+    expect(blocked.body[0]).toMatchObject({ id: first.id, blockedReason: 'chargeback' });
+    // The same guest by id and by customId is one guest, blocked once.
+    const both = await alice.call('POST', `${base}/unblock`, { ids: [first.id, 'C-1'] });
+    expect(both.body).toHaveLength(1);
+    expect(both.body[0].blockedDate).toBeUndefined();
+    // Nothing changes when one of them names no guest of this event: the id of a guest of another event, or nobody.
+    const elsewhere = (await alice.call('GET', '/checkin/v1/api/guest/C-1?eventId=cid-2')).body.id as string;
+    const mixed = await alice.call('POST', `${base}/block`, { ids: ['C-1', elsewhere, 'nobody'], reason: 'x' });
+    expect(mixed.status).toBe(404);
+    expect(mixed.body.errors.map((e: { path: string }) => e.path)).toEqual(['ids.1', 'ids.2']);
+    expect((await alice.call('GET', `/checkin/v1/api/guest/${first.id}`)).body.blockedDate).toBeUndefined();
+    // Another client's customId is no guest of the caller's.
+    expect((await bob.call('POST', `${base}/block`, { ids: ['C-1'] })).status).toBe(404);
+  });
+
   it('undo by guest id answers 404 when the guest has no check-in to undo', async () => {
     const reply = await alice.call('POST', '/checkin/v1/api/guests/cid-1/checkin/undo', { customId: 'only-here' });
     expect(reply.status).toBe(404);

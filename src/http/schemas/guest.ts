@@ -288,8 +288,8 @@ export const BlockBody = registry.register(
   'BulkBlock',
   z
     .object({
-      ids: z.array(Guid).optional(),
-      customIds: z.array(PlainId).optional().openapi({ description: 'Guests named by customId (usable instead of id)' }),
+      ids: z.array(PlainId).optional().openapi({ description: 'Guests named by id, or by customId instead (usable instead of id): a GUID that is one of the event’s guest ids is that guest, any other value a customId' }),
+      customIds: z.array(PlainId).optional().openapi({ description: 'Guests named by customId only' }),
       barcodes: z.array(z.string().min(1)).optional(),
       reason: z.string().optional().openapi({ description: 'Recorded as the guests’ blockedReason (block only)' }),
     })
