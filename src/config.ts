@@ -27,6 +27,12 @@ export interface Config {
   kafkaNamespace?: string;
   /** FULL (default) fsyncs each append; NORMAL trades the last writes on power loss for speed. */
   sqliteSynchronous: 'FULL' | 'NORMAL';
+  /**
+   * WORKERS_THREAD: with the embedded event store and bus, the role `all` runs the send worker
+   * and the webhook dispatcher on a worker thread of their own (src/workers/thread.ts), so an
+   * invitation's events are decided and appended off the door's thread (on or off; default off).
+   */
+  workersThread: boolean;
   readYourWritesTimeoutMs: number;
   bodyLimit: string;
   trustProxy: string | boolean | number;
@@ -160,6 +166,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (!Number.isInteger(value) || value < 0) problems.push(`${name} must be a non-negative integer, got "${raw}"`);
     return value;
   };
+  const onOff = (name: string, fallback: boolean): boolean => {
+    const raw = (env[name] ?? '').trim().toLowerCase();
+    if (raw === '') return fallback;
+    if (raw !== 'on' && raw !== 'off') problems.push(`${name} must be on or off, got "${env[name]}"`);
+    return raw === 'on';
+  };
   const synchronous = (env.SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase();
   if (synchronous !== 'FULL' && synchronous !== 'NORMAL') problems.push(`SQLITE_SYNCHRONOUS must be FULL or NORMAL`);
   const config: Config = {
@@ -175,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaMaxBatchBytes: int('KAFKA_MAX_BATCH_BYTES', defaultKafkaMaxBatchBytes),
     kafkaNamespace: env.KAFKA_NAMESPACE || undefined,
     sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
+    workersThread: onOff('WORKERS_THREAD', false),
     readYourWritesTimeoutMs: int('READ_YOUR_WRITES_TIMEOUT_MS', 2000),
     // Spec Limits: 200 records per call, each with an image "under 50 kB" (68,268 base64 characters)
     // and its other fields, must fit: 200 x 80 kB (docs/identifiers.md, Request bodies).

@@ -58,6 +58,7 @@ import { systemClock, type Clock } from './shared/clock.js';
 import { createLogger, type Logger } from './shared/logger.js';
 import { Relay } from './workers/relay.js';
 import { relayRoutes } from './workers/topics.js';
+import { workersThread, workersThreadPossible } from './workers/thread.js';
 import type { Worker } from './workers/worker.js';
 import { backoffMs, sleep } from './shared/backoff.js';
 import { trackForDrain, type HttpDrain } from './http/drain.js';
@@ -107,6 +108,8 @@ export interface Platform {
   dataKeys?: DataKeys;
   readStore: ReadStore;
   bus: Bus;
+  /** The embedded event store under the decorators, when it is the one in use (the workers' thread wakes its subscribers). */
+  embeddedEventStore?: SqliteEventStore;
   close(): Promise<void>;
 }
 
@@ -135,6 +138,8 @@ export function createPlatform(
   logger: Logger = createLogger(config.logLevel),
   metrics?: Metrics,
   wrapEventStore: (store: EventStore) => EventStore = (store) => store,
+  /** A read store to use instead of the configured one (the workers' thread: the main thread's, over a port). */
+  givenReadStore?: ReadStore,
 ): Platform {
   const file = (name: string) => path.join(config.dataDir, name);
   // Appends are timed, stamped with the current trace and logged (src/observability/observed-event-store.ts).
@@ -142,9 +147,9 @@ export function createPlatform(
   const observed = observedEventStore(wrapEventStore(embeddedEvents ?? new EsdbEventStore(config.eventStoreUrl!, { maxAppendBytes: config.eventStoreMaxAppendBytes })), { logger, ...(metrics ? { metrics } : {}) });
   const dataKeys = createDataKeys(config, logger, embeddedEvents);
   const eventStore = dataKeys ? sealedEventStore(observed, dataKeys, { logger: logger.child({ adapter: 'personal-data' }) }) : observed;
-  const readStore = config.mongoUrl
+  const readStore = givenReadStore ?? (config.mongoUrl
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
-    : new EmbeddedReadStore(file('read-models.sqlite'));
+    : new EmbeddedReadStore(file('read-models.sqlite')));
   const bus = config.kafkaBrokers
     ? new KafkaBus({
         brokers: config.kafkaBrokers,
@@ -166,6 +171,7 @@ export function createPlatform(
     ...(dataKeys ? { dataKeys } : {}),
     readStore,
     bus,
+    ...(embeddedEvents ? { embeddedEventStore: embeddedEvents } : {}),
     close: async () => {
       await Promise.allSettled([bus.close(), readStore.close(), eventStore.close(), dataKeys?.store.close()]);
     },
@@ -244,7 +250,15 @@ export async function startService(
     secretsKeyring: webhookSettings(config).keyring,
   };
 
-  const workers: Worker[] = runs('workers') ? createWorkers(platform, services, config, metrics) : [];
+  const workers: Worker[] = !runs('workers')
+    ? []
+    : role === 'all' && config.workersThread && workersThreadPossible(config) && !options.clock
+      ? // The bus consumers on a thread of their own; retention (a sweep every few minutes) stays here.
+        [workersThread(platform, services, config, metrics), new RetentionWorker(services, personalDataSettings(config), config.personalData.retentionSweepMs)]
+      : createWorkers(platform, services, config, metrics);
+  if (config.workersThread && role === 'all' && !(workersThreadPossible(config) && !options.clock)) {
+    logger.warn('WORKERS_THREAD=on is for the embedded event store and bus (and the system clock); the workers run on the main thread');
+  }
   // Multi-stream batches on EventStoreDB: finish those a crashed writer left (src/commands/batch-intents.ts).
   const completer =
     runs('api') && !platform.eventStore.atomicBatches
@@ -389,8 +403,17 @@ function recordLater(check: IdentityCheck, logger: Logger): void {
   pendingRecords.add(attempt);
 }
 
-/** The `workers` role: bus consumers and schedulers. */
-function createWorkers(platform: Platform, services: Services, config: Config, metrics: Metrics): Worker[] {
+/**
+ * The `workers` role: bus consumers and schedulers. `retention: false` leaves out the retention
+ * worker (the workers' thread runs the bus consumers; retention stays with the main thread).
+ */
+export function createWorkers(
+  platform: Platform,
+  services: Services,
+  config: Config,
+  metrics: Pick<Metrics, 'countSend' | 'countWebhookAttempt'>,
+  options: { retention?: boolean } = {},
+): Worker[] {
   const { comms } = config;
   const mailer = createMailer(config, services.logger);
   // Temporary files of a write a kill cut short (the finished files are whole: written, synced, linked).
@@ -411,8 +434,9 @@ function createWorkers(platform: Platform, services: Services, config: Config, m
     sweepMs: comms.sweepMs,
     metrics,
   });
-  const retention = new RetentionWorker(services, personalDataSettings(config), config.personalData.retentionSweepMs);
-  return [createWebhookDispatcher(platform.bus, services, webhookSettings(config), metrics), sends, retention];
+  const consumers = [createWebhookDispatcher(platform.bus, services, webhookSettings(config), metrics), sends];
+  if (options.retention === false) return consumers;
+  return [...consumers, new RetentionWorker(services, personalDataSettings(config), config.personalData.retentionSweepMs)];
 }
 
 /** Where erasure looks for files with personal data (the outbox only when the embedded mailer sends). */
@@ -555,7 +579,7 @@ async function rateLimitStore(config: Config, closers: (() => Promise<void>)[], 
   return { kind: 'sqlite', db };
 }
 
-async function retryForever(what: string, start: () => Promise<void>, logger: Logger): Promise<void> {
+export async function retryForever(what: string, start: () => Promise<void>, logger: Logger): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       await start();

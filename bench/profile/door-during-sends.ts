@@ -23,7 +23,7 @@ const SECONDS = 6;
 const doubles = spawn(process.execPath, ['--import', 'tsx', new URL('./remote-doubles.ts', import.meta.url).pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
 const remote = await new Promise<{ sendgridUrl: string; apiKey: string; hookUrl: string }>((resolve) => doubles.stdout!.once('data', (line) => resolve(JSON.parse(String(line)))));
 const { service, client, eventId: door, headers, bodies } = await doorWithGuests(GUESTS, {
-  env: { WEBHOOK_ALLOW_INSECURE: 'true', SENDGRID_API_KEY: remote.apiKey, SENDGRID_BASE_URL: remote.sendgridUrl, SEND_CONCURRENCY: '8' },
+  env: { WEBHOOK_ALLOW_INSECURE: 'true', SENDGRID_API_KEY: remote.apiKey, SENDGRID_BASE_URL: remote.sendgridUrl, SEND_CONCURRENCY: '8', WORKERS_THREAD: process.env.WORKERS_THREAD ?? 'off' },
   access: { commsApiEnabled: true, senderTrusted: true },
 });
 try {

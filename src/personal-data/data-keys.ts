@@ -121,6 +121,16 @@ export class DataKeys {
     this.erasureListeners.push(listener);
   }
 
+  /**
+   * The guest's key was deleted through another thread of this process: forgotten here at once
+   * (instead of when the cache entry expires), and the listeners hear it as they hear `erase`.
+   */
+  erasedElsewhere(guestId: string): void {
+    if (this.cache.get(guestId) === false) return;
+    this.cache.set(guestId, false);
+    for (const listener of this.erasureListeners) listener(guestId);
+  }
+
   /** Deletes the guest's key for good (a tombstone keeps any later write from making a new one). */
   async erase(guestId: string, at: string): Promise<void> {
     this.cache.set(guestId, false);

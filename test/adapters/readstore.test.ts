@@ -10,7 +10,9 @@ import { randomUUID } from 'node:crypto';
 import { update as mingoUpdate } from 'mingo';
 import { MongoClient } from 'mongodb';
 import { afterAll, describe, expect, it } from 'vitest';
+import { MessageChannel } from 'node:worker_threads';
 import { EmbeddedReadStore } from '../../src/adapters/readstore/embedded.js';
+import { RemoteReadStore, serveReadStore } from '../../src/adapters/readstore/remote.js';
 import { MongoReadStore } from '../../src/adapters/readstore/mongo.js';
 import { DuplicateKeyError, type WriteOp } from '../../src/adapters/readstore/port.js';
 import { realServer } from '../support/real-servers.js';
@@ -22,6 +24,20 @@ const dbFile = () => join(dir, `${randomUUID()}.sqlite`);
 
 readStoreContract('embedded (temp file)', async () => new EmbeddedReadStore(dbFile()), { atomicBatches: true });
 readStoreContract('embedded (:memory:)', async () => new EmbeddedReadStore(':memory:'), { atomicBatches: true });
+// The workers' thread reads the main thread's store over a port (src/adapters/readstore/remote.ts):
+// every call, stream and refusal crosses as the store itself answers it.
+readStoreContract('embedded, through a port (remote.ts)', async () => {
+  const inner = new EmbeddedReadStore(':memory:');
+  const { port1, port2 } = new MessageChannel();
+  serveReadStore(inner, port1);
+  const remote = new RemoteReadStore(port2, inner.kind);
+  return Object.assign(remote, {
+    close: async () => {
+      port2.close();
+      await inner.close();
+    },
+  });
+}, { atomicBatches: true });
 
 describe('embedded read store', () => {
   it('holds what the file holds: dates as ISO strings, no undefined fields, nothing shared with the writer', async () => {

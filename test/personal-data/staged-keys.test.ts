@@ -179,6 +179,26 @@ describe('plaintext of events this process sealed', () => {
     expect(JSON.stringify(await events.readStream(stream))).not.toContain('cached@example.com');
   });
 
+  it('an erasure through another thread of the process reaches this one at once (erasedElsewhere), not when the cache expires', async () => {
+    const { first, second, guestId, keyId } = twoWriters();
+    const stream = `guest-${CLIENT}:${guestId}`;
+    await first.sealed.append(stream, [registered(guestId, 'thread@example.com')], 'no_stream');
+    // The second writer (the workers' thread) has the key cached from a read.
+    expect((await second.sealed.readStream(stream))[0]!.data).toMatchObject({ email: 'thread@example.com' });
+    await first.keys.erase(keyId, new Date().toISOString());
+    // Still cached there: without the message it would open the guest for up to a minute.
+    expect((await second.sealed.readStream(stream))[0]!.data).toMatchObject({ email: 'thread@example.com' });
+
+    const heard: string[] = [];
+    second.keys.onErase((id) => heard.push(id));
+    second.keys.erasedElsewhere(keyId);
+    second.keys.erasedElsewhere(keyId); // the other side's echo: heard once
+    const [after] = await second.sealed.readStream(stream);
+    expect(after!.data).toMatchObject({ [ERASED_MARK]: true });
+    expect(JSON.stringify(after!.data)).not.toContain('thread@example.com');
+    expect(heard).toEqual([keyId]);
+  });
+
   it('is bounded: the oldest entries go first', () => {
     const recent = new RecentlySealed(3);
     for (const id of ['a', 'b', 'c', 'd']) recent.remember(id, 'g', { id }, Date.now());

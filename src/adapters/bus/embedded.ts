@@ -296,6 +296,19 @@ export class EmbeddedBus implements Bus {
     if (messages.length === 0) return;
     this.write(() => this.append(topic, messages));
     signals.emit(this.topicChannel(topic));
+    for (const listener of this.publishListeners) listener(topic);
+  }
+
+  private readonly publishListeners: ((topic: string) => void)[] = [];
+
+  /** `listener` hears each topic this bus published to (a consumer in another thread can then be woken). */
+  onPublish(listener: (topic: string) => void): void {
+    this.publishListeners.push(listener);
+  }
+
+  /** Another connection to this file published to `topic` (the main thread): its consumers here look now, not at their next poll. */
+  announcePublished(topic: string): void {
+    signals.emit(this.topicChannel(topic));
   }
 
   async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {

@@ -153,6 +153,19 @@ export class SqliteEventStore implements EventStore {
     return this.db;
   }
 
+  /** `listener` hears each append this connection committed (another thread's store can then be told). */
+  onAppend(listener: () => void): void {
+    this.appended.on('append', listener);
+  }
+
+  /**
+   * Another connection to this file appended (the workers' thread): subscribers read the table now
+   * instead of at their next poll.
+   */
+  announceAppend(): void {
+    this.appended.emit('append', -1);
+  }
+
   /** `participant` writes inside every append's transaction from now on (see AppendParticipant). */
   participate(participant: AppendParticipant): void {
     this.participants.push(participant);
