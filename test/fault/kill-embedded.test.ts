@@ -19,8 +19,8 @@ afterAll(() => {
 });
 const report = (line: string) => process.env.FAULT_REPORT && console.log(`fault figure: ${line}`);
 
-async function spawn(dataDir?: string): Promise<ChildService> {
-  const child = await spawnService({}, dataDir ? { dataDir } : {});
+async function spawn(dataDir?: string, env: Record<string, string> = {}): Promise<ChildService> {
+  const child = await spawnService(env, dataDir ? { dataDir } : {});
   children.push(child);
   if (!dataDir) dataDirs.push(child.dataDir);
   return child;
@@ -34,8 +34,13 @@ async function kill(child: ChildService): Promise<void> {
 const emlFiles = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.eml')) : []);
 
 describe('SIGKILL on the embedded default', () => {
-  it('during 500 sends: after a restart every guest has exactly one email, none lost', async () => {
-    const first = await spawn();
+  // Also with the send worker and webhook dispatcher on a thread of their own (WORKERS_THREAD=on):
+  // the kill ends the thread mid-send as well, and its own connections to the files must recover.
+  it.each([
+    ['', {}],
+    [' (the workers on a thread of their own)', { WORKERS_THREAD: 'on' }],
+  ] as [string, Record<string, string>][])('during 500 sends%s: after a restart every guest has exactly one email, none lost', async (label, env) => {
+    const first = await spawn(undefined, env);
     const outbox = path.join(first.dataDir, 'outbox');
     const setup = await commsSetup(first as { url: string });
     const guests = await addGuests(setup, 500, 'killsend');
@@ -44,13 +49,13 @@ describe('SIGKILL on the embedded default', () => {
     await until(async () => (emlFiles(outbox).length >= 25 ? true : undefined), 'the first 25 emails', 120_000);
     await kill(first);
     const atKill = emlFiles(outbox).length;
-    report(`sends: ${atKill} of 500 emails written when SIGKILLed`);
+    report(`sends${label}: ${atKill} of 500 emails written when SIGKILLed`);
 
     const restartedAt = Date.now();
-    const second = await spawn(first.dataDir);
+    const second = await spawn(first.dataDir, env);
     const firstNewAt = await until(async () => (emlFiles(outbox).length > atKill ? Date.now() : undefined), 'a send after the restart', 60_000);
     await until(async () => (emlFiles(outbox).length >= 500 ? true : undefined), 'all 500 emails', 300_000);
-    report(`sends: first email after restart in ${firstNewAt - restartedAt} ms, all 500 in ${Date.now() - restartedAt} ms`);
+    report(`sends${label}: first email after restart in ${firstNewAt - restartedAt} ms, all 500 in ${Date.now() - restartedAt} ms`);
     // Settle: nothing more is written once every invitation is sent.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const mails = await readOutbox(outbox);
