@@ -37,7 +37,7 @@ try {
   const metrics = { countSend: metric('countSend'), countWebhookAttempt: metric('countWebhookAttempt'), observeAppend: metric('observeAppend') };
   const readStore = new RemoteReadStore(readStorePort as unknown as import('node:worker_threads').MessagePort, readStoreKind);
   const platform = createPlatform(config, logger, metrics as unknown as Metrics, undefined, readStore);
-  platform.embeddedEventStore?.onAppend(() => tell({ type: 'appended' }));
+  platform.embeddedEventStore?.onAppend((durablePosition) => tell({ type: 'appended', durablePosition }));
   platform.dataKeys?.onErase((guestId) => tell({ type: 'erased', guestId }));
   const waits = new Map<number, () => void>();
   let nextWait = 0;

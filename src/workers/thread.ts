@@ -16,7 +16,8 @@ export type FromThread =
   | { type: 'started' }
   | { type: 'stopped' }
   | { type: 'failed'; message: string }
-  | { type: 'appended' }
+  /** The thread appended, and the events file is synced up to this position. */
+  | { type: 'appended'; durablePosition: number }
   | { type: 'erased'; guestId: string }
   | { type: 'metric'; method: 'countSend' | 'countWebhookAttempt' | 'observeAppend'; args: unknown[] }
   | { type: 'readYourWrites'; id: number; position: number };
@@ -92,7 +93,7 @@ export function workersThread(platform: Platform, services: Services, config: Co
               void started.terminate();
               return reject(new Error(`the workers' thread could not start: ${message.message}`));
             case 'appended':
-              return platform.embeddedEventStore?.announceAppend();
+              return platform.embeddedEventStore?.announceAppend(message.durablePosition);
             case 'erased':
               return platform.dataKeys?.erasedElsewhere(message.guestId);
             case 'metric':

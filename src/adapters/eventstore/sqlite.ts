@@ -153,16 +153,23 @@ export class SqliteEventStore implements EventStore {
     return this.db;
   }
 
-  /** `listener` hears each append this connection committed (another thread's store can then be told). */
-  onAppend(listener: () => void): void {
-    this.appended.on('append', listener);
+  /**
+   * `listener` hears each group of appends this connection committed, with the position up to
+   * which the file is then durable (another thread's store can then be told: announceAppend).
+   */
+  onAppend(listener: (durablePosition: number) => void): void {
+    this.appended.on('append', (position: number) => {
+      if (position >= 0) listener(position);
+    });
   }
 
   /**
-   * Another connection to this file appended (the workers' thread): subscribers read the table now
-   * instead of at their next poll.
+   * Another connection to this file appended (the workers' thread), and synced the WAL up to
+   * `durablePosition`: one fsync of the file covers every commit before it, this connection's
+   * included, so subscribers read the rows now, without syncing them again.
    */
-  announceAppend(): void {
+  announceAppend(durablePosition: number): void {
+    this.wal?.markDurable(durablePosition);
     this.appended.emit('append', -1);
   }
 
@@ -500,6 +507,11 @@ class WalSync {
       this.waiters.push({ position, resolve, reject });
       this.start();
     });
+  }
+
+  /** Another connection's fsync of this WAL covered every commit up to `position`. */
+  markDurable(position: number): void {
+    if (position > this.durable) this.finish(position);
   }
 
   /** Every commit up to here is on disk. */
