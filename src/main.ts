@@ -136,7 +136,7 @@ function createDataKeys(config: Config, logger: Logger, embeddedEvents?: SqliteE
 export function createPlatform(
   config: Config,
   logger: Logger = createLogger(config.logLevel),
-  metrics?: Metrics,
+  metrics?: Pick<Metrics, 'observeAppend'>,
   wrapEventStore: (store: EventStore) => EventStore = (store) => store,
   /** A read store to use instead of the configured one (the workers' thread: the main thread's, over a port). */
   givenReadStore?: ReadStore,
@@ -250,15 +250,15 @@ export async function startService(
     secretsKeyring: webhookSettings(config).keyring,
   };
 
+  const wantsThread = role === 'all' && config.workersThread;
+  const onThread = wantsThread && workersThreadPossible(config) && !options.clock;
+  if (wantsThread && !onThread) logger.warn('WORKERS_THREAD=on is for the embedded event store and bus (and the system clock); the workers run on the main thread');
   const workers: Worker[] = !runs('workers')
     ? []
-    : role === 'all' && config.workersThread && workersThreadPossible(config) && !options.clock
+    : onThread
       ? // The bus consumers on a thread of their own; retention (a sweep every few minutes) stays here.
-        [workersThread(platform, services, config, metrics), new RetentionWorker(services, personalDataSettings(config), config.personalData.retentionSweepMs)]
+        [workersThread(platform, services, config, metrics), retentionWorker(services, config)]
       : createWorkers(platform, services, config, metrics);
-  if (config.workersThread && role === 'all' && !(workersThreadPossible(config) && !options.clock)) {
-    logger.warn('WORKERS_THREAD=on is for the embedded event store and bus (and the system clock); the workers run on the main thread');
-  }
   // Multi-stream batches on EventStoreDB: finish those a crashed writer left (src/commands/batch-intents.ts).
   const completer =
     runs('api') && !platform.eventStore.atomicBatches
@@ -435,8 +435,12 @@ export function createWorkers(
     metrics,
   });
   const consumers = [createWebhookDispatcher(platform.bus, services, webhookSettings(config), metrics), sends];
-  if (options.retention === false) return consumers;
-  return [...consumers, new RetentionWorker(services, personalDataSettings(config), config.personalData.retentionSweepMs)];
+  return options.retention === false ? consumers : [...consumers, retentionWorker(services, config)];
+}
+
+/** Erases the guests of events past their retention (issue 14, item 3). */
+function retentionWorker(services: Services, config: Config): Worker {
+  return new RetentionWorker(services, personalDataSettings(config), config.personalData.retentionSweepMs);
 }
 
 /** Where erasure looks for files with personal data (the outbox only when the embedded mailer sends). */

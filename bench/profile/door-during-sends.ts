@@ -10,9 +10,8 @@
  *      webhooks delivered).
  * Then, without scans, a burst of 2,000 invitations: the service process's CPU per email.
  */
-import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { doorWithGuests } from './door.js';
+import { doorSendingInvitations, invitationHtml } from './door.js';
 import { load, until, type LoadResult } from '../support.js';
 
 const GUESTS = 60_000;
@@ -20,17 +19,10 @@ const PHASE = GUESTS / 3;
 const IMPORTED = 4_000;
 const SECONDS = 6;
 
-const doubles = spawn(process.execPath, ['--import', 'tsx', new URL('./remote-doubles.ts', import.meta.url).pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
-const remote = await new Promise<{ sendgridUrl: string; apiKey: string; hookUrl: string }>((resolve) => doubles.stdout!.once('data', (line) => resolve(JSON.parse(String(line)))));
-const { service, client, eventId: door, headers, bodies } = await doorWithGuests(GUESTS, {
-  env: { WEBHOOK_ALLOW_INSECURE: 'true', SENDGRID_API_KEY: remote.apiKey, SENDGRID_BASE_URL: remote.sendgridUrl, SEND_CONCURRENCY: '8', WORKERS_THREAD: process.env.WORKERS_THREAD ?? 'off' },
-  access: { commsApiEnabled: true, senderTrusted: true },
-});
+const { service, client, eventId: door, headers, bodies, stop } = await doorSendingInvitations(GUESTS);
 try {
-  await client.call('POST', '/comms/v1/api/comms/webhook', { url: remote.hookUrl });
   const newEvent = async (title: string) => (await client.call('POST', '/checkin/v1/api/event', { title, startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' })).body.id as string;
-  const html = `<h1>{{eventTitle}}</h1><p>Dear {{fullName}}, your code is <b>{{barcode}}</b>.</p>${'<p>Programme: talks, dinner and music until late.</p>'.repeat(20)}`;
-  const templateFor = async (eventId: string) => (await client.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invitation', subject: 'Welcome {{firstName}}', html })).body.id as string;
+  const templateFor = async (eventId: string) => (await client.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invitation', subject: 'Welcome {{firstName}}', html: invitationHtml })).body.id as string;
   const upsert = async (eventId: string, count: number, guest: (i: number) => Record<string, unknown>) => {
     for (let start = 0; start < count; start += 200) {
       const reply = await client.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, Array.from({ length: Math.min(200, count - start) }, (_, k) => guest(start + k)));
@@ -73,7 +65,6 @@ try {
   const used = process.cpuUsage(cpu);
   console.log(`4. 2,000 invitations, no scans: sent in ${((burstSent - t0) / 1000).toFixed(1)} s, service process CPU ${Math.round((used.user + used.system) / 2_000)} µs per email (the import included)`);
 } finally {
-  await service.close();
-  doubles.kill();
+  await stop();
 }
 process.exit(0);

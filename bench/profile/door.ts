@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { createClient, startTestService, type Client, type TestService } from '../../test/support/service.js';
 
 /**
@@ -28,4 +29,36 @@ export async function doorWithGuests(
   }
   const bodies = Array.from({ length: guests }, (_, i) => JSON.stringify({ barcode: `BC-${i}`, gate: `G${i % 4}`, device: `d${i % 10}` }));
   return { service, client, eventId, headers, bodies };
+}
+
+/** An invitation's html as the sends benches render it: the guest's values and some 1 kB of text. */
+export const invitationHtml = `<h1>{{eventTitle}}</h1><p>Dear {{fullName}}, your code is <b>{{barcode}}</b>.</p>${'<p>Programme: talks, dinner and music until late.</p>'.repeat(20)}`;
+
+/**
+ * `doorWithGuests` whose client sends invitations through the real `@sendgrid/mail` client to the
+ * SendGrid double, and has comms.sent delivered to a webhook receiver; both run in a process of
+ * their own (remote-doubles.ts), as they are remote in production. WORKERS_THREAD passes through.
+ * `stop` closes the service and ends that process.
+ */
+export async function doorSendingInvitations(guests: number): Promise<Awaited<ReturnType<typeof doorWithGuests>> & { stop(): Promise<void> }> {
+  const doubles = spawn(process.execPath, ['--import', 'tsx', new URL('./remote-doubles.ts', import.meta.url).pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const remote = await new Promise<{ sendgridUrl: string; apiKey: string; hookUrl: string }>((resolve) => doubles.stdout!.once('data', (line) => resolve(JSON.parse(String(line)))));
+  const door = await doorWithGuests(guests, {
+    env: {
+      WEBHOOK_ALLOW_INSECURE: 'true',
+      SENDGRID_API_KEY: remote.apiKey,
+      SENDGRID_BASE_URL: remote.sendgridUrl,
+      SEND_CONCURRENCY: '8',
+      WORKERS_THREAD: process.env.WORKERS_THREAD ?? 'off',
+    },
+    access: { commsApiEnabled: true, senderTrusted: true },
+  });
+  await door.client.call('POST', '/comms/v1/api/comms/webhook', { url: remote.hookUrl });
+  return {
+    ...door,
+    stop: async () => {
+      await door.service.close();
+      doubles.kill();
+    },
+  };
 }

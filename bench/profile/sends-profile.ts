@@ -8,25 +8,17 @@
  * the profiler. Issue 13 goal 6: what an invitation costs the door's thread.
  */
 import fs from 'node:fs';
-import { spawn } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
-import { doorWithGuests } from './door.js';
+import { doorSendingInvitations, invitationHtml } from './door.js';
 import { until } from '../support.js';
 import { heaviest, summarise } from './areas.js';
 
 const INVITED = Number(process.env.BENCH_GUESTS ?? 2_000);
-const doubles = spawn(process.execPath, ['--import', 'tsx', new URL('./remote-doubles.ts', import.meta.url).pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
-const remote = await new Promise<{ sendgridUrl: string; apiKey: string; hookUrl: string }>((resolve) => doubles.stdout!.once('data', (line) => resolve(JSON.parse(String(line)))));
-const { service, client } = await doorWithGuests(0, {
-  env: { WEBHOOK_ALLOW_INSECURE: 'true', SENDGRID_API_KEY: remote.apiKey, SENDGRID_BASE_URL: remote.sendgridUrl, SEND_CONCURRENCY: '8', WORKERS_THREAD: process.env.WORKERS_THREAD ?? 'off' },
-  access: { commsApiEnabled: true, senderTrusted: true },
-});
+const { service, client, stop } = await doorSendingInvitations(0);
 try {
-  await client.call('POST', '/comms/v1/api/comms/webhook', { url: remote.hookUrl });
   const eventId = (await client.call('POST', '/checkin/v1/api/event', { title: 'Gala', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' })).body.id as string;
-  const html = `<h1>{{eventTitle}}</h1><p>Dear {{fullName}}, your code is <b>{{barcode}}</b>.</p>${'<p>Programme: talks, dinner and music until late.</p>'.repeat(20)}`;
-  const template = (await client.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invitation', subject: 'Welcome {{firstName}}', html })).body.id as string;
+  const template = (await client.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invitation', subject: 'Welcome {{firstName}}', html: invitationHtml })).body.id as string;
   const sent = () => service.platform.readStore.collection('invitations').count({ status: 'sent' });
   const profiling = process.env.PROFILE !== 'off';
   const session = new Session();
@@ -66,7 +58,6 @@ try {
     console.log(heaviest(profile, 30));
   }
 } finally {
-  await service.close();
-  doubles.kill();
+  await stop();
 }
 process.exit(0);

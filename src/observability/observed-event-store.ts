@@ -13,7 +13,7 @@ import { currentTrace, traceMetadata } from './trace.js';
  * stamped with the current trace (requestId and traceparent in each event's metadata, unless the
  * command set them) and logged as one line, so the command step shows in `grep <requestId>`.
  */
-export function observedEventStore(store: EventStore, options: { metrics?: Metrics; logger: Logger }): EventStore {
+export function observedEventStore(store: EventStore, options: { metrics?: Pick<Metrics, 'observeAppend'>; logger: Logger }): EventStore {
   const { metrics, logger } = options;
   /** Events sharing a metadata object keep sharing one stamped object (the store serialises it once). */
   const stamp = (events: NewEvent[], stamped: Map<NewEvent['metadata'], NewEvent['metadata']> = new Map()): NewEvent[] => {

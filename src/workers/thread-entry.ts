@@ -9,7 +9,6 @@ import type { Services } from '../commands/services.js';
 import { webhookSettings } from '../commands/webhooks.js';
 import { EmbeddedBus } from '../adapters/bus/embedded.js';
 import { RemoteReadStore } from '../adapters/readstore/remote.js';
-import type { Metrics } from '../observability/metrics.js';
 import { systemClock } from '../shared/clock.js';
 import { createLogger } from '../shared/logger.js';
 import { createPlatform, createWorkers, retryForever } from '../main.js';
@@ -35,8 +34,8 @@ try {
   const logger = createLogger(config.logLevel).child({ thread: 'workers' });
   const metric = (method: Extract<FromThread, { type: 'metric' }>['method']) => (...args: unknown[]) => tell({ type: 'metric', method, args });
   const metrics = { countSend: metric('countSend'), countWebhookAttempt: metric('countWebhookAttempt'), observeAppend: metric('observeAppend') };
-  const readStore = new RemoteReadStore(readStorePort as unknown as import('node:worker_threads').MessagePort, readStoreKind);
-  const platform = createPlatform(config, logger, metrics as unknown as Metrics, undefined, readStore);
+  const readStore = new RemoteReadStore(readStorePort, readStoreKind);
+  const platform = createPlatform(config, logger, metrics, undefined, readStore);
   platform.embeddedEventStore?.onAppend((durablePosition) => tell({ type: 'appended', durablePosition }));
   platform.dataKeys?.onErase((guestId) => tell({ type: 'erased', guestId }));
   const waits = new Map<number, () => void>();
@@ -73,7 +72,8 @@ try {
       case 'stop':
         void (async () => {
           await Promise.allSettled(workers.map((w) => w.stop()));
-          await Promise.allSettled([platform.bus.close(), platform.eventStore.close(), platform.dataKeys?.store.close()]);
+          // The read store here only stops asking the main thread's, which stays open.
+          await platform.close();
           tell({ type: 'stopped' });
         })();
         return;

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { Worker as Thread, MessageChannel } from 'node:worker_threads';
+import { Worker as Thread, MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { Services } from '../commands/services.js';
 import { EmbeddedBus } from '../adapters/bus/embedded.js';
@@ -75,7 +75,7 @@ export function workersThread(platform: Platform, services: Services, config: Co
         const data: ThreadData = {
           config,
           readStoreKind: platform.readStore.kind,
-          readStorePort: channel.port2 as unknown as MessagePort,
+          readStorePort: channel.port2,
           entryFile: fileURLToPath(entry),
         };
         const started = new Thread(fromSource ? new URL('./thread-boot.cjs', import.meta.url) : entry, {

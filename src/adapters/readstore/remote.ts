@@ -20,7 +20,7 @@ import { InvalidCursorError } from './cursor.js';
  * A read store in another thread of this process (the embedded read store keeps its documents in
  * the memory of the thread that opened it): every call crosses a MessagePort to `serveReadStore`
  * there and comes back with its answer. Streams come a batch at a time. Used by the workers'
- * thread (src/workers/workers-thread.ts), which reads the read models the main thread projects.
+ * thread (src/workers/thread.ts), which reads the read models the main thread projects.
  */
 type Request =
   | { id: number; on: 'store'; method: string; args: unknown[] }
@@ -104,7 +104,7 @@ export class RemoteReadStore implements ReadStore {
   }
 
   /** Sends a request and resolves with its answer. */
-  call<T>(request: Unsent): Promise<T> {
+  private call<T>(request: Unsent): Promise<T> {
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
