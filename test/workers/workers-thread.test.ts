@@ -10,7 +10,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readOutbox } from '../support/mail-readers.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { invitedGuest, until } from '../support/flows.js';
+import { addGuests, commsSetup, invitedGuest, sendTo, until } from '../support/flows.js';
+import type { WorkersThread } from '../../src/workers/thread.js';
 import type { Receiver } from '../webhooks/receiver.js';
 
 let service: TestService;
@@ -54,6 +55,33 @@ describe('the bus consumers on a thread of their own (WORKERS_THREAD=on)', () =>
     const outbox = path.join(service.dataDir, 'outbox');
     const holding = fs.readdirSync(outbox).filter((f) => fs.readFileSync(path.join(outbox, f), 'utf8').includes('bo@example.com'));
     expect(holding).toEqual([]);
+  });
+
+  it('starts a thread that died on its own again: every invitation of a burst it was sending goes out exactly once', async () => {
+    const setup = await commsSetup(service);
+    const ids = await addGuests(setup, 120, 'burst');
+    const worker = service.workers[0] as WorkersThread;
+    const first = worker.current();
+    expect(first).toBeDefined();
+    await sendTo(setup, ids);
+    const outbox = path.join(service.dataDir, 'outbox');
+    const burstMails = async () => (await readOutbox(outbox)).filter((m) => m.to.email.startsWith('burst-'));
+    // Ended in the middle of the burst when the machine allows (some sent, not all); at any point it must hold.
+    await until(async () => ((await burstMails()).length > 0 ? true : undefined), 'the first emails of the burst');
+    await first!.terminate();
+    // The main thread answers meanwhile.
+    expect((await setup.client.call('GET', `/checkin/v1/api/guests/${setup.eventId}?limit=1`)).status).toBe(200);
+    await until(async () => (worker.current() && worker.current() !== first ? true : undefined), 'a new workers thread');
+    const mails = await until(async () => {
+      const sent = await burstMails();
+      return sent.length >= ids.length ? sent : undefined;
+    }, 'every invitation of the burst', 120_000);
+    const perAddress = new Map<string, number>();
+    for (const mail of mails) perAddress.set(mail.to.email, (perAddress.get(mail.to.email) ?? 0) + 1);
+    expect(perAddress.size).toBe(ids.length);
+    expect([...perAddress.values()].every((count) => count === 1)).toBe(true);
+    const invitations = await setup.client.call('GET', `/comms/v1/api/comms/invitations?eventId=${setup.eventId}&limit=1000`);
+    expect((invitations.body.items as { status: string }[]).filter((i) => i.status === 'sent')).toHaveLength(ids.length);
   });
 
   it('stops the thread with the service: its connections closed, nothing left running', async () => {
