@@ -21,7 +21,7 @@ export interface AccountDoc {
   companyName?: string;
   timeZoneId?: string;
   customData?: string;
-  /** The client's retention default (null or absent: none). */
+  /** The client's retention default (absent: none; documents written before a rebuild may hold null). */
   retentionDays?: number | null;
   passwordHash: string;
   clientSecretHash: string;
@@ -97,13 +97,20 @@ export const accountsProjection: Projection = {
       }
       case 'AccountProfileUpdated': {
         const { clientId: _c, ...changes } = event.data;
+        // `retentionDays: null` removes the default: the field goes, as a field without a value is absent (docs/read-models.md).
+        const cleared = Object.keys(changes).filter((field) => changes[field as keyof typeof changes] === null);
+        const values = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== null));
         return [
-          set(id, {
-            ...changes,
-            ...(changes.email ? { emailLower: changes.email.toLowerCase() } : {}),
-            ...(changes.userName ? { userNameLower: changes.userName.toLowerCase() } : {}),
-            updated: at,
-          }),
+          set(
+            id,
+            {
+              ...values,
+              ...(changes.email ? { emailLower: changes.email.toLowerCase() } : {}),
+              ...(changes.userName ? { userNameLower: changes.userName.toLowerCase() } : {}),
+              updated: at,
+            },
+            cleared.length > 0 ? { $unset: Object.fromEntries(cleared.map((field) => [field, ''])) } : {},
+          ),
         ];
       }
       case 'PasswordChanged':

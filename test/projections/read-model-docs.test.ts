@@ -10,7 +10,7 @@ import { buildAuditDataset, type AuditDataset } from './audit-dataset.js';
  * this evening's data must be there. Keep this table in step with docs/read-models.md.
  */
 const documented: Record<string, string[]> = {
-  events: ['_id', 'eventId', 'clientId', 'title', 'startTime', 'endTime', 'active', 'timeZoneId', 'tags', 'customData', 'created', 'updated'],
+  events: ['_id', 'eventId', 'clientId', 'title', 'startTime', 'endTime', 'active', 'timeZoneId', 'tags', 'customData', 'retentionDays', 'created', 'updated'],
   guests: [
     '_id', 'guestId', 'clientId', 'eventId', 'firstName', 'otherNames', 'lastName', 'email', 'plusOnes', 'admittedPlusOnes', 'additionalInfo', 'barcode',
     'tags', 'createdBy', 'admitted', 'blockedDate', 'blockedReason', 'validFrom', 'validTo', 'isGroup', 'discharged', 'image', 'customId',
@@ -25,9 +25,9 @@ const documented: Record<string, string[]> = {
   event_stats: ['_id', 'clientId', 'eventId', 'rejected', 'gates', 'devices', 'annulled'],
   accounts: [
     '_id', 'email', 'userName', 'firstName', 'lastName', 'companyName', 'timeZoneId', 'customData', 'emailLower', 'userNameLower', 'passwordHash',
-    'clientSecretHash', 'subscriptionKeys', 'commsApiEnabled', 'senderTrusted', 'sessionsValidAfter', 'created', 'updated',
+    'clientSecretHash', 'subscriptionKeys', 'commsApiEnabled', 'senderTrusted', 'retentionDays', 'sessionsValidAfter', 'created', 'updated',
   ],
-  team_members: ['_id', 'teamMemberId', 'clientId', 'userName', 'userNameLower', 'email', 'firstName', 'lastName', 'passwordHash', 'created'],
+  team_members: ['_id', 'teamMemberId', 'clientId', 'userName', 'userNameLower', 'email', 'firstName', 'lastName', 'canForce', 'passwordHash', 'created'],
   templates: ['_id', 'templateId', 'clientId', 'eventId', 'name', 'html', 'subject', 'fromAddress', 'fromName', 'replyTo', 'attachPdf', 'created'],
   invitations: [
     '_id', 'clientId', 'eventId', 'attendeeId', 'templateId', 'correlationId', 'status', 'attempts', 'to', 'provider', 'providerMessageId', 'error',
