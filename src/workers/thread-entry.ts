@@ -36,7 +36,8 @@ try {
   const metrics = { countSend: metric('countSend'), countWebhookAttempt: metric('countWebhookAttempt'), observeAppend: metric('observeAppend') };
   const readStore = new RemoteReadStore(readStorePort, readStoreKind);
   const platform = createPlatform(config, logger, metrics, undefined, readStore);
-  platform.embeddedEventStore?.onAppend((durablePosition) => tell({ type: 'appended', durablePosition }));
+  // The main thread's subscribers (projections, relay) read these rows from memory, not the file.
+  platform.embeddedEventStore?.onAppend((durablePosition, rows) => tell({ type: 'appended', durablePosition, rows }));
   platform.dataKeys?.onErase((guestId) => tell({ type: 'erased', guestId }));
   const waits = new Map<number, () => void>();
   let nextWait = 0;

@@ -7,6 +7,7 @@ import { serveReadStore } from '../adapters/readstore/remote.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Platform } from '../main.js';
 import type { Worker } from './worker.js';
+import type { StoredRow } from '../adapters/eventstore/sqlite.js';
 import { backoffMs } from '../shared/backoff.js';
 
 /** How long the thread has to stop its workers and close its connections before it is ended. */
@@ -19,8 +20,8 @@ export type FromThread =
   | { type: 'started' }
   | { type: 'stopped' }
   | { type: 'failed'; message: string }
-  /** The thread appended, and the events file is synced up to this position. */
-  | { type: 'appended'; durablePosition: number }
+  /** The thread appended these rows, and the events file is synced up to this position. */
+  | { type: 'appended'; durablePosition: number; rows: StoredRow[] }
   | { type: 'erased'; guestId: string }
   | { type: 'metric'; method: 'countSend' | 'countWebhookAttempt' | 'observeAppend'; args: unknown[] }
   | { type: 'readYourWrites'; id: number; position: number };
@@ -72,6 +73,7 @@ export function workersThread(platform: Platform, services: Services, config: Co
   const send = (message: ToThread) => thread?.postMessage(message);
   if (platform.bus instanceof EmbeddedBus) platform.bus.onPublish((topic) => send({ type: 'published', topic }));
   platform.dataKeys?.onErase((guestId) => send({ type: 'erased', guestId }));
+  platform.embeddedEventStore?.expectAnnouncements();
 
   /**
    * A thread that dies on its own (an uncaught error, a crash of its SQLite connections) is

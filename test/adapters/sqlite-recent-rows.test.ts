@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SqliteEventStore } from '../../src/adapters/eventstore/sqlite.js';
+import { RecentRows, SqliteEventStore, type StoredRow } from '../../src/adapters/eventstore/sqlite.js';
 import { collectSubscription } from '../support/collect-subscription.js';
 import type { NewEvent, StoredEvent } from '../../src/adapters/eventstore/port.js';
 
@@ -87,5 +87,68 @@ describe('subscribers served from the rows just committed', () => {
     await vi.waitFor(() => expect(summary(guests.seen)).toEqual(['1:guest-0:0', '3:guest-2:2']), { timeout: 10_000 });
     await guests.stop();
     await all.stop();
+  });
+
+  it('delivers another thread\'s announced rows in position order, each once, with this one\'s around them', async () => {
+    const file = openFile();
+    const here = open(file);
+    const there = open(file);
+    // As the workers' thread does (src/workers/thread.ts): its commits and their rows are announced here.
+    there.onAppend((durablePosition, rows) => here.announceAppend(durablePosition, rows));
+    here.expectAnnouncements();
+    const subscriber = collectSubscription(here);
+    for (let n = 0; n < 8; n++) await (n % 3 === 1 ? there : here).append(`s-${n}`, [event('Happened', n), event('Happened', n)], 'no_stream');
+    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(16), { timeout: 10_000 });
+    expect(summary(subscriber.seen)).toEqual(Array.from({ length: 16 }, (_, i) => `${i + 1}:s-${Math.floor(i / 2)}:${Math.floor(i / 2)}`));
+    await subscriber.stop();
+  });
+});
+
+describe('a store told to expect announcements', () => {
+  it('still delivers the rows of a process that announces nothing (found by its polls), in order, each once', async () => {
+    const file = openFile();
+    const here = open(file);
+    const elsewhere = open(file);
+    here.expectAnnouncements();
+    const subscriber = collectSubscription(here);
+    for (let n = 0; n < 6; n++) {
+      const store = n % 2 === 0 ? here : elsewhere;
+      await store.append(`s-${n}`, [event('Happened', n), event('Happened', n)], 'no_stream');
+      if (store === here) await vi.waitFor(() => expect(subscriber.seen.length).toBeGreaterThanOrEqual(2 * n + 2), { timeout: 10_000 });
+    }
+    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(12), { timeout: 10_000 });
+    expect(summary(subscriber.seen)).toEqual(Array.from({ length: 12 }, (_, i) => `${i + 1}:s-${Math.floor(i / 2)}:${Math.floor(i / 2)}`));
+    await subscriber.stop();
+  });
+});
+
+describe('RecentRows', () => {
+  const rows = (from: number, to: number): StoredRow[] =>
+    Array.from({ length: to - from + 1 }, (_, i) => ({ position: from + i, id: `e${from + i}`, stream: 's', revision: i, type: 'T', data: '{}', metadata: '{}', recorded_at: '' }));
+  const positions = (served?: { rows: StoredRow[] }) => served?.rows.map((r) => r.position);
+
+  it('puts a run announced late (another thread\'s commit) into its place and serves the unbroken run', () => {
+    const recent = new RecentRows(64);
+    recent.add(rows(1, 3));
+    recent.add(rows(6, 7));
+    expect(positions(recent.after(0, 100, 100))).toEqual([1, 2, 3]);
+    expect(recent.after(3, 100, 100)).toBeUndefined();
+    recent.add(rows(4, 5));
+    expect(positions(recent.after(0, 100, 100))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(positions(recent.after(3, 100, 5))).toEqual([4, 5]);
+  });
+
+  it('ignores a run it holds already, and keeps the newest rows when it outgrows its size', () => {
+    const recent = new RecentRows(8);
+    recent.add(rows(10, 13));
+    recent.add(rows(10, 11));
+    expect(positions(recent.after(9, 100, 100))).toEqual([10, 11, 12, 13]);
+    recent.add(rows(2, 3));
+    expect(positions(recent.after(1, 100, 100))).toEqual([2, 3]);
+    recent.add(rows(14, 16));
+    // Nine rows: the oldest go, the newest four stay.
+    expect(recent.after(1, 100, 100)).toBeUndefined();
+    expect(recent.after(9, 100, 100)).toBeUndefined();
+    expect(positions(recent.after(12, 100, 100))).toEqual([13, 14, 15, 16]);
   });
 });

@@ -19,7 +19,8 @@ import {
   type SubscriptionBatch,
 } from './port.js';
 
-interface Row {
+/** An events-table row as queried; what one connection hands another (StoredRow, announceAppend). */
+export interface StoredRow {
   position: number;
   id: string;
   stream: string;
@@ -29,6 +30,8 @@ interface Row {
   metadata: string;
   recorded_at: string;
 }
+
+type Row = StoredRow;
 
 const toEvent = (row: Row): StoredEvent => ({
   id: row.id,
@@ -133,6 +136,7 @@ export class SqliteEventStore implements EventStore {
       return { results, committed, rows };
     });
     if (durable) this.wal = new WalSync(`${file}-wal`, () => Number(this.statements.head.get()?.position ?? -1));
+    this.knownHead = Number(this.statements.head.get()?.position ?? -1);
     this.appendGroup = this.db.transaction((requests: StreamAppend[][]) =>
       requests.map((appends) => {
         try {
@@ -155,22 +159,43 @@ export class SqliteEventStore implements EventStore {
 
   /**
    * `listener` hears each group of appends this connection committed, with the position up to
-   * which the file is then durable (another thread's store can then be told: announceAppend).
+   * which the file is then durable and the rows the group wrote (another thread's store can then
+   * be told: announceAppend).
    */
-  onAppend(listener: (durablePosition: number) => void): void {
-    this.appended.on('append', (position: number) => {
-      if (position >= 0) listener(position);
+  onAppend(listener: (durablePosition: number, rows: StoredRow[]) => void): void {
+    this.appended.on('append', (position: number, rows?: StoredRow[]) => {
+      if (position >= 0) listener(position, rows ?? []);
     });
   }
 
   /**
    * Another connection to this file appended (the workers' thread), and synced the WAL up to
    * `durablePosition`: one fsync of the file covers every commit before it, this connection's
-   * included, so subscribers read the rows now, without syncing them again.
+   * included, so subscribers read the rows now, without syncing them again, and read the `rows`
+   * it wrote from memory, as if this connection had written them.
    */
-  announceAppend(durablePosition: number): void {
+  announceAppend(durablePosition: number, rows: StoredRow[] = []): void {
+    this.recent.add(rows);
+    this.noteKnown(rows);
     this.wal?.markDurable(durablePosition);
     this.appended.emit('append', -1);
+  }
+
+  /**
+   * Another connection of this process (the workers' thread) announces each of its commits with
+   * its rows (announceAppend). From now on a subscriber woken by an append reads only as far as
+   * the commits it was told of: rows committed by that connection and not yet announced come
+   * with their announcement, from memory, instead of being read from the file (and synced again)
+   * by whichever subscriber wakes first. Rows of other processes are still found by the
+   * subscribers' polls, which read to the end of the table.
+   */
+  expectAnnouncements(): void {
+    this.announced = true;
+  }
+
+  private noteKnown(rows: StoredRow[]): void {
+    const last = rows[rows.length - 1];
+    if (last && last.position > this.knownHead) this.knownHead = last.position;
   }
 
   /** `participant` writes inside every append's transaction from now on (see AppendParticipant). */
@@ -179,6 +204,9 @@ export class SqliteEventStore implements EventStore {
   }
 
   private readonly pollIntervalMs: number;
+  /** See expectAnnouncements: whether another connection announces its commits, and the last position committed or announced. */
+  private announced = false;
+  private knownHead = -1;
   /** The rows this process committed last, for subscribers that are caught up (RecentRows). */
   private readonly recent = new RecentRows();
   /** headPosition(filter) answers, with the store head each was found at (see headPosition). */
@@ -215,19 +243,22 @@ export class SqliteEventStore implements EventStore {
       return;
     }
     let position = -1;
+    const committed: Row[] = [];
     outcomes.forEach((outcome, i) => {
       if (outcome.ok) {
         // Committed (durable with the events, below): participants forget what they wrote.
         if (outcome.committed) for (const then of outcome.committed) then();
         position = Math.max(position, ...outcome.results.map((r) => r.position));
         this.recent.add(outcome.rows);
+        this.noteKnown(outcome.rows);
+        committed.push(...outcome.rows);
       } else group[i]!.reject(outcome.error);
     });
     const settle = () => {
       outcomes.forEach((outcome, i) => {
         if (outcome.ok) group[i]!.resolve(outcome.results);
       });
-      if (position >= 0) this.appended.emit('append', position);
+      if (position >= 0) this.appended.emit('append', position, committed);
     };
     if (!this.wal || position < 0) return settle();
     // Acknowledged (and shown to subscribers) once the WAL holding the commit is on disk.
@@ -335,21 +366,25 @@ export class SqliteEventStore implements EventStore {
     const store = this;
 
     async function* batches(): AsyncGenerator<SubscriptionBatch> {
+      // Woken by an append (not by the poll): with announcements, read only what was announced.
+      let woken = false;
       try {
         while (!stopped && !store.closed) {
+          const knownOnly = woken && store.announced;
           // Only what is on disk reaches subscribers (read models, the bus): see WalSync. The
           // bound is taken when the rows are read (no await in between), so an append announced
           // meanwhile is never missed before the wait below.
-          const unsynced = store.wal?.unsyncedHead();
+          const unsynced = store.wal?.unsyncedHead(knownOnly ? store.knownHead : undefined);
           if (unsynced !== undefined) await store.wal!.whenDurable(unsynced);
-          const bound = store.wal ? store.wal.durablePosition : Number.MAX_SAFE_INTEGER;
+          const durable = store.wal ? store.wal.durablePosition : Number.MAX_SAFE_INTEGER;
+          const bound = knownOnly ? Math.min(durable, store.knownHead) : durable;
           const { rows, scannedTo } = read(position, batchSize, bound);
           if (scannedTo <= position) {
-            await new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, store.pollIntervalMs);
+            woken = await new Promise<boolean>((resolve) => {
+              const timer = setTimeout(() => resolve(false), store.pollIntervalMs);
               wake = () => {
                 clearTimeout(timer);
-                resolve();
+                resolve(true);
               };
             });
             wake = undefined;
@@ -423,36 +458,37 @@ export class SqliteEventStore implements EventStore {
 }
 
 /**
- * The last rows this process committed, in position order, as a query of the events table
- * returns them. A subscriber caught up to just before them reads them from here instead of
- * querying. Only an unbroken run is served: at a gap in the positions (rows another process
- * committed in between) the subscriber queries the table, which has them.
+ * The last rows this process committed (and those another thread of it announced), in position
+ * order, as a query of the events table returns them. A subscriber caught up to just before them
+ * reads them from here instead of querying. Only an unbroken run is served: at a gap in the
+ * positions (rows another process committed in between) the subscriber queries the table, which
+ * has them.
  */
-class RecentRows {
+export class RecentRows {
   private rows: Row[] = [];
 
   constructor(private readonly max = 4_096) {}
 
+  /**
+   * Adds one commit's rows, an unbroken run of positions. A run of another connection (the
+   * workers' thread) may come after later rows of this one: it goes into its place.
+   */
   add(rows: Row[]): void {
     if (rows.length === 0) return;
     const last = this.rows[this.rows.length - 1];
-    // Out of order (cannot happen within one connection): start over rather than serve a wrong run.
-    if (last && rows[0]!.position <= last.position) this.rows = [];
-    this.rows.push(...rows);
+    if (!last || rows[0]!.position > last.position) this.rows.push(...rows);
+    else {
+      const at = this.indexAfter(rows[0]!.position - 1);
+      // Already here (a run never overlaps another but itself).
+      if (at < this.rows.length && this.rows[at]!.position <= rows[rows.length - 1]!.position) return;
+      this.rows.splice(at, 0, ...rows);
+    }
     if (this.rows.length > this.max) this.rows = this.rows.slice(this.rows.length - this.max / 2);
   }
 
   /** The rows after `after` up to `bound`, at most `limit`, when the next one is here; else undefined. */
   after(after: number, limit: number, bound: number): { rows: Row[]; scannedTo: number } | undefined {
-    // The row at after + 1 (binary search: a gap anywhere in the run shifts indexes).
-    let low = 0;
-    let high = this.rows.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      if (this.rows[mid]!.position <= after) low = mid + 1;
-      else high = mid;
-    }
-    let at = low;
+    let at = this.indexAfter(after);
     if (at >= this.rows.length || this.rows[at]!.position !== after + 1 || after + 1 > bound || limit < 1) return undefined;
     const served: Row[] = [];
     for (let expected = after + 1; at < this.rows.length && served.length < limit; at++, expected++) {
@@ -461,6 +497,18 @@ class RecentRows {
       served.push(row);
     }
     return { rows: served, scannedTo: served[served.length - 1]!.position };
+  }
+
+  /** The index of the first row after `position` (binary search: a gap anywhere in the run shifts indexes). */
+  private indexAfter(position: number): number {
+    let low = 0;
+    let high = this.rows.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (this.rows[mid]!.position <= position) low = mid + 1;
+      else high = mid;
+    }
+    return low;
   }
 }
 
@@ -519,9 +567,8 @@ class WalSync {
     return this.durable;
   }
 
-  /** The store's head when it is ahead of what is on disk (another process's rows, or a sync still running). */
-  unsyncedHead(): number | undefined {
-    const head = this.head();
+  /** The store's head (or `head`) when it is ahead of what is on disk (another process's rows, or a sync still running). */
+  unsyncedHead(head = this.head()): number | undefined {
     return head > this.durable ? head : undefined;
   }
 
