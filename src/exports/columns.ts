@@ -32,7 +32,8 @@ export const guestColumns: readonly Column[] = [
   field('otherNames'),
   field('lastName'),
   field('email', 'text', 28),
-  field('plusOnes', 'integer', 10),
+  // Not set, plus ones and isGroup are 0 and false, as the guest answers show them (docs/api.md, Answers).
+  { name: 'plusOnes', kind: 'integer', width: 10, value: (guest) => guest.plusOnes ?? 0 },
   { name: 'admittedPlusOnes', kind: 'integer', width: 10, value: (guest) => guest.admittedPlusOnes ?? 0 },
   { name: 'plusOnesLeft', kind: 'integer', width: 10, value: plusOnesLeft },
   field('additionalInfo', 'text', 30),
@@ -45,7 +46,7 @@ export const guestColumns: readonly Column[] = [
   field('eventId', 'text', 38),
   field('validFrom', 'timestamp', 20),
   field('validTo', 'timestamp', 20),
-  field('isGroup', 'boolean', 9),
+  { name: 'isGroup', kind: 'boolean', width: 9, value: (guest) => guest.isGroup ?? false },
   field('discharged', 'timestamp', 20),
   field('customId'),
   field('commsTemplateId', 'text', 38),
