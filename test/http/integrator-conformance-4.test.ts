@@ -142,3 +142,14 @@ describe('Bodies: an answer read back is taken as an update (its nulls are "not 
     expect(update.body).toMatchObject({ ...event, title: 'Winter gala', tags: 'vip' });
   });
 });
+
+describe('Comms: webhook create answers an object with url and secret', () => {
+  it('a create on a configured webhook changes the URL only and answers secret null (rule 2), not an object without it', async () => {
+    const carol = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+    const first = await carol.call('POST', '/comms/v1/api/comms/webhook', { url: 'https://example.com/hook' });
+    expect(first.body).toEqual({ url: 'https://example.com/hook', secret: expect.stringMatching(/^whsec_/) });
+    const again = await carol.call('POST', '/comms/v1/api/comms/webhook', { url: 'https://example.com/other' });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual({ url: 'https://example.com/other', secret: null });
+  });
+});
