@@ -23,8 +23,8 @@ export const plusOnesLeft = (guest: GuestDoc): number => {
 };
 
 /**
- * The export's columns, in the order of the spec's Guest table; `image` is left out and
- * `plusOnesLeft` follows `admittedPlusOnes`. The order is part of the interface (docs/export.md).
+ * The export's columns, in the order of the spec's Guest table, with `plusOnesLeft` after
+ * `admittedPlusOnes`, then `ticketCode` and `image`. The order is part of the interface (docs/export.md).
  */
 export const guestColumns: readonly Column[] = [
   { name: 'id', kind: 'text', width: 38, value: (guest) => guestIdOf(guest) },
@@ -53,6 +53,8 @@ export const guestColumns: readonly Column[] = [
   field('correlationId'),
   // Issue 16: the signed ticket the service issued to a guest without a barcode (docs/tickets.md); last, so the columns before keep their places.
   { name: 'ticketCode', kind: 'text', width: 40, value: (guest) => guest.ticketCode },
+  // Every field of the spec's Guest is in the file; the image last, so the columns before keep their places.
+  field('image', 'text', 30),
 ];
 
 /**
