@@ -153,3 +153,28 @@ describe('Comms: webhook create answers an object with url and secret', () => {
     expect(again.body).toEqual({ url: 'https://example.com/other', secret: null });
   });
 });
+
+describe('Guest.customId: "usable instead of id" on the door routes that take a guestId in the body', () => {
+  it('check-in, undo and check-out take a customId in guestId, within the path’s event only', async () => {
+    const eventId = await newEvent(alice);
+    const otherEvent = await newEvent(alice);
+    const [guest] = (await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Ada', customId: 'CRM-7' }])).body;
+    await alice.call('POST', `/checkin/v1/api/guests/${otherEvent}`, [{ firstName: 'Other', customId: 'CRM-8' }]);
+    const base = `/checkin/v1/api/guests/${eventId}`;
+
+    const admitted = await alice.call('POST', `${base}/checkin`, { guestId: 'crm-7' });
+    expect(admitted.status, JSON.stringify(admitted.body)).toBe(200);
+    expect(admitted.body).toMatchObject({ result: 'admitted', guest: { id: guest.id, customId: 'CRM-7' } });
+    const undone = await alice.call('POST', `${base}/checkin/undo`, { guestId: 'CRM-7' });
+    expect(undone.status, JSON.stringify(undone.body)).toBe(200);
+    expect(undone.body).toMatchObject({ annulled: admitted.body.scanId, guest: { id: guest.id, admitted: null } });
+    expect((await alice.call('POST', `${base}/checkin`, { guestId: 'CRM-7' })).body.result).toBe('admitted');
+    expect((await alice.call('POST', `${base}/checkout`, { guestId: 'CRM-7' })).body).toMatchObject({ result: 'discharged', guest: { id: guest.id } });
+
+    // A customId of another event is no guest of this one: rejected not_found (recorded), and undo is 404.
+    expect((await alice.call('POST', `${base}/checkin`, { guestId: 'CRM-8' })).body).toMatchObject({ result: 'rejected', reason: 'not_found' });
+    expect((await alice.call('POST', `${base}/checkin/undo`, { guestId: 'CRM-8' })).status).toBe(404);
+    // The guest id itself still works.
+    expect((await alice.call('POST', `${base}/checkin`, { guestId: guest.id })).body.result).toBe('admitted');
+  });
+});

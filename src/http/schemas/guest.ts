@@ -217,7 +217,7 @@ export const ScanBody = registry.register(
   'Scan',
   z
     .object({
-      guestId: Guid.optional(),
+      guestId: PlainId.optional().openapi({ description: 'The guest id, or its customId instead (usable instead of id): a value that is no guest id of the event is tried as a customId' }),
       barcode: z
         .string()
         .min(1)
@@ -272,7 +272,7 @@ export const UndoBody = z
   .object({
     scanId: Guid.optional(),
     nonce: z.string().min(1).max(200).optional(),
-    guestId: Guid.optional().openapi({ description: 'Undo this guest’s last check-in' }),
+    guestId: PlainId.optional().openapi({ description: 'Undo this guest’s last check-in: its id, or its customId instead (usable instead of id)' }),
     customId: PlainId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
   })
   .refine((b) => [b.scanId, b.nonce, b.guestId, b.customId].filter((v) => v !== undefined).length === 1, {
