@@ -124,6 +124,17 @@ async function findGuests(services: Services, clientId: string, eventId: string,
   return (await guests(services).find({ barcode: trimmed, clientId, eventId }, { limit: 10, readOnly: true })).items;
 }
 
+/**
+ * The guests a request names. Spec, Guest.customId: "usable instead of id": a `guestId` that is
+ * no guest id of this event is tried as a customId of it, as `ids` of block and `{id}` of the
+ * guest routes are (docs/identifiers.md). A signed ticket's guest id is looked up by id only.
+ */
+async function findNamedGuests(services: Services, clientId: string, eventId: string, lookup: GuestLookup): Promise<GuestDoc[]> {
+  const found = await findGuests(services, clientId, eventId, lookup);
+  if (found.length > 0 || lookup.guestId === undefined) return found;
+  return findGuests(services, clientId, eventId, { customId: lookup.guestId });
+}
+
 function plusOnesLeft(state: GuestState): number {
   const allowed = state.details.plusOnes ?? 0;
   return state.inside ? Math.max(0, allowed - state.admittedPlusOnes) : allowed;
@@ -196,7 +207,7 @@ export async function scan(
       : undefined;
   const found = ticket?.valid
     ? await findGuests(services, context.tenantId, eventId, { guestId: ticket.guestId })
-    : await findGuests(services, context.tenantId, eventId, request);
+    : await findNamedGuests(services, context.tenantId, eventId, request);
   if (found.length !== 1) {
     const reason = ticket && !ticket.valid && found.length === 0 ? 'invalid_signature' : found.length === 0 ? 'not_found' : 'ambiguous';
     return rejectUnmatched(services, context, eventId, info, reason, lookupOf(request), found.map(guestIdOf));
@@ -273,7 +284,7 @@ async function undoLatest(
   eventId: string,
   lookup: GuestLookup,
 ): Promise<{ annulled: string; guest: GuestView }> {
-  const [found] = await findGuests(services, context.tenantId, eventId, lookup);
+  const [found] = await findNamedGuests(services, context.tenantId, eventId, lookup);
   if (!found) throw new DomainError('not_found', 'no guest of this event has this id or customId');
   const result = await handleCommand(services.eventStore, guestDecider, guestStreamOf(found), {
     type: 'AnnulCheckIn',

@@ -11,6 +11,7 @@ import {
 import { personalGuestFields } from '../domain/personal-data.js';
 import { customIdStream, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand, type StreamNameKey } from '../domain/reservation.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
+import { withEveryField, type WithEveryField } from '../shared/every-field.js';
 import { newSortableId } from '../shared/ids.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId, findOwnGuest } from './guest-lookup.js';
@@ -30,11 +31,39 @@ export type GuestInput = GuestDetails &
     tags?: string;
   };
 
-/** The spec's Guest object. */
-export interface GuestView extends GuestDetails {
+/** The spec's Guest table, in its order: every answer holds each of these fields. */
+export const guestFields = [
+  'id',
+  'firstName',
+  'otherNames',
+  'lastName',
+  'email',
+  'plusOnes',
+  'admittedPlusOnes',
+  'additionalInfo',
+  'barcode',
+  'tags',
+  'createdBy',
+  'admitted',
+  'blockedDate',
+  'blockedReason',
+  'eventId',
+  'validFrom',
+  'validTo',
+  'isGroup',
+  'discharged',
+  'image',
+  'customId',
+  'commsTemplateId',
+  'correlationId',
+] as const;
+
+interface StoredGuestView extends GuestDetails {
   id: string;
   eventId: string;
+  plusOnes: number;
   admittedPlusOnes: number;
+  isGroup: boolean;
   tags?: string;
   admitted?: string;
   blockedDate?: string;
@@ -45,11 +74,18 @@ export interface GuestView extends GuestDetails {
   erasedAt?: string;
 }
 
+/** The spec's Guest object: every field, a text or time not set is null (DESIGN.md: "all fields"). */
+export type GuestView = WithEveryField<StoredGuestView, (typeof guestFields)[number]>;
+
 const erasedViewFields = personalGuestFields.filter((field) => (detailFields as readonly string[]).includes(field));
 
 export function toGuestView(doc: GuestDoc): GuestView {
   const view: Record<string, unknown> = { id: guestIdOf(doc), eventId: doc.eventId };
   for (const field of detailFields) if (doc[field] !== undefined) view[field] = doc[field];
+  // A count or flag not set is what the door reads it as (0 plus ones, not a group), never null:
+  // the spec types them integer and boolean, which a typed client cannot set to null.
+  view.plusOnes = doc.plusOnes ?? 0;
+  view.isGroup = doc.isGroup ?? false;
   view.admittedPlusOnes = doc.admittedPlusOnes ?? 0;
   for (const field of ['tags', 'admitted', 'blockedDate', 'blockedReason', 'discharged'] as const) {
     if (doc[field] !== undefined) view[field] = doc[field];
@@ -59,7 +95,7 @@ export function toGuestView(doc: GuestDoc): GuestView {
     for (const field of erasedViewFields) view[field] = null;
     Object.assign(view, { erased: true, ...(doc.erasedAt ? { erasedAt: doc.erasedAt } : {}) });
   }
-  return view as unknown as GuestView;
+  return withEveryField(view as unknown as StoredGuestView, guestFields);
 }
 
 /**

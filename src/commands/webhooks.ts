@@ -103,8 +103,8 @@ async function checkedUrl(settings: WebhookSettings, url: string): Promise<strin
 
 export interface WebhookSecretView {
   url: string;
-  /** Only on first configuration and on rotation. */
-  secret?: string;
+  /** Only on first configuration and on rotation; null when a call changed the URL only (Comms rule 2). */
+  secret: string | null;
 }
 
 /** Spec, Comms rules 2 and 4: the first call creates the secret; a later one changes the URL only. */
@@ -124,7 +124,7 @@ export async function configureWebhook(
   }, context);
   await services.readYourWrites(result.position);
   const created = result.events.some((e) => e.type === 'WebhookConfigured');
-  return created ? { url, secret: secret.plaintext } : { url };
+  return { url, secret: created ? secret.plaintext : null };
 }
 
 /** Spec, Comms rule 3: a new secret; the old one stops signing at once. */

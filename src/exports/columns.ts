@@ -23,8 +23,8 @@ export const plusOnesLeft = (guest: GuestDoc): number => {
 };
 
 /**
- * The export's columns, in the order of the spec's Guest table; `image` is left out and
- * `plusOnesLeft` follows `admittedPlusOnes`. The order is part of the interface (docs/export.md).
+ * The export's columns, in the order of the spec's Guest table, with `plusOnesLeft` after
+ * `admittedPlusOnes`, then `ticketCode` and `image`. The order is part of the interface (docs/export.md).
  */
 export const guestColumns: readonly Column[] = [
   { name: 'id', kind: 'text', width: 38, value: (guest) => guestIdOf(guest) },
@@ -32,7 +32,8 @@ export const guestColumns: readonly Column[] = [
   field('otherNames'),
   field('lastName'),
   field('email', 'text', 28),
-  field('plusOnes', 'integer', 10),
+  // Not set, plus ones and isGroup are 0 and false, as the guest answers show them (docs/api.md, Answers).
+  { name: 'plusOnes', kind: 'integer', width: 10, value: (guest) => guest.plusOnes ?? 0 },
   { name: 'admittedPlusOnes', kind: 'integer', width: 10, value: (guest) => guest.admittedPlusOnes ?? 0 },
   { name: 'plusOnesLeft', kind: 'integer', width: 10, value: plusOnesLeft },
   field('additionalInfo', 'text', 30),
@@ -45,13 +46,15 @@ export const guestColumns: readonly Column[] = [
   field('eventId', 'text', 38),
   field('validFrom', 'timestamp', 20),
   field('validTo', 'timestamp', 20),
-  field('isGroup', 'boolean', 9),
+  { name: 'isGroup', kind: 'boolean', width: 9, value: (guest) => guest.isGroup ?? false },
   field('discharged', 'timestamp', 20),
   field('customId'),
   field('commsTemplateId', 'text', 38),
   field('correlationId'),
   // Issue 16: the signed ticket the service issued to a guest without a barcode (docs/tickets.md); last, so the columns before keep their places.
   { name: 'ticketCode', kind: 'text', width: 40, value: (guest) => guest.ticketCode },
+  // Every field of the spec's Guest is in the file; the image last, so the columns before keep their places.
+  field('image', 'text', 30),
 ];
 
 /**

@@ -182,7 +182,7 @@ describe('empty optional strings from a CRM or spreadsheet export', () => {
       { firstName: 'Shut', barcode: 'E-2', blockedReason: 'unpaid' },
     ]);
     expect(reply.status, JSON.stringify(reply.body)).toBe(200);
-    expect(reply.body[0].blockedDate).toBeUndefined();
+    expect(reply.body[0].blockedDate).toBeNull();
     expect(reply.body[1].blockedDate).toEqual(expect.any(String));
     expect((await alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { barcode: 'E-1' })).body.result).toBe('admitted');
   });
@@ -191,6 +191,6 @@ describe('empty optional strings from a CRM or spreadsheet export', () => {
     const eventId = await newEvent(alice);
     const reply = await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'A', customId: '' }, { firstName: 'B', customId: '' }]);
     expect(reply.status, JSON.stringify(reply.body)).toBe(200);
-    expect(reply.body.map((g: { customId?: string }) => g.customId)).toEqual([undefined, undefined]);
+    expect(reply.body.map((g: { customId: string | null }) => g.customId)).toEqual([null, null]);
   });
 });

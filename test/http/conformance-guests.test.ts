@@ -49,7 +49,7 @@ describe('item 5: guest create takes the whole Guest object', () => {
       blockedDate: '2026-06-01T21:00:00.000Z',
       blockedReason: 'left early, no re-entry',
     });
-    expect(reply.body.discharged).toBeUndefined();
+    expect(reply.body.discharged).toBeNull();
     const events = await history(alice, reply.body.id);
     // TicketIssued: a guest without a barcode gets a signed ticket (issue 16, docs/tickets.md).
     expect(events.map((e) => e.type)).toEqual(['GuestRegistered', 'TicketIssued', 'GuestAdmissionImported', 'GuestBlocked']);
@@ -98,8 +98,8 @@ describe('item 5: guest create takes the whole Guest object', () => {
     expect(upsert.status).toBe(204);
     const after = (await alice.call('GET', `/checkin/v1/api/guest/${created.id}`)).body;
     expect(after).toMatchObject({ firstName: 'Batch 2', admitted: '2026-06-01T19:00:00.000Z' });
-    expect(after.blockedDate).toBeUndefined();
-    expect(after.discharged).toBeUndefined();
+    expect(after.blockedDate).toBeNull();
+    expect(after.discharged).toBeNull();
   });
 });
 
@@ -268,10 +268,10 @@ describe('item 11: small ones', () => {
     expect(odd.body.email).toBe('not an email');
     const upsert = await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ firstName: 'x', email: 'a@' }]);
     expect(upsert.status).toBe(204);
-    expect((await createGuest(alice, { eventId, email: null })).body.email).toBeUndefined();
+    expect((await createGuest(alice, { eventId, email: null })).body.email).toBeNull();
     const empty = await createGuest(alice, { eventId, email: '' });
     expect(empty.status).toBe(200);
-    expect(empty.body.email).toBeUndefined();
+    expect(empty.body.email).toBeNull();
   });
 
   it('an upsert record whose eventId differs from the path is 400 and nothing is applied', async () => {

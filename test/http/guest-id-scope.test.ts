@@ -119,7 +119,7 @@ describe('guest ids are scoped per client (issue 10 item 12)', () => {
   it('check-in by guestId and by barcode admits the caller’s guest only', async () => {
     const byId = await alice.call('POST', `${api}/guests/${eventId}/checkin`, { guestId: shared, gate: 'A' });
     expect(byId.body).toMatchObject({ result: 'admitted', guest: { id: shared, firstName: 'AliceGuest' } });
-    expect((await bob.call('GET', `${api}/guest/${shared}`)).body.admitted).toBeUndefined();
+    expect((await bob.call('GET', `${api}/guest/${shared}`)).body.admitted).toBeNull();
     // Alice's barcode is nothing to Bob; Bob's own barcode admits Bob's guest.
     const foreign = await bob.call('POST', `${api}/guests/${eventId}/checkin`, { barcode: personOf(alice).barcode });
     expect(foreign.body).toMatchObject({ result: 'rejected', reason: 'not_found' });
@@ -127,7 +127,7 @@ describe('guest ids are scoped per client (issue 10 item 12)', () => {
     expect(byBarcode.body).toMatchObject({ result: 'admitted', guest: { id: shared, firstName: 'BobGuest' } });
     // Undo by guest id: Bob's check-in is annulled, Alice's stands.
     expect((await bob.call('POST', `${api}/guests/${eventId}/checkin/undo`, { guestId: shared })).status).toBe(200);
-    expect((await bob.call('GET', `${api}/guest/${shared}`)).body.admitted).toBeUndefined();
+    expect((await bob.call('GET', `${api}/guest/${shared}`)).body.admitted).toBeNull();
     expect((await alice.call('GET', `${api}/guest/${shared}`)).body.admitted).toEqual(expect.any(String));
     const aliceScans = (await alice.call('GET', `${api}/event/${eventId}/scans`)).body.items;
     expect(aliceScans).toEqual([expect.objectContaining({ guestId: shared, result: 'admitted', gate: 'A' })]);
@@ -144,13 +144,13 @@ describe('guest ids are scoped per client (issue 10 item 12)', () => {
     expect(forged.body).toMatchObject({ result: 'rejected', reason: 'invalid_signature' });
     const own = await bob.call('POST', `${api}/guests/${eventId}/checkin`, { barcode: bobTicket.body.code });
     expect(own.body).toMatchObject({ result: 'admitted', guest: { id: ticketed, firstName: 'BobGuestTwo' } });
-    expect((await alice.call('GET', `${api}/guest/${ticketed}`)).body.admitted).toBeUndefined();
+    expect((await alice.call('GET', `${api}/guest/${ticketed}`)).body.admitted).toBeNull();
   });
 
   it('block changes the caller’s guest only', async () => {
     const blocked = await bob.call('POST', `${api}/guests/${eventId}/block`, { ids: [shared], reason: 'lost ticket' });
     expect(blocked.body).toEqual([expect.objectContaining({ id: shared, blockedReason: 'lost ticket' })]);
-    expect((await alice.call('GET', `${api}/guest/${shared}`)).body.blockedDate).toBeUndefined();
+    expect((await alice.call('GET', `${api}/guest/${shared}`)).body.blockedDate).toBeNull();
     expect((await bob.call('POST', `${api}/guests/${eventId}/unblock`, { ids: [shared] })).status).toBe(200);
   });
 

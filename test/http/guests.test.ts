@@ -147,7 +147,7 @@ describe('batch upsert (spec: rules 2 and 3, Limits)', () => {
     ]);
     const after = (await alice.call('GET', `/checkin/v1/api/guest/${g.id}`)).body;
     expect(after).toMatchObject({ firstName: 'U2', admitted: before.admitted, blockedDate: before.blockedDate, blockedReason: 'test', admittedPlusOnes: 0 });
-    expect(after.discharged).toBeUndefined();
+    expect(after.discharged).toBeNull();
   });
 
   it('refuses 201 records with 400 and applies nothing; takes 200', async () => {
@@ -217,7 +217,7 @@ describe('search', () => {
     const [created] = (await alice.call('POST', `/checkin/v1/api/guests/${ev}`, [{ firstName: 'Ann', lastName: 'Lee', barcode: 'BY-1', additionalInfo: 'balcony' }])).body;
     const byinfo = async () => (await alice.call('GET', `/checkin/v1/api/guests/${ev}/byinfo?additionalInfo=balcony`)).body;
     expect(await byinfo()).toMatchObject([{ id: created.id, firstName: 'Ann' }]);
-    expect((await byinfo())[0].admitted).toBeUndefined();
+    expect((await byinfo())[0].admitted).toBeNull();
     await alice.call('PUT', `/checkin/v1/api/guests/${ev}/upsert`, [{ id: created.id, firstName: 'Anna', lastName: 'Lee', barcode: 'BY-1', additionalInfo: 'balcony' }]);
     expect(await byinfo()).toMatchObject([{ id: created.id, firstName: 'Anna' }]);
     expect((await alice.call('POST', `/checkin/v1/api/guests/${ev}/checkin`, { barcode: 'BY-1' })).status).toBe(200);
@@ -369,7 +369,7 @@ describe('door: concurrency, nonces, offline scans, undo, check-out', () => {
     const admitted = await checkin(alice, ev, { barcode: 'U-1', nonce: 'undo-1' });
     const undo = await alice.call('POST', `/checkin/v1/api/guests/${ev}/checkin/undo`, { nonce: 'undo-1' });
     expect(undo.status).toBe(200);
-    expect(undo.body.guest.admitted).toBeUndefined();
+    expect(undo.body.guest.admitted).toBeNull();
     expect((await alice.call('POST', `/checkin/v1/api/guests/${ev}/checkin/undo`, { scanId: admitted.body.scanId })).status).toBe(404);
     const history = (await alice.call('GET', `/checkin/v1/api/guest/${undo.body.guest.id}/history`)).body.events;
     expect(history.map((e: { type: string }) => e.type)).toEqual(['GuestRegistered', 'GuestAdmitted', 'GuestAdmissionAnnulled']);
@@ -405,7 +405,7 @@ describe('bulk block and unblock', () => {
     expect(ok.status).toBe(200);
     expect(ok.body.map((g: { blockedReason: string }) => g.blockedReason)).toEqual(['fraud', 'fraud']);
     const unblock = await alice.call('POST', `/checkin/v1/api/guests/${ev}/unblock`, { barcodes: ['BB-1'] });
-    expect(unblock.body[0].blockedDate).toBeUndefined();
+    expect(unblock.body[0].blockedDate).toBeNull();
     const tooMany = await alice.call('POST', `/checkin/v1/api/guests/${ev}/block`, { barcodes: Array.from({ length: 201 }, (_, i) => `x${i}`) });
     expect(tooMany.status).toBe(400);
     const bobEvent = await newEvent(bob);

@@ -194,14 +194,14 @@ describe('customId usable instead of id (issue 10 item 2)', () => {
     expect((await alice.call('POST', `${base}/checkin`, { customId: 'c-1' })).body).toMatchObject({ result: 'admitted', guest: { id: first.id } });
     const undo = await alice.call('POST', `${base}/checkin/undo`, { customId: 'C-1' });
     expect(undo.status).toBe(200);
-    expect(undo.body.guest.admitted).toBeUndefined();
+    expect(undo.body.guest.admitted).toBeNull();
     expect((await alice.call('POST', `${base}/checkin`, { customId: 'C-1' })).body.result).toBe('admitted');
     expect((await alice.call('POST', `${base}/checkout`, { customId: 'C-1' })).body.result).toBe('discharged');
     const blocked = await alice.call('POST', `${base}/block`, { customIds: ['C-1'], reason: 'lost ticket' });
     expect(blocked.status).toBe(200);
     expect(blocked.body[0]).toMatchObject({ id: first.id, blockedReason: 'lost ticket' });
     const unblocked = await alice.call('POST', `${base}/unblock`, { customIds: ['C-1'] });
-    expect(unblocked.body[0].blockedDate).toBeUndefined();
+    expect(unblocked.body[0].blockedDate).toBeNull();
     const unknown = await alice.call('POST', `${base}/block`, { customIds: ['nobody'] });
     // Spec, Errors: a guest not found is 404.
     expect(unknown.status).toBe(404);
@@ -217,13 +217,13 @@ describe('customId usable instead of id (issue 10 item 2)', () => {
     // The same guest by id and by customId is one guest, blocked once.
     const both = await alice.call('POST', `${base}/unblock`, { ids: [first.id, 'C-1'] });
     expect(both.body).toHaveLength(1);
-    expect(both.body[0].blockedDate).toBeUndefined();
+    expect(both.body[0].blockedDate).toBeNull();
     // Nothing changes when one of them names no guest of this event: the id of a guest of another event, or nobody.
     const elsewhere = (await alice.call('GET', '/checkin/v1/api/guest/C-1?eventId=cid-2')).body.id as string;
     const mixed = await alice.call('POST', `${base}/block`, { ids: ['C-1', elsewhere, 'nobody'], reason: 'x' });
     expect(mixed.status).toBe(404);
     expect(mixed.body.errors.map((e: { path: string }) => e.path)).toEqual(['ids.1', 'ids.2']);
-    expect((await alice.call('GET', `/checkin/v1/api/guest/${first.id}`)).body.blockedDate).toBeUndefined();
+    expect((await alice.call('GET', `/checkin/v1/api/guest/${first.id}`)).body.blockedDate).toBeNull();
     // Another client's customId is no guest of the caller's.
     expect((await bob.call('POST', `${base}/block`, { ids: ['C-1'] })).status).toBe(404);
   });

@@ -131,7 +131,7 @@ describe('users (spec: Users)', () => {
     const other = await alice.call('PUT', '/users/v1/api/user', { id: bob.id, firstName: 'Mallory' });
     expect(other.status).toBe(404);
     const bobRead = await bob.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(bob.email)}`);
-    expect(bobRead.body.firstName).toBeUndefined();
+    expect(bobRead.body.firstName).toBeNull();
   });
 
   it('requires the id on PUT user (400)', async () => {

@@ -20,7 +20,9 @@ import {
   AccountResponse,
   KeyParams,
   SubscriptionKeyResponse,
+  userFields,
 } from '../schemas/account.js';
+import { withEveryField } from '../../shared/every-field.js';
 
 /** Operator API (DESIGN.md section 6): `Authorization: Bearer <ADMIN_API_KEY>`. */
 export function adminAuth(adminApiKey: string): RequestHandler {
@@ -62,7 +64,7 @@ export function adminRouter(services: Services): Router {
         },
       },
     },
-    ({ body, res }) => registerAccount(services, commandContext(res, services.clock), body),
+    async ({ body, res }) => withEveryField(await registerAccount(services, commandContext(res, services.clock), body), userFields),
   );
   defineRoute(
     router,
@@ -77,7 +79,7 @@ export function adminRouter(services: Services): Router {
       security,
       errors: [401, 404],
     },
-    async ({ params }) => toUserView(await getAccount(services, params.id)),
+    async ({ params }) => withEveryField(toUserView(await getAccount(services, params.id)), userFields),
   );
   defineRoute(
     router,
@@ -93,7 +95,7 @@ export function adminRouter(services: Services): Router {
       security,
       errors: [401, 404],
     },
-    ({ params, body, res }) => setAccountAccess(services, commandContext(res, services.clock), params.id, body),
+    async ({ params, body, res }) => withEveryField(await setAccountAccess(services, commandContext(res, services.clock), params.id, body), userFields),
   );
   defineRoute(
     router,

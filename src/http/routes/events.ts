@@ -5,7 +5,8 @@ import type { Services } from '../../commands/services.js';
 import { commandContext, principalOf } from '../context.js';
 import { defineRoute } from '../route.js';
 import { eventTimeZone, fields } from '../time-zone.js';
-import { EventBody, EventResponse, IdParams } from '../schemas/event.js';
+import { EventBody, EventResponse, eventFields, IdParams } from '../schemas/event.js';
+import { withEveryField } from '../../shared/every-field.js';
 
 export function eventsRouter(services: Services): Router {
   const router = Router();
@@ -33,7 +34,7 @@ export function eventsRouter(services: Services): Router {
       },
       timeZone: eventTimeZone(services, ({ body }) => ({ timeZoneId: fields(body).timeZoneId, eventId: fields(body).id })),
     },
-    ({ body, res }) => saveEvent(services, commandContext(res, services.clock), body),
+    async ({ body, res }) => withEveryField(await saveEvent(services, commandContext(res, services.clock), body), eventFields),
   );
   defineRoute(
     router,
@@ -47,7 +48,7 @@ export function eventsRouter(services: Services): Router {
       response: EventResponse,
       errors: [404],
     },
-    ({ params, res }) => getEvent(services, principalOf(res).tenantId, params.id),
+    async ({ params, res }) => withEveryField(await getEvent(services, principalOf(res).tenantId, params.id), eventFields),
   );
   defineRoute(
     router,
@@ -60,7 +61,10 @@ export function eventsRouter(services: Services): Router {
       response: pageOf(EventResponse),
       roles: ['client', 'team_member'],
     },
-    ({ query, res }) => listEvents(services, principalOf(res).tenantId, query),
+    async ({ query, res }) => {
+      const page = await listEvents(services, principalOf(res).tenantId, query);
+      return { ...page, items: page.items.map((event) => withEveryField(event, eventFields)) };
+    },
   );
   return router;
 }

@@ -4,7 +4,8 @@ import type { Services } from '../../commands/services.js';
 import { listTeamMembers, registerTeamMember } from '../../commands/team-members.js';
 import { commandContext, principalOf } from '../context.js';
 import { defineRoute } from '../route.js';
-import { TeamMemberBody, TeamMemberResponse, UsernameParams } from '../schemas/account.js';
+import { TeamMemberBody, TeamMemberResponse, teamMemberFields, UsernameParams } from '../schemas/account.js';
+import { withEveryField } from '../../shared/every-field.js';
 
 export function teamMembersRouter(services: Services): Router {
   const router = Router();
@@ -19,7 +20,7 @@ export function teamMembersRouter(services: Services): Router {
       response: TeamMemberResponse,
       errors: [409],
     },
-    ({ body, res }) => registerTeamMember(services, commandContext(res, services.clock), body),
+    async ({ body, res }) => withEveryField(await registerTeamMember(services, commandContext(res, services.clock), body), teamMemberFields),
   );
   defineRoute(
     router,
@@ -33,9 +34,10 @@ export function teamMembersRouter(services: Services): Router {
       roles: ['client', 'team_member'],
       errors: [404],
     },
-    ({ params, res }) => {
+    async ({ params, res }) => {
       const { tenantId, role, actor } = principalOf(res);
-      return listTeamMembers(services, tenantId, params.username, role === 'team_member' ? actor.id : undefined);
+      const members = await listTeamMembers(services, tenantId, params.username, role === 'team_member' ? actor.id : undefined);
+      return members.map((member) => withEveryField(member, teamMemberFields));
     },
   );
   return router;

@@ -3,7 +3,8 @@ import { changePassword, getUserByEmail, updateUser } from '../../commands/accou
 import type { Services } from '../../commands/services.js';
 import { commandContext, principalOf } from '../context.js';
 import { defineRoute } from '../route.js';
-import { PasswordChangeBody, UserEmailQuery, UserResponse, UserUpdateBody } from '../schemas/account.js';
+import { PasswordChangeBody, UserEmailQuery, UserResponse, UserUpdateBody, userFields } from '../schemas/account.js';
+import { withEveryField } from '../../shared/every-field.js';
 
 /** Spec, Users: a client reads and changes only itself; anything else is 404. */
 export function usersRouter(services: Services): Router {
@@ -21,7 +22,7 @@ export function usersRouter(services: Services): Router {
     },
     async ({ query, res }) => {
       const { commsApiEnabled: _c, senderTrusted: _s, ...user } = await getUserByEmail(services, principalOf(res).tenantId, query.email);
-      return user;
+      return withEveryField(user, userFields);
     },
   );
   defineRoute(

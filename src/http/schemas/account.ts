@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Email, Guid, nullAsAbsent, PlainId, TimeZoneId, VisibleText } from './common.js';
+import { Email, Guid, nullAsAbsent, PlainId, TimeZoneId, timeZoneName, VisibleText } from './common.js';
 import { ex } from './example-values.js';
 
 /** Spec: User and Team member fields typed string take any string, kept as given. */
@@ -36,19 +36,28 @@ const userExample = {
   customData: '{"plan":"pro"}',
 };
 
+/** Spec: User, in its order, without `password`: no password or hash is ever answered (DESIGN.md, Secrets). */
+export const userFields = ['id', 'firstName', 'lastName', 'userName', 'email', 'timeZoneId', 'companyName', 'customData'] as const;
+/** Every field of the spec's object is answered; a text not set is null (DESIGN.md: "all fields"). */
+const unsetIsNull = (description?: string) =>
+  z.string().nullable().openapi({ description: `${description ? `${description}; ` : ''}null when not set` });
+
 export const UserResponse = registry.register(
   'User',
   z.object({
     id: z.string(),
-    firstName: z.string().optional(),
-    lastName: z.string().optional(),
+    firstName: unsetIsNull(),
+    lastName: unsetIsNull(),
     userName: z.string(),
     email: z.string(),
-    timeZoneId: z.string().optional(),
-    companyName: z.string().optional(),
-    customData: z.string().optional(),
+    timeZoneId: unsetIsNull(),
+    companyName: unsetIsNull(),
+    customData: unsetIsNull(),
     retentionDays: z.number().int().optional().openapi({ description: "The client's retention default for events without their own (absent: none)" }),
-  }).openapi({ example: userExample }),
+  }).openapi({
+    description: 'The spec’s User object: every field but `password`, which is never answered (change it with PUT /users/v1/api/user/changepassword).',
+    example: userExample,
+  }),
 );
 
 export const UserEmailQuery = z.object({ email: VisibleText() });
@@ -57,24 +66,23 @@ export const UserUpdateBody = registry.register(
   'UserUpdate',
   z.object({
     id: PlainId,
-    firstName: name.optional(),
-    lastName: name.optional(),
-    userName: VisibleText().optional(),
+    // null is "not given", as a field left out: a User read back answers its unset fields as null,
+    // and .NET and Java serializers write null for every property left unset (docs/api.md, Bodies).
+    firstName: nullAsAbsent(name),
+    lastName: nullAsAbsent(name),
+    userName: nullAsAbsent(VisibleText()),
     // Not empty: GET /users/v1/api/users/email finds the user by it.
-    email: anyEmail.min(1).optional(),
-    timeZoneId: TimeZoneId.optional(),
-    companyName: name.optional(),
-    customData: z.string().optional(),
+    email: nullAsAbsent(anyEmail.min(1)),
+    timeZoneId: nullAsAbsent(timeZoneName()),
+    companyName: nullAsAbsent(name),
+    customData: nullAsAbsent(z.string()),
     retentionDays: z.number().int().min(0).max(36_500).nullable().optional().openapi({
       description:
         "Default for the client's events that have no `retentionDays` of their own: erase their guests' personal data this many days after the event's endTime (0: right after it); `null` removes the default (docs/personal-data.md)",
     }),
-    password: z
-      .string()
-      .optional()
-      .openapi({ description: 'Ignored: change a password with PUT /users/v1/api/user/changepassword' }),
+    password: nullAsAbsent(z.string()).openapi({ description: 'Ignored: change a password with PUT /users/v1/api/user/changepassword' }),
   }).openapi({
-    description: 'Changes the fields sent and keeps the others. `id` is the caller’s own id (another is 404).',
+    description: 'Changes the fields sent and keeps the others; a field that is null is not sent (send "" to empty a text). `id` is the caller’s own id (another is 404).',
     example: { id: ex.clientId, companyName: 'Gala Events Ltd', timeZoneId: 'Europe/Amsterdam' },
   }),
 );
@@ -108,17 +116,21 @@ export const TeamMemberBody = registry.register(
   }),
 );
 
+/** Spec: Team member, in its order, without `password` (DESIGN.md, Secrets; docs/api.md, Team members). */
+export const teamMemberFields = ['userName', 'email', 'id', 'firstName', 'lastName'] as const;
+
 export const TeamMemberResponse = registry.register(
   'TeamMemberResponse',
   z.object({
-    id: z.string(),
     userName: z.string(),
     email: z.string(),
-    firstName: z.string().optional(),
-    lastName: z.string().optional(),
+    id: z.string(),
+    firstName: unsetIsNull(),
+    lastName: unsetIsNull(),
     canForce: z.boolean(),
   }).openapi({
-    example: { id: ex.teamMemberId, userName: 'door-three', email: 'door3@example.com', firstName: 'Dora', lastName: 'Door', canForce: false },
+    description: 'The spec’s Team member object: every field but `password`, which is stored only as a hash and never answered.',
+    example: { userName: 'door-three', email: 'door3@example.com', id: ex.teamMemberId, firstName: 'Dora', lastName: 'Door', canForce: false },
   }),
 );
 

@@ -14,9 +14,9 @@ export const Guid = z
 
 /**
  * An optional field that takes JSON null as "not given": .NET and Java serializers write null for
- * every property left unset, and a template answer shows its unset fields as null. Used where a
- * body creates and never updates (Guest records, Comms template, Team member, the password change
- * request); on an update (Event, User) null stays 400, as it could mean "clear" (docs/api.md, Bodies).
+ * every property left unset, and answers show unset fields as null. On an update (Event, User) a
+ * null field keeps its value, as a field left out does, so no field is cleared by a client that
+ * never set it (docs/api.md, Bodies).
  */
 export const nullAsAbsent = <T extends z.ZodType>(schema: T) =>
   schema.nullish().transform((v) => (v === null ? undefined : v)) as unknown as z.ZodOptional<T>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, PlainId, TimeZoneId } from './common.js';
+import { DateTime, nullAsAbsent, PlainId, timeZoneName } from './common.js';
 import { registry } from '../openapi.js';
 import { ex } from './example-values.js';
 
@@ -23,10 +23,13 @@ export const EventBody = registry.register(
     title: z.string(),
     startTime: DateTime,
     endTime: DateTime,
-    active: z.boolean().optional(),
-    timeZoneId: TimeZoneId.optional(),
-    tags: z.string().optional(),
-    customData: z.string().optional(),
+    // null is "not given", as a field left out (an update keeps the event's value): an Event read
+    // back answers its unset fields as null, and .NET and Java serializers write null for every
+    // property left unset (docs/api.md, Bodies).
+    active: nullAsAbsent(z.boolean()),
+    timeZoneId: nullAsAbsent(timeZoneName()),
+    tags: nullAsAbsent(z.string()),
+    customData: nullAsAbsent(z.string()),
     retentionDays: z.number().int().min(0).max(36_500).optional().openapi({
       description: "Erase the guests' personal data this many days after endTime (0: right after it); absent: kept (docs/personal-data.md)",
     }),
@@ -37,17 +40,20 @@ export const EventBody = registry.register(
     }),
 );
 
+/** Spec: Event, in its order; every answer holds each field, a text or flag not set is null (DESIGN.md: "all fields"). */
+export const eventFields = ['title', 'startTime', 'endTime', 'id', 'active', 'timeZoneId', 'tags', 'customData'] as const;
+
 export const EventResponse = registry.register(
   'EventResponse',
   z.object({
-    id: z.string(),
     title: z.string(),
     startTime: z.string(),
     endTime: z.string(),
-    active: z.boolean().optional(),
-    timeZoneId: z.string().optional(),
-    tags: z.string().optional(),
-    customData: z.string().optional(),
+    id: z.string(),
+    active: z.boolean().nullable().openapi({ description: 'null when not set' }),
+    timeZoneId: z.string().nullable().openapi({ description: 'null when not set' }),
+    tags: z.string().nullable().openapi({ description: 'null when not set' }),
+    customData: z.string().nullable().openapi({ description: 'null when not set' }),
     retentionDays: z.number().int().optional(),
     created: z.string(),
     updated: z.string(),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Guid, nullAsAbsent, PlainId, timeZoneName } from './common.js';
+import { Guid, PlainId } from './common.js';
 import { ex } from './example-values.js';
 import { EventBody } from './event.js';
 
@@ -20,11 +20,6 @@ export const ExportBody = registry.register(
   z.object({
     ...EventBody.shape,
     id: PlainId.openapi({ description: 'The event to export (required: an event of the caller)' }),
-    // The export reads; it changes no event, so null in an optional field is "not given" (docs/api.md, Bodies).
-    active: nullAsAbsent(z.boolean()),
-    timeZoneId: nullAsAbsent(timeZoneName()),
-    tags: nullAsAbsent(z.string()),
-    customData: nullAsAbsent(z.string()),
   }).openapi({
     description: 'An Event object (spec); only `id` is used: the caller’s event to export. The other Event fields are checked as on event create.',
     example: { id: ex.eventId, title: 'Winter gala', startTime: ex.start, endTime: ex.end },

@@ -4,6 +4,8 @@ import { DateTime, Guid, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf
 import { ex } from './example-values.js';
 import { guestStream, INT32_MAX, rejectionReasons } from '../../domain/guest.js';
 import { HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT } from '../../commands/guest-history.js';
+import { guestFields } from '../../commands/guests.js';
+import { withEveryField } from '../../shared/every-field.js';
 
 /** Optional in the spec; CRMs often send null for "no value": null is treated as absent. */
 const optional = nullAsAbsent;
@@ -103,43 +105,52 @@ export const GuestCreateBody = registry.register(
   }),
 );
 
+/** Every field of the spec's Guest is answered (DESIGN.md: "all fields"): a text or time not set is null. */
+const unsetIsNull = () => z.string().nullable().openapi({ description: 'null when not set' });
 /** Erased guests (docs/personal-data.md) answer these as null; the others stay as they were. */
-const erasable = (description?: string) =>
-  z.string().nullable().optional().openapi({ description: `${description ? `${description}. ` : ''}null once the guest’s personal data is erased (\`erased: true\`)` });
+const erasable = () =>
+  z.string().nullable().openapi({ description: 'null when not set, and once the guest’s personal data is erased (`erased: true`)' });
 
 export const GuestResponse = registry.register(
   'GuestResponse',
   z.object({
     id: z.string(),
-    eventId: z.string(),
     firstName: erasable(),
     otherNames: erasable(),
     lastName: erasable(),
     email: erasable(),
-    plusOnes: Int32.optional(),
+    plusOnes: Int32.openapi({ description: '0 when not set' }),
     admittedPlusOnes: Int32,
     additionalInfo: erasable(),
     barcode: erasable(),
-    tags: z.string().optional(),
-    createdBy: z.string().optional(),
-    admitted: z.string().optional(),
-    blockedDate: z.string().optional(),
-    blockedReason: z.string().optional(),
-    validFrom: z.string().optional(),
-    validTo: z.string().optional(),
-    isGroup: z.boolean().optional(),
-    discharged: z.string().optional(),
+    tags: unsetIsNull(),
+    createdBy: unsetIsNull(),
+    admitted: unsetIsNull(),
+    blockedDate: unsetIsNull(),
+    blockedReason: unsetIsNull(),
+    eventId: z.string(),
+    validFrom: unsetIsNull(),
+    validTo: unsetIsNull(),
+    isGroup: z.boolean().openapi({ description: 'false when not set' }),
+    discharged: unsetIsNull(),
     image: erasable(),
     customId: erasable(),
-    commsTemplateId: z.string().optional(),
-    correlationId: z.string().optional(),
+    commsTemplateId: unsetIsNull(),
+    correlationId: unsetIsNull(),
     erased: z.literal(true).optional().openapi({ description: 'Present once the guest’s personal data is erased (POST …/guest/{id}/erase, retention); its personal fields are then null' }),
     erasedAt: z.string().optional().openapi({ description: 'When the personal data was erased' }),
-  }).openapi({ example: { ...guestExample(), createdBy: 'organizer@example.com', admittedPlusOnes: 0 } }),
+  }).openapi({
+    description: 'The spec’s Guest: every field is present; a text or time not set is null, plusOnes 0 and isGroup false.',
+    example: guestResponseExample(),
+  }),
 );
 
-const guestResponseExample = { ...guestExample(), createdBy: 'organizer@example.com', admittedPlusOnes: 0 };
-const admittedGuestExample = { ...guestResponseExample, admitted: ex.scannedAt, admittedPlusOnes: 1 };
+/** A guest as answered: every field of the spec's Guest, in its order. */
+function guestResponseExample(changes: Record<string, unknown> = {}) {
+  const given: Record<string, unknown> = { ...guestExample(), createdBy: 'organizer@example.com', admittedPlusOnes: 0, ...changes };
+  return withEveryField(given, guestFields);
+}
+const admittedGuestExample = guestResponseExample({ admitted: ex.scannedAt, admittedPlusOnes: 1 });
 
 /** Spec Limits: at most 200 records per call. */
 export const GuestBatch = z
@@ -206,7 +217,7 @@ export const ScanBody = registry.register(
   'Scan',
   z
     .object({
-      guestId: Guid.optional(),
+      guestId: PlainId.optional().openapi({ description: 'The guest id, or its customId instead (usable instead of id): a value that is no guest id of the event is tried as a customId' }),
       barcode: z
         .string()
         .min(1)
@@ -261,7 +272,7 @@ export const UndoBody = z
   .object({
     scanId: Guid.optional(),
     nonce: z.string().min(1).max(200).optional(),
-    guestId: Guid.optional().openapi({ description: 'Undo this guest’s last check-in' }),
+    guestId: PlainId.optional().openapi({ description: 'Undo this guest’s last check-in: its id, or its customId instead (usable instead of id)' }),
     customId: PlainId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
   })
   .refine((b) => [b.scanId, b.nonce, b.guestId, b.customId].filter((v) => v !== undefined).length === 1, {
@@ -281,7 +292,7 @@ export const UndoResponse = registry.register(
       annulled: z.string().openapi({ description: 'The scan id of the annulled check-in' }),
       guest: GuestResponse,
     })
-    .openapi({ example: { annulled: ex.scanId, guest: guestResponseExample } }),
+    .openapi({ example: { annulled: ex.scanId, guest: guestResponseExample() } }),
 );
 
 export const BlockBody = registry.register(

@@ -30,8 +30,11 @@ export const WebhookSecretResponse = registry.register(
     url: z.string(),
     secret: z
       .string()
-      .optional()
-      .openapi({ description: 'Signing secret, shown once: on first configuration and on rotation. Store it now.' }),
+      .nullable()
+      .openapi({
+        description:
+          'Signing secret, shown once: on first configuration and on rotation. Store it now. null when the call changed the URL of a configured webhook (its secret stays; rotate for a new one)',
+      }),
   }).openapi({ example: { url: 'https://example.com/hooks/comms', secret: 'whsec_9fQm2xV8cZ1bN4kL7pR0tY3wE6aS5dF2gH8jK1lM0qU' } }),
 );
 
