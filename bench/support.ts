@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,12 +49,52 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
   fs.writeFileSync(specFile, JSON.stringify(spec));
   try {
     const generator = spec.honourRetryAfter ? 'polite-load.ts' : 'load.ts';
-    const { stdout } = await run(process.execPath, [tsx, path.join(here, generator), specFile], { maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await run(...onOtherCores(process.execPath, [tsx, path.join(here, generator), specFile]), { maxBuffer: 64 * 1024 * 1024 });
     return JSON.parse(stdout) as LoadResult;
   } finally {
     fs.rmSync(path.dirname(specFile), { recursive: true, force: true });
   }
 }
+
+/**
+ * BENCH_DOOR_CORE=N: the door's core. The service's main thread (the door's) runs on core N
+ * alone; every other thread of this process and every process a bench starts (the load
+ * generator, the remote doubles) runs on the other cores. It shows what a core of its own
+ * gives the door on a machine where the load comes from elsewhere (Linux, `taskset`).
+ */
+const doorCore = process.env.BENCH_DOOR_CORE === undefined ? undefined : Number(process.env.BENCH_DOOR_CORE);
+const otherCores = () => os.cpus().map((_, i) => i).filter((i) => i !== doorCore).join(',');
+
+/** A command to start on the cores other than the door's (unchanged without BENCH_DOOR_CORE). */
+export function onOtherCores(command: string, args: string[]): [string, string[]] {
+  return doorCore === undefined ? [command, args] : ['taskset', ['-c', otherCores(), command, ...args]];
+}
+
+/**
+ * With BENCH_DOOR_CORE: puts this process's main thread on the door's core and its other threads
+ * (worker threads, libuv's pool, V8's helpers) on the others. A thread started later takes the
+ * cores of the thread that started it, so call it again after starting threads.
+ */
+export function pinDoorThread(): void {
+  if (doorCore === undefined) return;
+  const others = otherCores();
+  const threads = fs.readdirSync(`/proc/${process.pid}/task`).map(Number);
+  for (const tid of threads) {
+    execFileSync('taskset', ['-p', '-c', tid === process.pid ? String(doorCore) : others, String(tid)], { stdio: 'ignore' });
+  }
+}
+
+/**
+ * The CPU time of this process's main thread so far (µs, user + system; Linux, /proc, 10 ms
+ * steps): unlike its event-loop utilisation, it does not count time the thread waited for a core.
+ */
+export function mainThreadCpuMicros(): number {
+  const stat = fs.readFileSync(`/proc/${process.pid}/task/${process.pid}/stat`, 'utf8');
+  // Fields after the command name, which is in parentheses and may hold spaces: utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100;
 
 /** This process's CPU time so far (µs, user + system, all its threads). */
 export function processCpuMicros(): number {

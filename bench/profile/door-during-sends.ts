@@ -9,10 +9,12 @@
  *   3. scans while 4,000 guests are imported with an invitation each (emails sent, comms.sent
  *      webhooks delivered).
  * Then, without scans, a burst of 2,000 invitations: the service process's CPU per email.
+ * BENCH_DOOR_CORE=0 gives the service's main thread core 0 to itself and puts everything else
+ * (the workers' thread with WORKERS_THREAD=on, the load generator, the doubles) on the others.
  */
 import { performance } from 'node:perf_hooks';
 import { doorSendingInvitations, invitationHtml } from './door.js';
-import { load, until, type LoadResult } from '../support.js';
+import { load, pinDoorThread, until, type LoadResult } from '../support.js';
 
 const GUESTS = 60_000;
 const PHASE = GUESTS / 3;
@@ -32,6 +34,7 @@ try {
   // The main thread's event-loop utilisation (1: never idle) over each phase, beside the scans.
   let loopUse = 0;
   const scans = async (phase: number): Promise<LoadResult> => {
+    pinDoorThread();
     const before = performance.eventLoopUtilization();
     const result = await load({ url: `${service.url}/checkin/v1/api/guests/${door}/checkin`, method: 'POST', headers, connections: 50, durationSec: SECONDS, bodies: bodies.slice(phase * PHASE, (phase + 1) * PHASE) });
     loopUse = performance.eventLoopUtilization(before).utilization;
@@ -58,6 +61,7 @@ try {
 
   const burstEvent = await newEvent('Burst');
   const burstTemplate = await templateFor(burstEvent);
+  pinDoorThread();
   const cpu = process.cpuUsage();
   const t0 = Date.now();
   await upsert(burstEvent, 2_000, (i) => ({ firstName: `B${i}`, lastName: 'I', email: `b${i}@example.com`, barcode: `B-${i}`, commsTemplateId: burstTemplate }));

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createClient, startTestService, type Client, type TestService } from '../../test/support/service.js';
+import { onOtherCores } from '../support.js';
 
 /**
  * The door the scan profiles measure: a service on the embedded default (SQLITE_SYNCHRONOUS=FULL,
@@ -41,7 +42,7 @@ export const invitationHtml = `<h1>{{eventTitle}}</h1><p>Dear {{fullName}}, your
  * `stop` closes the service and ends that process.
  */
 export async function doorSendingInvitations(guests: number): Promise<Awaited<ReturnType<typeof doorWithGuests>> & { stop(): Promise<void> }> {
-  const doubles = spawn(process.execPath, ['--import', 'tsx', new URL('./remote-doubles.ts', import.meta.url).pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const doubles = spawn(...onOtherCores(process.execPath, ['--import', 'tsx', new URL('./remote-doubles.ts', import.meta.url).pathname]), { stdio: ['pipe', 'pipe', 'inherit'] });
   const remote = await new Promise<{ sendgridUrl: string; apiKey: string; hookUrl: string }>((resolve) => doubles.stdout!.once('data', (line) => resolve(JSON.parse(String(line)))));
   const door = await doorWithGuests(guests, {
     env: {
