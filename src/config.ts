@@ -3,7 +3,7 @@ import { connectionStringProblem } from './adapters/eventstore/esdb.js';
 import { defaultKafkaMaxBatchBytes, kafkaNamespacePattern, minKafkaMaxBatchBytes } from './adapters/bus/kafka.js';
 import { parseKey } from './shared/encryption.js';
 
-/** The one config reader (DESIGN.md section 6). Only the composition root and the CLIs call it. */
+/** The one config reader (README, Configuration). Only the composition root and the CLIs call it. */
 export interface Config {
   port: number;
   host: string;

@@ -74,7 +74,7 @@ interface StoredGuestView extends GuestDetails {
   erasedAt?: string;
 }
 
-/** The spec's Guest object: every field, a text or time not set is null (DESIGN.md: "all fields"). */
+/** The spec's Guest object: every field, a text or time not set is null (docs/api.md, Answers). */
 export type GuestView = WithEveryField<StoredGuestView, (typeof guestFields)[number]>;
 
 const erasedViewFields = personalGuestFields.filter((field) => (detailFields as readonly string[]).includes(field));

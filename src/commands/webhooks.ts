@@ -81,7 +81,7 @@ function freshSecret(settings: WebhookSettings, clientId: string): { plaintext: 
 }
 
 /**
- * The URL rules (DESIGN.md section 6) as a 400 on `url`. A host that does not resolve yet
+ * The URL rules (docs/webhooks.md) as a 400 on `url`. A host that does not resolve yet
  * (DNS being set up, or a resolver that is down) is accepted: every delivery attempt resolves
  * and checks the addresses again, and retries while DNS fails (docs/webhooks.md).
  */

@@ -122,7 +122,7 @@ export interface CommsEvent {
 
 /**
  * Stored events that are comms events. `WebhookTestRequested` is ours; the others are the
- * invitation stream's (DESIGN.md section 3) and must carry `attendeeId`, `templateId`,
+ * invitation stream's (docs/webhooks.md) and must carry `attendeeId`, `templateId`,
  * `attendeeInvitationId`, optional `correlationId` and `error`, and for
  * `ProviderEventReceived` the provider's `event` (delivered, opened, bounced, ...).
  */

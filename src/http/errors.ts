@@ -5,7 +5,7 @@ import { AppendTooLargeError, ConcurrencyError, StoreUnavailableError } from '..
 import { DuplicateKeyError } from '../adapters/readstore/port.js';
 import { InvalidCursorError } from '../adapters/readstore/cursor.js';
 
-/** An error that is already an HTTP answer (DESIGN.md section 5 body shape). */
+/** An error that is already an HTTP answer (the body shape of docs/api.md). */
 export class HttpError extends Error {
   constructor(
     readonly status: number,

@@ -21,7 +21,7 @@ export interface DevIdentityProviderOptions {
 }
 
 /**
- * The built-in OpenID provider used when no `OIDC_ISSUER` is configured (DESIGN.md section 6).
+ * The built-in OpenID provider used when no `OIDC_ISSUER` is configured (README, Configuration).
  * Mount the router at `/core`: discovery, JWKS and an RFC 6749 token endpoint for the
  * client_credentials and password grants, issuing RS256 JWT access tokens.
  */

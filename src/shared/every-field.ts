@@ -1,5 +1,5 @@
 /**
- * A view with every field of the spec's object, in the spec's order: DESIGN.md ("all fields"
+ * A view with every field of the spec's object, in the spec's order: docs/api.md, Answers ("all fields"
  * means every field, null when unset). A field the view lacks is `null`; fields of ours that the
  * spec does not list (canForce, erased, created) follow as they are.
  */

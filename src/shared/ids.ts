@@ -18,7 +18,7 @@ export const newSortableId = (): string => uuidv7();
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Any RFC 4122 textual UUID, case-insensitive (DESIGN.md section 5). */
+/** Any RFC 4122 textual UUID, case-insensitive (docs/identifiers.md). */
 export const isUuid = (value: string): boolean => uuidPattern.test(value);
 
 /**

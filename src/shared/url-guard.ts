@@ -3,7 +3,7 @@ import net from 'node:net';
 
 /**
  * Where the service may send outgoing requests (webhooks), against server-side request
- * forgery (DESIGN.md section 6): `https://` only, and never to an address inside the
+ * forgery (docs/webhooks.md): `https://` only, and never to an address inside the
  * host or its networks. The check runs on the literal URL and again on every address
  * its host name resolves to; the caller then connects to exactly the addresses checked
  * (see `pinnedLookup`) so a second DNS answer cannot swap in another one (rebinding).

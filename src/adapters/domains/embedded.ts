@@ -1,5 +1,5 @@
 /**
- * Embedded domain authentication (DESIGN.md §2): no provider account; the records are generated
+ * Embedded domain authentication (docs/invitations.md): no provider account; the records are generated
  * here, in SendGrid's shape, and verified by real DNS lookups. Everything needed to check a
  * domain travels in the `AuthenticatedDomain` the caller keeps, so this adapter stores nothing.
  *

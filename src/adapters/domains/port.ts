@@ -1,5 +1,5 @@
 /**
- * The domain-authentication port (DESIGN.md section 2, spec: Domain authentication record):
+ * The domain-authentication port (docs/invitations.md; spec: Domain authentication record):
  * a custom sending domain is authenticated through DNS records at the email delivery provider.
  * Adapters: SendGrid's domain authentication API (`sendgrid.ts`, via @sendgrid/client) and an
  * embedded one (`embedded.ts`) that generates the records locally and verifies them by real

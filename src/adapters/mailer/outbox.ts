@@ -1,5 +1,5 @@
 /**
- * Mailer adapter for the embedded mode (DESIGN.md §6): every message becomes one RFC 822
+ * Mailer adapter for the embedded mode (docs/invitations.md): every message becomes one RFC 822
  * `.eml` file in a folder, named `<messageKey>.eml`. The receipt's `providerMessageId` is
  * that file name, so a reader goes from a receipt to the file without parsing anything.
  */

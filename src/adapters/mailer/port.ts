@@ -1,5 +1,5 @@
 /**
- * The mailer port (DESIGN.md section 2): hands one email to a delivery provider.
+ * The mailer port (docs/invitations.md): hands one email to a delivery provider.
  * Adapters: SendGrid (`sendgrid.ts`, real provider), outbox folder of `.eml` files
  * (`outbox.ts`, embedded default), SMTP (`smtp.ts`, when SMTP_URL is set).
  */

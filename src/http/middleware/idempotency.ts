@@ -1,5 +1,5 @@
 /**
- * DESIGN.md section 5: an `Idempotency-Key` header on a POST makes a retry safe. The same
+ * docs/api.md: an `Idempotency-Key` header on a POST makes a retry safe. The same
  * key with the same request within 24 h gets the first response again, without the
  * handler running twice; the same key with another request is 422; a repeat while the
  * first is still running is 409. Keys belong to one caller: a client, or one of its team members.

@@ -24,7 +24,7 @@ import {
 } from '../schemas/account.js';
 import { withEveryField } from '../../shared/every-field.js';
 
-/** Operator API (DESIGN.md section 6): `Authorization: Bearer <ADMIN_API_KEY>`. */
+/** Operator API (docs/api.md): `Authorization: Bearer <ADMIN_API_KEY>`. */
 export function adminAuth(adminApiKey: string): RequestHandler {
   const expected = sha256(adminApiKey);
   return (req, res, next) => {

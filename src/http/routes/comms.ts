@@ -19,7 +19,7 @@ import { pageOf } from '../schemas/common.js';
 
 const base = '/comms/v1/api/comms';
 
-/** Spec: Comms (template create, rule 1; template[s] and send); DESIGN.md section 5 (template list/get, invitation status). */
+/** Spec: Comms (template create, rule 1; template[s] and send); docs/invitations.md (template list/get, invitation status). */
 export function commsRouter(services: Services, linkPolicy: LinkPolicy): Router {
   const router = Router();
   const context = (res: Parameters<typeof commandContext>[0]) => commandContext(res, services.clock);

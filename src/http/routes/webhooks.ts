@@ -33,7 +33,7 @@ import {
 const base = '/comms/v1/api/comms';
 const tags = ['Webhooks'];
 
-/** Spec: Comms (webhook rows and rules 2-4), Events; DESIGN.md section 5 (delivery log and redelivery). */
+/** Spec: Comms (webhook rows and rules 2-4), Events; docs/webhooks.md (delivery log and redelivery). */
 export function webhooksRouter(services: Services, settings: WebhookSettings): Router {
   const router = Router();
   const context = (res: Parameters<typeof commandContext>[0]) => commandContext(res, services.clock);

@@ -36,9 +36,9 @@ const userExample = {
   customData: '{"plan":"pro"}',
 };
 
-/** Spec: User, in its order, without `password`: no password or hash is ever answered (DESIGN.md, Secrets). */
+/** Spec: User, in its order, without `password`: no password or hash is ever answered (docs/api.md, Team members). */
 export const userFields = ['id', 'firstName', 'lastName', 'userName', 'email', 'timeZoneId', 'companyName', 'customData'] as const;
-/** Every field of the spec's object is answered; a text not set is null (DESIGN.md: "all fields"). */
+/** Every field of the spec's object is answered; a text not set is null (docs/api.md, Answers). */
 const unsetIsNull = (description?: string) =>
   z.string().nullable().openapi({ description: `${description ? `${description}; ` : ''}null when not set` });
 
@@ -116,7 +116,7 @@ export const TeamMemberBody = registry.register(
   }),
 );
 
-/** Spec: Team member, in its order, without `password` (DESIGN.md, Secrets; docs/api.md, Team members). */
+/** Spec: Team member, in its order, without `password` (docs/api.md, Team members). */
 export const teamMemberFields = ['userName', 'email', 'id', 'firstName', 'lastName'] as const;
 
 export const TeamMemberResponse = registry.register(

@@ -40,7 +40,7 @@ export const EventBody = registry.register(
     }),
 );
 
-/** Spec: Event, in its order; every answer holds each field, a text or flag not set is null (DESIGN.md: "all fields"). */
+/** Spec: Event, in its order; every answer holds each field, a text or flag not set is null (docs/api.md, Answers). */
 export const eventFields = ['title', 'startTime', 'endTime', 'id', 'active', 'timeZoneId', 'tags', 'customData'] as const;
 
 export const EventResponse = registry.register(

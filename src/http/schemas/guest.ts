@@ -105,7 +105,7 @@ export const GuestCreateBody = registry.register(
   }),
 );
 
-/** Every field of the spec's Guest is answered (DESIGN.md: "all fields"): a text or time not set is null. */
+/** Every field of the spec's Guest is answered (docs/api.md, Answers): a text or time not set is null. */
 const unsetIsNull = () => z.string().nullable().openapi({ description: 'null when not set' });
 /** Erased guests (docs/personal-data.md) answer these as null; the others stay as they were. */
 const erasable = () =>
