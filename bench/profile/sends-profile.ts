@@ -15,11 +15,25 @@ import { mainThreadCpuMicros, until } from '../support.js';
 import { heaviest, summarise } from './areas.js';
 
 const INVITED = Number(process.env.BENCH_GUESTS ?? 2_000);
-const { service, client, stop } = await doorSendingInvitations(0);
+// BENCH_DOOR_GUESTS: guests of another event already in the service (a big service's burst).
+const { service, client, stop } = await doorSendingInvitations(Number(process.env.BENCH_DOOR_GUESTS ?? 0));
 try {
   const eventId = (await client.call('POST', '/checkin/v1/api/event', { title: 'Gala', startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' })).body.id as string;
   const template = (await client.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invitation', subject: 'Welcome {{firstName}}', html: invitationHtml })).body.id as string;
   const sent = () => service.platform.readStore.collection('invitations').count({ status: 'sent' });
+  // BENCH_EARLIER_BURSTS=N: N bursts of the same size to events of their own before the measured one.
+  const earlier = Number(process.env.BENCH_EARLIER_BURSTS ?? 0);
+  for (let burst = 1; burst <= earlier; burst++) {
+    const other = (await client.call('POST', '/checkin/v1/api/event', { title: `Earlier ${burst}`, startTime: '2026-01-01T10:00:00Z', endTime: '2027-12-01T12:00:00Z' })).body.id as string;
+    const otherTemplate = (await client.call('POST', '/comms/v1/api/comms/template', { eventId: other, name: 'Invitation', subject: 'Welcome {{firstName}}', html: invitationHtml })).body.id as string;
+    for (let start = 0; start < INVITED; start += 200) {
+      const batch = Array.from({ length: Math.min(200, INVITED - start) }, (_, k) => ({ firstName: `E${start + k}`, lastName: 'I', email: `e${burst}-${start + k}@example.com`, commsTemplateId: otherTemplate }));
+      const reply = await client.call('PUT', `/checkin/v1/api/guests/${other}/upsert`, batch);
+      if (reply.status !== 204) throw new Error(`upsert: ${reply.status} ${JSON.stringify(reply.body)}`);
+    }
+    await until(async () => (await sent()) >= burst * INVITED, `earlier burst ${burst}`);
+  }
+  const sentBefore = earlier * INVITED;
   const profiling = process.env.PROFILE !== 'off';
   const session = new Session();
   if (profiling) {
@@ -37,7 +51,7 @@ try {
     const reply = await client.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, batch);
     if (reply.status !== 204) throw new Error(`upsert: ${reply.status} ${JSON.stringify(reply.body)}`);
   }
-  const allSent = await until(async () => (await sent()) >= INVITED, 'the invitations');
+  const allSent = await until(async () => (await sent()) >= sentBefore + INVITED, 'the invitations');
   const used = process.cpuUsage(cpu);
   const mainBusyMs = performance.eventLoopUtilization(loop).active;
   const mainCpuUs = mainThreadCpuMicros() - mainCpu;
