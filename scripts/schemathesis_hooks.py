@@ -18,7 +18,8 @@ case must keep them to be a request a real client sends:
 - A funnel (and its export) names at least one of `eventId` and `templateId`: positive cases
   with neither get the document's example event id (an unknown event is a documented 404).
 
-- A batch record's `eventId`, when given, is the path's event: positive cases get that one.
+- A batch record's `eventId`, when given, is the path's event: positive cases get that one, as
+  the server reads it (percent-decoded: a path parameter `%F0%9F%98%8D` is the event `😍`).
 - A guest record's `discharged` and `admittedPlusOnes` need `admitted` (an imported state), and
   `admittedPlusOnes` is at most `plusOnes` (0 when absent): positive cases get `plusOnes`.
 - A guest record naming a `commsTemplateId` (a send) needs an `email`: positive cases without
@@ -29,6 +30,7 @@ Negative cases are left alone, so the service's refusals are still exercised.
 """
 
 from datetime import datetime, timedelta, timezone
+from urllib.parse import unquote
 
 import schemathesis
 
@@ -141,7 +143,8 @@ def _repair(case):
         _needs_email(record)
         _imported_state(record)
         if isinstance(body, list) and path_event is not None and isinstance(record, dict) and "eventId" in record:
-            record["eventId"] = path_event
+            # The server reads the path percent-decoded: the record names the event it will see.
+            record["eventId"] = unquote(path_event)
     case.body = body
     return case
 
