@@ -126,7 +126,7 @@ export function workersThread(platform: Platform, services: Services, config: Co
             void started.terminate();
             return reject(new Error(`the workers' thread could not start: ${message.message}`));
           case 'appended':
-            return platform.embeddedEventStore?.announceAppend(message.durablePosition);
+            return platform.embeddedEventStore?.announceAppend(message.durablePosition, message.rows);
           case 'erased':
             return platform.dataKeys?.erasedElsewhere(message.guestId);
           case 'metric':

@@ -33,6 +33,13 @@ export interface StoredRow {
 
 type Row = StoredRow;
 
+/**
+ * How long announced commits of another connection may wait for the subscribers (see
+ * announceAppend). Measured with bench/profile/sends-profile.ts (docs/benchmarks.md): a wake per
+ * commit cost the main thread 1,850-1,900 µs an email, 20 ms 1,450-1,470, 100 ms 1,190-1,220.
+ */
+const ANNOUNCED_WAKE_MS = 100;
+
 const toEvent = (row: Row): StoredEvent => ({
   id: row.id,
   type: row.type,
@@ -178,7 +185,12 @@ export class SqliteEventStore implements EventStore {
     this.recent.add(rows);
     this.noteKnown(rows);
     this.wal?.markDurable(durablePosition);
-    this.appended.emit('append', -1);
+    // Subscribers take the announced commits together, at most every ANNOUNCED_WAKE_MS: the
+    // thread commits an email's events one by one, and each wake costs every subscriber a batch.
+    this.announcedWake ??= setTimeout(() => {
+      this.announcedWake = undefined;
+      this.appended.emit('append', -1);
+    }, ANNOUNCED_WAKE_MS);
   }
 
   /**
@@ -207,6 +219,7 @@ export class SqliteEventStore implements EventStore {
   /** See expectAnnouncements: whether another connection announces its commits, and the last position committed or announced. */
   private announced = false;
   private knownHead = -1;
+  private announcedWake?: NodeJS.Timeout;
   /** The rows this process committed last, for subscribers that are caught up (RecentRows). */
   private readonly recent = new RecentRows();
   /** headPosition(filter) answers, with the store head each was found at (see headPosition). */
@@ -450,6 +463,7 @@ export class SqliteEventStore implements EventStore {
     // Appends already accepted are written, and on disk, before the file closes.
     this.flush();
     this.closed = true;
+    clearTimeout(this.announcedWake);
     await this.wal?.close();
     this.appended.emit('append', -1);
     await this.checkpoints.release();
