@@ -47,6 +47,24 @@ describe('the bus consumers on a thread of their own (WORKERS_THREAD=on)', () =>
     expect(metrics).toMatch(/^invitation_sends_total\{outcome="sent",code=""\} [1-9]/m);
   });
 
+  it("hands the thread's committed rows to the main thread's event store, not only their position", async () => {
+    const store = service.platform.embeddedEventStore!;
+    const announced: { position: number; types: string[] }[] = [];
+    const original = store.announceAppend.bind(store);
+    store.announceAppend = (durablePosition, rows = []) => {
+      announced.push({ position: durablePosition, types: rows.map((row) => row.type) });
+      original(durablePosition, rows);
+    };
+    try {
+      const { receiver } = await invitedGuest(service, 'cy@example.com', receivers);
+      await receiver.waitFor(1, 30_000);
+    } finally {
+      store.announceAppend = original;
+    }
+    // The send's outcome is written by the thread; the main thread's subscribers read it from these rows.
+    expect(announced.flatMap((a) => a.types)).toContain('SendSucceeded');
+  });
+
   it('erases a guest whose invitation the thread sent: the guest’s email is gone from the outbox', async () => {
     const { client, receiver, guestId } = await invitedGuest(service, 'bo@example.com', receivers);
     await receiver.waitFor(1, 30_000);
