@@ -63,7 +63,14 @@ export function workersThreadPossible(config: Config): boolean {
  * appends wake this thread's subscribers (projections, relay), this thread's publishes wake the
  * thread's consumers, and an erasure on either side drops the guest's key from the other's cache.
  */
-export function workersThread(platform: Platform, services: Services, config: Config, metrics: Metrics): WorkersThread {
+export function workersThread(
+  platform: Platform,
+  services: Services,
+  config: Config,
+  metrics: Metrics,
+  /** `entryFile`: another entry for the thread, run from source (tests: one that refuses to start). */
+  options: { entryFile?: string } = {},
+): WorkersThread {
   let thread: Thread | undefined;
   let stopped: Promise<void> | undefined;
   /** Deaths in a row (each thread that ran less than STEADY_MS), and the pending restart. */
@@ -89,7 +96,11 @@ export function workersThread(platform: Platform, services: Services, config: Co
       if (stopped) return;
       start().then(
         () => logger.info({ deaths }, "the workers' thread is running again"),
-        (error: unknown) => logger.error({ err: error }, "the workers' thread could not start again"),
+        (error: unknown) => {
+          // A thread that fails to start counts as one more quick death: tried again, later each time.
+          logger.error({ err: error }, "the workers' thread could not start again");
+          if (!stopped) restartLater(0);
+        },
       );
     }, delay);
   };
@@ -106,7 +117,7 @@ export function workersThread(platform: Platform, services: Services, config: Co
         config,
         readStoreKind: platform.readStore.kind,
         readStorePort: channel.port2,
-        entryFile: fileURLToPath(entry),
+        entryFile: options.entryFile ?? fileURLToPath(entry),
       };
       const started = new Thread(fromSource ? new URL('./thread-boot.cjs', import.meta.url) : entry, {
         workerData: data,
@@ -162,12 +173,16 @@ export function workersThread(platform: Platform, services: Services, config: Co
         return stopped;
       }
       stopped ??= new Promise<void>((resolve) => {
-        running.once('exit', () => resolve());
         // Its workers stopped and its connections closed; a thread that does not say so in time is ended anyway.
         const guard = setTimeout(() => {
           logger.warn({ waitedMs: STOP_GRACE_MS }, "the workers' thread did not stop in time; ending it (its work in flight is redelivered)");
           void running.terminate();
         }, STOP_GRACE_MS);
+        // However it ends (a crash while stopping included), the guard must not hold the process.
+        running.once('exit', () => {
+          clearTimeout(guard);
+          resolve();
+        });
         running.on('message', (message: FromThread) => {
           if (message.type !== 'stopped') return;
           clearTimeout(guard);
