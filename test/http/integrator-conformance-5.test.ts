@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
+import { eventually, startReceiver } from '../webhooks/receiver.js';
 
 /**
  * The interface spec read line by line as an integrator reads it, fifth pass: the places where
@@ -10,7 +11,7 @@ let service: TestService;
 let alice: Client;
 
 beforeAll(async () => {
-  service = await startTestService();
+  service = await startTestService({ WEBHOOK_ALLOW_INSECURE: 'true' });
   alice = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
 });
 afterAll(() => service.close());
@@ -66,5 +67,41 @@ describe('Check-in: the export body is an Event object (title, startTime, endTim
     const doc = (await (await fetch(`${service.url}/openapi.json`)).json()) as any;
     expect([...doc.components.schemas.ExportRequest.required].sort()).toEqual(['endTime', 'startTime', 'title']);
     expect(doc.paths['/checkin/v1/api/event/export'].post.responses['409']).toBeDefined();
+  });
+});
+
+describe('Guest.commsTemplateId: the send is asynchronous and its result arrives through the webhook', () => {
+  it('a guest without an email is created, and its invitation fails as comms.failed no_email (the rest of the batch is sent)', async () => {
+    const carol = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+    const receiver = await startReceiver();
+    try {
+      const configured = await carol.call('POST', '/comms/v1/api/comms/webhook', { url: receiver.url });
+      receiver.secret = configured.body.secret;
+      const eventId = await newEvent(carol);
+      const template = await carol.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invite', html: '<p>Hello {{firstName}}</p>' });
+      const single = await carol.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Nomail', commsTemplateId: template.body.id });
+      expect(single.status, JSON.stringify(single.body)).toBe(200);
+      expect(single.body).toMatchObject({ firstName: 'Nomail', email: null, commsTemplateId: template.body.id });
+      const batch = await carol.call('POST', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}`, [
+        { firstName: 'Mailed', email: 'mailed@example.com', commsTemplateId: template.body.id },
+        { firstName: 'Blank', email: '', commsTemplateId: template.body.id },
+      ]);
+      expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+      expect(batch.body).toHaveLength(2);
+
+      const deliveries = await receiver.waitFor(3, 30_000);
+      const outcome = (guestId: string) => deliveries.find((d) => d.body.data.attendeeId === guestId)!.body;
+      for (const guestId of [single.body.id, batch.body[1].id]) {
+        expect(outcome(guestId)).toMatchObject({ type: 'comms.failed', data: { status: 'failed', templateId: template.body.id, error: expect.stringMatching(/^no_email/) } });
+      }
+      expect(outcome(batch.body[0].id)).toMatchObject({ type: 'comms.sent', data: { status: 'sent' } });
+      const [invitation] = await eventually(async () => {
+        const items = (await carol.call('GET', `/comms/v1/api/comms/invitations?attendeeId=${single.body.id}`)).body.items as { status: string }[];
+        return items.length === 1 && items[0]!.status === 'failed' ? items : undefined;
+      }, 10_000, 'the invitation to be failed');
+      expect(invitation).toMatchObject({ status: 'failed' });
+    } finally {
+      await receiver.close();
+    }
   });
 });
