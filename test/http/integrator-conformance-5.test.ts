@@ -105,3 +105,19 @@ describe('Guest.commsTemplateId: the send is asynchronous and its result arrives
     }
   });
 });
+
+describe('Date-times: an ISO 8601 date-time of the years 1-99 is read as written', () => {
+  it('.NET’s DateTime.MinValue (0001-01-01T00:00:00, no offset) is year 1 on the event’s clocks, answered as such', async () => {
+    const eventId = await newEvent(alice, { timeZoneId: 'UTC' });
+    const guest = await alice.call('POST', '/checkin/v1/api/guest', { eventId, validFrom: '0001-01-01T00:00:00', validTo: '9999-12-31T23:59:59.999' });
+    expect(guest.status, JSON.stringify(guest.body)).toBe(200);
+    expect(guest.body).toMatchObject({ validFrom: '0001-01-01T00:00:00.000Z', validTo: '9999-12-31T23:59:59.999Z' });
+    // A wall time of year 1 in a zone: the zone's offset then (Berlin's local mean time, +00:53:28).
+    const berlin = await newEvent(alice, { timeZoneId: 'Europe/Berlin' });
+    const early = await alice.call('POST', '/checkin/v1/api/guest', { eventId: berlin, validFrom: '0050-06-01T12:00:00' });
+    expect(early.body.validFrom).toBe('0050-06-01T11:06:32.000Z');
+    // The guest is admitted as any guest whose validity began long ago.
+    const scan = await alice.call('POST', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/checkin`, { guestId: guest.body.id });
+    expect(scan.body.result).toBe('admitted');
+  });
+});
