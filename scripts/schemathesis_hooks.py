@@ -22,9 +22,6 @@ case must keep them to be a request a real client sends:
   the server reads it (percent-decoded: a path parameter `%F0%9F%98%8D` is the event `😍`).
 - A guest record's `discharged` and `admittedPlusOnes` need `admitted` (an imported state), and
   `admittedPlusOnes` is at most `plusOnes` (0 when absent): positive cases get `plusOnes`.
-- A guest record naming a `commsTemplateId` (a send) needs an `email`: positive cases without
-  one get `guest@example.com`. (Stated as an `anyOf`, this made generation for the guest
-  routes many times slower.)
 
 Negative cases are left alone, so the service's refusals are still exercised.
 """
@@ -61,11 +58,6 @@ def _order(record):
                 record[start_key], record[end_key] = record[end_key], record[start_key]
                 if _parse(record[end_key]) == _parse(record[start_key]):
                     record.pop(end_key)
-
-
-def _needs_email(record):
-    if isinstance(record, dict) and record.get("commsTemplateId") and not record.get("email"):
-        record["email"] = "guest@example.com"
 
 
 def _imported_state(record):
@@ -140,7 +132,6 @@ def _repair(case):
     path_event = (case.path_parameters or {}).get("eventId")
     for record in body if isinstance(body, list) else [body]:
         _order(record)
-        _needs_email(record)
         _imported_state(record)
         if isinstance(body, list) and path_event is not None and isinstance(record, dict) and "eventId" in record:
             # The server reads the path percent-decoded: the record names the event it will see.

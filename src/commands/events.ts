@@ -69,6 +69,30 @@ export async function getEvent(services: Services, clientId: string, eventId: st
   return event;
 }
 
+/**
+ * The client's one event with this title, start and end (the export's Event body without `id`,
+ * docs/export.md): none is 404, several are 409 `ambiguous_event` asking for the `id`. The times
+ * are compared as instants (both are stored and parsed as UTC), the title exactly.
+ */
+export async function getEventMatching(
+  services: Services,
+  clientId: string,
+  details: Pick<EventDetails, 'title' | 'startTime' | 'endTime'>,
+): Promise<EventView> {
+  const { title, startTime, endTime } = details;
+  const { items } = await services.readStore
+    .collection<EventDoc>('events')
+    .find({ clientId, title, startTime, endTime }, { sort: { startTime: 1 }, limit: 2 });
+  if (items.length === 0) throw new DomainError('not_found', 'event not found: no event of yours has this title, startTime and endTime');
+  if (items.length > 1) {
+    throw new DomainError('conflict', 'several of your events have this title, startTime and endTime; add the event\'s id to say which', {
+      code: 'ambiguous_event',
+      errors: [{ path: 'id', message: 'required: more than one of your events has this title, startTime and endTime' }],
+    });
+  }
+  return toEventView(items[0]!);
+}
+
 /** The client's events, by start time. */
 export async function listEvents(services: Services, clientId: string, page: { limit: number; cursor?: string }) {
   const result = await services.readStore.collection<EventDoc>('events').find(

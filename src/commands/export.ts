@@ -14,7 +14,7 @@ import { CSV_MEDIA_TYPE, writeGuestsCsv } from '../exports/csv.js';
 import { XLSX_MEDIA_TYPE, writeGuestsExcel, type SummaryValue } from '../exports/excel.js';
 import { ianaZone } from '../shared/time-zones.js';
 import { newId } from '../shared/ids.js';
-import { getEvent, type EventView } from './events.js';
+import { getEvent, getEventMatching, type EventView } from './events.js';
 import { eventStats } from './guest-queries.js';
 import { guests } from './guests.js';
 import type { CommandContext } from './handle-command.js';
@@ -100,15 +100,27 @@ function toView(doc: ExportDoc): ExportView {
   };
 }
 
+/**
+ * The event an export names (spec: the body is an Event object, its `id` optional): the caller's
+ * event with `id`, or without one the caller's one event with this title, start and end.
+ */
+export interface ExportTarget {
+  id?: string;
+  title: string;
+  startTime: string;
+  endTime: string;
+}
+
 /** Writes the event's guests to a new export file and records it for its client. */
 export async function createExport(
   services: Services,
   settings: ExportSettings,
   context: CommandContext,
-  eventId: string,
+  target: ExportTarget,
   type: ExportType,
 ): Promise<ExportFile> {
-  const event = await getEvent(services, context.tenantId, eventId);
+  const event =
+    target.id !== undefined ? await getEvent(services, context.tenantId, target.id) : await getEventMatching(services, context.tenantId, target);
   const zone = await timeZoneOf(services, context.tenantId, event);
   return storeExport(services, settings, context, type, {
     event,

@@ -1,4 +1,4 @@
-import { wallTimeToInstant } from './time-zones.js';
+import { utcTime, wallTimeToInstant } from './time-zones.js';
 
 const pattern = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
@@ -20,11 +20,7 @@ export function parseDateTime(value: string, timeZone: string): string | undefin
   const ms = match[7] ? Number(match[7].slice(0, 3).padEnd(3, '0')) : 0;
   if (month! < 1 || month! > 12 || day! < 1 || day! > daysIn(year!, month!)) return undefined;
   if (hour! > 23 || minute! > 59 || second > 59) return undefined;
-  const date = new Date(0);
-  date.setUTCFullYear(year!, month! - 1, day!);
-  date.setUTCHours(hour!, minute!, second, ms);
-  // setUTCFullYear, unlike Date.UTC, keeps years 0-99 as written.
-  const wall = date.getTime();
+  const wall = utcTime(year!, month! - 1, day!, hour!, minute!, second, ms);
   const offset = match[8];
   let instant: number;
   if (offset === undefined) {
@@ -43,5 +39,5 @@ export function parseDateTime(value: string, timeZone: string): string | undefin
 }
 
 function daysIn(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return new Date(utcTime(year, month, 0)).getUTCDate();
 }

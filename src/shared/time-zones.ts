@@ -37,6 +37,8 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
     format = new Intl.DateTimeFormat('en-US', {
       timeZone,
       hourCycle: 'h23',
+      // The era tells year 1 BC (ISO year 0) and earlier from the years AD they are written as.
+      era: 'short',
       year: 'numeric',
       month: 'numeric',
       day: 'numeric',
@@ -62,11 +64,22 @@ export function isTimeZone(name: string): boolean {
 /** The zone's UTC offset in ms at `instant` (wall time minus UTC). */
 export function offsetAt(instant: Date, timeZone: string): number {
   const parts: Record<string, number> = {};
+  let bc = false;
   for (const part of formatter(timeZone).formatToParts(instant)) {
-    if (part.type !== 'literal') parts[part.type] = Number(part.value);
+    if (part.type === 'era') bc = part.value === 'BC';
+    else if (part.type !== 'literal') parts[part.type] = Number(part.value);
   }
-  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  // Not Date.UTC: it reads years 0-99 as 1900-1999 (.NET's DateTime.MinValue is year 1).
+  const wall = utcTime(bc ? 1 - parts.year! : parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
   return wall - (instant.getTime() - instant.getUTCMilliseconds());
+}
+
+/** Date.UTC for every year: years 0-99 as written, not as 1900-1999. */
+export function utcTime(year: number, monthIndex: number, day: number, hour = 0, minute = 0, second = 0, ms = 0): number {
+  const date = new Date(0);
+  date.setUTCFullYear(year, monthIndex, day);
+  date.setUTCHours(hour, minute, second, ms);
+  return date.getTime();
 }
 
 

@@ -267,23 +267,20 @@ describe('invitation emails (spec: check-in rule 1, Events)', () => {
     expect(mail!.from).toEqual({ email: 'invites@checkin.test' });
   });
 
-  it('refuses a template of another client or another event (404) and a guest without email (400); nothing is applied', async () => {
+  it('refuses a template of another client or another event (404); nothing is applied', async () => {
     const client = await commsClient();
     const other = await commsClient();
     const eventId = await eventOf(client);
     const otherEvent = await eventOf(client, { title: 'Other' });
     const foreign = await templateOf(other, await eventOf(other));
     const elsewhere = await templateOf(client, otherEvent);
-    const good = await templateOf(client, eventId);
     const batch = (templateId: string) => [
       { firstName: 'Ok', email: 'ok@example.com' },
       { firstName: 'Bad', email: 'bad@example.com', commsTemplateId: templateId },
     ];
     expect((await client.call('POST', `/checkin/v1/api/guests/${eventId}`, batch(foreign))).status).toBe(404);
     expect((await client.call('POST', `/checkin/v1/api/guests/${eventId}`, batch(elsewhere))).status).toBe(404);
-    const noEmail = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Nomail', commsTemplateId: good });
-    expect(noEmail.status).toBe(400);
-    expect(noEmail.body.errors).toEqual([{ path: 'email', message: expect.stringContaining('commsTemplateId') }]);
+    // A guest without an email is created, its send failing as comms.failed no_email: test/http/integrator-conformance-5.
     expect((await client.call('GET', `/checkin/v1/api/guests/${eventId}`)).body.items).toEqual([]);
   });
 

@@ -70,7 +70,7 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
         [JSON_TYPE]: { schema: ExportResponse, example: getOpenApiMetadata(ExportResponse).example },
         ...fileContent,
       },
-      errors: [403, 404, 406],
+      errors: [403, 404, 406, 409],
       links: {
         Download: { operationId: 'getCheckinV1ApiEventExportExportId', parameters: { exportId: '$response.body#/exportId' } },
       },
@@ -78,7 +78,7 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
     },
     async ({ query, body, req, res }) => {
       const { type, direct } = negotiate(req, query.type);
-      const created = await createExport(services, settings, commandContext(res, services.clock), body.id, type);
+      const created = await createExport(services, settings, commandContext(res, services.clock), body, type);
       if (!direct) return created.export;
       // The file is personal data: an Idempotency-Key repeat makes a new export rather than a stored copy.
       doNotStoreResponse(res);

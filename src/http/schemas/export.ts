@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Guid, PlainId } from './common.js';
+import { Guid, nullAsAbsent, PlainId } from './common.js';
 import { ex } from './example-values.js';
 import { EventBody } from './event.js';
 
@@ -12,16 +12,25 @@ export const ExportQuery = z.object({
     .openapi({ description: 'CSV (default) or EXCEL, case-insensitive' }),
 });
 
-/** Spec: the body is an Event object; the event to export is the caller's event with this `id`. */
+/**
+ * Spec: the body is an Event object (title, startTime, endTime required; id optional). The event
+ * exported is the caller's event with this `id`, or without one the caller's one event with the
+ * body's title, startTime and endTime (docs/export.md).
+ */
 export const ExportBody = registry.register(
   'ExportRequest',
   // A copy of the Event's fields, not `EventBody.extend`: the document would publish an extension
   // as allOf [Event, these], and an allOf takes null only where both do.
   z.object({
     ...EventBody.shape,
-    id: PlainId.openapi({ description: 'The event to export (required: an event of the caller)' }),
+    // Optional as in the spec's Event; null is "not given", as in the body's other optional fields.
+    id: nullAsAbsent(PlainId).openapi({
+      description:
+        'The event to export (an event of the caller). Absent: the caller’s one event with this title, startTime and endTime (the same instants); none is 404, several are 409 `ambiguous_event` (send the id)',
+    }),
   }).openapi({
-    description: 'An Event object (spec); only `id` is used: the caller’s event to export. The other Event fields are checked as on event create.',
+    description:
+      'An Event object (spec). The event exported is the caller’s event with this `id`, or without `id` the caller’s one event with the same title (exactly), startTime and endTime (the same instants): none is 404, more than one 409 `ambiguous_event` naming `id`. The other Event fields are checked as on event create and not used.',
     example: { id: ex.eventId, title: 'Winter gala', startTime: ex.start, endTime: ex.end },
   }),
 );

@@ -76,7 +76,7 @@ export const GuestBody = registry.register(
     correlationId: optional(text()),
   }).openapi({
     description:
-      'validFrom, when given with validTo, must be before it. A commsTemplateId (a send) needs an email (else 400 on `email`).',
+      'validFrom, when given with validTo, must be before it. A commsTemplateId starts an asynchronous send: a guest without an email (or with one that is not an address) is still created, and its invitation fails as comms.failed (`no_email`, `invalid_email`).',
     example: guestExample(),
   }),
 );
