@@ -121,3 +121,18 @@ describe('Date-times: an ISO 8601 date-time of the years 1-99 is read as written
     expect(scan.body.result).toBe('admitted');
   });
 });
+
+describe('Event create and update: null in an optional field is not given (docs/api.md, Bodies)', () => {
+  it('retentionDays: null creates an event without retention, and keeps the retention an update does not give', async () => {
+    const body = { title: 'Retention null', startTime: '2026-06-01T18:00:00Z', endTime: '2026-06-01T23:00:00Z' };
+    const created = await alice.call('POST', '/checkin/v1/api/event', { ...body, retentionDays: null });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const id = created.body.id as string;
+    expect((await alice.call('POST', '/checkin/v1/api/event', { ...body, id, retentionDays: 30 })).status).toBe(200);
+    // A client that writes every property (null for the ones it did not set) changes only the ones it set.
+    const renamed = await alice.call('POST', '/checkin/v1/api/event', { ...body, id, title: 'Retention kept', retentionDays: null, tags: null });
+    expect(renamed.status, JSON.stringify(renamed.body)).toBe(200);
+    const read = await alice.call('GET', `/checkin/v1/api/event/${encodeURIComponent(id)}`);
+    expect(read.body).toMatchObject({ title: 'Retention kept', retentionDays: 30 });
+  });
+});

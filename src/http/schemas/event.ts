@@ -30,8 +30,8 @@ export const EventBody = registry.register(
     timeZoneId: nullAsAbsent(timeZoneName()),
     tags: nullAsAbsent(z.string()),
     customData: nullAsAbsent(z.string()),
-    retentionDays: z.number().int().min(0).max(36_500).optional().openapi({
-      description: "Erase the guests' personal data this many days after endTime (0: right after it); absent: kept (docs/personal-data.md)",
+    retentionDays: nullAsAbsent(z.number().int().min(0).max(36_500)).openapi({
+      description: "Erase the guests' personal data this many days after endTime (0: right after it); absent or null: kept (docs/personal-data.md)",
     }),
   })
     .openapi({
