@@ -62,7 +62,7 @@ try {
   port.on('message', (message: ToThread) => {
     switch (message.type) {
       case 'published':
-        if (platform.bus instanceof EmbeddedBus) platform.bus.announcePublished(message.topic);
+        if (platform.bus instanceof EmbeddedBus) platform.bus.announcePublished(message.topic, message.partitions);
         return;
       case 'erased':
         return platform.dataKeys?.erasedElsewhere(message.guestId);

@@ -29,7 +29,7 @@ export type FromThread =
 /** What the main thread says to the workers' thread. */
 export type ToThread =
   | { type: 'stop' }
-  | { type: 'published'; topic: string }
+  | { type: 'published'; topic: string; partitions: number[] }
   | { type: 'erased'; guestId: string }
   | { type: 'readYourWritesDone'; id: number };
 
@@ -78,7 +78,7 @@ export function workersThread(
   let restart: NodeJS.Timeout | undefined;
   const logger = services.logger.child({ worker: 'workers-thread' });
   const send = (message: ToThread) => thread?.postMessage(message);
-  if (platform.bus instanceof EmbeddedBus) platform.bus.onPublish((topic) => send({ type: 'published', topic }));
+  if (platform.bus instanceof EmbeddedBus) platform.bus.onPublish((topic, partitions) => send({ type: 'published', topic, partitions }));
   platform.dataKeys?.onErase((guestId) => send({ type: 'erased', guestId }));
   platform.embeddedEventStore?.expectAnnouncements();
 

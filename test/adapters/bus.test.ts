@@ -77,6 +77,24 @@ describe('embedded bus file', () => {
     expect(() => new EmbeddedBus(corrupt)).toThrow(corrupt);
   });
 
+  it('wakes the worker of the partition a publish wrote to, without waiting for a poll', async () => {
+    // Polls far apart: a message that arrives came by its partition's wake (only that partition's
+    // worker is woken; each of the eight keys below lands in a partition of its own or shares one).
+    const bus = new EmbeddedBus(path.join(dir, 'wakes.sqlite'), { logger, pollIntervalMs: 600_000 });
+    opened.push(bus);
+    const seen: string[] = [];
+    await bus.consume({ groupId: 'wakes', topics: ['events'] }, async (m) => void seen.push(m.value));
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    const partitions = new Set<number>();
+    bus.onPublish((_topic, written) => written.forEach((p) => partitions.add(p)));
+    for (const key of keys) {
+      await bus.publish('events', [{ key, value: key }]);
+      await eventually(() => seen.includes(key), `the message keyed ${key}`);
+    }
+    expect(seen).toEqual(keys);
+    expect(partitions.size).toBeGreaterThan(1);
+  });
+
   it('keeps messages and committed offsets across a reopen of the file', async () => {
     const file = path.join(dir, 'reopen.sqlite');
     const first = new EmbeddedBus(file, { logger });

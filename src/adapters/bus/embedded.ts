@@ -247,8 +247,14 @@ export class EmbeddedBus implements Bus {
     );
   }
 
+  /** Wakes every partition worker of the topic (a publish whose partitions are not known). */
   topicChannel(topic: string): string {
     return `${this.channel}\0topic\0${topic}`;
+  }
+
+  /** Wakes the one partition worker of this partition: a publish wakes only the partitions it wrote to. */
+  partitionChannel(topic: string, partition: number): string {
+    return `${this.topicChannel(topic)}\0${partition}`;
   }
 
   groupChannel(groupId: string): string {
@@ -265,8 +271,11 @@ export class EmbeddedBus implements Bus {
     return count;
   }
 
-  /** Appends inside the caller's write transaction; the caller signals consumers after it commits. */
-  append(topic: string, messages: OutgoingMessage[]): void {
+  /**
+   * Appends inside the caller's write transaction; the caller signals consumers after it commits.
+   * Returns the partitions written to.
+   */
+  append(topic: string, messages: OutgoingMessage[]): number[] {
     const partitions = this.partitionsOf(topic);
     const nextOffsets = new Map<number, number>();
     const now = Date.now();
@@ -284,6 +293,7 @@ export class EmbeddedBus implements Bus {
       );
       nextOffsets.set(partition, offset + 1);
     }
+    return [...nextOffsets.keys()];
   }
 
   /** Runs `work` in a write transaction taken up front (so offsets are read and written atomically). */
@@ -294,21 +304,29 @@ export class EmbeddedBus implements Bus {
   async publish(topic: string, messages: OutgoingMessage[]): Promise<void> {
     this.assertOpen();
     if (messages.length === 0) return;
-    this.write(() => this.append(topic, messages));
-    signals.emit(this.topicChannel(topic));
-    for (const listener of this.publishListeners) listener(topic);
+    const partitions = this.write(() => this.append(topic, messages));
+    this.wakePartitions(topic, partitions);
+    for (const listener of this.publishListeners) listener(topic, partitions);
   }
 
-  private readonly publishListeners: ((topic: string) => void)[] = [];
+  /**
+   * Only the workers of the partitions written to look (a topic has 8 and a publish of one
+   * message wrote to one: waking all had each of the other 7 query an empty partition).
+   */
+  private wakePartitions(topic: string, partitions: number[]): void {
+    for (const partition of partitions) signals.emit(this.partitionChannel(topic, partition));
+  }
 
-  /** `listener` hears each topic this bus published to (a consumer in another thread can then be woken). */
-  onPublish(listener: (topic: string) => void): void {
+  private readonly publishListeners: ((topic: string, partitions: number[]) => void)[] = [];
+
+  /** `listener` hears each publish of this bus, its topic and partitions (a consumer in another thread can then be woken). */
+  onPublish(listener: (topic: string, partitions: number[]) => void): void {
     this.publishListeners.push(listener);
   }
 
-  /** Another connection to this file published to `topic` (the main thread): its consumers here look now, not at their next poll. */
-  announcePublished(topic: string): void {
-    signals.emit(this.topicChannel(topic));
+  /** Another connection to this file published to these partitions of `topic` (the main thread): its consumers here look now, not at their next poll. */
+  announcePublished(topic: string, partitions: number[]): void {
+    this.wakePartitions(topic, partitions);
   }
 
   async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {
@@ -555,6 +573,8 @@ class PartitionWorker {
   /** Set when the partition should go to another member after the current message. */
   private revoked = false;
   private wake?: () => void;
+  /** A publish was heard since the last fetch (see loop). */
+  private published = false;
   done: Promise<void> = Promise.resolve();
 
   constructor(
@@ -588,47 +608,56 @@ class PartitionWorker {
     const { consumer, topic, partition } = this;
     const { bus } = consumer;
     const signal = AbortSignal.any([this.abort.signal, consumer.signal]);
-    let position = consumer.startOffset(topic, partition);
-    while (!signal.aborted && !this.revoked) {
-      const rows = bus.sql.fetch.all(topic, partition, position, FETCH_BATCH);
-      if (rows.length === 0) {
-        await this.idle(signal);
-        continue;
-      }
-      for (const row of rows) {
+    // Publishes to this partition (or a wake of the whole topic) are heard all along, not only
+    // while idle: one that comes while messages are delivered makes the next fetch, and a worker
+    // that heard of none since its last fetch of a short batch idles without fetching again.
+    const channels = [bus.topicChannel(topic), bus.partitionChannel(topic, partition)];
+    const onPublish = () => {
+      this.published = true;
+      this.wake?.();
+    };
+    for (const channel of channels) signals.on(channel, onPublish);
+    try {
+      let position = consumer.startOffset(topic, partition);
+      while (!signal.aborted && !this.revoked) {
+        this.published = false;
+        const rows = bus.sql.fetch.all(topic, partition, position, FETCH_BATCH);
+        for (const row of rows) {
+          if (signal.aborted || this.revoked) break;
+          const message: BusMessage = {
+            topic,
+            partition,
+            offset: String(row.message_offset),
+            key: row.key,
+            value: row.value,
+            headers: JSON.parse(row.headers) as Record<string, string>,
+            attempt: 1,
+          };
+          const delivery = await consumer.deliver(message, signal);
+          if (delivery.outcome === 'abandoned' || signal.aborted) return;
+          if (!consumer.commit(topic, partition, row.message_offset, delivery.deadLetter)) return;
+          position = row.message_offset + 1;
+        }
         if (signal.aborted || this.revoked) break;
-        const message: BusMessage = {
-          topic,
-          partition,
-          offset: String(row.message_offset),
-          key: row.key,
-          value: row.value,
-          headers: JSON.parse(row.headers) as Record<string, string>,
-          attempt: 1,
-        };
-        const delivery = await consumer.deliver(message, signal);
-        if (delivery.outcome === 'abandoned' || signal.aborted) return;
-        if (!consumer.commit(topic, partition, row.message_offset, delivery.deadLetter)) return;
-        position = row.message_offset + 1;
+        // A short batch was the partition's end when it was read: unless a publish came since, wait.
+        if (rows.length < FETCH_BATCH && !this.published) await this.idle(signal);
       }
+    } finally {
+      for (const channel of channels) signals.off(channel, onPublish);
     }
     if (this.revoked && !signal.aborted) consumer.releaseLease(topic, partition);
   }
 
-  /** Waits for a publish on the topic (this process), the poll interval (others), a revoke or a stop. */
+  /** Waits for a publish to the partition (this process, or announced), the poll interval (other processes), a revoke or a stop. */
   private idle(signal: AbortSignal): Promise<void> {
-    const { bus } = this.consumer;
-    const channel = bus.topicChannel(this.topic);
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        signals.off(channel, done);
         signal.removeEventListener('abort', done);
         this.wake = undefined;
         resolve();
       };
-      const timer = setTimeout(done, bus.pollIntervalMs);
-      signals.on(channel, done);
+      const timer = setTimeout(done, this.consumer.bus.pollIntervalMs);
       signal.addEventListener('abort', done, { once: true });
       this.wake = done;
     });
