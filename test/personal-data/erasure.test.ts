@@ -218,8 +218,12 @@ describe.each(stores)('personal data on the $name', ({ env }) => {
     expect((await organiser.call('GET', `${api}/guest/${idB}`)).body.email).toBe(b.email);
     expect((await bystander.call('GET', `${api}/guest/${idC}`)).body.email).toBe(c.email);
 
-    // null removes the default: a later event of the same client is kept.
-    expect((await organiser.call('PUT', '/users/v1/api/user', { id: organiser.id, retentionDays: null })).status).toBe(204);
+    // null is not given (a client writing every property keeps its default); "" removes the default:
+    // a later event of the same client is kept.
+    const everyProperty = { id: organiser.id, firstName: 'Org', lastName: null, userName: null, email: null, timeZoneId: null, companyName: null, customData: null, retentionDays: null };
+    expect((await organiser.call('PUT', '/users/v1/api/user', everyProperty)).status).toBe(204);
+    expect((await organiser.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(organiser.email)}`)).body.retentionDays).toBe(30);
+    expect((await organiser.call('PUT', '/users/v1/api/user', { id: organiser.id, retentionDays: '' })).status).toBe(204);
     const later = (await organiser.call('POST', `${api}/event`, { title: 'After the default', ...ended })).body.id;
     const d = person();
     const idD = (await organiser.call('POST', `${api}/guest`, { eventId: later, ...d })).body.id;

@@ -4,7 +4,7 @@ import { eventually } from '../webhooks/receiver.js';
 
 /**
  * docs/read-models.md: `retentionDays` of `events` and `accounts`, and "a field that has no value
- * is absent, not null": removing the client's default (`retentionDays: null`) removes the field.
+ * is absent, not null": removing the client's default (`retentionDays: ""`) removes the field.
  */
 let service: TestService;
 let alice: Client;
@@ -26,6 +26,8 @@ it("writes retentionDays to events and accounts, and removes the client's defaul
   expect((await accounts.get(alice.id))?.retentionDays).toBe(7);
 
   expect((await alice.call('PUT', '/users/v1/api/user', { id: alice.id, retentionDays: null })).status).toBe(204);
+  expect((await accounts.get(alice.id))?.retentionDays).toBe(7);
+  expect((await alice.call('PUT', '/users/v1/api/user', { id: alice.id, retentionDays: '' })).status).toBe(204);
   const account = await accounts.get(alice.id);
   expect(account).toBeDefined();
   expect(account).not.toHaveProperty('retentionDays');
