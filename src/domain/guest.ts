@@ -407,7 +407,7 @@ function withoutNulls(details: GuestDetails): GuestDetails {
 /**
  * A send is requested when a guest is created naming a template, or when a record names a
  * template other than the guest's current one: a CRM sync that repeats the same record does
- * not send the invitation again.
+ * not send the invitation again (decideMerge: unless the record gives the email the guest lacked).
  */
 function invitationFor(
   command: { guestId: string; eventId: string; invitationId: string; details: GuestDetails },
@@ -544,7 +544,10 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
   }
   const barcode = command.details.barcode === undefined ? state.details.barcode : (command.details.barcode ?? undefined);
   events.push(...ticketFor(ids, command.ticket, barcode, state.ticketSerial));
-  events.push(...invitationFor(command, state.details.commsTemplateId));
+  // A guest without an email could not be sent its template (comms.failed no_email): the record
+  // that brings the email and names the template again sends it, though the template is the same.
+  const emailNowGiven = !state.details.email && Boolean(changes.email);
+  events.push(...invitationFor(command, emailNowGiven ? undefined : state.details.commsTemplateId));
   return events;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { guestDecider, type GuestCommand, type GuestEvent, type ScanInfo } from '../../src/domain/guest.js';
+import { guestDecider, type GuestCommand, type GuestDetails, type GuestEvent, type ScanInfo } from '../../src/domain/guest.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
 const given = deciderSpec(guestDecider);
@@ -132,6 +132,24 @@ describe('guest decider: undo, check-out, upsert', () => {
     given([withTemplate]).when(merge('t2')).then([
       { type: 'GuestDetailsChanged', data: { changes: { commsTemplateId: 't2' } } },
       { type: 'InvitationRequested', data: { templateId: 't2', attendeeInvitationId: 'i2' } },
+    ]);
+  });
+
+  it('requests the same template again when the record gives the email the guest lacked (its first send failed no_email)', () => {
+    const merge = (details: GuestDetails) =>
+      ({ type: 'MergeGuest', invitationId: 'i2', guestId: 'g1', clientId: 'c1', eventId: 'e1', details, replaceTags: false }) as const;
+    given([registered({ commsTemplateId: 't1' })])
+      .when(merge({ commsTemplateId: 't1', email: 'ada@example.com' }))
+      .then([
+        { type: 'GuestDetailsChanged', data: { changes: { email: 'ada@example.com' } } },
+        { type: 'InvitationRequested', data: { templateId: 't1', attendeeInvitationId: 'i2' } },
+      ]);
+    // Not without the template in the record, nor when the guest had an email already.
+    given([registered({ commsTemplateId: 't1' })]).when(merge({ email: 'ada@example.com' })).then([
+      { type: 'GuestDetailsChanged', data: { changes: { email: 'ada@example.com' } } },
+    ]);
+    given([registered({ commsTemplateId: 't1', email: 'old@example.com' })]).when(merge({ commsTemplateId: 't1', email: 'ada@example.com' })).then([
+      { type: 'GuestDetailsChanged', data: { changes: { email: 'ada@example.com' } } },
     ]);
   });
 

@@ -100,6 +100,21 @@ describe('Guest.commsTemplateId: the send is asynchronous and its result arrives
         return items.length === 1 && items[0]!.status === 'failed' ? items : undefined;
       }, 10_000, 'the invitation to be failed');
       expect(invitation).toMatchObject({ status: 'failed' });
+
+      // The CRM's next sync brings the email with the same template: that record sends it.
+      const synced = await carol.call('PUT', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/upsert`, [
+        { id: single.body.id, firstName: 'Nomail', email: 'found@example.com', commsTemplateId: template.body.id },
+      ]);
+      expect(synced.status, JSON.stringify(synced.body)).toBe(204);
+      const [, sent] = await receiver.waitFor(4, 30_000).then((all) => all.filter((d) => d.body.data.attendeeId === single.body.id));
+      expect(sent?.body).toMatchObject({ type: 'comms.sent', data: { status: 'sent', templateId: template.body.id } });
+      // A repeat of the same record does not send again.
+      await carol.call('PUT', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/upsert`, [
+        { id: single.body.id, firstName: 'Nomail', email: 'found@example.com', commsTemplateId: template.body.id },
+      ]);
+      // The upsert answers once the read models hold its events: a third invitation would be listed now.
+      const sends = (await carol.call('GET', `/comms/v1/api/comms/invitations?attendeeId=${single.body.id}`)).body.items as { status: string }[];
+      expect(sends).toHaveLength(2);
     } finally {
       await receiver.close();
     }
