@@ -148,7 +148,19 @@ export type GuestEvent =
        * template sent. The send worker (workers/send-worker.ts) takes it from here.
        */
       type: 'InvitationRequested';
-      data: { guestId: string; eventId: string; attendeeInvitationId: string; templateId: string; correlationId?: string };
+      data: {
+        guestId: string;
+        eventId: string;
+        attendeeInvitationId: string;
+        templateId: string;
+        correlationId?: string;
+        /**
+         * The guest had no email when the invitation was requested: it fails `no_email` whatever
+         * email the guest has by the time it is sent, so that the record that brings the email,
+         * which requests the invitation again, is the one that sends it (never both).
+         */
+        noEmail?: true;
+      };
     }
   | { type: 'GuestBlocked'; data: { guestId: string; eventId: string; reason: string; at: string } }
   | {
@@ -216,6 +228,8 @@ export interface GuestState {
   ticket?: IssuedTicket & { issuedAt: string };
   /** Serial of the last ticket issued (valid or revoked); undefined: never had one. */
   ticketSerial?: number;
+  /** The last invitation requested for the guest was requested without an email (noEmail). */
+  invitationLackedEmail?: boolean;
 }
 
 export type GuestCommand =
@@ -392,7 +406,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
     case 'TicketRevoked':
       return state.ticket?.serial === event.data.serial ? { ...state, ticket: undefined } : state;
     case 'InvitationRequested':
-      return state;
+      return { ...state, invitationLackedEmail: event.data.noEmail === true };
     case 'GuestScanRejected': {
       const d = event.data;
       return remember(state, d.nonce, { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
@@ -407,11 +421,13 @@ function withoutNulls(details: GuestDetails): GuestDetails {
 /**
  * A send is requested when a guest is created naming a template, or when a record names a
  * template other than the guest's current one: a CRM sync that repeats the same record does
- * not send the invitation again (decideMerge: unless the record gives the email the guest lacked).
+ * not send the invitation again (decideMerge: unless the guest's last invitation was requested
+ * without an email and the guest now has one). `email`: the guest's email after this decision.
  */
 function invitationFor(
   command: { guestId: string; eventId: string; invitationId: string; details: GuestDetails },
   previousTemplate: string | undefined,
+  email: string | null | undefined,
 ): GuestEvent[] {
   const templateId = command.details.commsTemplateId;
   if (!templateId || templateId === previousTemplate) return [];
@@ -424,6 +440,7 @@ function invitationFor(
         attendeeInvitationId: command.invitationId,
         templateId,
         ...(command.details.correlationId ? { correlationId: command.details.correlationId } : {}),
+        ...(email ? {} : { noEmail: true as const }),
       },
     },
   ];
@@ -525,7 +542,7 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
       },
       ...ticketFor(ids, command.ticket, command.details.barcode ?? undefined, undefined),
       ...importEvents(ids, command.imported),
-      ...invitationFor(command, undefined),
+      ...invitationFor(command, undefined, command.details.email),
     ];
   }
   if (state.clientId !== command.clientId || state.eventId !== command.eventId) {
@@ -544,10 +561,11 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
   }
   const barcode = command.details.barcode === undefined ? state.details.barcode : (command.details.barcode ?? undefined);
   events.push(...ticketFor(ids, command.ticket, barcode, state.ticketSerial));
-  // A guest without an email could not be sent its template (comms.failed no_email): the record
-  // that brings the email and names the template again sends it, though the template is the same.
-  const emailNowGiven = !state.details.email && Boolean(changes.email);
-  events.push(...invitationFor(command, emailNowGiven ? undefined : state.details.commsTemplateId));
+  // An invitation requested without an email fails no_email: a record that names the template
+  // again once the guest has an email sends it, though the template is the same.
+  const email = changes.email ?? state.details.email;
+  const retry = state.invitationLackedEmail === true && Boolean(email);
+  events.push(...invitationFor(command, retry ? undefined : state.details.commsTemplateId, email));
   return events;
 }
 
@@ -584,7 +602,7 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
         { type: 'GuestRegistered', data: { ...rest, ...withoutNulls(details) } },
         ...ticketFor(ids, ticket, details.barcode ?? undefined, undefined),
         ...importEvents({ guestId: command.guestId, eventId: command.eventId }, imported),
-        ...invitationFor(command, undefined),
+        ...invitationFor(command, undefined, details.email),
       ];
     }
     if (state.erased) {

@@ -16,6 +16,8 @@ export interface InvitationIds {
   eventId: string;
   templateId: string;
   correlationId?: string;
+  /** Requested for a guest without an email (InvitationRequested.noEmail): it fails no_email. */
+  noEmail?: true;
 }
 
 /** Why a send failed; the webhook's `data.error` starts with it. */

@@ -91,7 +91,8 @@ export const invitationsProjection: Projection = {
     });
     switch (event.type) {
       case 'SendRequested': {
-        const { attendeeInvitationId: _id, requestedAt, ...ids } = event.data;
+        // noEmail is the send worker's (it refuses the send); the failure shows as no_email.
+        const { attendeeInvitationId: _id, requestedAt, noEmail: _noEmail, ...ids } = event.data;
         const doc: Omit<InvitationDoc, '_id'> = {
           ...ids,
           status: 'requested',

@@ -135,20 +135,34 @@ describe('guest decider: undo, check-out, upsert', () => {
     ]);
   });
 
-  it('requests the same template again when the record gives the email the guest lacked (its first send failed no_email)', () => {
+  it('requests an invitation without an email as such (noEmail: it fails no_email whatever email the guest has when it is sent)', () =>
+    given([])
+      .when({ type: 'RegisterGuest', guestId: 'g1', clientId: 'c1', eventId: 'e1', tags: [], invitationId: 'i1', details: { commsTemplateId: 't1' } })
+      .then([{ type: 'GuestRegistered' }, { type: 'InvitationRequested', data: { attendeeInvitationId: 'i1', templateId: 't1', noEmail: true } }]));
+
+  it('requests the same template again once the guest has the email its last invitation lacked, and only then', () => {
     const merge = (details: GuestDetails) =>
       ({ type: 'MergeGuest', invitationId: 'i2', guestId: 'g1', clientId: 'c1', eventId: 'e1', details, replaceTags: false }) as const;
-    given([registered({ commsTemplateId: 't1' })])
+    const lacked: GuestEvent = { type: 'InvitationRequested', data: { ...ids, attendeeInvitationId: 'i1', templateId: 't1', noEmail: true } };
+    const sentToEmail: GuestEvent = { type: 'InvitationRequested', data: { ...ids, attendeeInvitationId: 'i1', templateId: 't1' } };
+    given([registered({ commsTemplateId: 't1' }), lacked])
       .when(merge({ commsTemplateId: 't1', email: 'ada@example.com' }))
       .then([
         { type: 'GuestDetailsChanged', data: { changes: { email: 'ada@example.com' } } },
         { type: 'InvitationRequested', data: { templateId: 't1', attendeeInvitationId: 'i2' } },
       ]);
-    // Not without the template in the record, nor when the guest had an email already.
-    given([registered({ commsTemplateId: 't1' })]).when(merge({ email: 'ada@example.com' })).then([
+    // The email in one record, the template named again in a later one.
+    given([registered({ commsTemplateId: 't1' }), lacked, { type: 'GuestDetailsChanged', data: { ...ids, changes: { email: 'ada@example.com' } } }])
+      .when(merge({ commsTemplateId: 't1' }))
+      .then([{ type: 'InvitationRequested', data: { templateId: 't1', attendeeInvitationId: 'i2' } }]);
+    // Not without the template in the record, not while there is still no email, not when the last invitation had one.
+    given([registered({ commsTemplateId: 't1' }), lacked]).when(merge({ email: 'ada@example.com' })).then([
       { type: 'GuestDetailsChanged', data: { changes: { email: 'ada@example.com' } } },
     ]);
-    given([registered({ commsTemplateId: 't1', email: 'old@example.com' })]).when(merge({ commsTemplateId: 't1', email: 'ada@example.com' })).then([
+    given([registered({ commsTemplateId: 't1' }), lacked]).when(merge({ commsTemplateId: 't1', firstName: 'Ad' })).then([
+      { type: 'GuestDetailsChanged', data: { changes: { firstName: 'Ad' } } },
+    ]);
+    given([registered({ commsTemplateId: 't1', email: 'old@example.com' }), sentToEmail]).when(merge({ commsTemplateId: 't1', email: 'ada@example.com' })).then([
       { type: 'GuestDetailsChanged', data: { changes: { email: 'ada@example.com' } } },
     ]);
   });

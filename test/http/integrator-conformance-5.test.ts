@@ -121,6 +121,32 @@ describe('Guest.commsTemplateId: the send is asynchronous and its result arrives
   });
 });
 
+describe('Guest.commsTemplateId without an email, then the email: one invitation is sent, never two', () => {
+  it('the sync that brings the email right after the create sends it once, whenever the first request is handled', async () => {
+    const dora = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+    const eventId = await newEvent(dora);
+    const template = await dora.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invite', html: '<p>Hello {{firstName}}</p>' });
+    // The upsert follows the create at once: the first request is often not handled yet when the email arrives.
+    const guests = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => {
+        const created = await dora.call('POST', '/checkin/v1/api/guest', { eventId, firstName: `Race${i}`, commsTemplateId: template.body.id });
+        const synced = await dora.call('PUT', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/upsert`, [
+          { id: created.body.id, email: `race${i}@example.com`, commsTemplateId: template.body.id },
+        ]);
+        expect(synced.status).toBe(204);
+        return created.body.id as string;
+      }),
+    );
+    for (const guestId of guests) {
+      const statuses = await eventually(async () => {
+        const items = (await dora.call('GET', `/comms/v1/api/comms/invitations?attendeeId=${guestId}`)).body.items as { status: string }[];
+        return items.length === 2 && items.every((i) => i.status === 'sent' || i.status === 'failed') ? items.map((i) => i.status).sort() : undefined;
+      }, 30_000, 'both invitations of the guest settled');
+      expect(statuses).toEqual(['failed', 'sent']);
+    }
+  });
+});
+
 describe('Date-times: an ISO 8601 date-time of the years 1-99 is read as written', () => {
   it('.NET’s DateTime.MinValue (0001-01-01T00:00:00, no offset) is year 1 on the event’s clocks, answered as such', async () => {
     const eventId = await newEvent(alice, { timeZoneId: 'UTC' });
