@@ -70,27 +70,17 @@ export async function getEvent(services: Services, clientId: string, eventId: st
 }
 
 /**
- * The client's one event with this title, start and end (the export's Event body without `id`,
- * docs/export.md): none is 404, several are 409 `ambiguous_event` asking for the `id`. The times
- * are compared as instants (both are stored and parsed as UTC), the title exactly.
+ * The client's events with this title (exactly), each once: a document written before the keys
+ * were scoped is left out when its scoped one is there too (until `projections rebuild events`).
  */
-export async function getEventMatching(
-  services: Services,
-  clientId: string,
-  details: Pick<EventDetails, 'title' | 'startTime' | 'endTime'>,
-): Promise<EventView> {
-  const { title, startTime, endTime } = details;
-  const { items } = await services.readStore
-    .collection<EventDoc>('events')
-    .find({ clientId, title, startTime, endTime }, { sort: { startTime: 1 }, limit: 2 });
-  if (items.length === 0) throw new DomainError('not_found', 'event not found: no event of yours has this title, startTime and endTime');
-  if (items.length > 1) {
-    throw new DomainError('conflict', 'several of your events have this title, startTime and endTime; add the event\'s id to say which', {
-      code: 'ambiguous_event',
-      errors: [{ path: 'id', message: 'required: more than one of your events has this title, startTime and endTime' }],
-    });
+export async function eventsTitled(services: Services, clientId: string, title: string): Promise<EventView[]> {
+  const { items } = await services.readStore.collection<EventDoc>('events').find({ clientId, title }, { sort: { startTime: 1 }, limit: 1_000, readOnly: true });
+  const byId = new Map<string, EventView>();
+  for (const doc of items) {
+    const view = toEventView(doc);
+    if (!byId.has(view.id) || !isUuid(doc._id)) byId.set(view.id, view);
   }
-  return toEventView(items[0]!);
+  return [...byId.values()];
 }
 
 /** The client's events, by start time. */

@@ -12,9 +12,10 @@ import type { Config } from '../config.js';
 import { DomainError } from '../domain/decider.js';
 import { CSV_MEDIA_TYPE, writeGuestsCsv } from '../exports/csv.js';
 import { XLSX_MEDIA_TYPE, writeGuestsExcel, type SummaryValue } from '../exports/excel.js';
+import { parseDateTime } from '../shared/date-time.js';
 import { ianaZone } from '../shared/time-zones.js';
 import { newId } from '../shared/ids.js';
-import { getEvent, getEventMatching, type EventView } from './events.js';
+import { eventsTitled, getEvent, type EventView } from './events.js';
 import { eventStats } from './guest-queries.js';
 import { guests } from './guests.js';
 import type { CommandContext } from './handle-command.js';
@@ -103,12 +104,35 @@ function toView(doc: ExportDoc): ExportView {
 /**
  * The event an export names (spec: the body is an Event object, its `id` optional): the caller's
  * event with `id`, or without one the caller's one event with this title, start and end.
+ * `startTime` and `endTime` are instants; `wall` has them as sent when one has no offset and the
+ * body names no zone: they are then read on each candidate event's own clocks, as its create did.
  */
 export interface ExportTarget {
   id?: string;
   title: string;
   startTime: string;
   endTime: string;
+  wall?: { startTime: string; endTime: string };
+}
+
+/** The caller's one event with the target's title and times: none is 404, several 409 `ambiguous_event` asking for the `id`. */
+async function eventMatching(services: Services, clientId: string, target: ExportTarget): Promise<EventView> {
+  const matching: EventView[] = [];
+  for (const event of await eventsTitled(services, clientId, target.title)) {
+    const { wall } = target;
+    const zone = wall ? (await timeZoneOf(services, clientId, event)).name : undefined;
+    const startTime = wall ? parseDateTime(wall.startTime, zone!) : target.startTime;
+    const endTime = wall ? parseDateTime(wall.endTime, zone!) : target.endTime;
+    if (event.startTime === startTime && event.endTime === endTime) matching.push(event);
+  }
+  if (matching.length === 0) throw new DomainError('not_found', 'event not found: no event of yours has this title, startTime and endTime');
+  if (matching.length > 1) {
+    throw new DomainError('conflict', "several of your events have this title, startTime and endTime; add the event's id to say which", {
+      code: 'ambiguous_event',
+      errors: [{ path: 'id', message: 'required: more than one of your events has this title, startTime and endTime' }],
+    });
+  }
+  return matching[0]!;
 }
 
 /** Writes the event's guests to a new export file and records it for its client. */
@@ -120,7 +144,7 @@ export async function createExport(
   type: ExportType,
 ): Promise<ExportFile> {
   const event =
-    target.id !== undefined ? await getEvent(services, context.tenantId, target.id) : await getEventMatching(services, context.tenantId, target);
+    target.id !== undefined ? await getEvent(services, context.tenantId, target.id) : await eventMatching(services, context.tenantId, target);
   const zone = await timeZoneOf(services, context.tenantId, event);
   return storeExport(services, settings, context, type, {
     event,

@@ -63,6 +63,27 @@ describe('Check-in: the export body is an Event object (title, startTime, endTim
     }
   });
 
+  it('without id, times without an offset are read on each event’s own clocks, as its create read them', async () => {
+    const erin = await createClient(service);
+    const title = 'Wall-clock gala';
+    const wall = { title, startTime: '2026-12-12T20:00:00', endTime: '2026-12-12T23:00:00' };
+    const berlin = await erin.call('POST', '/checkin/v1/api/event', { ...wall, timeZoneId: 'Europe/Berlin' });
+    expect(berlin.body.startTime).toBe('2026-12-12T19:00:00.000Z');
+    // The same body the event was made from, without its zone (the account is on UTC): this event.
+    const minimal = await exportCall(erin, wall);
+    expect(minimal.status, JSON.stringify(minimal.body)).toBe(200);
+    expect(minimal.body.eventId).toBe(berlin.body.id);
+    expect((await exportCall(erin, { ...wall, timeZoneId: null })).body.eventId).toBe(berlin.body.id);
+    // Another event of the same title and wall times on the account's clocks: the body fits both.
+    const utc = await erin.call('POST', '/checkin/v1/api/event', wall);
+    const both = await exportCall(erin, wall);
+    expect(both.status).toBe(409);
+    expect(both.body.code).toBe('ambiguous_event');
+    // A zone in the body, or an offset, names one.
+    expect((await exportCall(erin, { ...wall, timeZoneId: 'Europe/Berlin' })).body.eventId).toBe(berlin.body.id);
+    expect((await exportCall(erin, { title, startTime: '2026-12-12T20:00:00Z', endTime: '2026-12-12T23:00:00Z' })).body.eventId).toBe(utc.body.id);
+  });
+
   it('the document makes only title, startTime and endTime required, as the spec’s Event does', async () => {
     const doc = (await (await fetch(`${service.url}/openapi.json`)).json()) as any;
     expect([...doc.components.schemas.ExportRequest.required].sort()).toEqual(['endTime', 'startTime', 'title']);

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
 import { getOpenApiMetadata } from '@asteasolutions/zod-to-openapi';
-import { contentTypeOf, createExport, openExport, type ExportFile, type ExportSettings, type ExportType } from '../../commands/export.js';
+import { contentTypeOf, createExport, openExport, type ExportFile, type ExportSettings, type ExportTarget, type ExportType } from '../../commands/export.js';
+import { isWallTime } from '../../shared/date-time.js';
 import type { Services } from '../../commands/services.js';
 import { CSV_MEDIA_TYPE } from '../../exports/csv.js';
 import { XLSX_MEDIA_TYPE } from '../../exports/excel.js';
@@ -48,6 +49,19 @@ const fileHeaders = {
 };
 
 /**
+ * The event the body names. Without an `id` and a `timeZoneId`, a time sent without an offset was
+ * read on the account's clocks, but each event read its own on its zone's: the times as sent go
+ * along, to be read on each candidate event's clocks (createExport).
+ */
+function exportTarget(body: { id?: string; title: string; startTime: string; endTime: string; timeZoneId?: string }, raw: unknown): ExportTarget {
+  const { id, title, startTime, endTime } = body;
+  const sent = fields(raw);
+  const wallTimes = typeof sent.startTime === 'string' && typeof sent.endTime === 'string' && (isWallTime(sent.startTime) || isWallTime(sent.endTime));
+  const wall = id === undefined && !body.timeZoneId && wallTimes ? { startTime: sent.startTime as string, endTime: sent.endTime as string } : undefined;
+  return { ...(id !== undefined ? { id } : {}), title, startTime, endTime, ...(wall ? { wall } : {}) };
+}
+
+/**
  * Spec: POST /checkin/v1/api/event/export. The answer is the JSON description of the stored
  * file, or the file itself when `Accept` prefers the file's media type (docs/export.md).
  */
@@ -78,7 +92,7 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
     },
     async ({ query, body, req, res }) => {
       const { type, direct } = negotiate(req, query.type);
-      const created = await createExport(services, settings, commandContext(res, services.clock), body, type);
+      const created = await createExport(services, settings, commandContext(res, services.clock), exportTarget(body, req.body), type);
       if (!direct) return created.export;
       // The file is personal data: an Idempotency-Key repeat makes a new export rather than a stored copy.
       doNotStoreResponse(res);
