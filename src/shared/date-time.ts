@@ -35,7 +35,10 @@ export function parseDateTime(value: string, timeZone: string): string | undefin
     instant = wall - (offset[0] === '-' ? -1 : 1) * (hours * 60 + minutes) * 60_000;
   }
   const result = new Date(instant);
-  return Number.isNaN(result.getTime()) ? undefined : result.toISOString();
+  // An instant before the year 0 (0000-01-01T00:30 in Berlin, or +01:00) has no four-digit form:
+  // answered back it would not be a date-time this API takes.
+  if (Number.isNaN(result.getTime()) || result.getUTCFullYear() < 0 || result.getUTCFullYear() > 9999) return undefined;
+  return result.toISOString();
 }
 
 function daysIn(year: number, month: number): number {

@@ -178,6 +178,13 @@ describe('Date-times: an ISO 8601 date-time of the years 1-99 is read as written
     const berlin = await newEvent(alice, { timeZoneId: 'Europe/Berlin' });
     const early = await alice.call('POST', '/checkin/v1/api/guest', { eventId: berlin, validFrom: '0050-06-01T12:00:00' });
     expect(early.body.validFrom).toBe('0050-06-01T11:06:32.000Z');
+    // An instant before the year 0 or after 9999 has no four-digit form to answer with: 400 on the field.
+    const before0 = await alice.call('POST', '/checkin/v1/api/guest', { eventId: berlin, validFrom: '0000-01-01T00:30:00' });
+    expect(before0.status).toBe(400);
+    expect(before0.body.errors).toEqual([expect.objectContaining({ path: 'validFrom' })]);
+    expect((await alice.call('POST', '/checkin/v1/api/guest', { eventId, validTo: '9999-12-31T23:30:00-01:00' })).status).toBe(400);
+    const year0 = await alice.call('POST', '/checkin/v1/api/guest', { eventId, validFrom: '0000-01-01T01:00:00+01:00' });
+    expect(year0.body.validFrom).toBe('0000-01-01T00:00:00.000Z');
     // The guest is admitted as any guest whose validity began long ago.
     const scan = await alice.call('POST', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/checkin`, { guestId: guest.body.id });
     expect(scan.body.result).toBe('admitted');
