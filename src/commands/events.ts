@@ -1,4 +1,4 @@
-import { eventDecider, eventStream, legacyEventStream, type EventDetails } from '../domain/event.js';
+import { eventDecider, eventStream, legacyEventStream, type EventChanges, type EventDetails } from '../domain/event.js';
 import { DomainError } from '../domain/decider.js';
 import { isUuid, newId, normalizeId, scopedKey } from '../shared/ids.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
@@ -21,7 +21,7 @@ export function toEventView(doc: EventDoc): EventView {
 export async function saveEvent(
   services: Services,
   context: CommandContext,
-  input: EventDetails & { id?: string },
+  input: EventChanges & { id?: string },
 ): Promise<EventView> {
   const { id, ...details } = input;
   const eventId = normalizeId(id ?? newId());

@@ -18,11 +18,14 @@ export type EventEvent =
   | { type: 'EventCreated'; data: { eventId: string; clientId: string } & EventDetails }
   | { type: 'EventUpdated'; data: { eventId: string; clientId: string } & EventDetails };
 
+/** A save's details; `retentionDays: null` removes the event's own retention (the client's default then applies). */
+export type EventChanges = Omit<EventDetails, 'retentionDays'> & { retentionDays?: number | null };
+
 export type EventCommand = {
   type: 'SaveEvent';
   eventId: string;
   clientId: string;
-  details: EventDetails;
+  details: EventChanges;
 };
 
 export type EventState =
@@ -46,7 +49,10 @@ export const eventDecider: Decider<EventState, EventCommand, EventEvent> = {
 
   decide(command, state) {
     // An update changes the fields it is given and keeps the others (the PUT user rule; docs/guests.md).
-    const details = state.status === 'exists' ? { ...state.details, ...detailsOf(command.details) } : command.details;
+    const { retentionDays, ...given } = command.details;
+    const details: EventDetails = state.status === 'exists' ? { ...state.details, ...detailsOf(given as EventDetails) } : detailsOf(given as EventDetails);
+    if (retentionDays !== undefined && retentionDays !== null) details.retentionDays = retentionDays;
+    if (retentionDays === null) delete details.retentionDays;
     if (Date.parse(details.endTime) <= Date.parse(details.startTime)) {
       throw new DomainError('validation_error', 'endTime must be after startTime', {
         errors: [{ path: 'endTime', message: 'must be after startTime' }],

@@ -203,5 +203,12 @@ describe('Event create and update: null in an optional field is not given (docs/
     expect(renamed.status, JSON.stringify(renamed.body)).toBe(200);
     const read = await alice.call('GET', `/checkin/v1/api/event/${encodeURIComponent(id)}`);
     expect(read.body).toMatchObject({ title: 'Retention kept', retentionDays: 30 });
+    // "" removes the event's own retention (the client's default then applies), as "" empties a text.
+    expect((await alice.call('POST', '/checkin/v1/api/event', { ...body, id, title: 'Retention kept', retentionDays: '' })).status).toBe(200);
+    const removed = await alice.call('GET', `/checkin/v1/api/event/${encodeURIComponent(id)}`);
+    expect(removed.body.title).toBe('Retention kept');
+    expect(removed.body.retentionDays ?? null).toBeNull();
+    const docs = service.platform.readStore.collection<Record<string, unknown>>('events');
+    expect((await docs.find({ eventId: id })).items[0]).not.toHaveProperty('retentionDays');
   });
 });
