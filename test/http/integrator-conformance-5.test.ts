@@ -208,7 +208,7 @@ describe('Event create and update: null in an optional field is not given (docs/
     const removed = await alice.call('GET', `/checkin/v1/api/event/${encodeURIComponent(id)}`);
     expect(removed.body.title).toBe('Retention kept');
     expect(removed.body.retentionDays ?? null).toBeNull();
-    const docs = service.platform.readStore.collection<Record<string, unknown>>('events');
+    const docs = service.platform.readStore.collection<{ _id: string } & Record<string, unknown>>('events');
     expect((await docs.find({ eventId: id })).items[0]).not.toHaveProperty('retentionDays');
   });
 });

@@ -1,22 +1,15 @@
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/shared/logger.js';
 import { invitationStream } from '../../src/domain/invitation.js';
 import type { BusMessage } from '../../src/adapters/bus/port.js';
 import { topics } from '../../src/workers/topics.js';
 import { createClient, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually, startReceiver, type Receiver } from '../webhooks/receiver.js';
+import { loggedLines } from '../support/log-lines.js';
 
 const api = '/comms/v1/api/comms';
 
 /** Every log line the service writes, parsed. */
-const lines: Record<string, unknown>[] = [];
-const capture = new Writable({
-  write(chunk: Buffer, _encoding, done) {
-    for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) lines.push(JSON.parse(line) as Record<string, unknown>);
-    done();
-  },
-});
+const { logger: capturing, lines } = loggedLines();
 
 let service: TestService;
 const receivers: Receiver[] = [];
@@ -24,7 +17,7 @@ const receivers: Receiver[] = [];
 beforeAll(async () => {
   service = await startTestService(
     { WEBHOOK_ALLOW_INSECURE: 'true', INVITES_SENDING_ADDRESS: 'invites@checkin.test', LOG_LEVEL: 'info' },
-    { logger: createLogger('info', capture) },
+    { logger: capturing },
   );
 });
 afterAll(async () => {
@@ -150,14 +143,8 @@ describe('GET /metrics (issue 12 item 1)', () => {
 
 describe('METRICS_PORT (a process without the api role)', () => {
   it('serves /metrics on a listener of its own, so the workers’ send and webhook counters can be scraped', async () => {
-    const logged: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logged.push(JSON.parse(line) as Record<string, unknown>);
-        done();
-      },
-    });
-    const workers = await startTestService({ METRICS_PORT: '0' }, { role: 'workers', logger: createLogger('info', sink) });
+    const { logger, lines: logged } = loggedLines();
+    const workers = await startTestService({ METRICS_PORT: '0' }, { role: 'workers', logger });
     try {
       const line = logged.find((l) => l.msg === 'metrics listening');
       expect(line).toMatchObject({ role: 'workers', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/) });
@@ -241,16 +228,10 @@ describe('one request followed end to end (issue 12 item 2)', () => {
 
 describe('logged errors', () => {
   it('carry no password of a connection string, in the message or the stack', () => {
-    const written: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        written.push(chunk.toString('utf8'));
-        done();
-      },
-    });
-    const logger = createLogger('info', sink);
+    const { logger, lines } = loggedLines();
     logger.error({ err: new Error('connect ECONNREFUSED mongodb://reader:s3cret-pw@mongo.internal:27017/checkin') }, 'the read store is unreachable');
-    const line = JSON.parse(written.join('')) as { err: { message: string; stack: string; type: string } };
+    const written = lines.map((l) => JSON.stringify(l));
+    const line = lines[0] as { err: { message: string; stack: string; type: string } };
     expect(line.err.message).toBe('connect ECONNREFUSED mongodb://reader:***@mongo.internal:27017/checkin');
     expect(line.err.type).toBe('Error');
     expect(written.join('')).not.toContain('s3cret-pw');

@@ -5,24 +5,17 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/shared/logger.js';
 import { workersThread, type WorkersThread } from '../../src/workers/thread.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { until } from '../support/flows.js';
+import { loggedLines } from '../support/log-lines.js';
 
 /** While this file is in the data folder, test/support/refusing-thread-entry.ts refuses to start. */
 const REFUSE_FILE = 'refuse-workers-thread';
 
-const lines: Record<string, unknown>[] = [];
-const capture = new Writable({
-  write(chunk: Buffer, _encoding, done) {
-    for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) lines.push(JSON.parse(line) as Record<string, unknown>);
-    done();
-  },
-});
+const { logger, lines } = loggedLines();
 
 let service: TestService;
 let worker: WorkersThread | undefined;
@@ -39,7 +32,7 @@ afterAll(async () => {
 describe("the workers' thread restarts", () => {
   it('tries again, later each time, after a restart that failed, and runs once the cause is gone', async () => {
     const config = loadConfig({ DATA_DIR: service.dataDir, LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'NORMAL' });
-    const services = { ...service.services, logger: createLogger('info', capture) };
+    const services = { ...service.services, logger };
     worker = workersThread(service.platform, services, config, service.metrics, {
       entryFile: path.resolve(import.meta.dirname, '../support/refusing-thread-entry.ts'),
     });

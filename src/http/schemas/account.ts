@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Email, Guid, nullAsAbsent, PlainId, TimeZoneId, timeZoneName, VisibleText } from './common.js';
+import { Email, Guid, nullAsAbsent, PlainId, retentionDays, TimeZoneId, timeZoneName, VisibleText } from './common.js';
 import { ex } from './example-values.js';
 
 /** Spec: User and Team member fields typed string take any string, kept as given. */
@@ -76,16 +76,9 @@ export const UserUpdateBody = registry.register(
     timeZoneId: nullAsAbsent(timeZoneName()),
     companyName: nullAsAbsent(name),
     customData: nullAsAbsent(z.string()),
-    // null is "not given" here too: a client that writes every property must not switch off the
-    // erasure of guests' personal data by updating its name. "" removes the default, as "" empties a text.
-    retentionDays: z
-      .union([z.number().int().min(0).max(36_500), z.literal('')])
-      .nullish()
-      .transform((v) => (v === '' ? null : v === null ? undefined : v))
-      .openapi({
-        description:
-          "Default for the client's events that have no `retentionDays` of their own: erase their guests' personal data this many days after the event's endTime (0: right after it); `\"\"` removes the default; `null` or absent keeps it (docs/personal-data.md)",
-      }),
+    retentionDays: retentionDays(
+      "Default for the client's events that have no `retentionDays` of their own: erase their guests' personal data this many days after the event's endTime (0: right after it); `\"\"` removes the default; `null` or absent keeps it (docs/personal-data.md)",
+    ),
     password: nullAsAbsent(z.string()).openapi({ description: 'Ignored: change a password with PUT /users/v1/api/user/changepassword' }),
   }).openapi({
     description: 'Changes the fields sent and keeps the others; a field that is null is not sent (send "" to empty a text). `id` is the caller’s own id (another is 404).',

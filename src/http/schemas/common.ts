@@ -22,6 +22,18 @@ export const nullAsAbsent = <T extends z.ZodType>(schema: T) =>
   schema.nullish().transform((v) => (v === null ? undefined : v)) as unknown as z.ZodOptional<T>;
 
 /**
+ * `retentionDays` (an event's own, a client's default): whole days, `""` removes it (as `""`
+ * empties a text) and `null` or leaving it out keeps it, so a client that writes every property
+ * never switches off the erasure of guests' personal data by accident (docs/personal-data.md).
+ */
+export const retentionDays = (description: string) =>
+  z
+    .union([z.number().int().min(0).max(36_500), z.literal('')])
+    .nullish()
+    .transform((v) => (v === '' ? null : v === null ? undefined : v))
+    .openapi({ description });
+
+/**
  * The nil GUID (.NET's `Guid.Empty`) is what a client sends for a Guid property it never set. In
  * a request, an optional GUID that is nil is not given: the spec's "Empty or null means no send"
  * (commsTemplateId), and no guest or template is made with the id all zeros (docs/identifiers.md).

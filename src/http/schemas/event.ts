@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, nullAsAbsent, PlainId, timeZoneName } from './common.js';
+import { DateTime, nullAsAbsent, PlainId, retentionDays, timeZoneName } from './common.js';
 import { registry } from '../openapi.js';
 import { ex } from './example-values.js';
 
@@ -30,15 +30,9 @@ export const EventBody = registry.register(
     timeZoneId: nullAsAbsent(timeZoneName()),
     tags: nullAsAbsent(z.string()),
     customData: nullAsAbsent(z.string()),
-    // "" removes the event's own retention (as "" empties a text); null or absent keeps it.
-    retentionDays: z
-      .union([z.number().int().min(0).max(36_500), z.literal('')])
-      .nullish()
-      .transform((v) => (v === '' ? null : v === null ? undefined : v))
-      .openapi({
-        description:
-          "Erase the guests' personal data this many days after endTime (0: right after it); `\"\"` removes the event's own (the client's default applies); absent or null: kept as it is (docs/personal-data.md)",
-      }),
+    retentionDays: retentionDays(
+      "Erase the guests' personal data this many days after endTime (0: right after it); `\"\"` removes the event's own (the client's default applies); absent or null: kept as it is (docs/personal-data.md)",
+    ),
   })
     .openapi({
       description: 'endTime must be after startTime (else 400 on `endTime`).',
