@@ -128,12 +128,18 @@ describe('graceful shutdown on SIGTERM', () => {
     const outcomes: string[] = [];
     for (let round = 0; round < rounds; round++) {
       for (const [name, flow] of Object.entries(flows)) {
-        const service = await spawn();
-        const after = await flow(service);
-        const stop = await stopAndCheck(service);
-        expectCleanStop(service, stop);
-        await after();
-        outcomes.push(`${name}: exit ${stop.code} in ${stop.ms} ms`);
+        // A failure names its flow and round, and the outcomes before it.
+        const named = (error: unknown) => new Error(`round ${round + 1}, flow "${name}" (after: ${outcomes.join('; ') || 'none'}): ${(error as Error).message}`, { cause: error });
+        const service = await spawn().catch((error: unknown) => Promise.reject(named(error)));
+        try {
+          const after = await flow(service);
+          const stop = await stopAndCheck(service);
+          expectCleanStop(service, stop);
+          await after();
+          outcomes.push(`${name}: exit ${stop.code} in ${stop.ms} ms`);
+        } catch (error) {
+          throw named(error);
+        }
       }
     }
     expect(outcomes).toHaveLength(rounds * Object.keys(flows).length);

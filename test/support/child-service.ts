@@ -77,7 +77,10 @@ export async function spawnService(
         };
         const timer = setTimeout(() => {
           waiters.delete(check as () => void);
-          reject(new Error(`no matching log line within ${timeoutMs} ms (pid ${child.pid}); stderr: ${service.stderr.slice(-2000)}`));
+          // How far the child got: its last log lines, and whether it is still alive.
+          const last = logs.slice(-8).map((l) => JSON.stringify(l).slice(0, 300));
+          const alive = child.exitCode === null && child.signalCode === null;
+          reject(new Error(`no matching log line within ${timeoutMs} ms (pid ${child.pid}, ${alive ? 'still running' : 'exited'}); last log lines: ${last.join(' | ') || 'none'}; stderr: ${service.stderr.slice(-2000)}`));
         }, timeoutMs);
         if (!check()) waiters.add(check as () => void);
       }),
