@@ -1,5 +1,6 @@
 import { scopedKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
+import { isEmailAddress } from './email-address.js';
 import { personalGuestFields } from './personal-data.js';
 
 /**
@@ -160,6 +161,12 @@ export type GuestEvent =
          * which requests the invitation again, is the one that sends it (never both).
          */
         noEmail?: true;
+        /**
+         * The guest's email was not an email address when the invitation was requested: it fails
+         * `invalid_email` whatever the email is by then, so that the record that corrects the
+         * email, which requests the invitation again, is the one that sends it (never both).
+         */
+        invalidEmail?: true;
       };
     }
   | { type: 'GuestBlocked'; data: { guestId: string; eventId: string; reason: string; at: string } }
@@ -228,8 +235,12 @@ export interface GuestState {
   ticket?: IssuedTicket & { issuedAt: string };
   /** Serial of the last ticket issued (valid or revoked); undefined: never had one. */
   ticketSerial?: number;
-  /** The last invitation requested for the guest was requested without an email (noEmail). */
-  invitationLackedEmail?: boolean;
+  /**
+   * The last invitation requested for the guest was requested without a usable email (noEmail or
+   * invalidEmail): `email` is the one it had then. A record naming the template again once the
+   * email is another requests it again.
+   */
+  invitationLackedAddress?: { email: string | undefined };
 }
 
 export type GuestCommand =
@@ -406,7 +417,10 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
     case 'TicketRevoked':
       return state.ticket?.serial === event.data.serial ? { ...state, ticket: undefined } : state;
     case 'InvitationRequested':
-      return { ...state, invitationLackedEmail: event.data.noEmail === true };
+      return {
+        ...state,
+        invitationLackedAddress: event.data.noEmail || event.data.invalidEmail ? { email: state.details.email ?? undefined } : undefined,
+      };
     case 'GuestScanRejected': {
       const d = event.data;
       return remember(state, d.nonce, { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
@@ -422,7 +436,7 @@ function withoutNulls(details: GuestDetails): GuestDetails {
  * A send is requested when a guest is created naming a template, or when a record names a
  * template other than the guest's current one: a CRM sync that repeats the same record does
  * not send the invitation again (decideMerge: unless the guest's last invitation was requested
- * without an email and the guest now has one). `email`: the guest's email after this decision.
+ * without a usable email and the guest now has another). `email`: the guest's email after this decision.
  */
 function invitationFor(
   command: { guestId: string; eventId: string; invitationId: string; details: GuestDetails },
@@ -440,7 +454,7 @@ function invitationFor(
         attendeeInvitationId: command.invitationId,
         templateId,
         ...(command.details.correlationId ? { correlationId: command.details.correlationId } : {}),
-        ...(email ? {} : { noEmail: true as const }),
+        ...(!email ? { noEmail: true as const } : isEmailAddress(email) ? {} : { invalidEmail: true as const }),
       },
     },
   ];
@@ -561,10 +575,12 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
   }
   const barcode = command.details.barcode === undefined ? state.details.barcode : (command.details.barcode ?? undefined);
   events.push(...ticketFor(ids, command.ticket, barcode, state.ticketSerial));
-  // An invitation requested without an email fails no_email: a record that names the template
-  // again once the guest has an email sends it, though the template is the same.
+  // An invitation requested without an email, or with one that is not an address, fails: a record
+  // that names the template again once the guest has another email sends it, though the template
+  // is the same (a repeated record with the same email does not).
   const email = changes.email ?? state.details.email;
-  const retry = state.invitationLackedEmail === true && Boolean(email);
+  const lacked = state.invitationLackedAddress;
+  const retry = lacked !== undefined && Boolean(email) && email !== lacked.email;
   events.push(...invitationFor(command, retry ? undefined : state.details.commsTemplateId, email));
   return events;
 }

@@ -18,6 +18,8 @@ export interface InvitationIds {
   correlationId?: string;
   /** Requested for a guest without an email (InvitationRequested.noEmail): it fails no_email. */
   noEmail?: true;
+  /** Requested while the guest's email was not an address (InvitationRequested.invalidEmail): it fails invalid_email. */
+  invalidEmail?: true;
 }
 
 /** Why a send failed; the webhook's `data.error` starts with it. */

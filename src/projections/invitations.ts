@@ -91,8 +91,8 @@ export const invitationsProjection: Projection = {
     });
     switch (event.type) {
       case 'SendRequested': {
-        // noEmail is the send worker's (it refuses the send); the failure shows as no_email.
-        const { attendeeInvitationId: _id, requestedAt, noEmail: _noEmail, ...ids } = event.data;
+        // noEmail and invalidEmail are the send worker's (it refuses the send); the failure shows as no_email or invalid_email.
+        const { attendeeInvitationId: _id, requestedAt, noEmail: _noEmail, invalidEmail: _invalidEmail, ...ids } = event.data;
         const doc: Omit<InvitationDoc, '_id'> = {
           ...ids,
           status: 'requested',

@@ -189,6 +189,7 @@ export class SendWorker implements Worker {
       templateId: data.templateId,
       ...(data.correlationId ? { correlationId: data.correlationId } : {}),
       ...(data.noEmail ? { noEmail: true as const } : {}),
+      ...(data.invalidEmail ? { invalidEmail: true as const } : {}),
     };
     // The guest and template as of this request: the read models have caught up with it.
     await this.services.readYourWrites(stored.position);
@@ -302,8 +303,10 @@ export class SendWorker implements Worker {
     if (!template || template.clientId !== ids.clientId || template.eventId !== guest.eventId || !event) {
       return { refuse: 'template_not_found', error: 'the template does not exist for this guest’s event' };
     }
-    // Requested without an email: the request made when the email came is the one that sends.
-    if (ids.noEmail || !guest.email) return { refuse: 'no_email', error: 'the guest has no email address' };
+    // Requested without a usable email: the request made when the email came or was corrected is the one that sends.
+    if (ids.noEmail) return { refuse: 'no_email', error: 'the guest had no email address when the invitation was requested' };
+    if (!guest.email) return { refuse: 'no_email', error: 'the guest has no email address' };
+    if (ids.invalidEmail) return { refuse: 'invalid_email', error: 'the guest’s email was not an email address when the invitation was requested' };
     if (!isEmailAddress(guest.email)) return { refuse: 'invalid_email', error: 'the guest’s email is not an email address' };
     if (!account?.commsApiEnabled) return { refuse: 'comms_api_not_enabled', error: 'the comms API is not enabled for this account' };
     const takenSender = template.fromAddress ? await domainVerifiedByAnother(this.services, ids.clientId, domainOfAddress(template.fromAddress)) : undefined;

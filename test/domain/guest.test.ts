@@ -167,6 +167,35 @@ describe('guest decider: undo, check-out, upsert', () => {
     ]);
   });
 
+  it('requests an invitation for an email that is not an address as such (invalidEmail), and again once the email is another, once', () => {
+    given([])
+      .when({ type: 'RegisterGuest', guestId: 'g1', clientId: 'c1', eventId: 'e1', tags: [], invitationId: 'i1', details: { email: 'ada@', commsTemplateId: 't1' } })
+      .then([{ type: 'GuestRegistered' }, { type: 'InvitationRequested', data: { attendeeInvitationId: 'i1', templateId: 't1', invalidEmail: true } }]);
+    const merge = (details: GuestDetails) =>
+      ({ type: 'MergeGuest', invitationId: 'i2', guestId: 'g1', clientId: 'c1', eventId: 'e1', details, replaceTags: false }) as const;
+    const wrong: GuestEvent = { type: 'InvitationRequested', data: { ...ids, attendeeInvitationId: 'i1', templateId: 't1', invalidEmail: true } };
+    const history = [registered({ commsTemplateId: 't1', email: 'ada@' }), wrong];
+    given(history)
+      .when(merge({ commsTemplateId: 't1', email: 'ada@example.com' }))
+      .then([
+        { type: 'GuestDetailsChanged', data: { changes: { email: 'ada@example.com' } } },
+        { type: 'InvitationRequested', data: { templateId: 't1', attendeeInvitationId: 'i2' } },
+      ]);
+    // The same record again (a sync repeating it) requests nothing: the email is still the one that failed.
+    given(history).when(merge({ commsTemplateId: 't1', email: 'ada@' })).then([]);
+    // Corrected in one record, the template named again in a later one.
+    given([...history, { type: 'GuestDetailsChanged', data: { ...ids, changes: { email: 'ada@example.com' } } }])
+      .when(merge({ commsTemplateId: 't1' }))
+      .then([{ type: 'InvitationRequested', data: { templateId: 't1', attendeeInvitationId: 'i2' } }]);
+    // Corrected to another wrong text: requested again, as such (it fails invalid_email and says so).
+    given(history)
+      .when(merge({ commsTemplateId: 't1', email: 'ada@@example' }))
+      .then([
+        { type: 'GuestDetailsChanged', data: { changes: { email: 'ada@@example' } } },
+        { type: 'InvitationRequested', data: { templateId: 't1', attendeeInvitationId: 'i2', invalidEmail: true } },
+      ]);
+  });
+
   const register = (fields: Partial<Extract<GuestCommand, { type: 'RegisterGuest' }>> = {}): GuestCommand => ({
     type: 'RegisterGuest',
     guestId: 'g1',

@@ -168,6 +168,33 @@ describe('Guest.commsTemplateId without an email, then the email: one invitation
   });
 });
 
+describe('Guest.commsTemplateId with an email that is not an address, then the corrected email: one invitation is sent, never two', () => {
+  it('the record that corrects the email sends it once, whenever the first request is handled; repeating the wrong one sends nothing', async () => {
+    const erin = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+    const eventId = await newEvent(erin);
+    const template = await erin.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invite', html: '<p>Hello {{firstName}}</p>' });
+    const upsert = (records: unknown[]) => erin.call('PUT', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/upsert`, records);
+    const guests = await Promise.all(
+      Array.from({ length: 6 }, async (_, i) => {
+        const created = await erin.call('POST', '/checkin/v1/api/guest', { eventId, firstName: `Typo${i}`, email: `typo${i}@`, commsTemplateId: template.body.id });
+        expect(created.status).toBe(200);
+        // A sync repeating the wrong email, then the corrected one, right after the create.
+        expect((await upsert([{ id: created.body.id, email: `typo${i}@`, commsTemplateId: template.body.id }])).status).toBe(204);
+        expect((await upsert([{ id: created.body.id, email: `typo${i}@example.com`, commsTemplateId: template.body.id }])).status).toBe(204);
+        return created.body.id as string;
+      }),
+    );
+    for (const guestId of guests) {
+      const settled = await eventually(async () => {
+        const items = (await erin.call('GET', `/comms/v1/api/comms/invitations?attendeeId=${guestId}`)).body.items as { status: string; error?: string }[];
+        return items.length === 2 && items.every((i) => i.status === 'sent' || i.status === 'failed') ? items : undefined;
+      }, 30_000, 'both invitations of the guest settled');
+      expect(settled.map((i) => i.status).sort()).toEqual(['failed', 'sent']);
+      expect(settled.find((i) => i.status === 'failed')?.error).toMatch(/^invalid_email/);
+    }
+  });
+});
+
 describe('Date-times: an ISO 8601 date-time of the years 1-99 is read as written', () => {
   it('.NET’s DateTime.MinValue (0001-01-01T00:00:00, no offset) is year 1 on the event’s clocks, answered as such', async () => {
     const eventId = await newEvent(alice, { timeZoneId: 'UTC' });
