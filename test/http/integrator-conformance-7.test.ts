@@ -71,3 +71,57 @@ describe('Authentication rule 3: no email goes out while sender verification is 
     await eventually(async () => (await mailsTo(email)).length === 1, 30_000, 'the mail after trust was restored');
   });
 });
+
+describe('Bodies: an optional field of a comms body takes null as not given, as the Guest and Comms template bodies do', () => {
+  // A Java client generated from the document writes null for every property left unset.
+  it('POST /send with correlationId null sends, and the webhook has no correlationId', async () => {
+    const client = await commsClient();
+    const receiver = await receiverFor(client);
+    const eventId = await newEvent(client);
+    const templateId = await templateOf(client, eventId);
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, email: `null-corr-${Date.now()}@example.com` });
+    const sent = await client.call('POST', `${api}/send`, { templateId, attendeeIds: [guest.body.id], correlationId: null });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    const [delivery] = await receiver.waitFor(1, 30_000);
+    expect(delivery!.body.type).toBe('comms.sent');
+    expect(delivery!.body.data).not.toHaveProperty('correlationId');
+  });
+
+  it('POST /webhook/test with correlationId null is a test without one', async () => {
+    const client = await commsClient();
+    const receiver = await receiverFor(client);
+    const reply = await client.call('POST', `${api}/webhook/test`, { correlationId: null });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    const [delivery] = await receiver.waitFor(1, 30_000);
+    expect(delivery!.body.data).not.toHaveProperty('correlationId');
+  });
+
+  it('POST /domain with subdomain and sendingAddress null configures the domain with their defaults', async () => {
+    const client = await commsClient();
+    const reply = await client.call('POST', `${api}/domain`, { domain: `null-fields-${Date.now()}.example.org`, subdomain: null, sendingAddress: null });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body.sendingAddress).toMatch(/^invites@null-fields-/);
+  });
+});
+
+describe('Guest.correlationId is a string: the same correlationId is taken wherever it is echoed', () => {
+  it('POST /send and POST /webhook/test take a correlationId as long as a guest create takes, and echo it byte for byte (signed)', async () => {
+    const client = await commsClient();
+    const receiver = await receiverFor(client);
+    const eventId = await newEvent(client);
+    const templateId = await templateOf(client, eventId);
+    const correlationId = `crm:{"batch":"Zoë–日本 😀"}:${'x'.repeat(300)}`;
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, email: `long-corr-${Date.now()}@example.com`, correlationId });
+    expect(guest.status).toBe(200);
+    const sent = await client.call('POST', `${api}/send`, { templateId, attendeeIds: [guest.body.id], correlationId });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    const test = await client.call('POST', `${api}/webhook/test`, { correlationId });
+    expect(test.status, JSON.stringify(test.body)).toBe(200);
+    const deliveries = await receiver.waitFor(2, 30_000);
+    expect(deliveries.map((d) => d.body.type).sort()).toEqual(['comms.sent', 'comms.test']);
+    for (const delivery of deliveries) {
+      expect(delivery.specVerified).toBe(true);
+      expect(delivery.body.data.correlationId).toBe(correlationId);
+    }
+  });
+});

@@ -85,7 +85,8 @@ export const SendBody = registry.register(
         description:
           'Guests (of the template’s event) to email, each by guest id or customId (spec: customId is usable instead of id); at most 200. Pace calls at 5 per second or less.',
       }),
-    correlationId: z.string().max(200).optional().openapi({ description: 'Echoed as data.correlationId in the comms webhooks' }),
+    // Spec: Guest.correlationId is a string, so any string, here as on the guest; null is not given.
+    correlationId: nullAsAbsent(z.string()).openapi({ description: 'Echoed as data.correlationId in the comms webhooks (empty or null: none)' }),
   }).openapi({ example: { templateId: ex.templateId, attendeeIds: [ex.guestId], correlationId: 'crm-batch-42' } }),
 );
 
@@ -172,21 +173,16 @@ export const DomainBody = registry.register(
         pattern: '^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}$',
         example: 'example.com',
       }),
-    subdomain: z
-      .string()
-      .trim()
-      .regex(/^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'must be a single DNS label')
-      .optional()
-      .openapi({ description: 'Subdomain for the provider’s return path (default chosen by the provider)' }),
-    sendingAddress: z
-      .string()
-      .trim()
-      .max(320)
-      .optional()
-      .openapi({
-        description: 'The local part of the From address at the domain (default `invites`); a whole address at the domain is accepted too',
-        pattern: '^[A-Za-z0-9_+-]+(\\.[A-Za-z0-9_+-]+)*$',
-      }),
+    subdomain: nullAsAbsent(
+      z
+        .string()
+        .trim()
+        .regex(/^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'must be a single DNS label'),
+    ).openapi({ description: 'Subdomain for the provider’s return path (default chosen by the provider)' }),
+    sendingAddress: nullAsAbsent(z.string().trim().max(320)).openapi({
+      description: 'The local part of the From address at the domain (default `invites`); a whole address at the domain is accepted too',
+      pattern: '^[A-Za-z0-9_+-]+(\\.[A-Za-z0-9_+-]+)*$',
+    }),
   }).openapi({ example: { domain: 'example.com', subdomain: 'mail', sendingAddress: 'invites' } }),
 );
 
