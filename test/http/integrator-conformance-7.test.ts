@@ -125,3 +125,39 @@ describe('Guest.correlationId is a string: the same correlationId is taken where
     }
   });
 });
+
+describe('Comms template: an empty fromAddress or replyTo (a form left blank) is no override, as an empty email or customId is none on a guest', () => {
+  it('takes "" in fromAddress and replyTo, answers them null, and sends from the account’s address without a Reply-To', async () => {
+    const client = await commsClient();
+    const eventId = await newEvent(client);
+    const reply = await client.call('POST', `${api}/template`, { eventId, name: 'Blank form', html: '<p>Hi</p>', fromAddress: '', replyTo: '' });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body).toMatchObject({ fromAddress: null, replyTo: null });
+    const email = `blank-from-${Date.now()}@example.com`;
+    expect((await client.call('POST', '/checkin/v1/api/guest', { eventId, email, commsTemplateId: reply.body.id })).status).toBe(200);
+    const [mail] = await eventually(async () => {
+      const mails = await mailsTo(email);
+      return mails.length === 1 ? mails : undefined;
+    }, 30_000, 'the mail');
+    expect(mail!.from.email).toBe('invites@checkin.localhost');
+    expect(mail!.replyTo).toBeUndefined();
+  });
+
+  it('still refuses a fromAddress or replyTo that is text but no address (they become mail headers)', async () => {
+    const client = await commsClient();
+    const eventId = await newEvent(client);
+    const reply = await client.call('POST', `${api}/template`, { eventId, name: 'n', html: '<p>Hi</p>', fromAddress: ' ', replyTo: 'desk' });
+    expect(reply.status).toBe(400);
+    expect(reply.body.errors.map((e: { path: string }) => e.path)).toEqual(['fromAddress', 'replyTo']);
+  });
+
+  it('the document says so: the pattern of fromAddress and replyTo takes the empty string', async () => {
+    const doc = (await (await fetch(`${service.url}/openapi.json`)).json()) as any;
+    for (const field of ['fromAddress', 'replyTo']) {
+      const pattern = new RegExp(doc.components.schemas.CommsTemplate.properties[field].pattern);
+      expect(pattern.test(''), field).toBe(true);
+      expect(pattern.test('ada@example.com'), field).toBe(true);
+      expect(pattern.test('desk'), field).toBe(false);
+    }
+  });
+});

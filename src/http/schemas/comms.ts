@@ -1,11 +1,19 @@
 import { z } from 'zod';
 import { mergeTokens } from '../../comms/merge-tokens.js';
 import { isPublicDomainName } from '../../domain/domain-name.js';
+import { EMAIL_PATTERN } from '../../domain/email-address.js';
 import { registry } from '../openapi.js';
 import { Email, Guid, nullAsAbsent, OptionalGuid, PageQuery, PlainId, VisibleText } from './common.js';
 import { ex } from './example-values.js';
 
-const email = Email;
+/**
+ * A template's fromAddress or replyTo: an address (it becomes a mail header), or "" for none, as a
+ * form left blank sends it (an empty email or customId is none on a guest too); null is not given.
+ */
+const optionalEmail = () =>
+  z
+    .preprocess((v) => (v === '' ? undefined : v), nullAsAbsent(Email))
+    .openapi({ type: ['string', 'null'], maxLength: 320, pattern: `^(?:${EMAIL_PATTERN.source.slice(1, -1)})?$`, example: 'ada@example.com' });
 const templateHtml =
   '<html><body><p>Dear {{firstName}},</p><p>You are invited to {{eventTitle}}.</p>{{#if barcode}}<p>Your code: {{barcode}}</p>{{/if}}</body></html>';
 const tokenList = mergeTokens.map((t) => `\`{{${t.token}}}\` ${t.description}`).join('; ');
@@ -24,9 +32,9 @@ export const TemplateBody = registry.register(
     subject: nullAsAbsent(z.string()).openapi({
       description: 'Subject line with merge tokens, any string; absent, or white space only, an email gets the default "Your invitation to {{eventTitle}}"',
     }),
-    fromAddress: nullAsAbsent(email),
+    fromAddress: optionalEmail().openapi({ description: 'Overrides the From address; empty or null: the account’s sending address' }),
     fromName: nullAsAbsent(z.string()).openapi({ description: 'Sender name, any string; absent, or white space only, the sender’s default name' }),
-    replyTo: nullAsAbsent(email),
+    replyTo: optionalEmail().openapi({ description: 'Overrides the Reply-To address; empty or null: none' }),
     attachPdf: nullAsAbsent(z.boolean()).openapi({ description: 'Attach a PDF of the rendered HTML to every send (default false)' }),
   }).openapi({
     description: 'Links in the HTML must pass the spam check (else 422 `spam_check_failed`).',
