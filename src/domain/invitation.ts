@@ -34,6 +34,8 @@ export type SendFailureCode =
   | 'template_not_found'
   | 'guest_not_found'
   | 'comms_api_not_enabled'
+  /** Sender verification is not completed (or was revoked) for the account (spec: 403 trust_required). */
+  | 'trust_required'
   | 'provider_rejected'
   | 'provider_unavailable'
   /** The email could not be built (the PDF, for one): a retry would fail the same way. */

@@ -309,6 +309,8 @@ export class SendWorker implements Worker {
     if (ids.invalidEmail) return { refuse: 'invalid_email', error: 'the guest’s email was not an email address when the invitation was requested' };
     if (!isEmailAddress(guest.email)) return { refuse: 'invalid_email', error: 'the guest’s email is not an email address' };
     if (!account?.commsApiEnabled) return { refuse: 'comms_api_not_enabled', error: 'the comms API is not enabled for this account' };
+    // Spec, Authentication rule 3: the guest path sends too, so it is gated like the comms routes.
+    if (!account.senderTrusted) return { refuse: 'trust_required', error: 'sender verification has not been completed for this account' };
     const takenSender = template.fromAddress ? await domainVerifiedByAnother(this.services, ids.clientId, domainOfAddress(template.fromAddress)) : undefined;
     if (takenSender) {
       return { refuse: 'from_address_not_allowed', error: `the template's fromAddress is at ${takenSender}, another account's verified sending domain` };

@@ -1,11 +1,19 @@
 import { z } from 'zod';
 import { mergeTokens } from '../../comms/merge-tokens.js';
 import { isPublicDomainName } from '../../domain/domain-name.js';
+import { EMAIL_PATTERN } from '../../domain/email-address.js';
 import { registry } from '../openapi.js';
 import { Email, Guid, nullAsAbsent, OptionalGuid, PageQuery, PlainId, VisibleText } from './common.js';
 import { ex } from './example-values.js';
 
-const email = Email;
+/**
+ * A template's fromAddress or replyTo: an address (it becomes a mail header), or "" for none, as a
+ * form left blank sends it (an empty email or customId is none on a guest too); null is not given.
+ */
+const optionalEmail = () =>
+  z
+    .preprocess((v) => (v === '' ? undefined : v), nullAsAbsent(Email))
+    .openapi({ type: ['string', 'null'], maxLength: 320, pattern: `^(?:${EMAIL_PATTERN.source.slice(1, -1)})?$`, example: 'ada@example.com' });
 const templateHtml =
   '<html><body><p>Dear {{firstName}},</p><p>You are invited to {{eventTitle}}.</p>{{#if barcode}}<p>Your code: {{barcode}}</p>{{/if}}</body></html>';
 const tokenList = mergeTokens.map((t) => `\`{{${t.token}}}\` ${t.description}`).join('; ');
@@ -24,9 +32,9 @@ export const TemplateBody = registry.register(
     subject: nullAsAbsent(z.string()).openapi({
       description: 'Subject line with merge tokens, any string; absent, or white space only, an email gets the default "Your invitation to {{eventTitle}}"',
     }),
-    fromAddress: nullAsAbsent(email),
+    fromAddress: optionalEmail().openapi({ description: 'Overrides the From address; empty or null: the account’s sending address' }),
     fromName: nullAsAbsent(z.string()).openapi({ description: 'Sender name, any string; absent, or white space only, the sender’s default name' }),
-    replyTo: nullAsAbsent(email),
+    replyTo: optionalEmail().openapi({ description: 'Overrides the Reply-To address; empty or null: none' }),
     attachPdf: nullAsAbsent(z.boolean()).openapi({ description: 'Attach a PDF of the rendered HTML to every send (default false)' }),
   }).openapi({
     description: 'Links in the HTML must pass the spam check (else 422 `spam_check_failed`).',
@@ -85,7 +93,8 @@ export const SendBody = registry.register(
         description:
           'Guests (of the template’s event) to email, each by guest id or customId (spec: customId is usable instead of id); at most 200. Pace calls at 5 per second or less.',
       }),
-    correlationId: z.string().max(200).optional().openapi({ description: 'Echoed as data.correlationId in the comms webhooks' }),
+    // Spec: Guest.correlationId is a string, so any string, here as on the guest; null is not given.
+    correlationId: nullAsAbsent(z.string()).openapi({ description: 'Echoed as data.correlationId in the comms webhooks (empty or null: none)' }),
   }).openapi({ example: { templateId: ex.templateId, attendeeIds: [ex.guestId], correlationId: 'crm-batch-42' } }),
 );
 
@@ -172,21 +181,16 @@ export const DomainBody = registry.register(
         pattern: '^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}$',
         example: 'example.com',
       }),
-    subdomain: z
-      .string()
-      .trim()
-      .regex(/^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'must be a single DNS label')
-      .optional()
-      .openapi({ description: 'Subdomain for the provider’s return path (default chosen by the provider)' }),
-    sendingAddress: z
-      .string()
-      .trim()
-      .max(320)
-      .optional()
-      .openapi({
-        description: 'The local part of the From address at the domain (default `invites`); a whole address at the domain is accepted too',
-        pattern: '^[A-Za-z0-9_+-]+(\\.[A-Za-z0-9_+-]+)*$',
-      }),
+    subdomain: nullAsAbsent(
+      z
+        .string()
+        .trim()
+        .regex(/^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'must be a single DNS label'),
+    ).openapi({ description: 'Subdomain for the provider’s return path (default chosen by the provider)' }),
+    sendingAddress: nullAsAbsent(z.string().trim().max(320)).openapi({
+      description: 'The local part of the From address at the domain (default `invites`); a whole address at the domain is accepted too',
+      pattern: '^[A-Za-z0-9_+-]+(\\.[A-Za-z0-9_+-]+)*$',
+    }),
   }).openapi({ example: { domain: 'example.com', subdomain: 'mail', sendingAddress: 'invites' } }),
 );
 

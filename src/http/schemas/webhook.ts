@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { commsEventTypes } from '../../domain/webhook.js';
 import { registry } from '../openapi.js';
-import { DateTime, Guid, PageQuery, pageOf } from './common.js';
+import { DateTime, Guid, nullAsAbsent, PageQuery, pageOf } from './common.js';
 import { ex } from './example-values.js';
 import { WEBHOOK_URL_PATTERN } from '../../shared/url-guard.js';
 
@@ -54,7 +54,7 @@ export const WebhookDeletedResponse = z
 
 export const WebhookTestBody = z
   .object({
-    correlationId: z.string().max(200).optional().openapi({ description: 'Echoed as data.correlationId in the test event' }),
+    correlationId: nullAsAbsent(z.string()).openapi({ description: 'Echoed as data.correlationId in the test event (empty or null: none)' }),
   })
   .openapi({ example: { correlationId: 'webhook-check-1' } });
 
