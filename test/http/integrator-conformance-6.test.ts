@@ -49,3 +49,20 @@ describe('Check-in upsert: a guest’s email can be emptied, as any text field c
     expect((await alice.call('POST', '/checkin/v1/api/guest', { eventId, email: '' })).body.email).toBeNull();
   });
 });
+
+describe('Team members: the statistics list them in the order of the team member list', () => {
+  it('GET team/event/{id} sorts by username without regard to case, as GET teammembers/user/{username}/events does', async () => {
+    const owner = await createClient(service);
+    const eventId = await newEvent(owner);
+    for (const userName of [`Zed-${Date.now()}`, `amy-${Date.now()}`, `Bea-${Date.now()}`]) {
+      const created = await owner.call('POST', '/checkin/v1/api/teammember', { userName, password: 'north gate scanner 7', email: '' });
+      expect(created.status).toBe(200);
+    }
+    const listed = await owner.call('GET', `/checkin/v1/api/teammembers/user/${encodeURIComponent(owner.email)}/events`);
+    const stats = await owner.call('GET', `/checkin/v1/api/team/event/${encodeURIComponent(eventId)}`);
+    expect(stats.status).toBe(200);
+    const names = listed.body.map((m: { userName: string }) => m.userName);
+    expect(names.map((n: string) => n.split('-')[0])).toEqual(['amy', 'Bea', 'Zed']);
+    expect(stats.body.map((s: { username: string }) => s.username)).toEqual(names);
+  });
+});
