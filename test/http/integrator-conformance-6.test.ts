@@ -66,3 +66,20 @@ describe('Team members: the statistics list them in the order of the team member
     expect(stats.body.map((s: { username: string }) => s.username)).toEqual(names);
   });
 });
+
+describe('Guest.createdBy: the document shows what the service answers', () => {
+  it('a guest created without createdBy is answered with the caller’s User id, and so are the document’s examples', async () => {
+    const eventId = await newEvent(alice);
+    const created = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ada' });
+    const user = await alice.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(alice.email)}`);
+    expect(created.body.createdBy).toBe(user.body.id);
+
+    const document = (await (await fetch(`${service.url}/openapi.json`)).json()) as any;
+    const schemas = document.components.schemas;
+    expect(schemas.GuestResponse.example.createdBy).toBe(schemas.User.example.id);
+    expect(schemas.GuestResponse.properties.createdBy.description).toMatch(/id of the User/);
+    const csv = document.paths['/checkin/v1/api/event/export'].post.responses['200'].content['text/csv'].example as string;
+    expect(csv).toContain(`,${schemas.User.example.id},`);
+    expect(csv).not.toContain('organizer@example.com');
+  });
+});

@@ -120,7 +120,7 @@ export const GuestResponse = registry.register(
     additionalInfo: erasable(),
     barcode: erasable(),
     tags: unsetIsNull(),
-    createdBy: unsetIsNull(),
+    createdBy: z.string().nullable().openapi({ description: 'As given; when a create does not give it, the id of the User (client) that created the guest' }),
     admitted: unsetIsNull(),
     blockedDate: unsetIsNull(),
     blockedReason: unsetIsNull(),
@@ -143,7 +143,7 @@ export const GuestResponse = registry.register(
 
 /** A guest as answered: every field of the spec's Guest, in its order. */
 function guestResponseExample(changes: Record<string, unknown> = {}) {
-  const given: Record<string, unknown> = { ...guestExample(), createdBy: 'organizer@example.com', admittedPlusOnes: 0, ...changes };
+  const given: Record<string, unknown> = { ...guestExample(), createdBy: ex.clientId, admittedPlusOnes: 0, ...changes };
   return withEveryField(given, guestFields);
 }
 const admittedGuestExample = guestResponseExample({ admitted: ex.scannedAt, admittedPlusOnes: 1 });
