@@ -107,7 +107,7 @@ interface TeamStatsDoc {
 /**
  * Spec: Team member event statistics, with activity grouped into buckets of `bucketMinutes`.
  * Every team member of the client is listed (zeros when they scanned nothing here), and so is
- * the client itself when it scanned; sorted by username.
+ * the client itself when it scanned; sorted by username without regard to case.
  */
 export async function teamStats(services: Services, clientId: string, eventId: string, bucketMinutes: number) {
   await getEvent(services, clientId, eventId);
@@ -123,7 +123,12 @@ export async function teamStats(services: Services, clientId: string, eventId: s
   }
   // The spec types these counts int32: a group of int32-max plus ones would overflow a client's int, so a count stops there.
   const int32 = (count: number) => Math.min(count, INT32_MAX);
-  const sorted = [...docs.values()].sort((a, b) => (a.username < b.username ? -1 : a.username > b.username ? 1 : 0));
+  // By username without regard to case, as the team member list sorts (userNameLower); the exact name breaks ties.
+  const order = (doc: TeamStatsDoc) => [doc.username.toLowerCase(), doc.username] as const;
+  const sorted = [...docs.values()].sort((a, b) => {
+    const [x, y] = [order(a), order(b)];
+    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+  });
   const stats: unknown[] = [];
   for (const doc of sorted) {
     const buckets = new Map<number, number>();

@@ -182,6 +182,9 @@ export async function saveGuests(
   let signer: TicketSigner | undefined;
   for (const plan of plans) {
     const details = detailsOf(plan.input);
+    // A blank email (a CRM's empty cell) is no email: a record that creates the guest leaves it
+    // out (answered null); on an existing guest it empties the email, as "" empties any text.
+    if (details.email === '' && (!plan.existing || options.mode === 'create')) delete details.email;
     // Issue 16: a guest left without a barcode, that never had a ticket, gets a signed one.
     const barcode = plan.input.barcode === undefined ? plan.existing?.barcode : plan.input.barcode;
     const needsTicket = !barcode && plan.existing?.ticketSerial === undefined && services.secretsKeyring !== undefined;

@@ -14,6 +14,7 @@ import { defineRoute } from '../route.js';
 import { eventTimeZone, fields } from '../time-zone.js';
 import { doNotStoreResponse } from '../middleware/idempotency.js';
 import { ExportBody, ExportIdParams, ExportQuery, ExportResponse } from '../schemas/export.js';
+import { ex } from '../schemas/example-values.js';
 
 const JSON_TYPE = 'application/json';
 const CSV_TYPE = CSV_MEDIA_TYPE.split(';')[0]!;
@@ -29,7 +30,7 @@ const csvExampleRow: Record<string, string> = {
   additionalInfo: 'Table 4; vegetarian',
   barcode: 'GALA-0001',
   tags: 'vip,speaker',
-  createdBy: 'organizer@example.com',
+  createdBy: ex.clientId,
   admitted: '2026-12-12T19:42:10.000+01:00',
   eventId: '6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b',
   isGroup: 'false',

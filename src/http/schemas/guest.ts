@@ -35,15 +35,11 @@ export const GuestBody = registry.register(
     firstName: optional(text()),
     otherNames: optional(text()),
     lastName: optional(text()),
-    email: z
-      .union([z.string(), z.null()])
-      .optional()
-      .transform((v) => (v ? v : undefined))
-      .openapi({
-        type: ['string', 'null'],
-        description:
-          'Any string (spec: string); empty or null means not given. An invitation to one that is not an email address fails (comms.failed, `invalid_email`)',
-      }),
+    // "" is kept: on an existing guest it empties the email (saveGuests), where a record creates one it is no email.
+    email: optional(text()).openapi({
+      description:
+        'Any string (spec: string); null means not given. "" is no email where the record creates the guest, and empties the email of an existing one. An invitation to one that is not an email address fails (comms.failed, `invalid_email`)',
+    }),
     plusOnes: optional(Int32Count),
     admittedPlusOnes: optional(Int32Count).openapi({
       description: 'Taken when the record creates the guest (needs admitted; at most plusOnes, which counts as 0 when absent: more is 400); upsert never changes it',
@@ -124,7 +120,7 @@ export const GuestResponse = registry.register(
     additionalInfo: erasable(),
     barcode: erasable(),
     tags: unsetIsNull(),
-    createdBy: unsetIsNull(),
+    createdBy: z.string().nullable().openapi({ description: 'As given; when a create does not give it, the id of the User (client) that created the guest' }),
     admitted: unsetIsNull(),
     blockedDate: unsetIsNull(),
     blockedReason: unsetIsNull(),
@@ -147,7 +143,7 @@ export const GuestResponse = registry.register(
 
 /** A guest as answered: every field of the spec's Guest, in its order. */
 function guestResponseExample(changes: Record<string, unknown> = {}) {
-  const given: Record<string, unknown> = { ...guestExample(), createdBy: 'organizer@example.com', admittedPlusOnes: 0, ...changes };
+  const given: Record<string, unknown> = { ...guestExample(), createdBy: ex.clientId, admittedPlusOnes: 0, ...changes };
   return withEveryField(given, guestFields);
 }
 const admittedGuestExample = guestResponseExample({ admitted: ex.scannedAt, admittedPlusOnes: 1 });
