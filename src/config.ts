@@ -154,6 +154,9 @@ export interface CommsConfig {
   sweepMs: number;
 }
 
+/** pino's levels (LOG_LEVEL). */
+export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
 export type Role = 'api' | 'projections' | 'relay' | 'workers' | 'all';
 export const roles: Role[] = ['api', 'projections', 'relay', 'workers', 'all'];
 
@@ -227,6 +230,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const problem = connectionStringProblem(config.eventStoreUrl);
     if (problem) problems.push(`EVENTSTORE_URL must be an EventStoreDB connection string such as esdb://localhost:2113?tls=false: ${problem}`);
   }
+  // pino throws on a level it does not know, which would crash the start without naming the variable.
+  if (!logLevels.includes(config.logLevel)) problems.push(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got "${config.logLevel}"`);
   if (config.eventStoreMaxAppendBytes < 65_536) problems.push('EVENTSTORE_MAX_APPEND_SIZE must be at least 65536 (bytes; the server default is 1048576)');
   // RFC 9068 4: a resource server checks `aud`. Without it, every token of the issuer (ID tokens, tokens for other APIs) would do.
   if (config.oidcIssuer && !config.oidcAudience) {
