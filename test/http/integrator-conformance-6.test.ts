@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, newEvent, passwordToken, startTestService, type Client, type TestService } from '../support/service.js';
 
 /**
  * The interface spec's Check-in and Users parts read as an integrator with a generated typed
@@ -81,5 +81,25 @@ describe('Guest.createdBy: the document shows what the service answers', () => {
     const csv = document.paths['/checkin/v1/api/event/export'].post.responses['200'].content['text/csv'].example as string;
     expect(csv).toContain(`,${schemas.User.example.id},`);
     expect(csv).not.toContain('organizer@example.com');
+  });
+});
+
+describe('Users: PUT user does not acknowledge a password it does not change', () => {
+  it('a password in PUT user is 400 on the field, naming changepassword, and changes nothing; null and "" are not given', async () => {
+    const carol = await createClient(service);
+    const read = await carol.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(carol.email)}`);
+    expect(read.status).toBe(200);
+    const refused = await carol.call('PUT', '/users/v1/api/user', { ...read.body, companyName: 'Renamed Ltd', password: 'a brand new passphrase' });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual([expect.objectContaining({ path: 'password', message: expect.stringContaining('changepassword') })]);
+    // Nothing of the body was applied, and the old password still signs in.
+    expect((await carol.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(carol.email)}`)).body.companyName).toBe(read.body.companyName);
+    expect((await passwordToken(service.url, carol.email, carol.password)).length).toBeGreaterThan(0);
+    // The answer read back (no password), null and a blank field are taken as they always were.
+    for (const password of [undefined, null, '']) {
+      const taken = await carol.call('PUT', '/users/v1/api/user', { ...read.body, companyName: `Kept ${String(password)}`, password });
+      expect(taken.status, JSON.stringify(taken.body)).toBe(204);
+    }
+    expect((await passwordToken(service.url, carol.email, carol.password)).length).toBeGreaterThan(0);
   });
 });

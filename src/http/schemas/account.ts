@@ -79,7 +79,11 @@ export const UserUpdateBody = registry.register(
     retentionDays: retentionDays(
       "Default for the client's events that have no `retentionDays` of their own: erase their guests' personal data this many days after the event's endTime (0: right after it); `\"\"` removes the default; `null` or absent keeps it (docs/personal-data.md)",
     ),
-    password: nullAsAbsent(z.string()).openapi({ description: 'Ignored: change a password with PUT /users/v1/api/user/changepassword' }),
+    // Not changed here (changepassword checks the old password); a password sent would otherwise
+    // be acknowledged and dropped. "" is a blank form field: not given.
+    password: nullAsAbsent(
+      z.string().max(0, { error: 'is not changed by PUT user: use PUT /users/v1/api/user/changepassword (with oldPassword); send null or leave it out here' }),
+    ).openapi({ description: 'Not changed here: absent, null or "" only (anything else is 400); change a password with PUT /users/v1/api/user/changepassword' }),
   }).openapi({
     description: 'Changes the fields sent and keeps the others; a field that is null is not sent (send "" to empty a text). `id` is the caller’s own id (another is 404).',
     example: { id: ex.clientId, companyName: 'Gala Events Ltd', timeZoneId: 'Europe/Amsterdam' },
