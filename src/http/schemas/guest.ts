@@ -173,13 +173,14 @@ export const GuestLookupQuery = z.object({
  * .NET and Java clients write them: `True`, `TRUE`) or `1`/`0`. Anything else, an empty value
  * or the parameter given twice, is 400: nothing is guessed (docs/guests.md, Small rules).
  */
-// Spelled out case by case: the pattern is published as is (JSON Schema has no case-insensitive flag).
 const booleanText = /^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$/;
 const booleanQuery = z
   .string()
   .regex(booleanText, 'must be true or false (any case), 1 or 0')
   .transform((v) => v.toLowerCase() === 'true' || v === '1')
-  .openapi({ type: 'string', pattern: booleanText.source, example: 'true', description: 'true or false in any case, or 1 or 0' });
+  // Published as the spec types it (a boolean: a generated client's parameter is a bool); the
+  // other spellings a client may write are taken as well, as the description says.
+  .openapi({ type: 'boolean', example: true, description: 'true or false (also taken: any case, 1 or 0)' });
 
 export const UpsertQuery = z.object({ removeObsoleteTags: booleanQuery.optional() });
 
