@@ -177,7 +177,7 @@ export async function saveGuests(
   // Legacy (plaintext) reservation names exist only in events created before names were hashed.
   const legacyNames = nameKey !== undefined && !(Date.parse(event.created) >= Date.parse(nameKey.since));
   const plans = await planGuests(services, context, eventId, records, options.mode, legacyNames);
-  await checkInvitations(services, context.tenantId, eventId, plans);
+  await checkInvitations(services, context.tenantId, eventId, plans, options.mode);
   const items: BatchItem[] = [];
   let signer: TicketSigner | undefined;
   for (const plan of plans) {
@@ -250,17 +250,26 @@ export async function saveGuests(
  * its invitation fails as comms.failed `no_email` (docs/invitations.md), as one whose email is
  * not an address fails as `invalid_email`; the spec makes no field of the Guest required.
  */
-async function checkInvitations(services: Services, clientId: string, eventId: string, plans: Planned[]): Promise<void> {
+async function checkInvitations(services: Services, clientId: string, eventId: string, plans: Planned[], mode: 'create' | 'upsert'): Promise<void> {
   const usable = new Map<string, boolean>();
-  for (const plan of plans) {
+  for (const [index, plan] of plans.entries()) {
     const templateId = plan.input.commsTemplateId;
     if (!templateId || templateId === plan.existing?.commsTemplateId) continue;
     if (!usable.has(templateId)) {
       const template = await findTemplateDoc(services, clientId, templateId);
       usable.set(templateId, template?.clientId === clientId && template.eventId === eventId);
     }
-    if (!usable.get(templateId)) throw new DomainError('not_found', `template ${templateId} not found in this event`);
+    if (!usable.get(templateId)) {
+      throw new DomainError('not_found', `template ${templateId} not found in this event`, {
+        errors: [{ path: recordPath(plans.length, mode, index, 'commsTemplateId'), message: 'no template with this id in this event' }],
+      });
+    }
   }
+}
+
+/** Where a record's field is named in an answer's `errors`: `3.email` in a batch (and always on upsert), `email` for a single record. */
+function recordPath(records: number, mode: 'create' | 'upsert', index: number, field: string): string {
+  return records > 1 || mode === 'upsert' ? `${index}.${field}` : field;
 }
 
 /**
@@ -332,13 +341,15 @@ async function planGuests(
   const seenIds = new Map<string, number>();
   const seenCustomIds = new Map<string, number>();
   for (const [index, input] of records.entries()) {
-    const at = (field: string) => (records.length > 1 || mode === 'upsert' ? `${index}.${field}` : field);
+    const at = (field: string) => recordPath(records.length, mode, index, field);
     let existing: GuestDoc | null = null;
     let retriedByCustomId = false;
     if (input.id) {
       // Guest ids are scoped per client: another client's guest with this id is not seen at all.
       existing = await findOwnGuest(services, context.tenantId, input.id);
-      if (existing && existing.eventId !== eventId) throw new DomainError('not_found', `guest ${input.id} not found in this event`);
+      if (existing && existing.eventId !== eventId) {
+        throw new DomainError('not_found', `guest ${input.id} not found in this event`, { errors: [{ path: at('id'), message: 'no guest with this id in this event' }] });
+      }
     } else if (input.customId) {
       // Spec: customId is "usable instead of id". An upsert record names the guest it changes by
       // it; a create naming a guest's customId is that guest's create again, safe to retry like

@@ -103,3 +103,25 @@ describe('Users: PUT user does not acknowledge a password it does not change', (
     expect((await passwordToken(service.url, carol.email, carol.password)).length).toBeGreaterThan(0);
   });
 });
+
+describe('Batches: a 404 names the record it is about', () => {
+  it('an unknown commsTemplateId or a guest of another event in a batch is 404 with the record’s field in errors, and nothing is applied', async () => {
+    const eventId = await newEvent(alice);
+    const otherEvent = await newEvent(alice);
+    const elsewhere = await alice.call('POST', '/checkin/v1/api/guest', { eventId: otherEvent, firstName: 'Elsewhere' });
+    const records = Array.from({ length: 5 }, (_, i) => ({ firstName: `R${i}` }));
+    const badTemplate = [...records.slice(0, 3), { firstName: 'R3', commsTemplateId: '5d1d4a34-5f0e-4a53-9d2b-1b0b7f3c9a11' }, records[4]];
+    const refused = await upsert(alice, eventId, badTemplate);
+    expect(refused.status).toBe(404);
+    expect(refused.body.errors).toEqual([{ path: '3.commsTemplateId', message: 'no template with this id in this event' }]);
+    const wrongEvent = await alice.call('POST', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}`, [records[0], { id: elsewhere.body.id, firstName: 'Moved' }]);
+    expect(wrongEvent.status).toBe(404);
+    expect(wrongEvent.body.errors).toEqual([{ path: '1.id', message: 'no guest with this id in this event' }]);
+    // A single create names the field alone.
+    const single = await alice.call('POST', '/checkin/v1/api/guest', { eventId, commsTemplateId: '5d1d4a34-5f0e-4a53-9d2b-1b0b7f3c9a11' });
+    expect(single.status).toBe(404);
+    expect(single.body.errors).toEqual([{ path: 'commsTemplateId', message: 'no template with this id in this event' }]);
+    const listed = await alice.call('GET', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}`);
+    expect(listed.body.items ?? listed.body).toEqual([]);
+  });
+});
