@@ -104,6 +104,24 @@ describe('Bodies: an optional field of a comms body takes null as not given, as 
   });
 });
 
+describe('POST /domain: a blank subdomain is the default, as a blank sendingAddress is', () => {
+  it('subdomain "" configures the domain as if it were left out; a label that is not one is still 400', async () => {
+    const stamp = Date.now();
+    const blank = await (await commsClient()).call('POST', `${api}/domain`, { domain: `blank-${stamp}.example.org`, subdomain: '', sendingAddress: '' });
+    expect(blank.status, JSON.stringify(blank.body)).toBe(200);
+    const absent = await (await commsClient()).call('POST', `${api}/domain`, { domain: `blank-${stamp}.example.org` });
+    expect(absent.status, JSON.stringify(absent.body)).toBe(200);
+    // The provider's default return-path label (`em` and digits), and the default sending address, for both.
+    for (const body of [blank.body, absent.body]) {
+      expect(body.subdomain).toMatch(/^em\d+$/);
+      expect(body.sendingAddress).toBe(`invites@blank-${stamp}.example.org`);
+    }
+    const wrong = await (await commsClient()).call('POST', `${api}/domain`, { domain: `wrong-${stamp}.example.org`, subdomain: 'two.labels' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.errors).toEqual([expect.objectContaining({ path: 'subdomain' })]);
+  });
+});
+
 describe('Guest.correlationId is a string: the same correlationId is taken wherever it is echoed', () => {
   it('POST /send and POST /webhook/test take a correlationId as long as a guest create takes, and echo it byte for byte (signed)', async () => {
     const client = await commsClient();

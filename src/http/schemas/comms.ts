@@ -181,12 +181,14 @@ export const DomainBody = registry.register(
         pattern: '^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}$',
         example: 'example.com',
       }),
+    // "" (a blank form field) is the default, as for sendingAddress.
     subdomain: nullAsAbsent(
       z
         .string()
         .trim()
-        .regex(/^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'must be a single DNS label'),
-    ).openapi({ description: 'Subdomain for the provider’s return path (default chosen by the provider)' }),
+        .regex(/^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)?$/, 'must be a single DNS label')
+        .transform((label) => label || undefined),
+    ).openapi({ description: 'Subdomain for the provider’s return path (absent, null or "": the default chosen by the provider)' }),
     sendingAddress: nullAsAbsent(z.string().trim().max(320)).openapi({
       description: 'The local part of the From address at the domain (default `invites`); a whole address at the domain is accepted too',
       pattern: '^[A-Za-z0-9_+-]+(\\.[A-Za-z0-9_+-]+)*$',
