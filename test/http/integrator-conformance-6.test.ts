@@ -125,3 +125,12 @@ describe('Batches: a 404 names the record it is about', () => {
     expect(listed.body.items ?? listed.body).toEqual([]);
   });
 });
+
+describe('Guest counts: a wrong plusOnes says what is taken', () => {
+  it.each([-1, 1.5, 2_147_483_648, '3'])('plusOnes %s is 400 "must be a whole number from 0 to 2147483647" on the field', async (plusOnes) => {
+    const eventId = await newEvent(alice);
+    const reply = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Count', plusOnes });
+    expect(reply.status).toBe(400);
+    expect(reply.body.errors).toEqual([{ path: 'plusOnes', message: 'must be a whole number from 0 to 2147483647' }]);
+  });
+});

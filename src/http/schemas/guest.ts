@@ -13,7 +13,13 @@ const optional = nullAsAbsent;
 /** Spec: a Guest field typed string is any string: no length or pattern of ours (BODY_LIMIT bounds a request). */
 const text = () => z.string();
 /** Spec: integer (int32). A count, so not negative. */
-export const Int32Count = z.number().int().min(0).max(INT32_MAX).openapi({ format: 'int32' });
+const countMessage = `must be a whole number from 0 to ${INT32_MAX}`;
+export const Int32Count = z
+  .number({ error: (issue) => (issue.input === undefined ? undefined : countMessage) })
+  .int(countMessage)
+  .min(0, countMessage)
+  .max(INT32_MAX, countMessage)
+  .openapi({ format: 'int32' });
 /** A count the spec types integer (int32) in an answer. */
 const Int32 = z.number().int().openapi({ format: 'int32' });
 /** An optional GUID that may be null or nil (read as absent), stated so in the document. */
