@@ -198,6 +198,10 @@ export interface LastAdmission {
   guestEntered: boolean;
   plusOnesAdmitted: number;
   previousAdmitted?: string;
+  /** admittedPlusOnes before this check-in: a re-admission after a check-out undone gives it back. */
+  previousAdmittedPlusOnes: number;
+  /** The check-in before this one since the guest came in: after this one is undone, it can be undone in turn. */
+  previous?: LastAdmission;
   people: number;
   scannedBy: ScanInfo['scannedBy'];
   gate?: string;
@@ -376,6 +380,8 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
           guestEntered: d.guestEntered,
           plusOnesAdmitted: d.plusOnesAdmitted,
           previousAdmitted: state.admitted,
+          previousAdmittedPlusOnes: state.admittedPlusOnes,
+          ...(!d.guestEntered && state.lastAdmission ? { previous: state.lastAdmission } : {}),
           people: d.people,
           scannedBy: d.scannedBy,
           ...(d.gate !== undefined ? { gate: d.gate } : {}),
@@ -389,7 +395,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
         admitted: event.data.restored.admitted,
         inside: event.data.restored.inside,
         admittedPlusOnes: event.data.restored.admittedPlusOnes,
-        lastAdmission: undefined,
+        lastAdmission: state.lastAdmission?.scanId === event.data.scanId ? state.lastAdmission.previous : undefined,
       };
     case 'GuestDischarged': {
       const d = event.data;
@@ -685,7 +691,7 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
               restored: {
                 ...(last.guestEntered ? (last.previousAdmitted ? { admitted: last.previousAdmitted } : {}) : { admitted: state.admitted }),
                 inside: !last.guestEntered,
-                admittedPlusOnes: last.guestEntered ? 0 : state.admittedPlusOnes - last.plusOnesAdmitted,
+                admittedPlusOnes: last.guestEntered ? last.previousAdmittedPlusOnes : state.admittedPlusOnes - last.plusOnesAdmitted,
               },
             },
           },

@@ -54,3 +54,36 @@ describe('nonce: a retry gets the first answer; another scan is another scan', (
     expect((await stats(eventId)).insideNow).toEqual({ guests: 1, people: 1 });
   });
 });
+
+describe('undo restores the state before the check-in', () => {
+  const undo = (eventId: string, body: Record<string, unknown>) => alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin/undo`, body);
+
+  it('an undone re-admission leaves the guest as after the check-out: discharged, with the plus ones admitted before', async () => {
+    const eventId = await newEvent(alice);
+    await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Re', barcode: 'RE-1', plusOnes: 2 }]);
+    await scan(eventId, 'checkin', { barcode: 'RE-1', plusOnes: 1 });
+    const out = await scan(eventId, 'checkout', { barcode: 'RE-1' });
+    expect(out.body.guest).toMatchObject({ admittedPlusOnes: 1 });
+    const again = await scan(eventId, 'checkin', { barcode: 'RE-1', plusOnes: 2 });
+    const undone = await undo(eventId, { scanId: again.body.scanId });
+    expect(undone.status).toBe(200);
+    const { image: _i, ...before } = out.body.guest;
+    const { image: _j, ...after } = undone.body.guest;
+    expect(after).toEqual(before);
+  });
+
+  it('undoing a late plus-one scan, then the check-in before it, both within the window, leaves the guest outside', async () => {
+    const eventId = await newEvent(alice);
+    await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Two', barcode: 'TWO-1', plusOnes: 2 }]);
+    const first = await scan(eventId, 'checkin', { barcode: 'TWO-1', nonce: 'k1' });
+    await scan(eventId, 'checkin', { barcode: 'TWO-1', nonce: 'k2', plusOnes: 1 });
+    expect((await undo(eventId, { nonce: 'k2' })).status).toBe(200);
+    const second = await undo(eventId, { nonce: 'k1' });
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({ annulled: first.body.scanId, guest: { admitted: null, admittedPlusOnes: 0 } });
+    const s = await stats(eventId);
+    expect(s).toMatchObject({ admitted: 0, insideNow: { guests: 0, people: 0 }, annulledCheckIns: 2, admissionsByGate: {} });
+    const team = (await alice.call('GET', `/checkin/v1/api/team/event/${eventId}`)).body;
+    expect(team.find((r: { teamMemberId: string }) => r.teamMemberId === alice.id)).toMatchObject({ checkedIn: 0, checkedInActivity: [] });
+  });
+});
