@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { ConcurrencyError } from '../adapters/eventstore/port.js';
 import { DomainError } from '../domain/decider.js';
 import {
   doorStream,
@@ -160,11 +161,22 @@ async function rejectUnmatched(
     type: 'UnmatchedScanRejected',
     data: { ...scan, eventId, reason, lookup, ...(candidates.length > 0 ? { candidates } : {}) },
   };
+  const streamName = `${doorStream(context.tenantId, eventId)}-scan-${scan.scanId}`;
+  // A retry with the nonce gets the first answer (its time, `replayed`), as a matched scan's does.
+  // Only scans with a nonce that matched no guest read their (one-event) stream first.
+  const first = async (): Promise<ScanResponse | undefined> => {
+    const [stored] = scan.nonce === undefined ? [] : await services.eventStore.readStream(streamName, { maxCount: 1, personalData: false });
+    if (!stored) return undefined;
+    const data = stored.data as unknown as DoorEvent['data'];
+    return { result: 'rejected', reason: data.reason, scanId: data.scanId, at: data.at, plusOnesAdmitted: 0, plusOnesLeft: 0, replayed: true };
+  };
+  const replay = await first();
+  if (replay) return replay;
   // One stream per scan, written with no_stream: a repeated scan id appends nothing, durably on
   // every store (EventStoreDB deduplicates `any` appends only in memory). The `door-` prefix
   // keeps them in the guests projection.
   const result = await services.eventStore.append(
-    `${doorStream(context.tenantId, eventId)}-scan-${scan.scanId}`,
+    streamName,
     [{ id: scan.scanId, type: event.type, data: event.data as unknown as Record<string, unknown>, metadata: {
       tenantId: context.tenantId,
       actor: context.actor,
@@ -173,7 +185,14 @@ async function rejectUnmatched(
       ...(context.requestId ? { requestId: context.requestId } : {}),
     } }],
     'no_stream',
-  );
+  ).catch(async (error: unknown) => {
+    // The same nonce at the same moment from a retrying app: the other request wrote it first.
+    if (!(error instanceof ConcurrencyError)) throw error;
+    const written = await first();
+    if (!written) throw error;
+    return written;
+  });
+  if ('replayed' in result) return result;
   await services.readYourWrites(result.position);
   return { result: 'rejected', reason, scanId: scan.scanId, at: scan.at, plusOnesAdmitted: 0, plusOnesLeft: 0, replayed: false };
 }

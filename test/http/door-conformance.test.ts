@@ -55,6 +55,18 @@ describe('nonce: a retry gets the first answer; another scan is another scan', (
   });
 });
 
+describe('nonce: a retry of a scan that matched no guest', () => {
+  it('gets the first answer (its time, replayed) and is counted once', async () => {
+    const eventId = await newEvent(alice);
+    const first = await scan(eventId, 'checkin', { barcode: 'NOBODY', nonce: 'lost-1' });
+    expect(first.body).toMatchObject({ result: 'rejected', reason: 'not_found', replayed: false });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const retry = await scan(eventId, 'checkin', { barcode: 'NOBODY', nonce: 'lost-1' });
+    expect(retry.body).toEqual({ ...first.body, replayed: true });
+    expect((await stats(eventId)).rejectedScans).toEqual({ not_found: 1 });
+  });
+});
+
 describe('undo restores the state before the check-in', () => {
   const undo = (eventId: string, body: Record<string, unknown>) => alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin/undo`, body);
 
