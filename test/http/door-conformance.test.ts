@@ -99,3 +99,43 @@ describe('undo restores the state before the check-in', () => {
     expect(team.find((r: { teamMemberId: string }) => r.teamMemberId === alice.id)).toMatchObject({ checkedIn: 0, checkedInActivity: [] });
   });
 });
+
+describe('validity windows on the event’s clocks across DST changes (wall times without offset)', () => {
+  // Europe/Berlin: on 2026-03-29 clocks jump from 02:00 to 03:00 (01:00Z); on 2026-10-25 they go back from 03:00 to 02:00 (01:00Z).
+  it('a validTo in the hour that occurs twice ends at its second occurrence: the door clocks show 02:30 < 02:59 both times', async () => {
+    const eventId = await newEvent(alice, { timeZoneId: 'Europe/Berlin' });
+    const [g] = (await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [
+      { firstName: 'Night', barcode: 'DST-1', validFrom: '2026-10-25T01:00:00', validTo: '2026-10-25T02:59:00' },
+    ])).body;
+    expect(g).toMatchObject({ validFrom: '2026-10-24T23:00:00.000Z', validTo: '2026-10-25T01:59:00.000Z' });
+    // 02:30 for the second time (winter time).
+    const second = await scan(eventId, 'checkin', { barcode: 'DST-1', at: '2026-10-25T02:30:00+01:00' });
+    expect(second.body).toMatchObject({ result: 'admitted' });
+    const out = await scan(eventId, 'checkout', { barcode: 'DST-1', at: '2026-10-25T02:40:00+01:00' });
+    expect(out.body.result).toBe('discharged');
+    expect((await scan(eventId, 'checkin', { barcode: 'DST-1', at: '2026-10-25T03:00:00+01:00' })).body.reason).toBe('expired');
+  });
+
+  it('a validFrom or validTo in the hour that is skipped is the moment the clocks jump', async () => {
+    const eventId = await newEvent(alice, { timeZoneId: 'Europe/Berlin' });
+    const [from, to] = (await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [
+      { firstName: 'From', barcode: 'DST-2', validFrom: '2026-03-29T02:30:00' },
+      { firstName: 'To', barcode: 'DST-3', validFrom: '2026-03-29T00:00:00', validTo: '2026-03-29T02:30:00' },
+    ])).body;
+    expect(from.validFrom).toBe('2026-03-29T01:00:00.000Z');
+    expect(to.validTo).toBe('2026-03-29T01:00:00.000Z');
+    // 03:10 summer time: the door clocks are past 02:30.
+    expect((await scan(eventId, 'checkin', { barcode: 'DST-2', at: '2026-03-29T03:10:00+02:00' })).body.result).toBe('admitted');
+    expect((await scan(eventId, 'checkin', { barcode: 'DST-3', at: '2026-03-29T03:10:00+02:00' })).body.reason).toBe('expired');
+    expect((await scan(eventId, 'checkin', { barcode: 'DST-3', at: '2026-03-29T01:59:00+01:00' })).body.result).toBe('admitted');
+  });
+
+  it('the same through the upsert, and other date-times keep the general rule', async () => {
+    const eventId = await newEvent(alice, { timeZoneId: 'Europe/Berlin' });
+    const [g] = (await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Up', barcode: 'DST-4' }])).body;
+    expect((await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ id: g.id, validTo: '2026-10-25T02:30:00' }])).status).toBe(204);
+    expect((await alice.call('GET', `/checkin/v1/api/guest/${g.id}`)).body.validTo).toBe('2026-10-25T01:30:00.000Z');
+    // A scan's own `at` without offset is still the first occurrence (docs/identifiers.md).
+    expect((await scan(eventId, 'checkin', { barcode: 'DST-4', at: '2026-10-25T02:30:00' })).body.at).toBe('2026-10-25T00:30:00.000Z');
+  });
+});
