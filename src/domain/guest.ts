@@ -530,9 +530,11 @@ function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, stat
   }
   const allowed = state.details.plusOnes ?? 0;
   const left = state.inside ? allowed - state.admittedPlusOnes : allowed;
-  // Without a count: a group brings everyone; otherwise the guest alone. A guest who is inside
-  // brings late plus ones only when the scan says how many, so an accidental double scan admits nobody.
-  const wanted = command.plusOnes ?? (state.details.isGroup ? left : 0);
+  // A group comes in whole with the guest (spec, isGroup: "all plus ones are checked in together
+  // with the guest"), whatever count an app's plus-one field sends. Anyone else brings the count
+  // the scan names, else nobody. A guest who is inside brings late plus ones only when the scan
+  // says how many (a group: the rest without a count), so an accidental double scan admits nobody.
+  const wanted = state.details.isGroup && !state.inside ? left : (command.plusOnes ?? (state.details.isGroup ? left : 0));
   const plusOnesAdmitted = Math.max(0, Math.min(wanted, left));
   if (state.inside && plusOnesAdmitted === 0) return reject('already_admitted');
   const guestEntered = !state.inside;

@@ -35,6 +35,15 @@ describe('guest decider: check-in', () => {
       { type: 'GuestAdmitted', data: { plusOnesAdmitted: 3, admittedPlusOnes: 3, people: 4 } },
     ]));
 
+  it('admits every plus one of a group with the guest, whatever count the scan names (spec: isGroup)', () => {
+    given([registered({ plusOnes: 3, isGroup: true })]).when(checkIn({ plusOnes: 1 })).then([
+      { type: 'GuestAdmitted', data: { guestEntered: true, plusOnesAdmitted: 3, admittedPlusOnes: 3, people: 4 } },
+    ]);
+    given([registered({ plusOnes: 3, isGroup: true })]).when(checkIn({ plusOnes: 0 })).then([
+      { type: 'GuestAdmitted', data: { guestEntered: true, plusOnesAdmitted: 3, admittedPlusOnes: 3, people: 4 } },
+    ]);
+  });
+
   it('never admits more plus ones than plusOnes', () =>
     given([registered({ plusOnes: 2 })]).when(checkIn({ plusOnes: 9 })).then([
       { type: 'GuestAdmitted', data: { plusOnesAdmitted: 2, admittedPlusOnes: 2 } },

@@ -67,6 +67,23 @@ describe('nonce: a retry of a scan that matched no guest', () => {
   });
 });
 
+describe('isGroup: all plus ones come in with the guest (spec, Guest.isGroup)', () => {
+  it('a group scanned with a smaller plusOnes count still comes in whole, and is counted so', async () => {
+    const eventId = await newEvent(alice);
+    await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Class', barcode: 'GRP-1', plusOnes: 3, isGroup: true }]);
+    // An app whose plus-one counter defaults to 1.
+    const first = await scan(eventId, 'checkin', { barcode: 'GRP-1', plusOnes: 1 });
+    expect(first.body).toMatchObject({ result: 'admitted', plusOnesAdmitted: 3, plusOnesLeft: 0, guest: { admittedPlusOnes: 3 } });
+    expect((await scan(eventId, 'checkin', { barcode: 'GRP-1' })).body).toMatchObject({ result: 'rejected', reason: 'already_admitted' });
+    expect((await stats(eventId)).insideNow).toEqual({ guests: 1, people: 4 });
+    const out = await scan(eventId, 'checkout', { barcode: 'GRP-1' });
+    expect(out.body.result).toBe('discharged');
+    expect((await scan(eventId, 'checkin', { barcode: 'GRP-1', plusOnes: 0 })).body).toMatchObject({ result: 'admitted', plusOnesAdmitted: 3 });
+    const team = (await alice.call('GET', `/checkin/v1/api/team/event/${eventId}`)).body;
+    expect(team.find((r: { teamMemberId: string }) => r.teamMemberId === alice.id)).toMatchObject({ checkedIn: 8, checkedOut: 4 });
+  });
+});
+
 describe('undo restores the state before the check-in', () => {
   const undo = (eventId: string, body: Record<string, unknown>) => alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin/undo`, body);
 
