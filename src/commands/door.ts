@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { ConcurrencyError } from '../adapters/eventstore/port.js';
 import { DomainError } from '../domain/decider.js';
 import {
   doorStream,
@@ -57,10 +58,16 @@ export interface ScanResponse {
   replayed: boolean;
 }
 
-/** A nonce becomes the scan id (and event id), so a repeated offline scan is one scan. */
-function scanIdFor(context: CommandContext, eventId: string, nonce?: string): string {
+/**
+ * A nonce becomes the scan id (and event id), so a repeated offline scan is one scan. A scan that
+ * matched a guest hashes the guest's key too: event ids are unique in the whole store, so two
+ * devices that both number their scans from 1 would otherwise make one id of two guests' scans
+ * (the second answered `admitted` and never recorded). A nonce names one guest's scan.
+ */
+function scanIdFor(context: CommandContext, eventId: string, nonce?: string, guestKey?: string): string {
   if (!nonce) return newSortableId();
-  const hex = createHash('sha256').update(`scan\u0000${context.tenantId}\u0000${eventId}\u0000${nonce}`).digest('hex');
+  const guest = guestKey === undefined ? '' : `\u0000${guestKey}`;
+  const hex = createHash('sha256').update(`scan\u0000${context.tenantId}\u0000${eventId}\u0000${nonce}${guest}`).digest('hex');
   // RFC 9562 version 8 (custom) UUID from the hash.
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
@@ -154,11 +161,22 @@ async function rejectUnmatched(
     type: 'UnmatchedScanRejected',
     data: { ...scan, eventId, reason, lookup, ...(candidates.length > 0 ? { candidates } : {}) },
   };
+  const streamName = `${doorStream(context.tenantId, eventId)}-scan-${scan.scanId}`;
+  // A retry with the nonce gets the first answer (its time, `replayed`), as a matched scan's does.
+  // Only scans with a nonce that matched no guest read their (one-event) stream first.
+  const first = async (): Promise<ScanResponse | undefined> => {
+    const [stored] = scan.nonce === undefined ? [] : await services.eventStore.readStream(streamName, { maxCount: 1, personalData: false });
+    if (!stored) return undefined;
+    const data = stored.data as unknown as DoorEvent['data'];
+    return { result: 'rejected', reason: data.reason, scanId: data.scanId, at: data.at, plusOnesAdmitted: 0, plusOnesLeft: 0, replayed: true };
+  };
+  const replay = await first();
+  if (replay) return replay;
   // One stream per scan, written with no_stream: a repeated scan id appends nothing, durably on
   // every store (EventStoreDB deduplicates `any` appends only in memory). The `door-` prefix
   // keeps them in the guests projection.
   const result = await services.eventStore.append(
-    `${doorStream(context.tenantId, eventId)}-scan-${scan.scanId}`,
+    streamName,
     [{ id: scan.scanId, type: event.type, data: event.data as unknown as Record<string, unknown>, metadata: {
       tenantId: context.tenantId,
       actor: context.actor,
@@ -167,7 +185,14 @@ async function rejectUnmatched(
       ...(context.requestId ? { requestId: context.requestId } : {}),
     } }],
     'no_stream',
-  );
+  ).catch(async (error: unknown) => {
+    // The same nonce at the same moment from a retrying app: the other request wrote it first.
+    if (!(error instanceof ConcurrencyError)) throw error;
+    const written = await first();
+    if (!written) throw error;
+    return written;
+  });
+  if ('replayed' in result) return result;
   await services.readYourWrites(result.position);
   return { result: 'rejected', reason, scanId: scan.scanId, at: scan.at, plusOnesAdmitted: 0, plusOnesLeft: 0, replayed: false };
 }
@@ -213,19 +238,20 @@ export async function scan(
     return rejectUnmatched(services, context, eventId, info, reason, lookupOf(request), found.map(guestIdOf));
   }
   const guestKey = found[0]!._id;
+  const guestScan = request.nonce === undefined ? info : { ...info, scanId: scanIdFor(context, eventId, request.nonce, guestKey) };
   const command =
     direction === 'in'
       ? {
           type: 'CheckIn' as const,
-          scan: info,
+          scan: guestScan,
           force: request.force ?? false,
           recordedAt: context.now.toISOString(),
           ...(request.plusOnes !== undefined ? { plusOnes: request.plusOnes } : {}),
           ...(ticket?.valid ? { ticketSerial: ticket.serial } : {}),
         }
-      : { type: 'CheckOut' as const, scan: info };
+      : { type: 'CheckOut' as const, scan: guestScan };
   const result = await handleCommand(services.eventStore, guestDecider, guestStreamOfKey(guestKey), command, context, {
-    eventIds: () => info.scanId,
+    eventIds: () => guestScan.scanId,
     // A scan decides on plus-ones, blocks, validity and whether the guest is inside; the answer's
     // guest comes from the read model: the guest's personal fields are not opened for it.
     personalData: false,
@@ -260,12 +286,12 @@ export async function undoCheckIn(
 ): Promise<{ annulled: string; guest: GuestView }> {
   await getEvent(services, context.tenantId, eventId);
   if (request.guestId !== undefined || request.customId !== undefined) return undoLatest(services, context, eventId, request);
-  const scanId = request.scanId ?? scanIdFor(context, eventId, request.nonce);
-  const scanDoc = await services.readStore.collection<{ _id: string; guestId?: string; eventId: string; clientId: string }>('scans').get(scanId);
+  const scanDoc = request.scanId !== undefined ? await scans(services).get(request.scanId) : await admissionByNonce(services, context, eventId, request.nonce!);
   const guest = scanDoc?.guestId && scanDoc.clientId === context.tenantId ? await findOwnGuest(services, context.tenantId, scanDoc.guestId) : null;
   if (!guest || scanDoc!.eventId !== eventId) {
     throw new DomainError('not_found', 'no check-in with this scan id or nonce', { code: 'check_in_not_found' });
   }
+  const scanId = scanDoc!._id;
   const result = await handleCommand(services.eventStore, guestDecider, guestStreamOf(guest), {
     type: 'AnnulCheckIn',
     scanId,
@@ -276,6 +302,24 @@ export async function undoCheckIn(
   await services.readYourWrites(result.position);
   const doc = await guests(services).get(guest._id);
   return { annulled: scanId, guest: toGuestView(doc!) };
+}
+
+type ScanRef = { _id: string; guestId?: string; eventId: string; clientId: string };
+const scans = (services: Services) => services.readStore.collection<ScanRef>('scans');
+
+/**
+ * The admission a nonce names. Its scan id hashes the guest (scanIdFor), so it is found by the
+ * nonce: two guests admitted with one nonce (two devices numbering alike) are told apart only by scan id.
+ */
+async function admissionByNonce(services: Services, context: CommandContext, eventId: string, nonce: string): Promise<ScanRef | null> {
+  const found = (await scans(services).find({ nonce, eventId, clientId: context.tenantId, result: 'admitted' }, { limit: 2, readOnly: true })).items;
+  if (found.length > 1) {
+    throw new DomainError('conflict', 'several check-ins carry this nonce (scanned by devices that number alike): undo by scanId', {
+      code: 'ambiguous_nonce',
+      errors: [{ path: 'nonce', message: 'names more than one check-in: send the scanId instead' }],
+    });
+  }
+  return found[0] ?? null;
 }
 
 async function undoLatest(

@@ -198,6 +198,10 @@ export interface LastAdmission {
   guestEntered: boolean;
   plusOnesAdmitted: number;
   previousAdmitted?: string;
+  /** admittedPlusOnes before this check-in: a re-admission after a check-out undone gives it back. */
+  previousAdmittedPlusOnes: number;
+  /** The check-in before this one since the guest came in: after this one is undone, it can be undone in turn. */
+  previous?: LastAdmission;
   people: number;
   scannedBy: ScanInfo['scannedBy'];
   gate?: string;
@@ -376,6 +380,8 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
           guestEntered: d.guestEntered,
           plusOnesAdmitted: d.plusOnesAdmitted,
           previousAdmitted: state.admitted,
+          previousAdmittedPlusOnes: state.admittedPlusOnes,
+          ...(!d.guestEntered && state.lastAdmission ? { previous: state.lastAdmission } : {}),
           people: d.people,
           scannedBy: d.scannedBy,
           ...(d.gate !== undefined ? { gate: d.gate } : {}),
@@ -389,7 +395,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
         admitted: event.data.restored.admitted,
         inside: event.data.restored.inside,
         admittedPlusOnes: event.data.restored.admittedPlusOnes,
-        lastAdmission: undefined,
+        lastAdmission: state.lastAdmission?.scanId === event.data.scanId ? state.lastAdmission.previous : undefined,
       };
     case 'GuestDischarged': {
       const d = event.data;
@@ -524,9 +530,11 @@ function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, stat
   }
   const allowed = state.details.plusOnes ?? 0;
   const left = state.inside ? allowed - state.admittedPlusOnes : allowed;
-  // Without a count: a group brings everyone; otherwise the guest alone. A guest who is inside
-  // brings late plus ones only when the scan says how many, so an accidental double scan admits nobody.
-  const wanted = command.plusOnes ?? (state.details.isGroup ? left : 0);
+  // A group comes in whole with the guest (spec, isGroup: "all plus ones are checked in together
+  // with the guest"), whatever count an app's plus-one field sends. Anyone else brings the count
+  // the scan names, else nobody. A guest who is inside brings late plus ones only when the scan
+  // says how many (a group: the rest without a count), so an accidental double scan admits nobody.
+  const wanted = state.details.isGroup && !state.inside ? left : (command.plusOnes ?? (state.details.isGroup ? left : 0));
   const plusOnesAdmitted = Math.max(0, Math.min(wanted, left));
   if (state.inside && plusOnesAdmitted === 0) return reject('already_admitted');
   const guestEntered = !state.inside;
@@ -685,7 +693,7 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
               restored: {
                 ...(last.guestEntered ? (last.previousAdmitted ? { admitted: last.previousAdmitted } : {}) : { admitted: state.admitted }),
                 inside: !last.guestEntered,
-                admittedPlusOnes: last.guestEntered ? 0 : state.admittedPlusOnes - last.plusOnesAdmitted,
+                admittedPlusOnes: last.guestEntered ? last.previousAdmittedPlusOnes : state.admittedPlusOnes - last.plusOnesAdmitted,
               },
             },
           },

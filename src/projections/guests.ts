@@ -323,7 +323,11 @@ export const guestsProjection: Projection = {
     },
     {
       name: 'scans',
-      indexes: [{ name: 'eventId_result_at', keys: { eventId: 1, result: 1, at: 1 } }],
+      indexes: [
+        { name: 'eventId_result_at', keys: { eventId: 1, result: 1, at: 1 } },
+        // Undo by nonce: a nonce's scan id also hashes the guest (src/commands/door.ts), so it is found by the nonce.
+        { name: 'nonce_eventId', keys: { nonce: 1, eventId: 1 } },
+      ],
     },
     { name: 'team_stats', indexes: [{ name: 'eventId', keys: { eventId: 1 } }] },
     { name: 'event_stats', indexes: [] },

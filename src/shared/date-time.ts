@@ -1,4 +1,4 @@
-import { utcTime, wallTimeToInstant } from './time-zones.js';
+import { utcTime, wallTimeToInstant, type WallReading } from './time-zones.js';
 
 const pattern = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
@@ -11,9 +11,10 @@ export const isWallTime = (value: string): boolean => {
 /**
  * An ISO 8601 date-time as an ISO string in UTC with milliseconds, or undefined when it is not
  * one or names a date or time that does not exist (February 30, 25:00, offset +24:00).
- * Without an offset it is a wall time on the clocks of `timeZone` (an IANA name).
+ * Without an offset it is a wall time on the clocks of `timeZone` (an IANA name), one that
+ * occurs twice or never read as `reading` says.
  */
-export function parseDateTime(value: string, timeZone: string): string | undefined {
+export function parseDateTime(value: string, timeZone: string, reading: WallReading = 'first'): string | undefined {
   const match = pattern.exec(value);
   if (!match) return undefined;
   const [year, month, day, hour, minute, second = 0] = match.slice(1, 7).map((part) => (part === undefined ? undefined : Number(part))) as number[];
@@ -24,7 +25,7 @@ export function parseDateTime(value: string, timeZone: string): string | undefin
   const offset = match[8];
   let instant: number;
   if (offset === undefined) {
-    instant = wallTimeToInstant(wall, timeZone);
+    instant = wallTimeToInstant(wall, timeZone, reading);
   } else if (offset.toUpperCase() === 'Z') {
     instant = wall;
   } else {

@@ -89,11 +89,35 @@ export function utcTime(year: number, monthIndex: number, day: number, hour = 0,
  * forward is read with the offset before the change (so 02:30 on a spring-forward night in
  * Berlin is 03:30 summer time).
  */
-export function wallTimeToInstant(wall: number, timeZone: string): number {
+export function wallTimeToInstant(wall: number, timeZone: string, reading: WallReading = 'first'): number {
   const day = 86_400_000;
   const before = wall - offsetAt(new Date(wall - day), timeZone);
   const after = wall - offsetAt(new Date(wall + day), timeZone);
   const shows = (t: number) => t + offsetAt(new Date(t), timeZone) === wall;
   const valid = [before, after].filter(shows).sort((a, b) => a - b);
-  return valid[0] ?? before;
+  if (reading === 'first') return valid[0] ?? before;
+  if (valid.length > 0) return reading === 'until' ? valid[valid.length - 1]! : valid[0]!;
+  return before === after ? before : clocksJump(Math.min(before, after), Math.max(before, after), timeZone);
+}
+
+/**
+ * How a wall time that occurs twice or never is read. `first`: the first occurrence, a skipped
+ * one with the offset before the change (docs/identifiers.md). For the bounds of a window judged
+ * on the clocks (a guest's validFrom and validTo), the window holds every instant at which the
+ * clocks show a time inside it: `from` is the first occurrence, `until` the last, and a skipped
+ * time is the moment the clocks jump over it.
+ */
+export type WallReading = 'first' | 'from' | 'until';
+
+/** The instant in (lo, hi] at which the zone's offset changes (clocks set forward), to the second. */
+function clocksJump(lo: number, hi: number, timeZone: string): number {
+  const start = offsetAt(new Date(lo), timeZone);
+  let low = Math.floor(lo / 1000);
+  let high = Math.ceil(hi / 1000);
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2);
+    if (offsetAt(new Date(mid * 1000), timeZone) === start) low = mid;
+    else high = mid;
+  }
+  return high * 1000;
 }

@@ -35,6 +35,15 @@ describe('guest decider: check-in', () => {
       { type: 'GuestAdmitted', data: { plusOnesAdmitted: 3, admittedPlusOnes: 3, people: 4 } },
     ]));
 
+  it('admits every plus one of a group with the guest, whatever count the scan names (spec: isGroup)', () => {
+    given([registered({ plusOnes: 3, isGroup: true })]).when(checkIn({ plusOnes: 1 })).then([
+      { type: 'GuestAdmitted', data: { guestEntered: true, plusOnesAdmitted: 3, admittedPlusOnes: 3, people: 4 } },
+    ]);
+    given([registered({ plusOnes: 3, isGroup: true })]).when(checkIn({ plusOnes: 0 })).then([
+      { type: 'GuestAdmitted', data: { guestEntered: true, plusOnesAdmitted: 3, admittedPlusOnes: 3, people: 4 } },
+    ]);
+  });
+
   it('never admits more plus ones than plusOnes', () =>
     given([registered({ plusOnes: 2 })]).when(checkIn({ plusOnes: 9 })).then([
       { type: 'GuestAdmitted', data: { plusOnesAdmitted: 2, admittedPlusOnes: 2 } },
@@ -88,6 +97,32 @@ describe('guest decider: undo, check-out, upsert', () => {
   it('annuls the last check-in inside the window, restoring the state before it', () =>
     given([registered(), admitted()])
       .when({ type: 'AnnulCheckIn', scanId: 's1', now: '2026-11-21T10:04:00.000Z', undoWindowMs: 300_000, annulledBy: 'tm1' })
+      .then([{ type: 'GuestAdmissionAnnulled', data: { scanId: 's1', people: 1, restored: { inside: false, admittedPlusOnes: 0 } } }]));
+
+  it('an undo of a re-admission restores the plus ones the guest had before it', () =>
+    given([
+      registered({ plusOnes: 2 }),
+      admitted({ plusOnesAdmitted: 1, admittedPlusOnes: 1, people: 2 }),
+      { type: 'GuestDischarged', data: { ...ids, ...scan({ scanId: 's2' }), people: 2 } },
+      admitted({ scanId: 's3', plusOnesAdmitted: 2, admittedPlusOnes: 2, people: 3 }),
+    ])
+      .when({ type: 'AnnulCheckIn', scanId: 's3', now: '2026-11-21T10:04:00.000Z', undoWindowMs: 300_000, annulledBy: 'tm1' })
+      .then([{ type: 'GuestAdmissionAnnulled', data: { scanId: 's3', people: 3, restored: { inside: false, admittedPlusOnes: 1 } } }]));
+
+  it('after an undo, the check-in before it (still in the window) can be undone too', () =>
+    given([
+      registered({ plusOnes: 2 }),
+      admitted(),
+      admitted({ scanId: 's2', guestEntered: false, plusOnesAdmitted: 1, admittedPlusOnes: 1, people: 1 }),
+      {
+        type: 'GuestAdmissionAnnulled',
+        data: {
+          ...ids, scanId: 's2', at: '2026-11-21T10:01:00.000Z', people: 1, scannedBy: scan().scannedBy, annulledBy: 'tm1',
+          admittedAt: '2026-11-21T10:00:00.000Z', restored: { admitted: '2026-11-21T10:00:00.000Z', inside: true, admittedPlusOnes: 0 },
+        },
+      },
+    ])
+      .when({ type: 'AnnulCheckIn', latest: true, now: '2026-11-21T10:04:00.000Z', undoWindowMs: 300_000, annulledBy: 'tm1' })
       .then([{ type: 'GuestAdmissionAnnulled', data: { scanId: 's1', people: 1, restored: { inside: false, admittedPlusOnes: 0 } } }]));
 
   it('refuses an undo after the window', () =>

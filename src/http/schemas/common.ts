@@ -3,6 +3,7 @@ import { getOpenApiMetadata } from '@asteasolutions/zod-to-openapi';
 import { registry } from '../openapi.js';
 import { normalizeId } from '../../shared/ids.js';
 import { parseDateTime } from '../../shared/date-time.js';
+import type { WallReading } from '../../shared/time-zones.js';
 import { EMAIL_PATTERN } from '../../domain/email-address.js';
 
 /** Any RFC 4122 textual UUID, case-insensitive; stored lowercase. */
@@ -105,10 +106,10 @@ export function readingTimesIn<T>(timeZone: string, parse: () => T): T {
  * `readingTimesIn` (the event's, else the client's, else UTC: docs/identifiers.md). A date
  * that does not exist (2026-02-30) is refused, not rolled over.
  */
-export const DateTime = z
+const dateTime = (reading: WallReading) => z
   .string()
   .transform((v, ctx) => {
-    const parsed = parseDateTime(v, readingZone);
+    const parsed = parseDateTime(v, readingZone, reading);
     if (parsed === undefined) {
       // An offset's + sent unencoded in a URL query arrives as a space: say so, or the example below misleads.
       const plusAsSpace = /T\d{2}:\d{2}(:\d{2}([.,]\d+)?)? \d{2}(:?\d{2})?$/i.test(v) && parseDateTime(v.replace(/ (?=\d{2}(:?\d{2})?$)/, '+'), 'UTC');
@@ -127,6 +128,21 @@ export const DateTime = z
     example: '2026-11-21T10:00:00.000Z',
     description: 'ISO 8601; without an offset, read in the event’s time zone (else the client’s, else UTC)',
   });
+
+export const DateTime = dateTime('first');
+
+/**
+ * The bounds of a guest's validity window (validFrom, validTo): the window holds every instant
+ * at which the event's clocks show a time inside it, so a wall time the clocks show twice (set
+ * back) is its first occurrence as a start and its last as an end, and one they skip (set
+ * forward) is the moment they jump (docs/guests.md, "Validity windows").
+ */
+export const WindowStart = dateTime('from').openapi({
+  description: 'ISO 8601; without an offset, read on the event’s clocks: a time they show twice is the first, one they skip is when they jump',
+});
+export const WindowEnd = dateTime('until').openapi({
+  description: 'ISO 8601; without an offset, read on the event’s clocks: a time they show twice is the last, one they skip is when they jump',
+});
 
 /**
  * A text that must say something: white space around it is trimmed, and one of white space only
