@@ -1,0 +1,85 @@
+/**
+ * The views auditors and analysts rely on (docs/analytics.md, docs/read-models.md, docs/guests.md
+ * "History for auditors", docs/personal-data.md), in the cases the other suites leave out: an
+ * erasure of a guest whose values are short numbers, a rebuild after an erasure of a guest whose
+ * email bounced, and the arrivals timeline in small buckets on the day the clocks go forward.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordProviderReports } from '../../src/commands/invitations.js';
+import type { ProviderReport } from '../../src/domain/invitation.js';
+import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+import { eventually } from '../webhooks/receiver.js';
+
+let service: TestService;
+let alice: Client;
+
+beforeAll(async () => {
+  service = await startTestService({ INVITES_SENDING_ADDRESS: 'invites@checkin.test' });
+  alice = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+});
+afterAll(() => service.close());
+
+const ok = (reply: { status: number; body: any }) => {
+  if (reply.status >= 300) throw new Error(`${reply.status} ${JSON.stringify(reply.body)}`);
+  return reply.body;
+};
+
+async function documents(collection: string, filter: Record<string, unknown>): Promise<Record<string, unknown>[]> {
+  const docs: Record<string, unknown>[] = [];
+  for await (const doc of service.platform.readStore.collection(collection).stream(filter, { sort: { _id: 1 } })) docs.push(doc as Record<string, unknown>);
+  return docs;
+}
+
+/** An event with a template, `guests` invited with it, every invitation sent; answers the guests' invitation ids. */
+async function invitedEvening(eventId: string, guests: Record<string, unknown>[]) {
+  ok(await alice.call('POST', '/checkin/v1/api/event', { id: eventId, title: 'Gala', startTime: '2026-11-01T18:00:00Z', endTime: '2026-11-01T23:00:00Z', timeZoneId: 'Europe/Berlin' }));
+  const templateId = ok(await alice.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invitation', subject: 'Hi', html: '<p>Hi</p>' })).id as string;
+  const ids: string[] = [];
+  for (const guest of guests) ids.push(ok(await alice.call('POST', '/checkin/v1/api/guest', { eventId, ...guest, commsTemplateId: templateId })).id);
+  const invitations = await eventually(async () => {
+    const items = ok(await alice.call('GET', `/comms/v1/api/comms/invitations?eventId=${encodeURIComponent(eventId)}`)).items as any[];
+    return items.length === ids.length && items.every((i) => i.status === 'sent') ? items : undefined;
+  }, 15_000, 'invitations sent');
+  const invitationOf = new Map<string, string>(invitations.map((i) => [i.attendeeId, i.attendeeInvitationId]));
+  return { ids, invitationOf };
+}
+
+const report = (attendeeInvitationId: string, event: ProviderReport['event'], email: string): ProviderReport => ({
+  attendeeInvitationId,
+  event,
+  providerEventId: randomUUID(),
+  email,
+  at: new Date().toISOString(),
+});
+
+describe('a projections rebuild after an erasure', () => {
+  it('replays the bounce of an erased guest’s invitation, and a provider report that comes after the erasure, without stopping', async () => {
+    const eventId = `bounce-${randomUUID().slice(0, 8)}`;
+    const { ids, invitationOf } = await invitedEvening(eventId, [
+      { firstName: 'Cy', email: 'cy@example.com' },
+      { firstName: 'Di', email: 'di@example.com' },
+    ]);
+    const [cy, di] = [invitationOf.get(ids[0]!)!, invitationOf.get(ids[1]!)!];
+    await recordProviderReports(service.services, [report(cy, 'bounced', 'cy@example.com'), report(di, 'delivered', 'di@example.com')]);
+    ok(await alice.call('POST', `/checkin/v1/api/guest/${ids[0]}/erase`, { reason: 'the guest asked' }));
+    // A report SendGrid sends after the erasure: its address can no longer be stored (the guest's key is gone).
+    await recordProviderReports(service.services, [report(di, 'dropped', 'di@example.com')]);
+    ok(await alice.call('POST', `/checkin/v1/api/guest/${ids[1]}/erase`, { reason: 'the guest asked' }));
+    await recordProviderReports(service.services, [report(di, 'spam_reported', 'di@example.com')]);
+    await service.services.readYourWrites(await service.platform.eventStore.headPosition());
+    expect(service.runner!.position()).toBe(await service.platform.eventStore.headPosition());
+
+    const funnel = () => alice.call('GET', `/comms/v1/api/comms/funnel?eventId=${eventId}`).then(ok);
+    const live = await funnel();
+    expect(live.totals).toMatchObject({ invited: 2, sent: 2, bounced: 1, delivered: 1, dropped: 1, spamReported: 1 });
+    const invitationsBefore = await documents('invitations', { clientId: alice.id, eventId });
+    expect(invitationsBefore.map((i) => i.providerStatus).sort()).toEqual(['bounced', 'spam_reported']);
+
+    await service.runner!.rebuild(['invitations', 'funnel']);
+    expect(await funnel()).toEqual(live);
+    expect(await documents('invitations', { clientId: alice.id, eventId })).toEqual(invitationsBefore);
+    // No suppression entry of an erased address comes back (the erasure deleted them).
+    expect(await documents('comms_suppressions', { clientId: alice.id })).toEqual([]);
+  });
+});
