@@ -53,6 +53,27 @@ const report = (attendeeInvitationId: string, event: ProviderReport['event'], em
   at: new Date().toISOString(),
 });
 
+describe('the arrivals timeline on the day the clocks go forward', () => {
+  it('gives every bucket of the skipped local hour the same instant as start and end, in buckets smaller than an hour', async () => {
+    // Berlin, 29 March 2026: at 01:00Z the clocks go from 02:00 (CET) to 03:00 (CEST).
+    const eventId = ok(await alice.call('POST', '/checkin/v1/api/event', { title: 'Spring', startTime: '2026-03-28T20:00:00Z', endTime: '2026-03-29T06:00:00Z', timeZoneId: 'Europe/Berlin' })).id;
+    for (const at of ['2026-03-29T00:50:00Z', '2026-03-29T01:10:00Z']) {
+      const guestId = ok(await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ed' })).id;
+      ok(await alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { guestId, at }));
+    }
+    const timeline = ok(await alice.call('GET', `/checkin/v1/api/event/${eventId}/timeline?bucket=15`));
+    expect(timeline.buckets.map((b: any) => [b.localStart, b.start, b.end, b.admissions])).toEqual([
+      ['2026-03-29T01:45', '2026-03-29T00:45:00.000Z', '2026-03-29T01:00:00.000Z', 1],
+      // The local hour 02:00-03:00 never happened: its buckets are empty and take no time.
+      ['2026-03-29T02:00', '2026-03-29T01:00:00.000Z', '2026-03-29T01:00:00.000Z', 0],
+      ['2026-03-29T02:15', '2026-03-29T01:00:00.000Z', '2026-03-29T01:00:00.000Z', 0],
+      ['2026-03-29T02:30', '2026-03-29T01:00:00.000Z', '2026-03-29T01:00:00.000Z', 0],
+      ['2026-03-29T02:45', '2026-03-29T01:00:00.000Z', '2026-03-29T01:00:00.000Z', 0],
+      ['2026-03-29T03:00', '2026-03-29T01:00:00.000Z', '2026-03-29T01:15:00.000Z', 1],
+    ]);
+  });
+});
+
 describe('a projections rebuild after an erasure', () => {
   it('replays the bounce of an erased guest’s invitation, and a provider report that comes after the erasure, without stopping', async () => {
     const eventId = `bounce-${randomUUID().slice(0, 8)}`;
