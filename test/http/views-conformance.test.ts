@@ -53,6 +53,44 @@ const report = (attendeeInvitationId: string, event: ProviderReport['event'], em
   at: new Date().toISOString(),
 });
 
+describe('erasure keeps the analysts’ and auditors’ times and ids', () => {
+  it('erasing guests whose customId and barcode are short numbers leaves the funnel, the invitations and their times as they were', async () => {
+    // A CRM's numeric customId and a short barcode: values of three characters or more are searched for in the read models.
+    const eventId = `gala-2026-${randomUUID().slice(0, 8)}`;
+    const { ids, invitationOf } = await invitedEvening(eventId, [
+      { firstName: 'Ann', email: 'ann@example.com', customId: '2026' },
+      { firstName: 'Bo', email: 'bo@example.com', barcode: '100' },
+    ]);
+    await recordProviderReports(service.services, [report(invitationOf.get(ids[0]!)!, 'delivered', 'ann@example.com'), report(invitationOf.get(ids[0]!)!, 'opened', 'ann@example.com')]);
+    for (const [i, guestId] of ids.entries()) {
+      ok(await alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { guestId, at: new Date(Date.now() + (i + 1) * 60_000).toISOString() }));
+    }
+    await service.services.readYourWrites(await service.platform.eventStore.headPosition());
+    const funnel = () => alice.call('GET', `/comms/v1/api/comms/funnel?eventId=${eventId}`).then(ok);
+    const invitations = () => alice.call('GET', `/comms/v1/api/comms/invitations?eventId=${eventId}`).then(ok);
+    const before = { funnel: await funnel(), invitations: await invitations(), docs: await documents('funnel_invitations', { clientId: alice.id }) };
+    expect(before.funnel.totals).toMatchObject({ invited: 2, sent: 2, delivered: 1, opened: 1, checkedIn: 2 });
+    expect(before.funnel.totals.medianSendToArrivalSeconds).toBeGreaterThan(0);
+
+    ok(await alice.call('POST', `/checkin/v1/api/guests/${eventId}/erase`, { reason: 'retention', all: true }));
+
+    // Erasure takes personal data away, not counts, times or ids (docs/personal-data.md, docs/read-models.md).
+    expect((await funnel()).totals).toEqual(before.funnel.totals);
+    expect(await documents('funnel_invitations', { clientId: alice.id })).toEqual(before.docs);
+    const after = (await invitations()).items as any[];
+    for (const invitation of before.invitations.items as any[]) {
+      const now = after.find((i) => i.attendeeInvitationId === invitation.attendeeInvitationId);
+      expect(now, 'the invitation is still listed for its event').toBeDefined();
+      expect(now).toMatchObject({ eventId, requestedAt: invitation.requestedAt, sentAt: invitation.sentAt, updatedAt: invitation.updatedAt });
+      expect(now.history.map((step: any) => step.at)).toEqual(invitation.history.map((step: any) => step.at));
+    }
+    // The auditor's access document: the invitations keep their times too.
+    const access = ok(await alice.call('GET', `/checkin/v1/api/guest/${ids[0]}/personal-data`));
+    expect(access.invitations[0]).toMatchObject({ eventId, requestedAt: before.invitations.items.find((i: any) => i.attendeeId === ids[0]).requestedAt });
+    expect(JSON.stringify(access)).not.toContain('[erased]');
+  });
+});
+
 describe('the arrivals timeline on the day the clocks go forward', () => {
   it('gives every bucket of the skipped local hour the same instant as start and end, in buckets smaller than an hour', async () => {
     // Berlin, 29 March 2026: at 01:00Z the clocks go from 02:00 (CET) to 03:00 (CEST).
