@@ -214,7 +214,19 @@ function personalValues(sources: unknown[]): PersonalValues {
   return { needles: [...needles], emails: [...emails], customIds: [...customIds], invitationIds: [] };
 }
 
-/** Replaces every string that contains a personal value with `[erased]`; returns the document when it changed. */
+/**
+ * Ids and times are never a person's data, but a short value (a customId `2026`, a barcode `100`)
+ * is inside many of them: they stay, so that erasure keeps the documents' keys, their event and
+ * the times that counts, funnels and the audit trail are made of (docs/personal-data.md).
+ */
+const KEPT_ID_FIELDS = new Set(['_id', 'clientId', 'eventId', 'templateId', 'guestId', 'attendeeId', 'attendeeInvitationId', 'scanId']);
+const PERSONAL_FIELDS = new Set<string>(personalGuestFields);
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+const kept = (key: string, item: unknown): boolean =>
+  KEPT_ID_FIELDS.has(key) || (typeof item === 'string' && !PERSONAL_FIELDS.has(key) && INSTANT.test(item));
+
+/** Replaces every string that contains a personal value with `[erased]` (ids and times excepted); returns the document when it changed. */
 function scrubbed<T>(value: T, needles: string[]): { value: T; changed: boolean } {
   if (typeof value === 'string') {
     const lower = value.toLowerCase();
@@ -233,6 +245,10 @@ function scrubbed<T>(value: T, needles: string[]): { value: T; changed: boolean 
     let changed = false;
     const copy: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
+      if (kept(key, item)) {
+        copy[key] = item;
+        continue;
+      }
       const r = scrubbed(item, needles);
       changed ||= r.changed;
       copy[key] = r.value;

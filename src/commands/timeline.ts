@@ -244,7 +244,17 @@ function localClock(timeZone: string, firstMinute: number, lastMinute: number) {
       const before = wall - offsetAt(wall - 1440);
       const after = wall - offsetAt(wall + 1440);
       const shown = [before, after].filter((utc) => wallMinute(utc) === wall);
-      return shown.length > 0 ? Math.min(...shown) : before;
+      if (shown.length > 0) return Math.min(...shown);
+      // Skipped: the change is the first instant after `after` whose wall time is past `wall`
+      // (a few Intl lookups, only for the buckets of a skipped hour).
+      let low = after;
+      let high = before;
+      while (high - low > 1) {
+        const middle = low + Math.floor((high - low) / 2);
+        if (wallMinute(middle) > wall) high = middle;
+        else low = middle;
+      }
+      return high;
     },
   };
 }

@@ -45,6 +45,12 @@ export const DETAIL_LIMIT = 1000;
 
 const clipped = (text: string): string => (text.length > DETAIL_LIMIT ? `${text.slice(0, DETAIL_LIMIT - 1)}…` : text);
 
+/**
+ * The recipient, when the event still opens it: an erased guest's events open without `to`
+ * (docs/personal-data.md), so the field stays absent, as the erasure left it, also on a rebuild.
+ */
+const recipient = (to: string | undefined): { to?: string } => (to !== undefined ? { to } : {});
+
 /** `comms_suppressions`: recipients a provider reported as unreachable, per client (spec: previous_send_permanently_failed). */
 export interface SuppressionDoc {
   _id: string;
@@ -109,14 +115,14 @@ export const invitationsProjection: Projection = {
         // Not history (a heartbeat): only when the attempt was last heard of, for the send worker's sweep.
         return [{ kind: 'update', collection: 'invitations', id, update: { $set: { updatedAt: at } } }];
       case 'SendStarted':
-        return [step('sending', { attempts: event.data.attempt, to: event.data.to }, { type: 'attempt_started', at, attempt: event.data.attempt })];
+        return [step('sending', { attempts: event.data.attempt, ...recipient(event.data.to) }, { type: 'attempt_started', at, attempt: event.data.attempt })];
       case 'SendAttemptFailed':
         return [
           step('retrying', { error: event.data.error }, { type: 'attempt_failed', at, attempt: event.data.attempt, detail: `${event.data.code}: ${event.data.error}; retry at ${event.data.retryAt}` }),
         ];
       case 'SendSucceeded': {
         const d = event.data;
-        const set = { provider: d.provider, providerMessageId: d.providerMessageId, sentAt: d.sentAt, to: d.to };
+        const set = { provider: d.provider, providerMessageId: d.providerMessageId, sentAt: d.sentAt, ...recipient(d.to) };
         return [step('sent', set, { type: 'sent', at, attempt: d.attempt }, { unset: ['error'] })];
       }
       case 'SendFailed':
@@ -130,7 +136,8 @@ export const invitationsProjection: Projection = {
             ? step(undefined, {}, { type: d.event, at: d.at, detail: 'machine open: a mail privacy proxy fetched the images, not the recipient' })
             : step(undefined, { providerStatus: d.event }, { type: d.event, at: d.at, ...(d.reason ? { detail: d.reason } : {}) }, d.event === 'opened' ? { inc: { opens: 1 } } : {}),
         ];
-        if (suppressingEvents.includes(d.event) && d.suppresses !== false) {
+        // An erased guest's report opens without its address (its key is gone): nothing to suppress, and the erasure deleted its entries.
+        if (suppressingEvents.includes(d.event) && d.suppresses !== false && d.email !== undefined) {
           const doc: Omit<SuppressionDoc, '_id'> = { clientId: d.clientId, email: d.email, reason: d.event, at: d.at, attendeeInvitationId: id };
           ops.push({ kind: 'replace', collection: 'comms_suppressions', id: suppressionId(d.clientId, d.email), doc });
         }
