@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchLogStream, completeOpenBatches } from '../../src/commands/batch-intents.js';
 import { guestStream } from '../../src/domain/guest.js';
+import { customIdStream, reservationDecider } from '../../src/domain/reservation.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { StreamByStreamStore, type Fault } from '../support/stream-by-stream-store.js';
 
@@ -110,6 +111,38 @@ describe('a guest batch without ids retried with the same Idempotency-Key after 
       }
       expect(stored).toHaveLength(2);
       expect(retried.body.map((g: { id: string }) => g.id).sort()).toEqual(stored.map((g) => (g as { guestId?: string; _id: string }).guestId ?? g._id).sort());
+    });
+  }
+});
+
+describe('an erasure of a guest with a customId, a crash after the guest is erased', () => {
+  const ownerOf = async (stream: string) => {
+    let state = reservationDecider.initialState();
+    for (const event of await store.readStream(stream)) state = reservationDecider.evolve(state, event as never);
+    return state.ownerId;
+  };
+
+  for (const mode of ['crash', 'lost'] as const) {
+    it(`${mode}: after the restart the customId is free again and the guest's data key is gone`, async () => {
+      const customId = `erase-${randomUUID().slice(0, 8)}`;
+      const created = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Eve', customId });
+      expect(created.status).toBe(200);
+      const id = created.body.id as string;
+      const reservation = customIdStream(alice.id, eventId, customId, await service.platform.dataKeys?.streamNameKey());
+      expect(await ownerOf(reservation)).toBe(id);
+      // `lost`: the process dies as GuestErased is stored; `crash`: it dies before the release.
+      const guest = guestStream(alice.id, id);
+      store.failAfter({ after: 0, mode, counts: (stream) => (mode === 'lost' ? stream === guest : stream.startsWith('guestcustomid-')) });
+      const failed = await alice.call('POST', `/checkin/v1/api/guest/${encodeURIComponent(customId)}/erase?eventId=${eventId}`, { reason: 'GDPR request' });
+      expect(failed.status).toBe(500);
+      await restart();
+      expect((await store.readStream(guest)).some((e) => e.type === 'GuestErased')).toBe(true);
+      // The guest no longer has the customId; its reservation must not outlive it.
+      expect(await ownerOf(reservation)).toBeUndefined();
+      const [registered] = await service.platform.eventStore.readStream(guest, { maxCount: 1 });
+      expect(registered!.data).toMatchObject({ personalDataErased: true });
+      const reused = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Other', customId });
+      expect(reused.status, JSON.stringify(reused.body)).toBe(200);
     });
   }
 });
