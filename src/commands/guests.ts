@@ -12,11 +12,10 @@ import { personalGuestFields } from '../domain/personal-data.js';
 import { customIdStream, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand, type StreamNameKey } from '../domain/reservation.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { withEveryField, type WithEveryField } from '../shared/every-field.js';
-import { newSortableId } from '../shared/ids.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId, findOwnGuest } from './guest-lookup.js';
 import { findTemplateDoc } from './templates.js';
-import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
+import { handleCommands, lastPosition, repeatableId, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 import { ticketSigner, type TicketSigner } from '../tickets/event-keys.js';
 
@@ -203,7 +202,7 @@ export async function saveGuests(
             eventId,
             details,
             tags: tags ?? [],
-            invitationId: newSortableId(),
+            invitationId: repeatableId(context, 'invitation', plan.guestId),
             ...(imported ? { imported } : {}),
             ...(ticket ? { ticket } : {}),
           }
@@ -215,7 +214,7 @@ export async function saveGuests(
             details,
             ...(tags ? { tags } : {}),
             replaceTags: options.removeObsoleteTags ?? false,
-            invitationId: newSortableId(),
+            invitationId: repeatableId(context, 'invitation', plan.guestId),
             ...(imported && !plan.existing ? { imported } : {}),
             ...(ticket ? { ticket } : {}),
           };
@@ -358,7 +357,8 @@ async function planGuests(
       if (existing && mode === 'create') retriedByCustomId = true;
     }
     errors.push(...recordErrors(input, mode === 'create' ? null : existing, eventId, at));
-    const guestId = existing ? guestIdOf(existing) : (input.id?.toLowerCase() ?? newSortableId());
+    // Under an Idempotency-Key a record without id gets the same id on a retry: one the first attempt created is found, not created again.
+    const guestId = existing ? guestIdOf(existing) : (input.id?.toLowerCase() ?? repeatableId(context, 'guest', String(index)));
     if (seenIds.has(guestId)) errors.push({ path: at(input.id ? 'id' : 'customId'), message: `the same guest as record ${seenIds.get(guestId)}` });
     seenIds.set(guestId, index);
     if (input.customId) {

@@ -6,6 +6,7 @@ import {
   type EventStore,
   type NewEvent,
 } from '../adapters/eventstore/port.js';
+import { derivedId } from '../domain/webhook.js';
 import { newId, newSortableId } from '../shared/ids.js';
 import { completeBatch, deciderName, itemEvents, recordIntent, type BatchIntent, type BatchStage } from './batch-intents.js';
 
@@ -17,7 +18,21 @@ export interface CommandContext {
   causationId?: string;
   requestId?: string;
   now: Date;
+  /**
+   * Set when the request carries an Idempotency-Key: the same for every retry of that request
+   * (src/http/middleware/idempotency.ts), so the ids it makes can be the first attempt's.
+   */
+  idempotencySeed?: string;
 }
+
+/**
+ * An id the request makes (a new guest's, an invitation's): under an Idempotency-Key derived from
+ * the request's seed and `parts`, so a retry of a request the store applied after all (a batch
+ * completed after a crash, an append whose answer was lost) names what the first attempt wrote,
+ * and finds it; else a new id. docs/eventstore.md.
+ */
+export const repeatableId = (context: Pick<CommandContext, 'idempotencySeed'>, ...parts: string[]): string =>
+  context.idempotencySeed === undefined ? newSortableId() : derivedId('request', context.idempotencySeed, ...parts);
 
 export interface CommandResult<State, Event> {
   state: State;

@@ -6,9 +6,8 @@ import { invitationDecider, invitationStream, type ProviderReport } from '../dom
 import { derivedId } from '../domain/webhook.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
-import { newSortableId } from '../shared/ids.js';
 import { findGuestByIdOrCustomId } from './guest-lookup.js';
-import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
+import { handleCommand, handleCommands, lastPosition, repeatableId, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 import { assertSafeLinks, getTemplate } from './templates.js';
 
@@ -53,10 +52,13 @@ export async function requestSends(services: Services, linkPolicy: LinkPolicy, c
   await assertReachable(services, context.tenantId, recipients);
   assertSafeLinks(template.html, linkPolicy);
 
-  const planned = recipients.map((guest) => ({ guest, invitationId: newSortableId() }));
+  // Under an Idempotency-Key a retry names the same invitations, and finds those already requested
+  // (the batch may have completed after the first attempt failed): no email goes out twice.
+  const planned = recipients.map((guest) => ({ guest, invitationId: repeatableId(context, 'invitation', guestIdOf(guest)) }));
   const items: BatchItem[] = planned.map(({ guest, invitationId }) => ({
     streamName: guestStreamOf(guest),
     decider: guestDecider,
+    ...(context.idempotencySeed ? { eventIds: (index: number) => derivedId('invitation-requested', invitationId, String(index)) } : {}),
     command: {
       type: 'RequestInvitation',
       templateId: template.id,

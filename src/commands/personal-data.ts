@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { Doc } from '../adapters/readstore/port.js';
 import { DomainError } from '../domain/decider.js';
-import { guestDecider, type GuestCommand, type GuestEvent } from '../domain/guest.js';
+import { guestDecider, type GuestCommand, type GuestEvent, type GuestState } from '../domain/guest.js';
 import { invitationStream } from '../domain/invitation.js';
 import { dataKeyId, personalGuestFields, unmatchedScanKeyId } from '../domain/personal-data.js';
 import { customIdStream, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
@@ -14,7 +14,7 @@ import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import { wholeGuestHistory } from './guest-history.js';
 import { guests, toGuestView } from './guests.js';
-import { handleCommand, type CommandContext } from './handle-command.js';
+import { handleCommands, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
 /** Where files that may hold a guest's personal data live (docs/personal-data.md). */
@@ -125,25 +125,33 @@ async function eraseOne(services: Services, context: CommandContext, doc: GuestD
   const values = personalValues([doc, ...events.map((e) => e.data), ...invitationEvents.map((e) => e.data)]);
   values.invitationIds = await invitationIdsOf(services, doc, events);
   const command: GuestCommand = { type: 'Erase', erasedBy: context.actor.id, reason, at: context.now.toISOString() };
-  const written = await handleCommand(services.eventStore, guestDecider, guestStreamOf(doc), command, context);
-  const erased = written.state.erased!;
-  // Released under its hashed name and, for a reservation made before names were hashed, its legacy one.
+  // The customId's reservations are released in the same batch, after the erasure (release stage):
+  // once the guest is erased a retry cannot find it by its customId, so a crash between the two
+  // must not leave the reservation held (on EventStoreDB the batch's intent is completed after a
+  // crash). Released under its hashed name and, for a reservation made before names were hashed,
+  // its legacy one.
   const nameKey = values.customIds.length > 0 ? await services.dataKeys?.streamNameKey() : undefined;
-  for (const customId of values.customIds) {
+  const releases: BatchItem[] = values.customIds.flatMap((customId) => {
     const hashed = customIdStream(context.tenantId, doc.eventId, customId, nameKey);
     const legacy = legacyCustomIdStream(context.tenantId, doc.eventId, customId);
-    for (const name of new Set([hashed, legacy])) {
+    return [...new Set([hashed, legacy])].map((name) => ({
+      streamName: name,
+      decider: reservationDecider,
       // Under a hashed name the event leaves the customId out (docs/personal-data.md, Stream names).
-      const release: ReservationCommand = { type: 'Release', key: reservationKey(customId), ownerId: guestId, keyInEvent: name === legacy };
-      await handleCommand(services.eventStore, reservationDecider, name, release, context);
-    }
-  }
+      command: { type: 'Release', key: reservationKey(customId), ownerId: guestId, keyInEvent: name === legacy } satisfies ReservationCommand,
+      stage: 'release' as const,
+      partOf: 0,
+    }));
+  });
+  const [written] = await handleCommands(services.eventStore, [{ streamName: guestStreamOf(doc), decider: guestDecider, command }, ...releases], context);
+  const erased = (written!.state as GuestState).erased!;
   // The guest's key is per client; a guest stored before ids were scoped also has one named by the bare GUID.
+  // (Storing GuestErased already deleted the scoped one: keyEndRules.)
   for (const keyId of dataKeyIdsOf(doc)) await services.dataKeys?.erase(keyId, erased.at);
   // The erasure record kept outside any backup (docs/operations.md, Backups and restores): ids only, no personal data.
   services.logger.info({ clientId: context.tenantId, guestId, eventId: doc.eventId, erasedBy: erased.by, erasedAt: erased.at }, erasureLogMessage);
   const result: ErasureResult = { id: guestId, eventId: doc.eventId, erased: true, erasedAt: erased.at, erasedBy: erased.by, reason: erased.reason };
-  return { result, values, position: written.position };
+  return { result, values, position: written!.position };
 }
 
 /**

@@ -80,6 +80,9 @@ export const keyEndRules: readonly KeyEndRule[] = [
   // A completed batch's intent is never read again; an aborted one is read until its claims are given back (BatchReleased).
   { streamPrefix: 'batchlog', type: 'BatchCompleted', keyId: (d, client) => batchIntentKeyId(client, d.batchId) },
   { streamPrefix: 'batchlog', type: 'BatchReleased', keyId: (d, client) => batchIntentKeyId(client, d.batchId) },
+  // An erased guest's key goes as GuestErased is stored, whoever stores it (the request, or the
+  // batch completer after a crash): a retry cannot find the guest by its customId any more.
+  { streamPrefix: 'guest-', type: 'GuestErased', keyId: (d, client) => dataKeyId(client, d.guestId) },
 ];
 
 // By event type, so the codec's look-up per appended or read event is one Map get.

@@ -19,11 +19,13 @@ export function principalOf(res: Response): Principal {
 export function commandContext(res: Response, clock: Clock): CommandContext {
   const principal = principalOf(res);
   const requestId = res.locals.requestId as string;
+  const idempotencySeed = res.locals.idempotencySeed as string | undefined;
   return {
     tenantId: principal.tenantId,
     actor: principal.actor,
     correlationId: (res.locals.correlationId as string | undefined) ?? requestId,
     requestId,
     now: clock.now(),
+    ...(idempotencySeed ? { idempotencySeed } : {}),
   };
 }

@@ -16,8 +16,13 @@ import {
 /** What the decorator does to the stream appends after the next `after` ones succeed. */
 export interface Fault {
   after: number;
-  /** `throw`: that one append fails (a transient error); `crash`: every append fails until `restart()`. */
-  mode: 'throw' | 'crash';
+  /**
+   * `throw`: that one append fails (a transient error); `crash`: every append fails until
+   * `restart()`; `lost`: that append is stored, then its caller gets an error (a timeout whose
+   * write landed, or a process that died before the answer) and every later append fails until
+   * `restart()`.
+   */
+  mode: 'throw' | 'crash' | 'lost';
   /** Which streams' appends count towards `after` (default: all); others (background workers) pass. */
   counts?: (streamName: string) => boolean;
 }
@@ -102,6 +107,13 @@ export class StreamByStreamStore implements EventStore {
     if (this.crashed) throw new InjectedFault(`crashed: append to ${streamName} refused`);
     const fault = this.fault;
     const counted = fault && (fault.counts?.(streamName) ?? true);
+    if (fault && counted && fault.seen >= fault.after && fault.mode === 'lost') {
+      this.checkAppendSizes([{ streamName, events, expectedRevision }]);
+      await this.inner.append(streamName, events, expectedRevision);
+      this.appends += 1;
+      this.crashed = true;
+      throw new InjectedFault(`injected crash after the append to ${streamName} was stored`);
+    }
     if (fault && counted && fault.seen >= fault.after) {
       if (fault.mode === 'crash') this.crashed = true;
       else this.fault = undefined;

@@ -8,6 +8,11 @@
  * (a team member's: `<tenantId>:team_member<TAB><teamMemberId><TAB><key>`).
  * A key is reserved without transactions: an upsert that only sets fields on insert, then a
  * read; whoever's random `owner` token is on the record runs the request.
+ *
+ * A request that failed (5xx) or was abandoned may still be applied later (on EventStoreDB a
+ * recorded batch is completed after a crash: docs/eventstore.md), so the retry that runs it again
+ * keeps the first attempt's `seed`, and the handler derives the ids it makes from it
+ * (`res.locals.idempotencySeed`, `repeatableId`): the retry then finds the first attempt's work.
  */
 import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
@@ -35,7 +40,10 @@ interface IdempotencyRecord {
   owner: string;
   /** sha256 of method, path and canonical JSON body. */
   fingerprint: string;
-  state: 'pending' | 'done';
+  /** `failed`: the handler answered 5xx; the key is free again, and a retry of the same request keeps the seed. */
+  state: 'pending' | 'done' | 'failed';
+  /** What the request's ids derive from: the first attempt's, for every retry of the same request within the TTL. */
+  seed?: string;
   createdAt: string;
   /** After this the record counts as absent (ISO 8601 UTC; compared as strings). */
   expiresAt: string;
@@ -77,6 +85,7 @@ export function idempotency(readStore: ReadStore, options: IdempotencyOptions = 
     const owner = newId();
     const record = await reserve(keys, id, owner, fingerprint, now(), ttlMs, inProgressTimeoutMs);
     if (record.owner === owner) {
+      res.locals.idempotencySeed = `${id}\n${record.seed ?? record.owner}`;
       recordResponse(req, res, keys, id);
       return next();
     }
@@ -125,6 +134,7 @@ async function reserve(
 ): Promise<IdempotencyRecord> {
   const fields = {
     owner,
+    seed: owner,
     fingerprint,
     state: 'pending',
     createdAt: at.toISOString(),
@@ -142,12 +152,14 @@ async function reserve(
     const record = await keys.get(id);
     if (record && (record.owner === owner || attempt > 1 || !isStale(record, fields.createdAt))) return record;
     if (attempt > 2) throw new Error(`could not reserve idempotency key ${id}: it keeps disappearing`);
+    // A retry of a request that failed or was abandoned (not expired) runs it again with its seed.
+    if (record && record.fingerprint === fingerprint && record.expiresAt > fields.createdAt && record.seed) fields.seed = record.seed;
     if (record) await keys.deleteOne(id);
   }
 }
 
 function isStale(record: IdempotencyRecord, nowIso: string): boolean {
-  return record.expiresAt <= nowIso || (record.state === 'pending' && record.lockedUntil <= nowIso);
+  return record.expiresAt <= nowIso || record.state === 'failed' || (record.state === 'pending' && record.lockedUntil <= nowIso);
 }
 
 /** Same method, path (with query) and JSON body, whatever the order of object keys. */
@@ -168,8 +180,8 @@ function canonicalJson(value: unknown): string {
 
 /**
  * Keeps what the handler sends and stores it before the response leaves, so a client that
- * has its answer and retries gets the replay, never "in progress". A 5xx releases the key:
- * the retry the error asks for runs the request again.
+ * has its answer and retries gets the replay, never "in progress". A 5xx releases the key
+ * (keeping its seed): the retry the error asks for runs the request again.
  */
 function recordResponse(req: Request, res: Response, keys: Collection<IdempotencyRecord>, id: string): void {
   const chunks: Buffer[] = [];
@@ -213,7 +225,9 @@ export const doNotStoreResponse = (res: Response): void => {
 };
 
 async function settle(res: Response, keys: Collection<IdempotencyRecord>, id: string, body: Buffer | undefined): Promise<void> {
-  if (res.statusCode >= 500 || body === undefined || res.locals.doNotStoreResponse === true) return keys.deleteOne(id);
+  // A 5xx frees the key for the retry it asks for, but keeps the seed: the request may still be applied.
+  if (res.statusCode >= 500) return void (await keys.updateOne(id, { $set: { state: 'failed' } }));
+  if (body === undefined || res.locals.doNotStoreResponse === true) return keys.deleteOne(id);
   const contentType = res.get('Content-Type');
   const location = res.get('Location');
   const encoding = contentType === undefined || /json|^text\//i.test(contentType) ? 'utf8' : 'base64';
