@@ -1,6 +1,6 @@
 import { DomainError } from '../domain/decider.js';
 import { guestKey } from '../domain/guest.js';
-import { reservationKey } from '../domain/reservation.js';
+import { erasedCustomIdKey, reservationKey } from '../domain/reservation.js';
 import type { GuestDoc } from '../projections/guests.js';
 import { isUuid } from '../shared/ids.js';
 import { guests } from './guests.js';
@@ -49,4 +49,26 @@ export async function findGuestByIdOrCustomId(
     });
   }
   return items[0]!;
+}
+
+/**
+ * The guest an erasure names: as `findGuestByIdOrCustomId`, and when no guest has the customId,
+ * the guest erased while it had it (GuestErased.customIdKey), so an erasure retried by customId
+ * (after a lost answer, or a batch cut short) finds what it erased and answers as erasing again
+ * does, instead of 404. Only erasures look here: an erased guest's customId names it nowhere else.
+ */
+export async function findGuestToErase(services: Services, clientId: string, value: string, eventId?: string): Promise<GuestDoc> {
+  try {
+    return await findGuestByIdOrCustomId(services, clientId, value, eventId);
+  } catch (error) {
+    if (!(error instanceof DomainError) || error.code !== 'not_found') throw error;
+    const nameKey = await services.dataKeys?.streamNameKey();
+    const filter = { customIdKey: erasedCustomIdKey(clientId, value, nameKey), clientId, ...(eventId !== undefined ? { eventId } : {}) };
+    const { items } = await services.readStore.collection<{ _id: string; clientId: string; eventId: string }>('erased_custom_ids').find(filter, { limit: 2 });
+    // Several erased guests of several events had it: as for live ones, eventId must say which.
+    if (items.length !== 1) throw error;
+    const doc = await guests(services).get(items[0]!._id);
+    if (!doc || doc.clientId !== clientId) throw error;
+    return doc;
+  }
 }

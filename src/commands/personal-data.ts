@@ -6,12 +6,12 @@ import { DomainError } from '../domain/decider.js';
 import { guestDecider, type GuestCommand, type GuestEvent, type GuestState } from '../domain/guest.js';
 import { invitationStream } from '../domain/invitation.js';
 import { dataKeyId, personalGuestFields, unmatchedScanKeyId } from '../domain/personal-data.js';
-import { customIdStream, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
+import { customIdStream, erasedCustomIdKey, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
 import type { InvitationDoc } from '../projections/invitations.js';
 import { suppressionId } from '../projections/invitations.js';
 import { guestIdOf, guestStreamOf, personalDocFields, type GuestDoc, type ScanDoc } from '../projections/guests.js';
 import { getEvent } from './events.js';
-import { findGuestByIdOrCustomId } from './guest-lookup.js';
+import { findGuestByIdOrCustomId, findGuestToErase } from './guest-lookup.js';
 import { wholeGuestHistory } from './guest-history.js';
 import { guests, toGuestView } from './guests.js';
 import { handleCommands, type BatchItem, type CommandContext } from './handle-command.js';
@@ -52,7 +52,7 @@ export async function eraseGuest(
   idOrCustomId: string,
   request: { reason: string; eventId?: string },
 ): Promise<ErasureResult> {
-  const doc = await findGuestByIdOrCustomId(services, context.tenantId, idOrCustomId, request.eventId);
+  const doc = await findGuestToErase(services, context.tenantId, idOrCustomId, request.eventId);
   return (await eraseAll(services, settings, context, [doc], request.reason))[0]!;
 }
 
@@ -72,7 +72,7 @@ export async function eraseGuests(
     const errors: { path: string; message: string }[] = [];
     for (const [i, id] of (request.ids ?? []).entries()) {
       try {
-        docs.push(await findGuestByIdOrCustomId(services, context.tenantId, id, eventId));
+        docs.push(await findGuestToErase(services, context.tenantId, id, eventId));
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
         errors.push({ path: `ids.${i}`, message: 'no guest of this event has this id or customId' });
@@ -124,13 +124,16 @@ async function eraseOne(services: Services, context: CommandContext, doc: GuestD
   const invitationEvents = await invitationEventsOf(services, events);
   const values = personalValues([doc, ...events.map((e) => e.data), ...invitationEvents.map((e) => e.data)]);
   values.invitationIds = await invitationIdsOf(services, doc, events);
-  const command: GuestCommand = { type: 'Erase', erasedBy: context.actor.id, reason, at: context.now.toISOString() };
+
   // The customId's reservations are released in the same batch, after the erasure (release stage):
   // once the guest is erased a retry cannot find it by its customId, so a crash between the two
   // must not leave the reservation held (on EventStoreDB the batch's intent is completed after a
   // crash). Released under its hashed name and, for a reservation made before names were hashed,
   // its legacy one.
   const nameKey = values.customIds.length > 0 ? await services.dataKeys?.streamNameKey() : undefined;
+  // The customId the guest has now finds it again for a retried erasure (findGuestToErase).
+  const customIdKey = doc.customId ? erasedCustomIdKey(context.tenantId, doc.customId, nameKey ?? (await services.dataKeys?.streamNameKey())) : undefined;
+  const command: GuestCommand = { type: 'Erase', erasedBy: context.actor.id, reason, at: context.now.toISOString(), ...(customIdKey ? { customIdKey } : {}) };
   const releases: BatchItem[] = values.customIds.flatMap((customId) => {
     const hashed = customIdStream(context.tenantId, doc.eventId, customId, nameKey);
     const legacy = legacyCustomIdStream(context.tenantId, doc.eventId, customId);

@@ -182,7 +182,15 @@ export type GuestEvent =
        * personal data itself: who erased whom, when and why, for the audit trail.
        */
       type: 'GuestErased';
-      data: { guestId: string; eventId: string; erasedBy: string; reason: string; at: string };
+      data: {
+        guestId: string;
+        eventId: string;
+        erasedBy: string;
+        reason: string;
+        at: string;
+        /** `erasedCustomIdKey` of the customId the guest had, so a retried erasure by it finds the guest. */
+        customIdKey?: string;
+      };
     }
   /** A signed ticket for a guest without a barcode (issue 16); `reissued`: it replaces a revoked one. */
   | { type: 'TicketIssued'; data: IssuedTicket & { guestId: string; eventId: string; at: string; reissued: boolean } }
@@ -294,7 +302,7 @@ export type GuestCommand =
   | { type: 'Block'; reason: string; at: string }
   | { type: 'Unblock'; at: string }
   /** Issue 14: erase the guest's personal data (idempotent). */
-  | { type: 'Erase'; erasedBy: string; reason: string; at: string }
+  | { type: 'Erase'; erasedBy: string; reason: string; at: string; customIdKey?: string }
   /** Revoke the valid ticket (if any) and issue `ticket`, whose serial follows the last one. */
   | { type: 'ReissueTicket'; ticket: IssuedTicket; at: string; by: string }
   | { type: 'RevokeTicket'; at: string; by: string };
@@ -705,7 +713,12 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
       case 'Unblock':
         return state.blockedDate ? [{ type: 'GuestUnblocked', data: { ...ids, at: command.at } }] : [];
       case 'Erase':
-        return [{ type: 'GuestErased', data: { ...ids, erasedBy: command.erasedBy, reason: command.reason, at: command.at } }];
+        return [
+          {
+            type: 'GuestErased',
+            data: { ...ids, erasedBy: command.erasedBy, reason: command.reason, at: command.at, ...(command.customIdKey ? { customIdKey: command.customIdKey } : {}) },
+          },
+        ];
       case 'ReissueTicket': {
         const expected = (state.ticketSerial ?? 0) + 1;
         if (command.ticket.serial !== expected) {

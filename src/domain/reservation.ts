@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { scopedKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
 
@@ -46,6 +46,17 @@ export const customIdStream = (clientId: string, eventId: string, customId: stri
   const scope = scopedKey(clientId, eventId);
   const digest = createHmac('sha256', nameKey.key).update(`${scope}\n${reservationKey(customId)}`, 'utf8').digest('base64url');
   return `guestcustomid-${scope}:#${nameKey.id}.${digest}`;
+};
+
+/**
+ * What finds an erased guest by the customId it had, for a retried erasure only (its customId is
+ * gone from the guest's document): an HMAC of the client and the lower-cased customId under the
+ * stream-name key, a SHA-256 without one (PII_ENCRYPTION=off, where reservation streams carry
+ * the customId in clear anyway). Holds no customId.
+ */
+export const erasedCustomIdKey = (clientId: string, customId: string, nameKey: StreamNameKey | undefined): string => {
+  const text = `erased-customid\n${clientId}\n${reservationKey(customId)}`;
+  return nameKey ? `#${nameKey.id}.${createHmac('sha256', nameKey.key).update(text, 'utf8').digest('base64url')}` : createHash('sha256').update(text, 'utf8').digest('base64url');
 };
 
 /**

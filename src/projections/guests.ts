@@ -213,6 +213,10 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
           { erased: true, erasedAt: event.data.at },
           { $unset: Object.fromEntries(personalDocFields.map((field) => [field, ''])) },
         ),
+        // A retried erasure by the customId the guest had finds it here (src/commands/guest-lookup.ts).
+        ...(event.data.customIdKey
+          ? [{ kind: 'replace' as const, collection: 'erased_custom_ids', id, doc: { clientId: event.metadata.tenantId, eventId: event.data.eventId, customIdKey: event.data.customIdKey } }]
+          : []),
       ];
   }
 }
@@ -330,6 +334,8 @@ export const guestsProjection: Projection = {
       ],
     },
     { name: 'team_stats', indexes: [{ name: 'eventId', keys: { eventId: 1 } }] },
+    // Erased guests by the keyed hash of the customId they had (GuestErased.customIdKey); the _id is the guest's document's.
+    { name: 'erased_custom_ids', indexes: [{ name: 'customIdKey', keys: { customIdKey: 1 } }] },
     { name: 'event_stats', indexes: [] },
   ],
   apply(stored) {

@@ -165,6 +165,31 @@ describe.each(stores)('personal data on the $name', ({ env }) => {
     expect(filesHolding(service.dataDir, people.flatMap((p) => [p.email, p.lastName, p.barcode]))).toEqual([]);
   });
 
+  it('an erasure retried by customId finds the guest it erased (a lost answer, a batch cut short): erasing is idempotent by customId too', async () => {
+    const event = (await client.call('POST', `${api}/event`, { title: 'Retry', startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z' })).body.id;
+    const people = [person(), person()];
+    const ids: string[] = [];
+    for (const p of people) ids.push((await client.call('POST', `${api}/guest`, { eventId: event, ...p })).body.id);
+    const first = await client.call('POST', `${api}/guest/${encodeURIComponent(people[0]!.customId)}/erase`, { reason: 'asked' });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    // The same request again (its answer was lost): the same guest, erased.
+    const again = await client.call('POST', `${api}/guest/${encodeURIComponent(people[0]!.customId)}/erase?eventId=${encodeURIComponent(event)}`, { reason: 'asked' });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body).toMatchObject({ id: ids[0], erased: true });
+    // A batch by customIds whose first attempt erased only the first guest: the retry erases the rest.
+    const batch = await client.call('POST', `${api}/guests/${event}/erase`, { reason: 'asked', ids: people.map((p) => p.customId) });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    expect(batch.body.guests.map((g: { id: string }) => g.id).sort()).toEqual([...ids].sort());
+    expect((await client.call('GET', `${api}/guest/${ids[1]}`)).body).toMatchObject({ erased: true, email: null });
+    // Only erasures look for an erased guest by the customId it had: elsewhere it names no one.
+    expect((await client.call('GET', `${api}/guest/${encodeURIComponent(people[0]!.customId)}/personal-data`)).status).toBe(404);
+    // A new guest given the customId is the one it names from then on.
+    const newcomer = (await client.call('POST', `${api}/guest`, { eventId: event, firstName: 'New', customId: people[0]!.customId })).body.id;
+    const third = await client.call('POST', `${api}/guest/${encodeURIComponent(people[0]!.customId)}/erase`, { reason: 'asked' });
+    expect(third.body.id).toBe(newcomer);
+    expect(filesHolding(service.dataDir, people.flatMap((p) => [p.email, p.lastName, p.barcode]))).toEqual([]);
+  });
+
   it("erases another client's guest never: 404", async () => {
     const other = await createClient(service);
     const p = person();
