@@ -86,8 +86,12 @@ const commands = ['create-account', 'set-access', 'issue-key', 'revoke-key', 're
 /** backup, reapply-erasures and hold-pending-sends log their progress as JSON lines on stderr (info unless LOG_LEVEL says otherwise); stdout keeps the result. */
 const progressLogger = () => createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
 
-const flag = (value: string | boolean | undefined): boolean | undefined =>
-  value === undefined ? undefined : value === true || value === 'true';
+/** A true|false option: anything else is refused, naming the option (a `yes` read as false would switch access off). */
+const flag = (name: string, value: string | undefined): boolean | undefined => {
+  if (value === undefined) return undefined;
+  if (value === 'true' || value === 'false') return value === 'true';
+  throw new Error(`--${name} takes true or false, not "${value}"; nothing was changed`);
+};
 
 /** The password on standard input, without the line break that ends it (`echo`, a file, a secret manager's pipe). */
 async function passwordFromStdin(): Promise<string> {
@@ -171,16 +175,16 @@ async function main(): Promise<void> {
           ...(values['last-name'] ? { lastName: values['last-name'] } : {}),
           ...(values['company-name'] ? { companyName: values['company-name'] } : {}),
           ...(values['time-zone-id'] ? { timeZoneId: values['time-zone-id'] } : {}),
-          commsApiEnabled: flag(values['comms-api-enabled']) ?? false,
-          senderTrusted: flag(values['sender-trusted']) ?? false,
+          commsApiEnabled: flag('comms-api-enabled', values['comms-api-enabled']) ?? false,
+          senderTrusted: flag('sender-trusted', values['sender-trusted']) ?? false,
         });
         break;
       }
       case 'set-access':
         if (!accountId) throw new Error('set-access needs the account id');
         result = await setAccountAccess(services, context, accountId, {
-          ...(values['comms-api-enabled'] !== undefined ? { commsApiEnabled: flag(values['comms-api-enabled']) } : {}),
-          ...(values['sender-trusted'] !== undefined ? { senderTrusted: flag(values['sender-trusted']) } : {}),
+          ...(values['comms-api-enabled'] !== undefined ? { commsApiEnabled: flag('comms-api-enabled', values['comms-api-enabled']) } : {}),
+          ...(values['sender-trusted'] !== undefined ? { senderTrusted: flag('sender-trusted', values['sender-trusted']) } : {}),
         });
         break;
       case 'issue-key':

@@ -1,0 +1,44 @@
+/**
+ * The operator commands as an operator runs them (docs/operations.md, Operator commands): a wrong
+ * value is refused with a message naming it and exit 1, and nothing is changed.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'operator-commands-'));
+afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+// The embedded stores of a DATA_DIR: the real servers' URLs CI exports would point the commands elsewhere.
+const { MONGO_URL: _mongo, KAFKA_BROKERS: _kafka, EVENTSTORE_URL: _esdb, ...embeddedEnv } = process.env;
+const cli = (script: string, args: string[], env: Record<string, string> = {}) =>
+  run(process.execPath, ['--import', 'tsx', path.join('src', 'cli', script), ...args], {
+    env: { ...embeddedEnv, DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...env },
+  });
+
+let accountId: string;
+beforeAll(async () => {
+  const { stdout } = await cli('admin.ts', ['create-account', '--init', '--email', 'ops@example.com', '--password', 'operator passphrase']);
+  accountId = JSON.parse(stdout).id;
+}, 240_000);
+
+// Each command is a fresh `node --import tsx` (10-16 s on a loaded machine): the timeouts are hang guards only.
+describe('operator commands: wrong values', () => {
+  it('refuses a true|false option given another value, naming the option, and leaves the account as it was', async () => {
+    await cli('admin.ts', ['set-access', accountId, '--sender-trusted', 'true']);
+    // Before, anything but "true" read as false: "yes" switched sender trust off and exited 0.
+    await expect(cli('admin.ts', ['set-access', accountId, '--sender-trusted', 'yes'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('--sender-trusted takes true or false, not "yes"'),
+    });
+    await expect(
+      cli('admin.ts', ['create-account', '--email', 'other@example.com', '--password', 'operator passphrase', '--comms-api-enabled', '1']),
+    ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('--comms-api-enabled takes true or false') });
+    const { stdout } = await cli('admin.ts', ['set-access', accountId, '--comms-api-enabled', 'true']);
+    expect(JSON.parse(stdout)).toMatchObject({ commsApiEnabled: true, senderTrusted: true });
+  }, 240_000);
+});
