@@ -42,3 +42,14 @@ describe('operator commands: wrong values', () => {
     expect(JSON.parse(stdout)).toMatchObject({ commsApiEnabled: true, senderTrusted: true });
   }, 240_000);
 });
+
+describe('operator commands: relay reset', () => {
+  it('refuses a position past the event store head, naming the head, and leaves the checkpoint where it was', async () => {
+    // Before, the checkpoint moved there and the service then refused to start (checkpoints ahead of this event store's head).
+    await expect(cli('relay.ts', ['reset', '99999'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/reset 99999 is past the event store's head \d+; give a position from -1 to \d+/),
+    });
+    expect((await cli('relay.ts', ['status'])).stdout).toMatch(/^relay checkpoint none;/);
+  }, 240_000);
+});
