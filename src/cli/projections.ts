@@ -5,7 +5,7 @@
  * `rebuild` refuses while a projections role holds the read store (its heartbeat, see
  * src/projections/holder.ts): stop that role first. docs/operations.md, Operator commands.
  */
-import cliProgress from 'cli-progress';
+import { destination } from 'pino';
 import { loadConfig } from '../config.js';
 import { createPlatform, projections } from '../main.js';
 import { ProjectionRunner } from '../projections/runner.js';
@@ -32,7 +32,8 @@ async function main(): Promise<void> {
   if (command !== 'status' && command !== 'rebuild') throw new Error(`unknown command "${command}"; use rebuild [name ...] or status (--help shows examples)`);
   const config = loadConfig();
   requireStore(config, init);
-  const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
+  // Logs go to stderr: stdout is the command's result (LOG_LEVEL=info would mix the platform's lines into it).
+  const logger = createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true }));
   const platform = createPlatform(config, logger);
   try {
     const runner = new ProjectionRunner(platform.eventStore, platform.readStore, projections, logger);
@@ -51,22 +52,28 @@ async function main(): Promise<void> {
           'holds this read store; stop it (or the whole service) first, then run rebuild again',
       );
     }
-    const bar = new cliProgress.SingleBar(
-      { format: 'rebuild {projection} [{bar}] {percentage}% | position {value}/{total} | {events} events | {eta}s left' },
-      cliProgress.Presets.shades_classic,
-    );
     const selected = projections.filter((p) => names.length === 0 || names.includes(p.name));
     const head = await platform.eventStore.headPosition({ streamPrefixes: selected.flatMap((p) => p.filter.streamPrefixes ?? ['']) });
-    bar.start(Math.max(head, 0), 0, { projection: names.join(',') || 'all', events: 0 });
+    // Progress as JSON lines on stderr, as backup and reapply-erasures log theirs: a bar drawn only on a
+    // terminal said nothing in a log file or a CI job. One line a second at most, and the first and last.
+    const progress = createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
+    const projectionNames = names.length > 0 ? names : projections.map((p) => p.name);
+    progress.info({ projections: projectionNames, head }, 'projections rebuild: started');
     const started = Date.now();
     let events = 0;
-    await runner.rebuild(names, (progress) => {
-      events = progress.events;
-      bar.update(Math.min(progress.position, head), { events: progress.events });
+    let logged = 0;
+    let lastPosition = -1;
+    await runner.rebuild(names, (step) => {
+      if (step.position === lastPosition) return; // one call per projection per batch
+      lastPosition = step.position;
+      events = step.events;
+      if (Date.now() - logged < 1000 && step.position < head) return;
+      logged = Date.now();
+      const percent = head > 0 ? Math.min(100, Math.round((Math.max(step.position, 0) / head) * 100)) : 100;
+      progress.info({ position: step.position, head, events: step.events, percent }, 'projections rebuild: progress');
     });
-    bar.update(Math.max(head, 0));
-    bar.stop();
     const seconds = (Date.now() - started) / 1000;
+    progress.info({ projections: projectionNames, events, seconds }, 'projections rebuild: finished');
     console.log(`rebuilt ${names.join(', ') || 'every projection'}: ${events} events in ${seconds.toFixed(1)} s`);
   } finally {
     await platform.close();

@@ -53,3 +53,22 @@ describe('operator commands: relay reset', () => {
     expect((await cli('relay.ts', ['status'])).stdout).toMatch(/^relay checkpoint none;/);
   }, 240_000);
 });
+
+describe('operator commands: progress', () => {
+  it('logs a projections rebuild as JSON lines on stderr when it is not a terminal, the result alone on stdout', async () => {
+    // Before, the only progress was a bar drawn on a terminal: in a log file or a CI job, nothing until the end.
+    const { stdout, stderr } = await cli('projections.ts', ['rebuild'], { LOG_LEVEL: 'info' });
+    expect(stdout).toMatch(/^rebuilt every projection: \d+ events in [\d.]+ s\n$/);
+    const lines = stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const started = lines.find((l) => l.msg === 'projections rebuild: started');
+    expect(started).toMatchObject({ head: expect.any(Number), projections: expect.arrayContaining(['guests', 'accounts']) });
+    expect(lines.find((l) => l.msg === 'projections rebuild: progress')).toMatchObject({
+      position: started!.head,
+      head: started!.head,
+      events: expect.any(Number),
+      percent: 100,
+    });
+    const finished = lines.find((l) => l.msg === 'projections rebuild: finished');
+    expect(finished).toMatchObject({ events: Number(/: (\d+) events/.exec(stdout)![1]), seconds: expect.any(Number) });
+  }, 240_000);
+});
