@@ -24,6 +24,7 @@ import { newId } from '../shared/ids.js';
 import { createLogger } from '../shared/logger.js';
 import { destination } from 'pino';
 import { holdPendingSends } from '../commands/hold-pending-sends.js';
+import { projectionsHolder } from '../projections/holder.js';
 import { reapplyErasures } from '../commands/reapply-erasures.js';
 import { backupDataDir } from './backup.js';
 import { cliStart, requireStore, type CliHelp } from './common.js';
@@ -210,6 +211,15 @@ async function main(): Promise<void> {
         break;
       }
       case 'hold-pending-sends': {
+        // On a running service it would fail sends in progress as outcome_unknown although they go out.
+        const holder = values['dry-run'] ? undefined : await projectionsHolder(platform.readStore);
+        if (holder) {
+          throw new Error(
+            `the service runs on this store (its projections role, pid ${holder.pid} on ${holder.host}, last heartbeat ${holder.heartbeatAt}): ` +
+              'hold-pending-sends would fail sends in progress. Stop every role of the service first (a heartbeat older than 20 s counts as gone), ' +
+              'then run it again; --dry-run lists the pending sends without changing anything. Nothing was changed',
+          );
+        }
         const progress = progressLogger();
         const held = await holdPendingSends(services, {
           ...(values['dry-run'] ? { dryRun: true } : {}),

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService } from '../support/service.js';
 
 const run = promisify(execFile);
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'operator-commands-'));
@@ -70,5 +71,22 @@ describe('operator commands: progress', () => {
     });
     const finished = lines.find((l) => l.msg === 'projections rebuild: finished');
     expect(finished).toMatchObject({ events: Number(/: (\d+) events/.exec(stdout)![1]), seconds: expect.any(Number) });
+  }, 240_000);
+});
+
+describe('operator commands: a store in use', () => {
+  it('refuses hold-pending-sends while the service runs on the store, naming it; --dry-run still lists', async () => {
+    // Before, it ran: every send in progress was failed as outcome_unknown, and one that then went out read failed.
+    const service = await startTestService({}, { dataDir });
+    try {
+      await expect(cli('admin.ts', ['hold-pending-sends'])).rejects.toMatchObject({
+        code: 1,
+        stderr: expect.stringMatching(new RegExp(`the service runs on this store \\(its projections role, pid ${process.pid} .*Stop every role of the service first`)),
+      });
+      expect(JSON.parse((await cli('admin.ts', ['hold-pending-sends', '--dry-run'])).stdout)).toMatchObject({ dryRun: true, held: 0 });
+    } finally {
+      await service.stop();
+    }
+    expect(JSON.parse((await cli('admin.ts', ['hold-pending-sends'])).stdout)).toMatchObject({ dryRun: false, held: 0 });
   }, 240_000);
 });
