@@ -27,7 +27,7 @@ import { holdPendingSends } from '../commands/hold-pending-sends.js';
 import { projectionsHolder } from '../projections/holder.js';
 import { reapplyErasures } from '../commands/reapply-erasures.js';
 import { backupDataDir } from './backup.js';
-import { cliStart, requireStore, type CliHelp } from './common.js';
+import { cliStart, helpText, requireStore, type CliHelp } from './common.js';
 
 const help: CliHelp = {
   name: 'admin',
@@ -125,6 +125,11 @@ async function main(): Promise<void> {
     },
   });
   const [command, accountId, keyId] = positionals;
+  if (!command) {
+    // No command at all: the operator is asking what there is (projections and relay default to status).
+    process.stderr.write(`admin: no command given\n\n${helpText(help)}`);
+    process.exit(1);
+  }
   // Only events are written here; the service's projections pick them up (they poll the store).
   // Logs go to stderr: stdout is the command's JSON result (LOG_LEVEL=info would mix the platform's lines into it).
   const logger = createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true }));

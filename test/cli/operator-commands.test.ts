@@ -90,3 +90,14 @@ describe('operator commands: a store in use', () => {
     expect(JSON.parse((await cli('admin.ts', ['hold-pending-sends'])).stdout)).toMatchObject({ dryRun: false, held: 0 });
   }, 240_000);
 });
+
+describe('operator commands: help', () => {
+  it('lists the admin commands with their examples when no command is given, and exits 1', async () => {
+    // Before: `unknown command ""` and a list of names, no usage or examples.
+    const refused = await cli('admin.ts', []).catch((error: { code: number; stderr: string }) => error);
+    expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining('admin: no command given') });
+    for (const command of ['create-account', 'set-access', 'issue-key', 'revoke-key', 'backup', 'reapply-erasures', 'hold-pending-sends']) {
+      expect((refused as { stderr: string }).stderr).toContain(`example: npm run admin -- ${command}`);
+    }
+  }, 240_000);
+});
