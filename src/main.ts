@@ -62,7 +62,7 @@ import { workersThread, workersThreadPossible } from './workers/thread.js';
 import type { Worker } from './workers/worker.js';
 import { backoffMs, sleep } from './shared/backoff.js';
 import { trackForDrain, type HttpDrain } from './http/drain.js';
-import { holdProjections } from './projections/holder.js';
+import { holdProjections, otherProjectionsHolder } from './projections/holder.js';
 import { checkStoreIdentity, StoreMismatchError, type IdentityCheck } from './projections/store-identity.js';
 import { Metrics } from './observability/metrics.js';
 import { observedEventStore } from './observability/observed-event-store.js';
@@ -276,6 +276,22 @@ export async function startService(
       throw error;
     })
     .finally(() => (startWaits.waiting = false));
+
+  // Two processes projecting into one read store would write the same documents and checkpoints
+  // (the embedded one holds them in each process's memory): refuse to be the second. A store that
+  // does not answer within 5 s is not asked (a real server down at start is retried below).
+  if (runner) {
+    const other = await Promise.race([otherProjectionsHolder(platform.readStore).catch(() => undefined), new Promise<undefined>((resolve) => void setTimeout(() => resolve(undefined), 5_000).unref())]);
+    if (other) {
+      await Promise.allSettled(workers.map((w) => w.stop()));
+      await platform.close();
+      throw new Error(
+        `another process runs the projections on this read store (pid ${other.pid} on ${other.host}, since ${other.startedAt}, last heartbeat ${other.heartbeatAt}): ` +
+          'two would write the same read models. Stop it first, or start this one in a role without projections (ROLE=api or workers; README, Roles). ' +
+          'A process of another host that was killed counts as gone once its heartbeat is 20 s old.',
+      );
+    }
+  }
 
   // A real server that is down at start must not stop the process: retry in the background.
   // The heartbeat that tells `projections rebuild` this read store is in use.

@@ -47,3 +47,26 @@ export async function projectionsHolder(readStore: ReadStore, now = Date.now()):
   if (!doc) return undefined;
   return now - Date.parse(doc.heartbeatAt) < holderStaleMs ? doc : undefined;
 }
+
+/** Whether a process with this pid runs on this host (signal 0 tests without signalling). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Another live process holding the projections of this read store, if any: a fresh heartbeat
+ * that is not this process's, and not that of a process of this host that is gone (a restart
+ * after a kill need not wait for the heartbeat to go stale). Another host's fresh heartbeat
+ * counts until it is `holderStaleMs` old.
+ */
+export async function otherProjectionsHolder(readStore: ReadStore, now = Date.now()): Promise<HolderDoc | undefined> {
+  const holder = await projectionsHolder(readStore, now);
+  if (!holder || holder.host !== os.hostname()) return holder;
+  return holder.pid === process.pid || !alive(holder.pid) ? undefined : holder;
+}
