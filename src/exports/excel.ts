@@ -168,8 +168,9 @@ function cellValue(kind: string, value: string | number | boolean | undefined, t
     const instant = new Date(value);
     if (Number.isNaN(instant.getTime())) return neutralise(value);
     const wall = toWall(instant);
-    // Spreadsheet dates start in 1900: an earlier time stays ISO 8601 text rather than show as ####.
-    return wall.getUTCFullYear() < 1900 ? neutralise(value) : wall;
+    // Spreadsheet dates run from 1900 to 9999: a wall time outside stays ISO 8601 text rather than show as ####.
+    const year = wall.getUTCFullYear();
+    return year < 1900 || year > 9999 ? neutralise(value) : wall;
   }
   return typeof value === 'string' ? neutralise(value) : value;
 }

@@ -99,6 +99,18 @@ describe('export fidelity', () => {
     expect(reply.body.fileName).toMatch(/^Broken _ title guests \d{8}T\d{6}Z\.csv$/);
   });
 
+  it("writes the API's \"no end\" 9999-12-31T23:59:59Z as a time in both files, east of UTC too", async () => {
+    const event = await newEventWith('Forever', [{ firstName: 'F', validTo: '9999-12-31T23:59:59Z', validFrom: '2026-01-01T00:00:00Z' }]);
+    const { records } = await csvRecords(event);
+    expect(new Date(records[0]!.validTo!).toISOString()).toBe('9999-12-31T23:59:59.000Z');
+    expect(records[0]!.validFrom).toBe('2026-01-01T01:00:00.000+01:00');
+    const { sheet } = await guestSheet(event);
+    const cell = sheet.getRow(2).getCell(18);
+    // Excel's last date is 9999-12-31 23:59:59: a later wall time is no date it can show (####).
+    expect(cell.value).toBe('9999-12-31T23:59:59.000Z');
+    expect(sheet.getRow(2).getCell(17).value).toEqual(new Date('2026-01-01T01:00:00Z'));
+  });
+
   it("exports an erased guest's row with its ids, times and counts and no personal data", async () => {
     const event = await newEventWith('Erased', [{ firstName: 'Gone', lastName: 'Person', email: 'gone@example.com', barcode: 'ER-1', plusOnes: 2, customId: 'crm-9', image: 'aGVsbG8=' }]);
     const listed = await alice.call('GET', `/checkin/v1/api/guests/${event.id}?limit=10`);
