@@ -6,6 +6,11 @@
 import ExcelJS from 'exceljs';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { writeExcelInProcess } from '../../src/exports/excel.js';
+import type { Column } from '../../src/exports/columns.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 
 let service: TestService;
@@ -128,5 +133,28 @@ describe('export fidelity', () => {
     const { sheet } = await guestSheet(event);
     expect(sheet.getRow(2).getCell(1).value).toBe(id);
     expect(sheet.getRow(2).getCell(2).value).toBeNull();
+  });
+});
+
+describe("Excel's sheet limit", () => {
+  it('continues on a further sheet, with its own header, once a sheet holds as many rows as Excel allows', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'export-fidelity-'));
+    try {
+      const file = path.join(dir, 'many.xlsx');
+      const columns: Column<number>[] = [{ name: 'n', kind: 'integer', width: 8, value: (n) => n }];
+      const count = await writeExcelInProcess([1, 2, 3, 4, 5, 6, 7], file, { columns, timeZone: 'UTC', rowsPerSheet: 3, summary: (n) => [['Guests in this file', n]] });
+      expect(count).toBe(7);
+      const workbook = new ExcelJS.Workbook();
+      await workbook.xlsx.readFile(file);
+      expect(workbook.worksheets.map((sheet) => sheet.name)).toEqual(['Guests', 'Guests (2)', 'Guests (3)', 'Summary']);
+      const values = (name: string) => workbook.getWorksheet(name)!.getSheetValues().slice(1).map((row) => (row as unknown[])[1]);
+      expect(values('Guests')).toEqual(['n', 1, 2, 3]);
+      expect(values('Guests (2)')).toEqual(['n', 4, 5, 6]);
+      expect(values('Guests (3)')).toEqual(['n', 7]);
+      expect(workbook.getWorksheet('Guests (2)')!.autoFilter).toBe('A1:A4');
+      expect(values('Summary')).toEqual(['Guests in this file']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
