@@ -331,14 +331,19 @@ function summaryRows(event: EventView, stats: Stats, zone: ZoneChoice, now: Date
   return rows;
 }
 
-/** `<title> <kind> <UTC time>.<ext>`, with what file systems refuse replaced. */
+/**
+ * `<title> <kind> <UTC time>.<ext>`, with what file systems refuse replaced. A lone surrogate (a
+ * title may hold one, or the cut at 100 may split an emoji) has no UTF-8 form: the download's
+ * `filename*` could not be written, so it is replaced too, and the cut never splits a pair.
+ */
 function fileNameOf(title: string, at: Date, extension: string, kind: string): string {
   const safe =
     title
-      .replace(/[\u0000-\u001f\u007f<>:"/\\|?*]/g, '_')
+      .replace(/[\u0000-\u001f\u007f<>:"/\\|?*]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '_')
       .replace(/\s+/g, ' ')
       .trim()
-      .slice(0, 100) || 'event';
+      .slice(0, 100)
+      .replace(/[\uD800-\uDBFF]$/, '') || 'event';
   const stamp = at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
   return `${safe} ${kind} ${stamp}.${extension}`;
 }

@@ -20,7 +20,12 @@ export interface ExcelExportOptions<Row = GuestDoc> {
   timeZone: string;
   /** Rows of the "Summary" sheet, given the number of guests written. */
   summary(rowCount: number): [label: string, value: SummaryValue][];
+  /** Data rows per sheet before the next sheet starts (default SHEET_ROWS; smaller in tests). */
+  rowsPerSheet?: number;
 }
+
+/** Excel's last row is 1,048,576: the header and 1,048,575 data rows to a sheet; the rest go on further sheets. */
+export const SHEET_ROWS = 1_048_575;
 
 /**
  * Writes the guests as an xlsx workbook: sheet "Guests" (header row frozen, autofilter over
@@ -135,15 +140,24 @@ async function writeWorkbook<Row>(
   options: ExcelExportOptions<Row>,
 ): Promise<number> {
   const columns = options.columns ?? (guestColumns as unknown as readonly Column<Row>[]);
-  const sheet = workbook.addSheet(options.sheetName ?? 'Guests', {
-    columns: columns.map((column) => ({ width: column.width, date: column.kind === 'timestamp' })),
-    header: columns.map((column) => column.name),
-    autoFilter: true,
-  });
+  const name = options.sheetName ?? 'Guests';
+  const perSheet = options.rowsPerSheet ?? SHEET_ROWS;
+  const dataSheet = (n: number) =>
+    workbook.addSheet(n === 1 ? name : `${name} (${n})`, {
+      columns: columns.map((column) => ({ width: column.width, date: column.kind === 'timestamp' })),
+      header: columns.map((column) => column.name),
+      autoFilter: true,
+    });
+  let sheet = dataSheet(1);
   const toWall = wallClock(options.timeZone);
   const kinds = columns.map((column) => column.kind);
   let rows = 0;
   for await (const guest of guests) {
+    // Excel holds no row past its last: the next sheet takes over.
+    if (rows > 0 && rows % perSheet === 0) {
+      await sheet.end();
+      sheet = dataSheet(rows / perSheet + 1);
+    }
     const values = new Array<XlsxValue>(columns.length);
     for (let i = 0; i < columns.length; i++) values[i] = cellValue(kinds[i]!, columns[i]!.value(guest), toWall);
     const behind = sheet.addRow(values);
@@ -168,8 +182,9 @@ function cellValue(kind: string, value: string | number | boolean | undefined, t
     const instant = new Date(value);
     if (Number.isNaN(instant.getTime())) return neutralise(value);
     const wall = toWall(instant);
-    // Spreadsheet dates start in 1900: an earlier time stays ISO 8601 text rather than show as ####.
-    return wall.getUTCFullYear() < 1900 ? neutralise(value) : wall;
+    // Spreadsheet dates run from 1900 to 9999: a wall time outside stays ISO 8601 text rather than show as ####.
+    const year = wall.getUTCFullYear();
+    return year < 1900 || year > 9999 ? neutralise(value) : wall;
   }
   return typeof value === 'string' ? neutralise(value) : value;
 }

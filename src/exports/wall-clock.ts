@@ -38,7 +38,10 @@ export function isoInZone(timeZone: string): (instant: Date) => string {
     const sign = offsetMinutes < 0 ? '-' : '+';
     const abs = Math.abs(offsetMinutes);
     const offset = `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
-    return `${wall.toISOString().slice(0, 23)}${offset}`;
+    const text = wall.toISOString();
+    // A wall-clock year outside 0000-9999 (9999-12-31T23:59:59Z, a common "no end", is 10000 east
+    // of UTC) has no four-digit form: the instant as the API answers it, in UTC.
+    return text.length === 24 ? `${text.slice(0, 23)}${offset}` : instant.toISOString();
   };
 }
 
