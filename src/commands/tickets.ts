@@ -38,7 +38,8 @@ export interface TicketView {
 }
 
 function ticketView(doc: GuestDoc): TicketView {
-  if (doc.barcode !== undefined) return { guestId: guestIdOf(doc), eventId: doc.eventId, code: doc.barcode, kind: 'barcode' };
+  // An empty barcode is no code: such a guest was issued a signed ticket.
+  if (doc.barcode) return { guestId: guestIdOf(doc), eventId: doc.eventId, code: doc.barcode, kind: 'barcode' };
   if (doc.ticketCode === undefined) {
     throw new DomainError('not_found', 'the guest has no barcode and no valid ticket; reissue one with POST .../ticket/reissue', { code: 'no_ticket' });
   }
@@ -122,7 +123,7 @@ function syncItem(doc: GuestDoc): TicketSyncItem {
   if (doc.ticketCode !== undefined) {
     return { ...base, kind: 'signed', code: doc.ticketCode, ...(doc.ticketKeyId ? { keyId: doc.ticketKeyId } : {}), ...(doc.ticketSerial !== undefined ? { serial: doc.ticketSerial } : {}) };
   }
-  if (doc.barcode !== undefined) return { ...base, kind: 'barcode', code: doc.barcode };
+  if (doc.barcode) return { ...base, kind: 'barcode', code: doc.barcode };
   return { ...base, kind: 'none' };
 }
 

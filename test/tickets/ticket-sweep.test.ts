@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { code128Image, codeImages } from '../../src/comms/code-images.js';
+import { invitationMessage, type InvitationParts } from '../../src/comms/invitation-message.js';
 import { decodeCode128, decodeQr, pngPixels } from '../support/decode-codes.js';
 import { createClient, newEvent as newLongEvent, startTestService, type Client, type TestService } from '../support/service.js';
 
@@ -27,8 +28,12 @@ async function newGuest(client: Client, eventId: string, fields: Record<string, 
   return reply.body.id;
 }
 
+const ticketOf = (client: Client, guestId: string) => client.call('GET', `/checkin/v1/api/guest/${guestId}/ticket`);
 const checkin = (client: Client, eventId: string, body: Record<string, unknown>) =>
   client.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, body);
+const syncItemOf = async (client: Client, eventId: string, guestId: string) =>
+  (await client.call('GET', `/checkin/v1/api/event/${eventId}/tickets?limit=1000`)).body.items.find((i: { guestId: string }) => i.guestId === guestId);
+
 /** Barcodes the spec allows (a barcode is any string), each scanned as a phone or imager reads it. */
 const unicode = 'Café-Zoë ✓ 票 😀';
 const latin1 = 'é'.repeat(40);
@@ -63,5 +68,28 @@ describe('barcodes the spec allows, drawn and scanned back', () => {
       const scan = await checkin(alice, eventId, { barcode: scanned });
       expect(scan.body, barcode.slice(0, 20)).toMatchObject({ result: 'admitted', guest: { id: ids[i] } });
     }
+  });
+});
+
+describe('a guest whose barcode is empty', () => {
+  it('shows, emails and syncs the signed ticket it was issued (an empty barcode is no code)', async () => {
+    const eventId = await newEvent(alice);
+    const guestId = await newGuest(alice, eventId, { barcode: '' });
+    const ticket = await ticketOf(alice, guestId);
+    expect(ticket.body).toMatchObject({ kind: 'signed', code: expect.stringMatching(/^T1\./) });
+    expect(await syncItemOf(alice, eventId, guestId)).toMatchObject({ kind: 'signed', code: ticket.body.code });
+    expect((await checkin(alice, eventId, { barcode: ticket.body.code })).body).toMatchObject({ result: 'admitted', guest: { id: guestId } });
+
+    const parts: InvitationParts = {
+      attendeeInvitationId: 'inv-1',
+      clientId: 'c',
+      guest: { id: guestId, email: 'ann@example.com', firstName: 'Ann', barcode: '', ticketCode: ticket.body.code },
+      template: { html: '<p>{{qrCode}}</p>' },
+      event: { title: 'Gala', startTime: '2026-01-01T18:00:00Z', endTime: '2099-12-12T23:00:00Z' },
+      account: {},
+    };
+    const message = await invitationMessage(parts, { address: 'invites@checkin.test' });
+    expect(message.attachments).toHaveLength(1);
+    expect(decodeQr(pngPixels(message.attachments![0]!.content as Buffer))).toBe(ticket.body.code);
   });
 });
