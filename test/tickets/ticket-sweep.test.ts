@@ -93,3 +93,24 @@ describe('a guest whose barcode is empty', () => {
     expect(decodeQr(pngPixels(message.attachments![0]!.content as Buffer))).toBe(ticket.body.code);
   });
 });
+
+describe('erasure and the ticket', () => {
+  it('an erased guest has no code to show: GET …/ticket is no_ticket and the offline sync says none, so no scanner admits it', async () => {
+    const eventId = await newEvent(alice);
+    const guestId = await newGuest(alice, eventId);
+    const code = (await ticketOf(alice, guestId)).body.code;
+    const before = await syncItemOf(alice, eventId, guestId);
+    expect((await alice.call('POST', `/checkin/v1/api/guest/${guestId}/erase`, { reason: 'guest request' })).status).toBe(200);
+
+    const ticket = await ticketOf(alice, guestId);
+    expect(ticket.status).toBe(404);
+    expect(ticket.body).toMatchObject({ code: 'no_ticket' });
+    const after = await (await alice.call('GET', `/checkin/v1/api/event/${eventId}/tickets?changedSince=${encodeURIComponent(before.updated)}`)).body.items;
+    expect(after).toEqual([expect.objectContaining({ guestId, kind: 'none' })]);
+    expect(JSON.stringify(after)).not.toContain(code);
+    const scan = await checkin(alice, eventId, { barcode: code });
+    expect(scan.body.result).not.toBe('admitted');
+    // The code itself names the guest by id only: no name or email in its bytes.
+    expect(Buffer.from(code.slice(3), 'base64url').toString('latin1')).not.toMatch(/Ann|Lee/);
+  });
+});
