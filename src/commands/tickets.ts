@@ -38,8 +38,10 @@ export interface TicketView {
 }
 
 function ticketView(doc: GuestDoc): TicketView {
-  if (doc.barcode !== undefined) return { guestId: guestIdOf(doc), eventId: doc.eventId, code: doc.barcode, kind: 'barcode' };
-  if (doc.ticketCode === undefined) {
+  // An empty barcode is no code: such a guest was issued a signed ticket.
+  if (doc.barcode) return { guestId: guestIdOf(doc), eventId: doc.eventId, code: doc.barcode, kind: 'barcode' };
+  // An erased guest shows no code: its ticket admits no one (docs/personal-data.md, Erasure).
+  if (doc.ticketCode === undefined || doc.erased) {
     throw new DomainError('not_found', 'the guest has no barcode and no valid ticket; reissue one with POST .../ticket/reissue', { code: 'no_ticket' });
   }
   return {
@@ -119,10 +121,12 @@ export interface TicketSyncItem {
 
 function syncItem(doc: GuestDoc): TicketSyncItem {
   const base = { guestId: guestIdOf(doc), updated: doc.updated };
+  // An erased guest: `none`, so an offline scanner refuses its ticket as the door does.
+  if (doc.erased) return { ...base, kind: 'none' };
   if (doc.ticketCode !== undefined) {
     return { ...base, kind: 'signed', code: doc.ticketCode, ...(doc.ticketKeyId ? { keyId: doc.ticketKeyId } : {}), ...(doc.ticketSerial !== undefined ? { serial: doc.ticketSerial } : {}) };
   }
-  if (doc.barcode !== undefined) return { ...base, kind: 'barcode', code: doc.barcode };
+  if (doc.barcode) return { ...base, kind: 'barcode', code: doc.barcode };
   return { ...base, kind: 'none' };
 }
 

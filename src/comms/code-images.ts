@@ -67,7 +67,20 @@ export async function qrImage(code: string, cidSuffix: string): Promise<CodeImag
   return { token: 'qrCode', cid: `qrcode.${cidSuffix}`, filename: 'ticket-qr.png', contentType: 'image/png', content, width: size, height: size, alt: codeInWords(code) };
 }
 
+/** Code 128 holds ASCII (0-127) as itself; bwip-js would write other text as UTF-8 bytes in FNC4, which scans as other characters. */
+const code128Holds = (code: string): boolean => /^[\x00-\x7f]*$/.test(code);
+
+/**
+ * The guest's code as Code 128, or, when Code 128 cannot hold it exactly (text beyond ASCII, or
+ * too long for bwip-js), as the QR code of `{{qrCode}}`: never bars that scan as another value.
+ */
 export async function code128Image(code: string, cidSuffix: string): Promise<CodeImage> {
+  const bars = code128Holds(code) ? await code128Bars(code).catch(() => undefined) : undefined;
+  if (!bars) return { ...(await qrImage(code, cidSuffix)), token: 'barcodeImage', cid: `barcode.${cidSuffix}` };
+  return { ...bars, cid: `barcode.${cidSuffix}` };
+}
+
+async function code128Bars(code: string): Promise<Omit<CodeImage, 'cid'>> {
   const content = await bwipjs.toBuffer({
     bcid: 'code128',
     text: code,
@@ -85,7 +98,6 @@ export async function code128Image(code: string, cidSuffix: string): Promise<Cod
   const height = Math.round((pixelHeight / code128PixelsPerModule) * code128ShownPerModule);
   return {
     token: 'barcodeImage',
-    cid: `barcode.${cidSuffix}`,
     filename: 'ticket-barcode.png',
     contentType: 'image/png',
     content,

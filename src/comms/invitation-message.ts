@@ -42,7 +42,8 @@ export interface Sender {
 export async function invitationMessage(parts: InvitationParts, sender: Sender): Promise<MailMessage> {
   const { guest, template, account } = parts;
   const values = mergeValuesOf(parts);
-  const images = await codeImages(guest.barcode ?? guest.ticketCode, codeTokensIn(template.html), `${parts.attendeeInvitationId}@checkin`);
+  // An empty barcode is no code: a guest with one was issued a signed ticket (docs/tickets.md).
+  const images = await codeImages(guest.barcode || guest.ticketCode, codeTokensIn(template.html), `${parts.attendeeInvitationId}@checkin`);
   const rendered = renderTemplate({ subject: template.subject, html: template.html }, values, images);
   // A template's fromName is any string; one of white space only names no one, so the default applies.
   const fromName = (template.fromName?.trim() ? template.fromName : undefined) ?? sender.name ?? account.companyName;

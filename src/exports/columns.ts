@@ -52,7 +52,8 @@ export const guestColumns: readonly Column[] = [
   field('commsTemplateId', 'text', 38),
   field('correlationId'),
   // Issue 16: the signed ticket the service issued to a guest without a barcode (docs/tickets.md); last, so the columns before keep their places.
-  { name: 'ticketCode', kind: 'text', width: 40, value: (guest) => guest.ticketCode },
+  // An erased guest's ticket admits no one (GET .../ticket is no_ticket): its row shows none.
+  { name: 'ticketCode', kind: 'text', width: 40, value: (guest) => (guest.erased ? undefined : guest.ticketCode) },
   // Every field of the spec's Guest is in the file; the image last, so the columns before keep their places.
   field('image', 'text', 30),
 ];

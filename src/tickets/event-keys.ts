@@ -23,8 +23,11 @@ import { encodeTicket, maxSerial, parseTicket, ticketSpellings, verifyTicket } f
  * another process rotated in), and a rotation here drops the entry.
  */
 
-/** The code a guest shows at the door: the guest's own barcode, else the signed ticket the service issued. */
-export const ticketCodeOf = (guest: Pick<GuestDoc, 'barcode' | 'ticketCode'>): string | undefined => guest.barcode ?? guest.ticketCode;
+/**
+ * The code a guest shows at the door: the guest's own barcode, else the signed ticket the service
+ * issued. An empty barcode is no code (no scanner reads one; the guest was issued a ticket).
+ */
+export const ticketCodeOf = (guest: Pick<GuestDoc, 'barcode' | 'ticketCode'>): string | undefined => guest.barcode || guest.ticketCode;
 
 /** The AES-GCM additional data of a stored private key: it decrypts only as this event's key. */
 const privateKeyContext = (clientId: string, eventId: string, keyId: string): string =>
