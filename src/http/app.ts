@@ -98,6 +98,10 @@ export function createApp(options: AppOptions): Express {
     );
   }
 
+  // Spec Limits: every request to the API host counts (the document, the docs page, the dashboard,
+  // the token endpoint: password guessing); only the probes and /metrics above keep answering.
+  if (options.rateLimits) app.use(options.rateLimits.all, options.rateLimits.send);
+
   // Every route is registered once createApp returns: the document is built on first request and kept.
   let document: string | undefined;
   app.get('/openapi.json', (_req, res) => {
@@ -106,8 +110,6 @@ export function createApp(options: AppOptions): Express {
   });
   app.use(onlyUnder('/docs', docsRouter('/openapi.json')));
   app.use(onlyUnder('/dashboard', dashboardRouter(options.dashboard)));
-  // Spec Limits: every request to the API host counts, the token endpoint included (password guessing).
-  if (options.rateLimits) app.use(options.rateLimits.all, options.rateLimits.send);
   if (options.identityProvider) app.use('/core', options.identityProvider);
 
   if (options.comms?.sendgridEventPublicKey) app.use(providerEventsRouter(services, options.comms.sendgridEventPublicKey));

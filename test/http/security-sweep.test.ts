@@ -1,0 +1,46 @@
+/**
+ * Security sweep: what the earlier audits (tenancy-audit, auth-bearer, identity, rate-limit)
+ * did not cover. Spec, Limits: "all requests to the API host, per source IP: 1000 requests per
+ * minute; 429, 60-second mitigation window".
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { request, startTestService, type TestService } from '../support/service.js';
+
+let service: TestService | undefined;
+afterEach(async () => {
+  await service?.close();
+  service = undefined;
+});
+
+/** Statuses of `count` GETs of `path` with these headers. */
+async function statuses(path: string, count: number, headers: (i: number) => Record<string, string> = () => ({})): Promise<number[]> {
+  const seen: number[] = [];
+  for (let i = 0; i < count; i++) seen.push((await request(service!.url, 'GET', path, undefined, headers(i))).status);
+  return seen;
+}
+
+describe('the per-source-IP limit counts every request to the API host (spec: Limits)', () => {
+  it('refuses /openapi.json, /docs and /dashboard with 429 rate_limit once the budget is spent', async () => {
+    service = await startTestService({ RATE_LIMIT_PER_MINUTE: '3' });
+    expect(await statuses('/checkin/v1/api/events', 3)).toEqual([401, 401, 401]);
+    for (const path of ['/openapi.json', '/docs', '/dashboard']) {
+      const refused = await request(service.url, 'GET', path);
+      expect(refused.status, path).toBe(429);
+      expect(refused.body.code, path).toBe('rate_limit');
+      expect(refused.headers.get('retry-after'), path).toBe('60');
+    }
+  });
+
+  it('keeps answering /healthz and /readyz during the block (orchestrator probes)', async () => {
+    service = await startTestService({ RATE_LIMIT_PER_MINUTE: '2' });
+    expect(await statuses('/checkin/v1/api/events', 3)).toEqual([401, 401, 429]);
+    expect(await statuses('/healthz', 1)).toEqual([200]);
+    expect((await statuses('/readyz', 1))[0]).not.toBe(429);
+  });
+
+  it('does not take a client’s own X-Forwarded-For or Forwarded header as its source IP without TRUST_PROXY', async () => {
+    service = await startTestService({ RATE_LIMIT_PER_MINUTE: '3' });
+    const forged = (i: number) => ({ 'x-forwarded-for': `198.51.100.${i}`, forwarded: `for=203.0.113.${i}` });
+    expect(await statuses('/checkin/v1/api/events', 5, forged)).toEqual([401, 401, 401, 429, 429]);
+  });
+});
