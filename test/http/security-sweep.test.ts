@@ -44,3 +44,17 @@ describe('the per-source-IP limit counts every request to the API host (spec: Li
     expect(await statuses('/checkin/v1/api/events', 5, forged)).toEqual([401, 401, 401, 429, 429]);
   });
 });
+
+describe('an IPv6 client counts by its /64, the block every IPv6 host is routinely given', () => {
+  it('refuses a client that moves to another address of its /64 for each request', async () => {
+    // A proxy on loopback reports the client's address (TRUST_PROXY=loopback, as behind a local proxy).
+    service = await startTestService({ RATE_LIMIT_PER_MINUTE: '3', TRUST_PROXY: 'loopback' });
+    const roaming = (i: number) => ({ 'x-forwarded-for': `2001:db8:7:1::${(i + 1).toString(16)}` });
+    expect(await statuses('/checkin/v1/api/events', 5, roaming)).toEqual([401, 401, 401, 429, 429]);
+    // The same address written longhand is the same client; another /64 has its own budget.
+    expect(await statuses('/checkin/v1/api/events', 1, () => ({ 'x-forwarded-for': '2001:0db8:0007:0001:0000:0000:0000:00ff' }))).toEqual([429]);
+    expect(await statuses('/checkin/v1/api/events', 1, () => ({ 'x-forwarded-for': '2001:db8:7:2::1' }))).toEqual([401]);
+    // IPv4 addresses stay one budget each.
+    expect(await statuses('/checkin/v1/api/events', 2, (i) => ({ 'x-forwarded-for': `192.0.2.${i + 1}` }))).toEqual([401, 401]);
+  });
+});

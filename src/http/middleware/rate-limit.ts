@@ -8,6 +8,7 @@
  * If the store fails, an in-process memory limiter takes over (rate-limiter-flexible's
  * insurance limiter): the limit then holds per instance instead of taking the API down.
  */
+import { isIPv6 } from 'node:net';
 import type Database from 'better-sqlite3';
 import type { Request, RequestHandler, Response } from 'express';
 import type { MongoClient } from 'mongodb';
@@ -150,9 +151,24 @@ function isSend(req: Request): boolean {
  * Source IP = `req.ip`, so express's `trust proxy` setting decides whether X-Forwarded-For
  * counts: behind a load balancer set it to the proxy hops, or every client shares one budget;
  * without a proxy leave it off, or a client picks a new IP per request by forging the header.
+ * An IPv6 client counts by its /64: a host is routinely given a whole /64 and can take a new
+ * address of it for every request.
  */
 function sourceIp(req: Request): string {
-  return req.ip ?? req.socket.remoteAddress ?? 'unknown';
+  const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+  return isIPv6(ip) ? ipv6Prefix64(ip) : ip;
+}
+
+/** `2001:db8:7:1::ff` -> `2001:db8:7:1::/64`; an IPv4-mapped address (`::ffff:192.0.2.1`) is its IPv4 address. */
+function ipv6Prefix64(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  const [head = '', tail] = ip.split('%')[0]!.split('::');
+  const groups = (part: string | undefined) => (part ? part.split(':') : []);
+  const left = groups(head);
+  // An address without `::` has its eight groups; with it, the gap is zeros.
+  const full = tail === undefined ? left : [...left, ...Array(8 - left.length - groups(tail).length).fill('0'), ...groups(tail)];
+  return `${full.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
 }
 
 function limitBy(limiter: RateLimiterAbstract, logger: Logger | undefined, appliesTo?: (req: Request) => boolean): RequestHandler {
