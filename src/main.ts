@@ -250,6 +250,12 @@ export async function startService(
     secretsKeyring: webhookSettings(config).keyring,
   };
 
+  if (config.trustProxy === true) {
+    // express then takes the leftmost X-Forwarded-For address: behind a proxy that appends to the header, the client writes it.
+    logger.warn(
+      'TRUST_PROXY=true takes the first X-Forwarded-For address as the source IP: unless the proxy replaces that header, a client picks its own IP per request and escapes the rate limit; set TRUST_PROXY to the number of proxy hops or their addresses',
+    );
+  }
   const wantsThread = role === 'all' && config.workersThread;
   const onThread = wantsThread && workersThreadPossible(config) && !options.clock;
   if (wantsThread && !onThread) logger.warn('WORKERS_THREAD=on is for the embedded event store and bus (and the system clock); the workers run on the main thread');

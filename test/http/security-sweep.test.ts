@@ -3,7 +3,9 @@
  * did not cover. Spec, Limits: "all requests to the API host, per source IP: 1000 requests per
  * minute; 429, 60-second mitigation window".
  */
+import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/shared/logger.js';
 import { request, startTestService, type TestService } from '../support/service.js';
 
 let service: TestService | undefined;
@@ -56,5 +58,33 @@ describe('an IPv6 client counts by its /64, the block every IPv6 host is routine
     expect(await statuses('/checkin/v1/api/events', 1, () => ({ 'x-forwarded-for': '2001:db8:7:2::1' }))).toEqual([401]);
     // IPv4 addresses stay one budget each.
     expect(await statuses('/checkin/v1/api/events', 2, (i) => ({ 'x-forwarded-for': `192.0.2.${i + 1}` }))).toEqual([401, 401]);
+  });
+});
+
+describe('TRUST_PROXY=true, which lets a client behind an appending proxy choose its source IP', () => {
+  /** Start a service with these settings and return its log lines. */
+  async function startLogged(env: Record<string, string>): Promise<string[]> {
+    const lines: string[] = [];
+    const sink = new Writable({ write: (chunk, _encoding, done) => void (lines.push(String(chunk)), done()) });
+    service = await startTestService(env, { logger: createLogger('info', sink) });
+    return lines;
+  }
+
+  it('lets each request pick a new source IP (the proxy appended the real one), unlike a hop count', async () => {
+    const appended = (i: number) => ({ 'x-forwarded-for': `198.51.100.${i}, 192.0.2.50` });
+    await startLogged({ RATE_LIMIT_PER_MINUTE: '2', TRUST_PROXY: '1' });
+    expect(await statuses('/checkin/v1/api/events', 3, appended)).toEqual([401, 401, 429]);
+    await service!.close();
+    await startLogged({ RATE_LIMIT_PER_MINUTE: '2', TRUST_PROXY: 'true' });
+    expect(await statuses('/checkin/v1/api/events', 3, appended)).toEqual([401, 401, 401]);
+  });
+
+  it('is warned about at start, naming the setting to use instead; a hop count is not', async () => {
+    const warned = (lines: string[]) => lines.map((line) => JSON.parse(line)).filter((entry) => entry.level === 40 && /TRUST_PROXY=true/.test(entry.msg));
+    const warnings = warned(await startLogged({ TRUST_PROXY: 'true' }));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0].msg).toMatch(/number of proxy hops/);
+    await service!.close();
+    expect(warned(await startLogged({ TRUST_PROXY: '1' }))).toHaveLength(0);
   });
 });
