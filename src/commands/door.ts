@@ -59,15 +59,16 @@ export interface ScanResponse {
 }
 
 /**
- * A nonce becomes the scan id (and event id), so a repeated offline scan is one scan. A scan that
- * matched a guest hashes the guest's key too: event ids are unique in the whole store, so two
- * devices that both number their scans from 1 would otherwise make one id of two guests' scans
- * (the second answered `admitted` and never recorded). A nonce names one guest's scan.
+ * A nonce becomes the scan id (and event id), so a repeated offline scan is one scan. The id also
+ * hashes what the scan is about (`subject`: the guest's key when it matched one, else what it
+ * looked up): event ids are unique in the whole store, so two devices that both number their
+ * scans from 1 would otherwise make one id of two guests' scans (the second answered as the
+ * first and never recorded). A nonce names one scan of one guest or lookup.
  */
-function scanIdFor(context: CommandContext, eventId: string, nonce?: string, guestKey?: string): string {
+function scanIdFor(context: CommandContext, eventId: string, nonce?: string, subject?: string): string {
   if (!nonce) return newSortableId();
-  const guest = guestKey === undefined ? '' : `\u0000${guestKey}`;
-  const hex = createHash('sha256').update(`scan\u0000${context.tenantId}\u0000${eventId}\u0000${nonce}${guest}`).digest('hex');
+  const about = subject === undefined ? '' : `\u0000${subject}`;
+  const hex = createHash('sha256').update(`scan\u0000${context.tenantId}\u0000${eventId}\u0000${nonce}${about}`).digest('hex');
   // RFC 9562 version 8 (custom) UUID from the hash.
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
@@ -235,7 +236,11 @@ export async function scan(
     : await findNamedGuests(services, context.tenantId, eventId, request);
   if (found.length !== 1) {
     const reason = ticket && !ticket.valid && found.length === 0 ? 'invalid_signature' : found.length === 0 ? 'not_found' : 'ambiguous';
-    return rejectUnmatched(services, context, eventId, info, reason, lookupOf(request), found.map(guestIdOf));
+    const lookup = lookupOf(request);
+    // The nonce's scan id hashes what was looked up, as a matched scan's hashes the guest: another
+    // device's unmatched scan with the same nonce is a scan of its own, not a retry of this one.
+    const unmatched = request.nonce === undefined ? info : { ...info, scanId: scanIdFor(context, eventId, request.nonce, `lookup\u0000${JSON.stringify(lookup)}`) };
+    return rejectUnmatched(services, context, eventId, unmatched, reason, lookup, found.map(guestIdOf));
   }
   const guestKey = found[0]!._id;
   const guestScan = request.nonce === undefined ? info : { ...info, scanId: scanIdFor(context, eventId, request.nonce, guestKey) };

@@ -225,6 +225,10 @@ function personalValues(sources: unknown[]): PersonalValues {
   return { needles: [...needles], emails: [...emails], customIds: [...customIds], invitationIds: [] };
 }
 
+/** Whether a scan's lookup (barcode, customId, guestId: what the door sent) holds one of the guest's values. */
+const lookedUp = (lookup: ScanDoc['lookup'], needles: string[]): boolean =>
+  Object.values(lookup ?? {}).some((value) => typeof value === 'string' && needles.some((n) => value.toLowerCase().includes(n)));
+
 /**
  * Ids and times are never a person's data, but a short value (a customId `2026`, a barcode `100`)
  * is inside many of them: they stay, so that erasure keeps the documents' keys, their event and
@@ -332,7 +336,8 @@ async function eraseUnmatchedScans(services: Services, clientId: string, eventId
   const scans = services.readStore.collection<ScanDoc>('scans');
   const matched: string[] = [];
   for await (const scan of scans.stream({ clientId, eventId, lookup: { $exists: true } }, { readOnly: true })) {
-    if (scan.guestId === undefined && scrubbed(scan.lookup, needles).changed) matched.push(scan._id);
+    // Every value the scan looked up counts, its `guestId` too: a door may send a customId there.
+    if (scan.guestId === undefined && lookedUp(scan.lookup, needles)) matched.push(scan._id);
   }
   for (const scanId of matched) {
     const keyId = unmatchedScanKeyId(clientId, scanId);

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { ReadStore } from '../adapters/readstore/port.js';
 import type { Logger } from '../shared/logger.js';
+import { processAlive } from '../shared/process-alive.js';
 
 /**
  * Which process runs the projections on a read store (issue 12, item 7): the projections role
@@ -48,17 +49,6 @@ export async function projectionsHolder(readStore: ReadStore, now = Date.now()):
   return now - Date.parse(doc.heartbeatAt) < holderStaleMs ? doc : undefined;
 }
 
-/** Whether a process with this pid runs on this host (signal 0 tests without signalling). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, under another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Another live process holding the projections of this read store, if any: a fresh heartbeat
  * that is not this process's, and not that of a process of this host that is gone (a restart
@@ -68,5 +58,5 @@ function alive(pid: number): boolean {
 export async function otherProjectionsHolder(readStore: ReadStore, now = Date.now()): Promise<HolderDoc | undefined> {
   const holder = await projectionsHolder(readStore, now);
   if (!holder || holder.host !== os.hostname()) return holder;
-  return holder.pid === process.pid || !alive(holder.pid) ? undefined : holder;
+  return holder.pid === process.pid || !processAlive(holder.pid) ? undefined : holder;
 }

@@ -65,6 +65,16 @@ describe('nonce: a retry of a scan that matched no guest', () => {
     expect(retry.body).toEqual({ ...first.body, replayed: true });
     expect((await stats(eventId)).rejectedScans).toEqual({ not_found: 1 });
   });
+
+  it('another device’s unmatched scan with the same nonce and another code is a scan of its own, answered and counted', async () => {
+    const eventId = await newEvent(alice);
+    const a = await scan(eventId, 'checkin', { barcode: 'NOBODY-A', nonce: '7', device: 'd1' });
+    const b = await scan(eventId, 'checkin', { barcode: 'NOBODY-B', nonce: '7', device: 'd2' });
+    expect(a.body).toMatchObject({ result: 'rejected', reason: 'not_found', replayed: false });
+    expect(b.body).toMatchObject({ result: 'rejected', reason: 'not_found', replayed: false });
+    expect(b.body.scanId).not.toBe(a.body.scanId);
+    expect((await stats(eventId)).rejectedScans).toEqual({ not_found: 2 });
+  });
 });
 
 describe('isGroup: all plus ones come in with the guest (spec, Guest.isGroup)', () => {

@@ -142,6 +142,18 @@ describe('Guest.correlationId is a string: the same correlationId is taken where
       expect(delivery.body.data.correlationId).toBe(correlationId);
     }
   });
+
+  it('POST /send bounds its correlationId at 4,096 characters (copied to up to 200 guests), 400 on the field, nothing sent', async () => {
+    const client = await commsClient();
+    const eventId = await newEvent(client);
+    const templateId = await templateOf(client, eventId);
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, email: `bounded-corr-${Date.now()}@example.com` });
+    const refused = await client.call('POST', `${api}/send`, { templateId, attendeeIds: [guest.body.id], correlationId: 'x'.repeat(4097) });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual([expect.objectContaining({ path: 'correlationId' })]);
+    expect((await client.call('GET', `${api}/invitations?attendeeId=${guest.body.id}`)).body.items).toEqual([]);
+    expect((await client.call('POST', `${api}/send`, { templateId, attendeeIds: [guest.body.id], correlationId: 'x'.repeat(4096) })).status).toBe(200);
+  });
 });
 
 describe('Comms template: an empty fromAddress or replyTo (a form left blank) is no override, as an empty email or customId is none on a guest', () => {

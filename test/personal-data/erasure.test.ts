@@ -315,6 +315,17 @@ describe.each(stores)('personal data on the $name', ({ env }) => {
     expect((await readOutbox(outbox)).filter((m) => m.to.email === shared.email).map((m) => m.messageKey)).toEqual([theirEmail.replace(/\.eml$/, '')]);
   });
 
+  it('a customId sent as guestId at the door before any guest had it leaves neither the scans list nor DATA_DIR once its guest is erased', async () => {
+    const customId = `VIP-${randomUUID().slice(0, 8)}`;
+    const early = await client.call('POST', `${api}/guests/${eventId}/checkin`, { guestId: customId, gate: 'East' });
+    expect(early.body).toMatchObject({ result: 'rejected', reason: 'not_found' });
+    const id = (await client.call('POST', `${api}/guest`, { eventId, firstName: 'Early', customId })).body.id;
+    expect((await client.call('POST', `${api}/guest/${id}/erase`, { reason: 'request' })).status).toBe(200);
+    const scans = (await client.call('GET', `${api}/event/${eventId}/scans?result=rejected&limit=1000`)).body.items as { scanId: string; lookup?: { guestId?: string } }[];
+    expect(scans.find((s) => s.scanId === early.body.scanId)?.lookup).toBeUndefined();
+    expect(filesHolding(service.dataDir, [customId])).toEqual([]);
+  });
+
   it('a barcode scanned before any guest had it leaves neither the scans list nor DATA_DIR once the guest who then had it is erased', async () => {
     const tag = randomUUID().slice(0, 8);
     const barcode = `EARLY-${tag}`;

@@ -11,6 +11,7 @@ import type Mail from 'nodemailer/lib/mailer/index.js';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { z } from 'zod';
 import { MailerError, type MailAddress, type Mailer, type MailMessage, type MailReceipt } from './port.js';
+import { processAlive } from '../../shared/process-alive.js';
 
 /** Header carrying `MailMessage.messageKey`, so a moved or forwarded file still names its message. */
 export const MESSAGE_KEY_HEADER = 'X-Message-Key';
@@ -119,15 +120,6 @@ function checkedMessageKey(key: string): string {
 /** JSON with non-ASCII escaped: a prepared header goes out verbatim, and headers must be ASCII. */
 function asciiJson(value: Record<string, string>): string {
   return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function exists(file: string): Promise<boolean> {

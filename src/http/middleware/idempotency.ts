@@ -94,7 +94,8 @@ export function idempotency(readStore: ReadStore, options: IdempotencyOptions = 
         new HttpError(422, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request'),
       );
     }
-    if (record.state === 'pending') {
+    // A failed one (5xx) another retry took over in between is as good as running: never replayed.
+    if (record.state !== 'done') {
       return next(
         new HttpError(409, 'idempotency_key_in_progress', 'a request with this Idempotency-Key is still in progress; retry', undefined, {
           'Retry-After': '1',

@@ -6,6 +6,9 @@ import { registry } from '../openapi.js';
 import { Email, Guid, nullAsAbsent, OptionalGuid, PageQuery, PlainId, VisibleText } from './common.js';
 import { ex } from './example-values.js';
 
+/** A send's correlationId is copied into each of up to 200 guests' events and webhooks. */
+const SEND_CORRELATION_ID_MAX = 4096;
+
 /**
  * A template's fromAddress or replyTo: an address (it becomes a mail header), or "" for none, as a
  * form left blank sends it (an empty email or customId is none on a guest too); null is not given.
@@ -93,8 +96,11 @@ export const SendBody = registry.register(
         description:
           'Guests (of the template’s event) to email, each by guest id or customId (spec: customId is usable instead of id); at most 200. Pace calls at 5 per second or less.',
       }),
-    // Spec: Guest.correlationId is a string, so any string, here as on the guest; null is not given.
-    correlationId: nullAsAbsent(z.string()).openapi({ description: 'Echoed as data.correlationId in the comms webhooks (empty or null: none)' }),
+    // Spec: Guest.correlationId is a string; null is not given. Bounded here (not on the guest):
+    // one value is copied into the events and webhooks of up to 200 guests.
+    correlationId: nullAsAbsent(z.string().max(SEND_CORRELATION_ID_MAX, `at most ${SEND_CORRELATION_ID_MAX} characters: it is copied into every guest's events and webhooks`)).openapi({
+      description: `Echoed as data.correlationId in the comms webhooks (empty or null: none); at most ${SEND_CORRELATION_ID_MAX} characters, since one call copies it to up to 200 guests`,
+    }),
   }).openapi({ example: { templateId: ex.templateId, attendeeIds: [ex.guestId], correlationId: 'crm-batch-42' } }),
 );
 
