@@ -7,6 +7,7 @@
 import { relayRoutes } from '../workers/topics.js';
 import { loadConfig } from '../config.js';
 import { createPlatform } from '../main.js';
+import { destination } from 'pino';
 import { createLogger } from '../shared/logger.js';
 import { relayCheckpoint } from '../workers/relay.js';
 import { cliStart, requireStore, type CliHelp } from './common.js';
@@ -32,7 +33,8 @@ async function main(): Promise<void> {
   if (command !== 'status' && command !== 'reset') throw new Error(`unknown command "${command}"; use status or reset <position> (--help shows examples)`);
   const config = loadConfig();
   requireStore(config, init);
-  const platform = createPlatform(config, createLogger(process.env.LOG_LEVEL ?? 'warn'));
+  // Logs go to stderr: stdout is the command's result (LOG_LEVEL=info would mix the platform's lines into it).
+  const platform = createPlatform(config, createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true })));
   try {
     const current = await platform.readStore.getCheckpoint(relayCheckpoint);
     if (command === 'status') {

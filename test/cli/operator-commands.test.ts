@@ -53,6 +53,12 @@ describe('operator commands: relay reset', () => {
     });
     expect((await cli('relay.ts', ['status'])).stdout).toMatch(/^relay checkpoint none;/);
   }, 240_000);
+
+  it('keeps its log lines on stderr at any LOG_LEVEL: stdout is the one-line result', async () => {
+    const { stdout, stderr } = await cli('relay.ts', ['status'], { LOG_LEVEL: 'info' });
+    expect(stdout.trim().split('\n')).toEqual([expect.stringMatching(/^relay checkpoint none;/)]);
+    expect(stderr).toMatch(/"level":30/);
+  }, 240_000);
 });
 
 describe('operator commands: progress', () => {
