@@ -131,8 +131,8 @@ async function eraseOne(services: Services, context: CommandContext, doc: GuestD
   // crash). Released under its hashed name and, for a reservation made before names were hashed,
   // its legacy one.
   const nameKey = values.customIds.length > 0 ? await services.dataKeys?.streamNameKey() : undefined;
-  // The customId the guest has now finds it again for a retried erasure (findGuestToErase).
-  const customIdKey = doc.customId ? erasedCustomIdKey(context.tenantId, doc.customId, nameKey ?? (await services.dataKeys?.streamNameKey())) : undefined;
+  // The customId the guest has now (one of values.customIds, so nameKey was read) finds it again for a retried erasure (findGuestToErase).
+  const customIdKey = doc.customId ? erasedCustomIdKey(context.tenantId, doc.customId, nameKey) : undefined;
   const command: GuestCommand = { type: 'Erase', erasedBy: context.actor.id, reason, at: context.now.toISOString(), ...(customIdKey ? { customIdKey } : {}) };
   const releases: BatchItem[] = values.customIds.flatMap((customId) => {
     const hashed = customIdStream(context.tenantId, doc.eventId, customId, nameKey);
@@ -225,9 +225,15 @@ function personalValues(sources: unknown[]): PersonalValues {
   return { needles: [...needles], emails: [...emails], customIds: [...customIds], invitationIds: [] };
 }
 
+/** Whether a text holds one of the guest's values (`needles` are lower-cased). */
+const holdsValue = (text: string, needles: string[]): boolean => {
+  const lower = text.toLowerCase();
+  return needles.some((n) => lower.includes(n));
+};
+
 /** Whether a scan's lookup (barcode, customId, guestId: what the door sent) holds one of the guest's values. */
 const lookedUp = (lookup: ScanDoc['lookup'], needles: string[]): boolean =>
-  Object.values(lookup ?? {}).some((value) => typeof value === 'string' && needles.some((n) => value.toLowerCase().includes(n)));
+  Object.values(lookup ?? {}).some((value) => typeof value === 'string' && holdsValue(value, needles));
 
 /**
  * Ids and times are never a person's data, but a short value (a customId `2026`, a barcode `100`)
@@ -244,8 +250,7 @@ const kept = (key: string, item: unknown): boolean =>
 /** Replaces every string that contains a personal value with `[erased]` (ids and times excepted); returns the document when it changed. */
 function scrubbed<T>(value: T, needles: string[]): { value: T; changed: boolean } {
   if (typeof value === 'string') {
-    const lower = value.toLowerCase();
-    return needles.some((n) => lower.includes(n)) ? { value: ERASED_TEXT as T, changed: true } : { value, changed: false };
+    return holdsValue(value, needles) ? { value: ERASED_TEXT as T, changed: true } : { value, changed: false };
   }
   if (Array.isArray(value)) {
     let changed = false;
