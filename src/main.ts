@@ -62,7 +62,7 @@ import { workersThread, workersThreadPossible } from './workers/thread.js';
 import type { Worker } from './workers/worker.js';
 import { backoffMs, sleep } from './shared/backoff.js';
 import { trackForDrain, type HttpDrain } from './http/drain.js';
-import { holdProjections, otherProjectionsHolder } from './projections/holder.js';
+import { claimProjections, describeHolder, type Holding } from './projections/holder.js';
 import { checkStoreIdentity, StoreMismatchError, type IdentityCheck } from './projections/store-identity.js';
 import { Metrics } from './observability/metrics.js';
 import { observedEventStore } from './observability/observed-event-store.js';
@@ -284,25 +284,60 @@ export async function startService(
     .finally(() => (startWaits.waiting = false));
 
   // Two processes projecting into one read store would write the same documents and checkpoints
-  // (the embedded one holds them in each process's memory): refuse to be the second. A store that
-  // does not answer within 5 s is not asked (a real server down at start is retried below).
-  if (runner) {
-    const other = await Promise.race([otherProjectionsHolder(platform.readStore).catch(() => undefined), new Promise<undefined>((resolve) => void setTimeout(() => resolve(undefined), 5_000).unref())]);
-    if (other) {
+  // (the embedded one holds them in each process's memory): take the store's projections
+  // (one compare-and-swap, src/projections/holder.ts), or refuse to be the second. A store that
+  // does not answer within 5 s is not waited for (a real server down at start is retried below):
+  // the projections start once it answers and this process holds them.
+  const holderLogger = logger.child({ role: 'projections' });
+  let stopping = false;
+  const claimed = runner
+    ? (async () => {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            const answer = await claimProjections(platform.readStore, holderLogger, { role: 'projections', onLost: () => void runner.stop() });
+            // Taken while the service stopped (its store answered late): given back at once.
+            if (stopping && 'holding' in answer) await answer.holding.stop();
+            return answer;
+          } catch (error) {
+            if (stopping) throw error;
+            const delay = backoffMs(attempt, 500);
+            holderLogger.error({ err: error, attempt, retryInMs: delay }, 'could not take the projections of the read store; is its server up? retrying');
+            await sleep(delay);
+          }
+        }
+      })()
+    : undefined;
+  let holding: Holding | undefined;
+  if (claimed) {
+    claimed.catch(() => {}); // rejects only once the service stops
+    const answer = await Promise.race([claimed, new Promise<undefined>((resolve) => void setTimeout(() => resolve(undefined), 5_000).unref())]);
+    if (answer && 'other' in answer) {
       await Promise.allSettled(workers.map((w) => w.stop()));
       await platform.close();
       throw new Error(
-        `another process runs the projections on this read store (pid ${other.pid} on ${other.host}, since ${other.startedAt}, last heartbeat ${other.heartbeatAt}): ` +
-          'two would write the same read models. Stop it first, or start this one in a role without projections (ROLE=api or workers; README, Roles). ' +
+        `another process runs the projections on this read store: ${describeHolder(answer.other)}. Two would write the same read models. ` +
+          'Stop it first, or start this one in a role without projections (ROLE=api or workers; README, Roles). ' +
           'A process of another host that was killed counts as gone once its heartbeat is 20 s old.',
       );
     }
   }
-
-  // A real server that is down at start must not stop the process: retry in the background.
-  // The heartbeat that tells `projections rebuild` this read store is in use.
-  const holder = runner ? holdProjections(platform.readStore, logger.child({ role: 'projections' })) : undefined;
-  if (runner) void retryForever('projections', async () => (await identityReady, await runner.start()), logger);
+  if (runner && claimed) {
+    void retryForever(
+      'projections',
+      async () => {
+        await identityReady;
+        const answer = await claimed;
+        if (stopping) return;
+        if ('other' in answer) {
+          holderLogger.error({ holder: answer.other }, `another process runs the projections on this read store: ${describeHolder(answer.other)}; this one does not project`);
+          return;
+        }
+        holding = answer.holding;
+        await runner.start();
+      },
+      logger,
+    );
+  }
   if (relay) void retryForever('relay', async () => (await identityReady, await relay.start()), logger);
   for (const worker of workers) void retryForever(worker.name, async () => (await identityReady, await worker.start()), logger);
   if (completer) void retryForever('batch completer', async () => (await identityReady, await completer.start()), logger);
@@ -341,9 +376,10 @@ export async function startService(
       await step('workers', () => Promise.allSettled(workers.map((w) => w.stop())));
       if (completer) await step('batch completer', () => completer.stop());
       if (relay) await step('relay', () => relay.stop());
+      stopping = true;
       if (runner) await step('projections', async () => {
         await runner.stop();
-        await holder?.stop();
+        await holding?.stop();
       });
       await step('periodic jobs and rate-limit store', () => Promise.allSettled(closers.map((close) => close())));
       await step('event store identity', () => Promise.allSettled([...pendingRecords].map((record) => record())));

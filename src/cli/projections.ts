@@ -2,15 +2,17 @@
  * npm run projections -- rebuild [name ...]   rebuild read models from the event store
  * npm run projections -- status               checkpoints and lag
  *
- * `rebuild` refuses while a projections role holds the read store (its heartbeat, see
- * src/projections/holder.ts): stop that role first. docs/operations.md, Operator commands.
+ * `rebuild` refuses while a projections role or another rebuild holds the read store (its
+ * heartbeat, see src/projections/holder.ts): stop that role first. While it runs it holds the
+ * store itself, so a service started meanwhile refuses to project. docs/operations.md,
+ * Operator commands.
  */
 import { destination } from 'pino';
 import { loadConfig } from '../config.js';
 import { createPlatform, projections } from '../main.js';
 import { ProjectionRunner } from '../projections/runner.js';
 import { createLogger } from '../shared/logger.js';
-import { projectionsHolder } from '../projections/holder.js';
+import { claimProjections, describeHolder, type HolderDoc } from '../projections/holder.js';
 import { cliStart, requireStore, type CliHelp } from './common.js';
 
 const help: CliHelp = {
@@ -45,36 +47,44 @@ async function main(): Promise<void> {
       }
       return;
     }
-    const holder = await projectionsHolder(platform.readStore);
-    if (holder) {
-      throw new Error(
-        `a projections role (pid ${holder.pid} on ${holder.host}, running since ${holder.startedAt}, last heartbeat ${holder.heartbeatAt}) ` +
-          'holds this read store; stop it (or the whole service) first, then run rebuild again',
-      );
+    // The rebuild holds the read store's projections as a service's projections role does, so a
+    // service started meanwhile refuses to project (and a second rebuild refuses to run).
+    let lost: HolderDoc | null | undefined;
+    const claim = await claimProjections(platform.readStore, logger, { role: 'rebuild', onLost: (taker) => (lost = taker) });
+    if ('other' in claim) throw new Error(`${describeHolder(claim.other)} holds this read store; stop it (or the whole service) first, then run rebuild again`);
+    try {
+      const selected = projections.filter((p) => names.length === 0 || names.includes(p.name));
+      const head = await platform.eventStore.headPosition({ streamPrefixes: selected.flatMap((p) => p.filter.streamPrefixes ?? ['']) });
+      // Progress as JSON lines on stderr, as backup and reapply-erasures log theirs: a bar drawn only on a
+      // terminal said nothing in a log file or a CI job. One line a second at most, and the first and last.
+      const progress = createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
+      const projectionNames = names.length > 0 ? names : projections.map((p) => p.name);
+      progress.info({ projections: projectionNames, head }, 'projections rebuild: started');
+      const started = Date.now();
+      let events = 0;
+      let logged = 0;
+      let lastPosition = -1;
+      await runner.rebuild(names, (step) => {
+        if (lost !== undefined) {
+          throw new Error(
+            `${lost ? describeHolder(lost) : 'another process'} took this read store's projections over while the rebuild ran (its heartbeat had gone stale); ` +
+              'the read models are half rebuilt: stop that process, then run rebuild again',
+          );
+        }
+        if (step.position === lastPosition) return; // one call per projection per batch
+        lastPosition = step.position;
+        events = step.events;
+        if (Date.now() - logged < 1000 && step.position < head) return;
+        logged = Date.now();
+        const percent = head > 0 ? Math.min(100, Math.round((Math.max(step.position, 0) / head) * 100)) : 100;
+        progress.info({ position: step.position, head, events: step.events, percent }, 'projections rebuild: progress');
+      });
+      const seconds = (Date.now() - started) / 1000;
+      progress.info({ projections: projectionNames, events, seconds }, 'projections rebuild: finished');
+      console.log(`rebuilt ${names.join(', ') || 'every projection'}: ${events} events in ${seconds.toFixed(1)} s`);
+    } finally {
+      await claim.holding.stop();
     }
-    const selected = projections.filter((p) => names.length === 0 || names.includes(p.name));
-    const head = await platform.eventStore.headPosition({ streamPrefixes: selected.flatMap((p) => p.filter.streamPrefixes ?? ['']) });
-    // Progress as JSON lines on stderr, as backup and reapply-erasures log theirs: a bar drawn only on a
-    // terminal said nothing in a log file or a CI job. One line a second at most, and the first and last.
-    const progress = createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
-    const projectionNames = names.length > 0 ? names : projections.map((p) => p.name);
-    progress.info({ projections: projectionNames, head }, 'projections rebuild: started');
-    const started = Date.now();
-    let events = 0;
-    let logged = 0;
-    let lastPosition = -1;
-    await runner.rebuild(names, (step) => {
-      if (step.position === lastPosition) return; // one call per projection per batch
-      lastPosition = step.position;
-      events = step.events;
-      if (Date.now() - logged < 1000 && step.position < head) return;
-      logged = Date.now();
-      const percent = head > 0 ? Math.min(100, Math.round((Math.max(step.position, 0) / head) * 100)) : 100;
-      progress.info({ position: step.position, head, events: step.events, percent }, 'projections rebuild: progress');
-    });
-    const seconds = (Date.now() - started) / 1000;
-    progress.info({ projections: projectionNames, events, seconds }, 'projections rebuild: finished');
-    console.log(`rebuilt ${names.join(', ') || 'every projection'}: ${events} events in ${seconds.toFixed(1)} s`);
   } finally {
     await platform.close();
   }

@@ -2,13 +2,14 @@
  * The operator commands as an operator runs them (docs/operations.md, Operator commands): a wrong
  * value is refused with a message naming it and exit 1, and nothing is changed.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService } from '../support/service.js';
+import { createClient, newEvent, startTestService } from '../support/service.js';
 
 const run = promisify(execFile);
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'operator-commands-'));
@@ -94,6 +95,42 @@ describe('operator commands: a store in use', () => {
       await service.stop();
     }
     expect(JSON.parse((await cli('admin.ts', ['hold-pending-sends'])).stdout)).toMatchObject({ dryRun: false, held: 0 });
+  }, 240_000);
+});
+
+describe('operator commands: a rebuild holds the store', () => {
+  it('holds the read store while projections rebuild runs (the document a starting service refuses on) and gives it back at the end', async () => {
+    // Before, a rebuild only checked that no service held the store: one started during the
+    // rebuild projected into the collections the rebuild was refilling.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'operator-rebuild-holds-'));
+    try {
+      const service = await startTestService({}, { dataDir: dir });
+      const client = await createClient(service);
+      const eventId = await newEvent(client);
+      for (let start = 0; start < 6_000; start += 200) {
+        const batch = Array.from({ length: 200 }, (_, k) => ({ firstName: `F${start + k}`, lastName: 'L', email: `g${start + k}@example.com`, barcode: `B-${start + k}` }));
+        expect((await client.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, batch)).status).toBe(204);
+      }
+      await service.stop();
+      const readModels = new Database(path.join(dir, 'read-models.sqlite'));
+      const holderRow = readModels.prepare("SELECT body FROM readstore_docs WHERE collection = 'service_holders' AND id = 'projections'").pluck();
+      const rebuild = spawn(process.execPath, ['--import', 'tsx', path.join('src', 'cli', 'projections.ts'), 'rebuild'], { env: { ...embeddedEnv, DATA_DIR: dir, LOG_LEVEL: 'silent' }, stdio: 'ignore' });
+      const exited = new Promise<number | null>((resolve) => rebuild.once('exit', resolve));
+      const seen: Record<string, unknown>[] = [];
+      let code: number | null | undefined;
+      void exited.then((c) => (code = c));
+      while (code === undefined) {
+        const body = holderRow.get() as string | undefined;
+        if (body) seen.push(JSON.parse(body) as Record<string, unknown>);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(code).toBe(0);
+      expect(seen).toContainEqual(expect.objectContaining({ role: 'rebuild', pid: rebuild.pid, host: os.hostname() }));
+      expect(holderRow.get()).toBeUndefined();
+      readModels.close();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   }, 240_000);
 });
 

@@ -490,6 +490,30 @@ export function readStoreContract(
       });
     });
 
+    describe('swap (compare and swap of one document, for leases)', () => {
+      it('creates only where there is none, replaces or deletes only what matches, and answers what is stored', async () => {
+        const leases = store.collection<Doc & { pid: number; beat: string }>(fresh('leases'));
+        expect(await leases.swap('lease', null, { pid: 1, beat: 'a' })).toEqual({ swapped: true, current: { _id: 'lease', pid: 1, beat: 'a' } });
+        // Another creator finds it taken and is told by whom.
+        expect(await leases.swap('lease', null, { pid: 2, beat: 'a' })).toEqual({ swapped: false, current: { _id: 'lease', pid: 1, beat: 'a' } });
+        // A replace expecting an older beat changes nothing.
+        expect(await leases.swap('lease', { pid: 1, beat: 'old' }, { pid: 2, beat: 'b' })).toEqual({ swapped: false, current: { _id: 'lease', pid: 1, beat: 'a' } });
+        expect(await leases.swap('lease', { pid: 1, beat: 'a' }, { pid: 1, beat: 'b' })).toEqual({ swapped: true, current: { _id: 'lease', pid: 1, beat: 'b' } });
+        expect(await leases.swap('lease', { pid: 2 }, null)).toEqual({ swapped: false, current: { _id: 'lease', pid: 1, beat: 'b' } });
+        expect(await leases.swap('lease', { pid: 1, beat: 'b' }, null)).toEqual({ swapped: true, current: null });
+        expect(await leases.get('lease')).toBeNull();
+        expect(await leases.swap('lease', { pid: 1 }, { pid: 3, beat: 'c' })).toEqual({ swapped: false, current: null });
+      });
+
+      it('lets exactly one of many concurrent creators win', async () => {
+        const leases = store.collection<Doc & { pid: number }>(fresh('leases'));
+        const answers = await Promise.all(Array.from({ length: 8 }, (_, pid) => leases.swap('lease', null, { pid })));
+        const winners = answers.filter((a) => a.swapped);
+        expect(winners).toHaveLength(1);
+        for (const answer of answers) expect(answer.current).toEqual(winners[0]!.current);
+      });
+    });
+
     it('ping answers', async () => {
       await store.ping();
     });

@@ -10,7 +10,10 @@ import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestService } from '../support/service.js';
-import { holderCollection, projectionsHolderId, type HolderDoc } from '../../src/projections/holder.js';
+import { claimProjections, holderCollection, projectionsHolderId, type HolderDoc } from '../../src/projections/holder.js';
+import { EmbeddedReadStore } from '../../src/adapters/readstore/embedded.js';
+import type { ReadStore } from '../../src/adapters/readstore/port.js';
+import { createLogger } from '../../src/shared/logger.js';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'checkin-holder-'));
 let sleeper: ChildProcess | undefined;
@@ -32,7 +35,7 @@ describe('the projections holder', () => {
     const pid = sleeper.pid!;
     const now = () => new Date().toISOString();
     await leaveHolder({ pid, host: os.hostname(), startedAt: now(), heartbeatAt: now() });
-    await expect(startTestService({}, { dataDir })).rejects.toThrow(new RegExp(`another process runs the projections on this read store \\(pid ${pid} on ${os.hostname()}`));
+    await expect(startTestService({}, { dataDir })).rejects.toThrow(new RegExp(`another process runs the projections on this read store: a projections role \\(pid ${pid} on ${os.hostname()}`));
     // The api role alone does not project: it starts beside it.
     const api = await startTestService({}, { dataDir, role: 'api' });
     await api.close();
@@ -50,5 +53,71 @@ describe('the projections holder', () => {
     await leaveHolder({ pid: 1, host: 'door-server-2', startedAt: old, heartbeatAt: old });
     const afterStale = await startTestService({}, { dataDir });
     await afterStale.close();
+  }, 120_000);
+
+  it('of two processes claiming in the same instant, lets one hold and names it to the other', async () => {
+    // Two connections to one read store file, as two processes have: both read "no holder" first.
+    // Before, each checked, found none, and wrote its own heartbeat: both projected.
+    const file = path.join(dataDir, 'race.sqlite');
+    const first = new EmbeddedReadStore(file);
+    const second = new EmbeddedReadStore(file);
+    const logger = createLogger('silent');
+    try {
+      expect(await first.collection(holderCollection).get(projectionsHolderId)).toBeNull();
+      expect(await second.collection(holderCollection).get(projectionsHolderId)).toBeNull();
+      const answers = await Promise.all([
+        claimProjections(first, logger, { role: 'projections', as: { pid: 101, host: 'door-a' } }),
+        claimProjections(second, logger, { role: 'projections', as: { pid: 202, host: 'door-b' } }),
+      ]);
+      const held = answers.filter((a) => 'holding' in a);
+      const refused = answers.flatMap((a) => ('other' in a ? [a.other] : []));
+      expect(held).toHaveLength(1);
+      expect(refused).toHaveLength(1);
+      const winner = answers[0] && 'holding' in answers[0] ? { pid: 101, host: 'door-a' } : { pid: 202, host: 'door-b' };
+      expect(refused[0]).toMatchObject({ ...winner, role: 'projections' });
+      // Stopped, the holder gives the store back: the other takes it.
+      for (const answer of answers) if ('holding' in answer) await answer.holding.stop();
+      const again = await claimProjections(second, logger, { role: 'projections', as: { pid: 202, host: 'door-b' } });
+      expect('holding' in again).toBe(true);
+      if ('holding' in again) await again.holding.stop();
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
+  it('tells a holder whose store another process took over (its heartbeat had gone stale), and stops its heartbeat', async () => {
+    const store: ReadStore = new EmbeddedReadStore(path.join(dataDir, 'lost.sqlite'));
+    try {
+      let lostTo: HolderDoc | null | undefined;
+      const claim = await claimProjections(store, createLogger('silent'), { role: 'projections', as: { pid: 101, host: 'door-a', heartbeatMs: 20 }, onLost: (taker) => (lostTo = taker) });
+      expect('holding' in claim).toBe(true);
+      const now = new Date().toISOString();
+      await store.collection<HolderDoc>(holderCollection).replaceOne(projectionsHolderId, { pid: 303, host: 'door-c', startedAt: now, heartbeatAt: now, role: 'projections' });
+      for (let waited = 0; lostTo === undefined && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(lostTo).toMatchObject({ pid: 303, host: 'door-c' });
+      // The taker's document stays: neither a later beat nor the stop writes over it.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      if ('holding' in claim) await claim.holding.stop();
+      expect(await store.collection<HolderDoc>(holderCollection).get(projectionsHolderId)).toMatchObject({ pid: 303, host: 'door-c' });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('refuses to start a projecting process while a projections rebuild holds the read store, naming the rebuild', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'checkin-holder-rebuild-'));
+    try {
+      const api = await startTestService({}, { dataDir: dir, role: 'api' });
+      const claim = await claimProjections(api.platform.readStore, createLogger('silent'), { role: 'rebuild', as: { pid: 4242, host: 'ops-host' } });
+      expect('holding' in claim).toBe(true);
+      await expect(startTestService({}, { dataDir: dir })).rejects.toThrow(/another process runs the projections on this read store: a projections rebuild \(pid 4242 on ops-host/);
+      if ('holding' in claim) await claim.holding.stop();
+      await api.close();
+      const service = await startTestService({}, { dataDir: dir });
+      await service.close();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   }, 120_000);
 });

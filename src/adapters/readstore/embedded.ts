@@ -192,6 +192,11 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     this.documents.write([{ kind: 'delete', collection: this.name, id }]);
   }
 
+  async swap(id: string, expected: Partial<Omit<T, '_id'>> | null, next: Omit<T, '_id'> | null): Promise<{ swapped: boolean; current: T | null }> {
+    const { swapped, current } = this.documents.swap(this.name, id, expected, next);
+    return { swapped, current: current ? (copy(current) as T) : null };
+  }
+
   async createIndex(index: IndexSpec): Promise<void> {
     this.documents.createIndex(this.name, index);
   }
@@ -244,6 +249,7 @@ class Documents {
         'INSERT INTO readstore_docs (collection, id, body) VALUES (?, ?, ?) ON CONFLICT (collection, id) DO UPDATE SET body = excluded.body',
       ),
       deleteDoc: db.prepare<[string, string]>('DELETE FROM readstore_docs WHERE collection = ? AND id = ?'),
+      getDoc: db.prepare<[string, string], string>('SELECT body FROM readstore_docs WHERE collection = ? AND id = ?').pluck(),
       putIndex: db.prepare<[string, string, string]>(
         'INSERT OR REPLACE INTO readstore_indexes (collection, name, spec) VALUES (?, ?, ?)',
       ),
@@ -267,6 +273,28 @@ class Documents {
       }
       if (checkpoints.length > 0) this.advance(checkpoints);
     });
+  }
+
+  /**
+   * Collection.swap: decided on the document as the file holds it, in a transaction that takes
+   * the write lock first (BEGIN IMMEDIATE), so another process's swap of the same document waits
+   * and then sees this one's result. Memory takes the file's version when they differ (another
+   * process wrote it since this one loaded the collection).
+   */
+  swap(name: string, id: string, expected: Record<string, unknown> | null, next: Record<string, unknown> | null): { swapped: boolean; current: Body | null } {
+    const decide = this.db.transaction(() => {
+      const text = this.sql.getDoc.get(name, id);
+      const stored = text === undefined ? null : (JSON.parse(text) as Body);
+      const matches = expected === null ? stored === null : stored !== null && Object.entries(expected).every(([field, value]) => stored[field] === value);
+      const state = this.state(name);
+      if (!matches) {
+        putDocument(state, id, state.docs.get(id), stored ?? undefined, false);
+        return { swapped: false, current: stored };
+      }
+      this.write([next === null ? { kind: 'delete', collection: name, id } : { kind: 'replace', collection: name, id, doc: next }]);
+      return { swapped: true, current: state.docs.get(id) ?? null };
+    });
+    return decide.immediate();
   }
 
   /** The collection's in-memory state, loaded from the file on first use. */

@@ -319,6 +319,26 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     await this.collection.deleteOne({ _id: id as never });
   }
 
+  /** Collection.swap: one conditional write (an insert that a duplicate `_id` refuses, or a filtered replace or delete). */
+  async swap(id: string, expected: Partial<Omit<T, '_id'>> | null, next: Omit<T, '_id'> | null): Promise<{ swapped: boolean; current: T | null }> {
+    const filter = { _id: id as never, ...(expected ?? {}) };
+    let swapped: boolean;
+    if (expected === null) {
+      if (next === null) swapped = (await this.get(id)) === null;
+      else {
+        try {
+          await this.collection.insertOne({ ...withoutId(next), _id: id as never });
+          swapped = true;
+        } catch (error) {
+          if (!isDuplicateKey(error)) throw error;
+          swapped = false;
+        }
+      }
+    } else if (next === null) swapped = (await this.collection.deleteOne(filter)).deletedCount === 1;
+    else swapped = (await this.collection.replaceOne(filter, withoutId(next))).matchedCount === 1;
+    return { swapped, current: await this.get(id) };
+  }
+
   async createIndex(index: IndexSpec): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {

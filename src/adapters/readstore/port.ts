@@ -100,6 +100,14 @@ export interface Collection<T extends { _id: string } = Doc> {
   updateOne(id: string, update: Update, options?: { upsert?: boolean }): Promise<boolean>;
   replaceOne(id: string, doc: Omit<T, '_id'>): Promise<void>;
   deleteOne(id: string): Promise<void>;
+  /**
+   * Compare and swap, against what is stored, as one step every process of the store sees the
+   * same way: when the document matches `expected` (null: there is none; else each field given
+   * is equal to it) it becomes `next` (null: it is deleted). Answers whether it did, and the
+   * stored document after the call. For a lease two processes may race for (the projections
+   * holder, src/projections/holder.ts); read models are written by `applyBatch`.
+   */
+  swap(id: string, expected: Partial<Omit<T, '_id'>> | null, next: Omit<T, '_id'> | null): Promise<{ swapped: boolean; current: T | null }>;
   createIndex(index: IndexSpec): Promise<void>;
 }
 

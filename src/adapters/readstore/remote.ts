@@ -151,6 +151,7 @@ export class RemoteReadStore implements ReadStore {
       updateOne: (id: string, update: Update, options?: { upsert?: boolean }) => call<boolean>('updateOne', id, update, options),
       replaceOne: (id: string, doc: Omit<T, '_id'>) => call<void>('replaceOne', id, doc),
       deleteOne: (id: string) => call<void>('deleteOne', id),
+      swap: (id: string, expected: Partial<Omit<T, '_id'>> | null, next: Omit<T, '_id'> | null) => call<{ swapped: boolean; current: T | null }>('swap', id, expected, next),
       createIndex: (index: IndexSpec) => call<void>('createIndex', index),
     };
   }
