@@ -75,7 +75,7 @@ export async function invitationFunnel(services: Services, clientId: string, que
   }
   const arrivals = new Map<string, string>();
   for await (const arrival of services.readStore.collection<FunnelArrivalDoc>(FUNNEL_ARRIVALS).stream({ clientId, eventId: event.id }, { batchSize: 1000, readOnly: true })) {
-    const first = Object.values(arrival.entries ?? {}).sort()[0];
+    const first = [...Object.values(arrival.entries ?? {}), ...(arrival.importedAt ? [arrival.importedAt] : [])].sort()[0];
     if (first && arrival.clientId === clientId) arrivals.set(arrival.guestId ?? arrival._id, first);
   }
   const rows = [];
