@@ -89,3 +89,29 @@ describe('an admission imported with a create', () => {
     expect(await timeline()).toEqual(answer);
   });
 });
+
+describe('the invitation funnel by template', () => {
+  it('has a row for every template of the event, one not sent yet with zeros, also when asked for by itself', async () => {
+    const eventId = await gala();
+    const template = async (name: string) => ok(await alice.call('POST', '/comms/v1/api/comms/template', { eventId, name, subject: 'Hi', html: '<p>Hi</p>' })).id as string;
+    const used = await template('Invitation');
+    const unused = await template('Reminder');
+    ok(await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ann', email: 'ann@example.com', commsTemplateId: used }));
+    await eventually(async () => {
+      const items = ok(await alice.call('GET', `/comms/v1/api/comms/invitations?eventId=${eventId}`)).items as any[];
+      return items.length === 1 && items[0].status === 'sent' ? items : undefined;
+    }, 15_000, 'invitation sent');
+    await settle();
+
+    const funnel = ok(await alice.call('GET', `/comms/v1/api/comms/funnel?eventId=${eventId}`));
+    const rowOf = (rows: any[], id: string) => rows.find((r) => r.templateId === id);
+    expect(funnel.byTemplate).toHaveLength(2);
+    expect(rowOf(funnel.byTemplate, used)).toMatchObject({ templateName: 'Invitation', invited: 1, sent: 1 });
+    expect(rowOf(funnel.byTemplate, unused)).toMatchObject({ templateName: 'Reminder', invited: 0, sent: 0, checkedIn: 0, rates: { sent: null, checkedIn: null }, medianSendToArrivalSeconds: null });
+    expect(funnel.totals).toMatchObject({ invited: 1, sent: 1 });
+
+    const one = ok(await alice.call('GET', `/comms/v1/api/comms/funnel?templateId=${unused}`));
+    expect(one).toMatchObject({ eventId, templateId: unused, totals: { invited: 0 } });
+    expect(one.byTemplate).toEqual([rowOf(funnel.byTemplate, unused)]);
+  });
+});
