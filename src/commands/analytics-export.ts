@@ -24,6 +24,8 @@ interface TimelineRow {
   group?: string;
   counts: Counts;
   annulled?: number;
+  importedAdmitted?: number;
+  importedExits?: number;
   insideNow?: number;
 }
 
@@ -38,6 +40,8 @@ function timelineColumns(by: string | undefined, reasons: string[]): Column<Time
     count('admitted', (row) => row.counts.admitted),
     count('exits', (row) => row.counts.exits),
     count('annulled', (row) => row.annulled),
+    count('importedAdmitted', (row) => row.importedAdmitted),
+    count('importedExits', (row) => row.importedExits),
     count('insideNow', (row) => row.insideNow),
     count('rejected', (row) => row.counts.rejectedTotal),
     ...reasons.map((reason) => count(`rejected_${reason}`, (row) => row.counts.rejected[reason] ?? 0)),
@@ -58,9 +62,9 @@ export async function exportTimeline(
   const rows: TimelineRow[] = [];
   const reasons = new Set(REJECTION_REASONS);
   for (const bucket of timeline.buckets) {
-    const { start, end, localStart, annulled, insideNow, groups } = bucket;
+    const { start, end, localStart, annulled, importedAdmitted, importedExits, insideNow, groups } = bucket;
     Object.keys(bucket.rejected).forEach((reason) => reasons.add(reason));
-    rows.push({ start, end, localStart, ...(query.by ? { group: '(all)' } : {}), counts: bucket, annulled, insideNow });
+    rows.push({ start, end, localStart, ...(query.by ? { group: '(all)' } : {}), counts: bucket, annulled, importedAdmitted, importedExits, insideNow });
     for (const [group, counts] of Object.entries(groups ?? {})) rows.push({ start, end, localStart, group, counts });
   }
   const columns = timelineColumns(query.by, [...reasons]);
@@ -85,6 +89,8 @@ export async function exportTimeline(
               ['Exported at', context.now],
               ['Admitted (people)', timeline.totals.admitted],
               ['Exits (people)', timeline.totals.exits],
+              ['Imported admissions (people)', timeline.totals.importedAdmitted],
+              ['Imported exits (people)', timeline.totals.importedExits],
               ['Inside now', timeline.totals.insideNow],
               ['Rejected scans', timeline.totals.rejectedTotal],
             ],

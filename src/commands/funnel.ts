@@ -6,7 +6,7 @@ import { DomainError } from '../domain/decider.js';
 import type { ProviderEventType } from '../domain/invitation.js';
 import { FUNNEL_ARRIVALS, FUNNEL_INVITATIONS, type FunnelArrivalDoc, type FunnelInvitationDoc } from '../projections/funnel.js';
 import { getEvent } from './events.js';
-import { findTemplateDoc, getTemplate } from './templates.js';
+import { findTemplateDoc, getTemplate, templates } from './templates.js';
 import type { Services } from './services.js';
 
 export interface FunnelQuery {
@@ -65,6 +65,13 @@ export async function invitationFunnel(services: Services, clientId: string, que
   const invitations = services.readStore.collection<FunnelInvitationDoc>(FUNNEL_INVITATIONS);
   const filter = { clientId, eventId: event.id, ...(query.templateId ? { templateId: query.templateId } : {}) };
   const byTemplate = new Map<string, Map<string, GuestPath>>();
+  // A row for every template of the event (or the one asked for), zeros for one not sent yet.
+  if (query.templateId) byTemplate.set(query.templateId, new Map());
+  else {
+    for await (const template of templates(services).stream({ clientId, eventId: event.id }, { readOnly: true })) {
+      if (template.clientId === clientId) byTemplate.set(template.templateId ?? template._id, new Map());
+    }
+  }
   const all = new Map<string, GuestPath>();
   for await (const invitation of invitations.stream(filter, { batchSize: 1000, readOnly: true })) {
     if (invitation.clientId !== clientId) continue;
@@ -75,7 +82,7 @@ export async function invitationFunnel(services: Services, clientId: string, que
   }
   const arrivals = new Map<string, string>();
   for await (const arrival of services.readStore.collection<FunnelArrivalDoc>(FUNNEL_ARRIVALS).stream({ clientId, eventId: event.id }, { batchSize: 1000, readOnly: true })) {
-    const first = Object.values(arrival.entries ?? {}).sort()[0];
+    const first = [...Object.values(arrival.entries ?? {}), ...(arrival.importedAt ? [arrival.importedAt] : [])].sort()[0];
     if (first && arrival.clientId === clientId) arrivals.set(arrival.guestId ?? arrival._id, first);
   }
   const rows = [];

@@ -10,6 +10,7 @@ import { customIdStream, erasedCustomIdKey, legacyCustomIdStream, reservationDec
 import type { InvitationDoc } from '../projections/invitations.js';
 import { suppressionId } from '../projections/invitations.js';
 import { guestIdOf, guestStreamOf, personalDocFields, type GuestDoc, type ScanDoc } from '../projections/guests.js';
+import type { CommsEventDoc, DeliveryDoc } from '../projections/webhooks.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId, findGuestToErase } from './guest-lookup.js';
 import { wholeGuestHistory } from './guest-history.js';
@@ -169,9 +170,9 @@ export function dataKeyIdsOf(doc: GuestDoc): string[] {
   return doc._id === guestIdOf(doc) ? [scoped, doc._id] : [scoped];
 }
 
-async function ticketCodeOf(services: Services, doc: GuestDoc): Promise<string | null> {
+function ticketCodeOf(guestEvents: StoredEvent[]): string | null {
   let state = guestDecider.initialState();
-  for (const event of await services.eventStore.readStream(guestStreamOf(doc))) state = guestDecider.evolve(state, event as unknown as GuestEvent);
+  for (const event of guestEvents) state = guestDecider.evolve(state, event as unknown as GuestEvent);
   return state.ticket?.code ?? null;
 }
 
@@ -379,28 +380,86 @@ async function removeOutboxEmails(outboxDir: string, invitationIds: string[]): P
 }
 
 /**
+ * What a door could have looked the guest up by, lower-cased: its id and every barcode and
+ * customId it has had (read from its events, which open while its key exists).
+ */
+function lookupValuesOf(guestId: string, guestEvents: StoredEvent[]): Set<string> {
+  const values = new Set<string>([guestId.toLowerCase()]);
+  for (const event of guestEvents) {
+    const data = event.data as Record<string, unknown>;
+    for (const holder of [data, data.changes as Record<string, unknown> | undefined]) {
+      for (const field of ['barcode', 'customId'] as const) {
+        const value = holder?.[field];
+        if (typeof value === 'string' && value.trim() !== '') values.add(value.trim().toLowerCase());
+      }
+    }
+  }
+  return values;
+}
+
+/**
+ * Door scans of the guest's event that matched no guest but looked up one of its values (its
+ * barcode scanned before it had it, its customId sent as guestId): the value equal, in any case.
+ * A lookup that only contains one of the values is someone else's code, and is not shown.
+ */
+async function unmatchedScansOf(services: Services, clientId: string, eventId: string, values: Set<string>): Promise<ScanDoc[]> {
+  const found: ScanDoc[] = [];
+  for await (const scan of services.readStore.collection<ScanDoc>('scans').stream({ clientId, eventId, lookup: { $exists: true } }, { sort: { at: 1 } })) {
+    if (scan.guestId !== undefined || scan.clientId !== clientId) continue;
+    if (Object.values(scan.lookup ?? {}).some((value) => typeof value === 'string' && values.has(value.trim().toLowerCase()))) found.push(scan);
+  }
+  return found;
+}
+
+/**
+ * The comms events about the guest's emails (the webhook bodies: comms.sent, comms.delivered, ...)
+ * and, for each, its delivery to the account's webhook (where, when, with what answer), or null
+ * when none was made (no webhook configured then).
+ */
+async function commsEventsOf(services: Services, clientId: string, guestId: string) {
+  const events: CommsEventDoc[] = [];
+  for await (const event of services.readStore.collection<CommsEventDoc>('comms_events').stream({ clientId, 'data.attendeeId': guestId }, { sort: { position: 1 } })) {
+    if (event.clientId === clientId) events.push(event);
+  }
+  const deliveries = services.readStore.collection<DeliveryDoc>('webhook_deliveries');
+  return Promise.all(
+    events.map(async ({ _id, type, createdAt, data }) => {
+      const found = await deliveries.get(_id);
+      if (!found || found.clientId !== clientId) return { id: _id, type, createdAt, data, delivery: null };
+      const { _id: _d, clientId: _c, ...delivery } = found;
+      return { id: _id, type, createdAt, data, delivery };
+    }),
+  );
+}
+
+/**
  * Issue 14, item 4: everything held about one guest, as one document: the guest as the API
  * shows it, its decrypted history (guest and invitation streams), its invitation emails with
- * their outcomes, and its scans.
+ * their outcomes and the comms events about them with their webhook deliveries, its scans, and
+ * the door scans that looked one of its values up without finding it.
  */
 export async function personalDataOf(services: Services, clientId: string, idOrCustomId: string, eventId?: string) {
   const doc = await findGuestByIdOrCustomId(services, clientId, idOrCustomId, eventId);
   const guestId = guestIdOf(doc);
+  const guestEvents = await services.eventStore.readStream(guestStreamOf(doc));
   const history = await wholeGuestHistory(services, clientId, guestId, doc.eventId);
   const invitations: InvitationDoc[] = [];
   for await (const invitation of services.readStore.collection<InvitationDoc>('invitations').stream({ clientId, attendeeId: guestId })) invitations.push(invitation);
   const scans: ScanDoc[] = [];
   for await (const scan of services.readStore.collection<ScanDoc>('scans').stream({ clientId, guestId }, { sort: { at: 1 } })) scans.push(scan);
+  const unmatchedScans = await unmatchedScansOf(services, clientId, doc.eventId, lookupValuesOf(guestId, guestEvents));
+  const scanView = ({ _id, clientId: _c, ...scan }: ScanDoc) => ({ scanId: _id, ...scan });
   return {
     guestId,
     eventId: doc.eventId,
     generatedAt: services.clock.now().toISOString(),
     guest: toGuestView(doc),
     invitations: invitations.map(({ _id, clientId: _c, ...invitation }) => ({ attendeeInvitationId: _id, ...invitation })),
-    scans: scans.map(({ _id, clientId: _c, ...scan }) => ({ scanId: _id, ...scan })),
+    commsEvents: await commsEventsOf(services, clientId, guestId),
+    scans: scans.map(scanView),
+    unmatchedScans: unmatchedScans.map(scanView),
     // Issue 16: the guest's valid signed ticket code, or null when it has none.
-    ticketCode: await ticketCodeOf(services, doc),
+    ticketCode: ticketCodeOf(guestEvents),
     history,
   };
 }
-

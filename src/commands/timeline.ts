@@ -39,7 +39,11 @@ export interface TimelineBucket extends Counts {
   /** The bucket's start on the event's clocks, `YYYY-MM-DDTHH:mm`. */
   localStart: string;
   annulled: number;
-  /** People inside at the bucket's end: everyone admitted so far minus everyone who left. */
+  /** People whose admission a create imported (no scan), placed at their `admitted`. */
+  importedAdmitted: number;
+  /** The same people placed at their imported `discharged`, when the import says they left. */
+  importedExits: number;
+  /** People inside at the bucket's end: everyone admitted so far (imported admissions too) minus everyone who left. */
   insideNow: number;
   /** Present when `by` was asked: the counts per gate (or device) name. */
   groups?: Record<string, Counts>;
@@ -51,7 +55,7 @@ export interface Timeline {
   bucketMinutes: number;
   by?: TimelineSplit;
   /** The whole event, whatever the window. */
-  totals: Counts & { annulled: number; insideNow: number };
+  totals: Counts & { annulled: number; importedAdmitted: number; importedExits: number; insideNow: number };
   /** Present (true) when an open end of the window was pulled in to hold at most MAX_BUCKETS buckets. */
   clipped?: true;
   buckets: TimelineBucket[];
@@ -80,8 +84,14 @@ function addCounts(target: Counts, source: DoorCounts | undefined): void {
 interface Accumulated {
   counts: Counts;
   annulled: number;
+  importedAdmitted: number;
+  importedExits: number;
   groups: Map<string, Counts>;
 }
+
+/** The change a bucket (or the whole event) makes to the people inside. */
+const insideChange = (counts: Counts, acc: { importedAdmitted: number; importedExits: number }): number =>
+  counts.admitted + acc.importedAdmitted - counts.exits - acc.importedExits;
 
 export async function eventTimeline(services: Services, clientId: string, eventId: string, query: TimelineQuery): Promise<Timeline> {
   const event = await getEvent(services, clientId, eventId);
@@ -149,16 +159,20 @@ async function assembleTimeline(services: Services, clientId: string, eventId: s
   const accumulated = (minute: number) => {
     const key = bucketOf(minute);
     let acc = byBucket.get(key);
-    if (!acc) byBucket.set(key, (acc = { counts: emptyCounts(), annulled: 0, groups: new Map() }));
+    if (!acc) byBucket.set(key, (acc = { counts: emptyCounts(), annulled: 0, importedAdmitted: 0, importedExits: 0, groups: new Map() }));
     return acc;
   };
-  const totals = { ...emptyCounts(), annulled: 0, insideNow: 0 };
+  const totals = { ...emptyCounts(), annulled: 0, importedAdmitted: 0, importedExits: 0, insideNow: 0 };
   for (const doc of totalsDocs) {
     const acc = accumulated(doc.minute);
     addCounts(acc.counts, doc);
     addCounts(totals, doc);
     acc.annulled += doc.annulled ?? 0;
     totals.annulled += doc.annulled ?? 0;
+    acc.importedAdmitted += doc.importedAdmitted ?? 0;
+    totals.importedAdmitted += doc.importedAdmitted ?? 0;
+    acc.importedExits += doc.importedExits ?? 0;
+    totals.importedExits += doc.importedExits ?? 0;
   }
   const names = new GroupNames();
   for (const doc of splitDocs) {
@@ -172,7 +186,7 @@ async function assembleTimeline(services: Services, clientId: string, eventId: s
       addCounts(target, counts);
     }
   }
-  totals.insideNow = totals.admitted - totals.exits;
+  totals.insideNow = insideChange(totals, totals);
 
   const keys = [...byBucket.keys()].sort((a, b) => a - b);
   let first = from !== undefined ? bucketOf(from) : keys[0];
@@ -199,19 +213,21 @@ async function assembleTimeline(services: Services, clientId: string, eventId: s
     let inside = 0;
     for (const key of keys) {
       if (key >= first) break;
-      const { counts } = byBucket.get(key)!;
-      inside += counts.admitted - counts.exits;
+      const acc = byBucket.get(key)!;
+      inside += insideChange(acc.counts, acc);
     }
     for (let key = first; key <= last; key += size) {
       const acc = byBucket.get(key);
       const counts = acc?.counts ?? emptyCounts();
-      inside += counts.admitted - counts.exits;
+      const imported = { importedAdmitted: acc?.importedAdmitted ?? 0, importedExits: acc?.importedExits ?? 0 };
+      inside += insideChange(counts, imported);
       buckets.push({
         start: new Date(clock.utcMinute(key) * 60_000).toISOString(),
         end: new Date(clock.utcMinute(key + size) * 60_000).toISOString(),
         localStart: new Date(key * 60_000).toISOString().slice(0, 16),
         ...counts,
         annulled: acc?.annulled ?? 0,
+        ...imported,
         insideNow: inside,
         ...(query.by ? { groups: acc ? names.ordered(acc.groups) : {} } : {}),
       });

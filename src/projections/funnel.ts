@@ -26,7 +26,8 @@ export interface FunnelInvitationDoc {
 }
 
 /**
- * `funnel_arrivals`: per guest, the check-ins that let the guest in and still stand (by scan).
+ * `funnel_arrivals`: per guest, the check-ins that let the guest in and still stand (by scan),
+ * and the admission a create imported.
  * `_id` is the guest's storage key (as the `guests` document's); `guestId` the GUID (absent in
  * documents written before guest ids were scoped, whose `_id` is the GUID).
  */
@@ -36,6 +37,8 @@ export interface FunnelArrivalDoc {
   clientId: string;
   eventId: string;
   entries?: Record<string, string>;
+  /** The `admitted` of an admission a create imported (GuestAdmissionImported): no scan, but the guest came. */
+  importedAt?: string;
 }
 
 export const FUNNEL_INVITATIONS = 'funnel_invitations';
@@ -93,6 +96,9 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
       ];
     case 'GuestAdmissionAnnulled':
       return [arrival({ $unset: { [`entries.${fieldKey(event.data.scanId)}`]: '' } })];
+    case 'GuestAdmissionImported':
+      // The guest came in (the event stats count it as admitted); no undo can take it back.
+      return [arrival({ $set: { clientId: event.metadata.tenantId, eventId: event.data.eventId, guestId: event.data.guestId, importedAt: event.data.admitted } }, true)];
     default:
       return [];
   }

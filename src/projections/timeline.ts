@@ -36,6 +36,10 @@ export interface TimelineMinuteDoc extends DoorCounts {
   minute: number;
   /** Totals only: check-ins undone (their people are taken off `admitted` of the minute they were admitted). */
   annulled?: number;
+  /** Totals only: people whose admission a create imported (GuestAdmissionImported), at its `admitted`. */
+  importedAdmitted?: number;
+  /** Totals only: the same people at the imported `discharged`, when the import says they left. */
+  importedExits?: number;
   /** Gate and device documents: the counts per name (keys encoded with `fieldKey`). */
   groups?: Record<string, DoorCounts>;
 }
@@ -110,6 +114,14 @@ function minuteOps(stored: StoredEvent): WriteOp[] {
       return everywhere(event, event.data, { exits: event.data.people });
     case 'GuestScanRejected':
       return everywhere(event, event.data, { [`rejected.${event.data.reason}`]: 1 });
+    case 'GuestAdmissionImported': {
+      // No scan (no gate, device or admission), but people who came in: they are inside until
+      // they leave, as the event stats count them, so a check-out at the door has them to leave.
+      const d = event.data;
+      const people = 1 + d.admittedPlusOnes;
+      const left = !d.inside && d.discharged !== undefined;
+      return [minuteOp(event, d.admitted, 'total', { importedAdmitted: people }), ...(left ? [minuteOp(event, d.discharged!, 'total', { importedExits: people })] : [])];
+    }
     case 'GuestAdmissionAnnulled': {
       const d = event.data;
       const total = minuteOp(event, d.admittedAt, 'total', { admissions: -1, admitted: -d.people, annulled: 1 });

@@ -74,7 +74,7 @@ describe('GET /checkin/v1/api/event/{id}/timeline', () => {
       ['2026-11-01T19:10', 0, 0, 1, {}, 0, 3],
     ]);
     expect(reply.body.buckets[0]).toMatchObject({ start: '2026-11-01T18:00:00.000Z', end: '2026-11-01T18:05:00.000Z', rejectedTotal: 1 });
-    expect(reply.body.totals).toEqual({ admissions: 2, admitted: 4, exits: 1, annulled: 1, rejected: { blocked: 1, not_found: 1 }, rejectedTotal: 2, insideNow: 3 });
+    expect(reply.body.totals).toEqual({ admissions: 2, admitted: 4, exits: 1, annulled: 1, rejected: { blocked: 1, not_found: 1 }, rejectedTotal: 2, importedAdmitted: 0, importedExits: 0, insideNow: 3 });
     // The same figure the event's stats give from the guests read model.
     const stats = await alice.call('GET', `/checkin/v1/api/event/${eventId}/stats`);
     expect(stats.body.insideNow.people).toBe(reply.body.totals.insideNow);
@@ -343,6 +343,8 @@ function recountFunnel(events: StoredEvent[], eventId: string) {
       entries.set(d.guestId, scans.set(d.scanId, d.at));
     }
     if (event.type === 'GuestAdmissionAnnulled') entries.get(d.guestId)?.delete(d.scanId);
+    // An admission a create imported: the guest came, without a scan.
+    if (event.type === 'GuestAdmissionImported') entries.set(d.guestId, (entries.get(d.guestId) ?? new Map<string, string>()).set('(imported)', d.admitted));
   }
   const firstArrival = (guest: string) => [...(entries.get(guest)?.values() ?? [])].sort()[0];
   const figures = (guests: Map<string, Path>) => {

@@ -38,14 +38,16 @@ export const TimelineResponse = registry.register(
     bucketMinutes: z.number().int(),
     by: z.enum(['gate', 'device']).optional(),
     clipped: z.literal(true).optional().openapi({ description: `Present when an open end of the window was pulled in so the answer holds at most ${MAX_BUCKETS.toLocaleString('en')} buckets (the newest ones when both ends are open); ask with \`from\`/\`to\` or a larger bucket for the rest` }),
-    totals: Counts.extend({ annulled: z.number().int(), insideNow: z.number().int() }),
+    totals: Counts.extend({ annulled: z.number().int(), importedAdmitted: z.number().int(), importedExits: z.number().int(), insideNow: z.number().int() }),
     buckets: z.array(
       Counts.extend({
         start: z.string(),
         end: z.string(),
         localStart: z.string().openapi({ description: 'Bucket start on the event’s clocks, YYYY-MM-DDTHH:mm' }),
         annulled: z.number().int(),
-        insideNow: z.number().int().openapi({ description: 'People inside at the bucket’s end' }),
+        importedAdmitted: z.number().int().openapi({ description: 'People whose admission a guest create imported (no scan), at their `admitted` time' }),
+        importedExits: z.number().int().openapi({ description: 'The same people at their imported `discharged` time, when the import says they left' }),
+        insideNow: z.number().int().openapi({ description: 'People inside at the bucket’s end, imported admissions included' }),
         groups: z.record(z.string(), Counts).optional().openapi({ description: 'Per gate or device name, when `by` is given' }),
       }),
     ),
@@ -54,7 +56,7 @@ export const TimelineResponse = registry.register(
       eventId: ex.eventId,
       timeZone: 'Europe/Amsterdam',
       bucketMinutes: 5,
-      totals: { admissions: 12, admitted: 16, exits: 1, rejected: { already_admitted: 1 }, rejectedTotal: 1, annulled: 0, insideNow: 15 },
+      totals: { admissions: 12, admitted: 16, exits: 1, rejected: { already_admitted: 1 }, rejectedTotal: 1, annulled: 0, importedAdmitted: 0, importedExits: 0, insideNow: 15 },
       buckets: [
         {
           start: '2026-12-12T18:40:00.000Z',
@@ -62,6 +64,8 @@ export const TimelineResponse = registry.register(
           localStart: '2026-12-12T19:40',
           admissions: 12, admitted: 16, exits: 1, rejected: { already_admitted: 1 }, rejectedTotal: 1,
           annulled: 0,
+          importedAdmitted: 0,
+          importedExits: 0,
           insideNow: 15,
         },
       ],
