@@ -66,3 +66,17 @@ export const guestColumns: readonly Column[] = [
 const formulaStart = /^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
 
 export const neutralise = (text: string): string => (formulaStart.test(text) ? `'${text}` : text);
+
+/**
+ * A semicolon followed (past any quotes) by a formula's first character. A spreadsheet whose list
+ * separator is the semicolon (Excel in most of Europe) splits a comma-separated line there, and a
+ * double quote only opens a quoted cell at a cell's start, so quoting the field does not keep
+ * the part after the semicolon from being a cell of its own, read as a formula.
+ */
+const formulaAfterSemicolon = /;(?=["\uFF02]*[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20])/g;
+
+/** `neutralise` for CSV: also an apostrophe after each semicolon that would start a formula in such a spreadsheet. */
+export const neutraliseForCsv = (text: string): string => {
+  const start = neutralise(text);
+  return text.includes(';') ? start.replace(formulaAfterSemicolon, ";'") : start;
+};

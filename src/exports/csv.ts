@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { stringify, type Options } from 'csv-stringify/sync';
 import type { GuestDoc } from '../projections/guests.js';
-import { guestColumns, neutralise, type Column } from './columns.js';
+import { guestColumns, neutraliseForCsv, type Column } from './columns.js';
 import { isoTextInZone } from './wall-clock.js';
 
 export const CSV_MEDIA_TYPE = 'text/csv; charset=utf-8';
@@ -70,7 +70,7 @@ export async function writeCsv<Row>(
 
 /**
  * A row's CSV fields: timestamps in the zone with their offset (a stored text that is not a time
- * stays text), other text neutralised against formulas.
+ * stays text), other text neutralised against formulas (also after a semicolon: neutraliseForCsv).
  */
 function recordOf<Row>(columns: readonly Column<Row>[], timeZone: string): (row: Row) => unknown[] {
   const inZone = isoTextInZone(timeZone);
@@ -79,7 +79,7 @@ function recordOf<Row>(columns: readonly Column<Row>[], timeZone: string): (row:
     const fields = new Array<unknown>(columns.length);
     for (let i = 0; i < columns.length; i++) {
       const value = columns[i]!.value(row);
-      fields[i] = typeof value !== 'string' ? value : timestamp[i] ? (inZone(value) ?? neutralise(value)) : neutralise(value);
+      fields[i] = typeof value !== 'string' ? value : timestamp[i] ? (inZone(value) ?? neutraliseForCsv(value)) : neutraliseForCsv(value);
     }
     return fields;
   };

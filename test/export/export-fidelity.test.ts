@@ -58,6 +58,21 @@ beforeAll(async () => {
 afterAll(() => service.close());
 
 describe('export fidelity', () => {
+  it('guards what follows a semicolon too, so a spreadsheet that splits CSV at semicolons (the list separator of most of Europe) makes no formula of it', async () => {
+    // Before, Excel in a German or French locale split `Smith;=HYPERLINK(...)` at the semicolon and
+    // read the second half as a formula: the apostrophe guarded only a field's start, and the
+    // field's quotes do not count there (a quote opens a quoted cell only at a cell's start).
+    const event = await newEventWith('Semicolons', [
+      { firstName: 'Ada', lastName: 'Smith;=HYPERLINK("http://evil.example","click")', additionalInfo: 'Table 4;+SUM(A1:A9)', barcode: 'S-1' },
+    ]);
+    const { file, records } = await csvRecords(event);
+    // Read with commas, the text gains only an apostrophe after the semicolon, as a formula-like start gains one.
+    expect(records[0]).toMatchObject({ lastName: `Smith;'=HYPERLINK("http://evil.example","click")`, additionalInfo: "Table 4;'+SUM(A1:A9)" });
+    // Read as a semicolon-separated file, as such a spreadsheet reads it: no cell starts a formula.
+    const asSemicolons = parse(file.bytes, { bom: true, delimiter: ';', relax_column_count: true, relax_quotes: true }) as string[][];
+    for (const cell of asSemicolons.flat()) expect(cell, cell).not.toMatch(/^[=+\-@]/);
+  });
+
   it('keeps names in any script and emoji, in CSV and Excel', async () => {
     const names = [
       { firstName: '李', lastName: '小龍' },

@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { guestColumns, neutralise, plusOnesLeft } from '../../src/exports/columns.js';
+import { guestColumns, neutralise, neutraliseForCsv, plusOnesLeft } from '../../src/exports/columns.js';
 import { isTimeZone, isoInZone, wallClock } from '../../src/exports/wall-clock.js';
 import type { GuestDoc } from '../../src/projections/guests.js';
+
+describe('formula neutralisation for CSV read with semicolons', () => {
+  it('puts an apostrophe after a semicolon that a formula character follows, past any quotes, and nowhere else', () => {
+    expect(neutraliseForCsv('x;=1+1;')).toBe("x;'=1+1;");
+    expect(neutraliseForCsv('x;"=1+1"')).toBe(`x;'"=1+1"`);
+    expect(neutraliseForCsv('=a;@b;c')).toBe("'=a;'@b;c");
+    expect(neutraliseForCsv('a;－b')).toBe("a;'－b");
+    for (const text of ['a;b', 'a; =b', 'a;1-2', 'Zoë;Ada', ';']) expect(neutraliseForCsv(text)).toBe(text);
+  });
+});
 
 describe('formula neutralisation', () => {
   it('prefixes an apostrophe to text a spreadsheet could evaluate, and to nothing else', () => {
