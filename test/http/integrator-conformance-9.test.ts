@@ -1,0 +1,110 @@
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
+import { eventually } from '../webhooks/receiver.js';
+
+/**
+ * The interface spec read as an integrator reads it, ninth pass: Comms and Users (templates,
+ * sends, webhooks, sending domain, accounts, password change, subscription keys). The places
+ * where the service still differed from the spec and was mended.
+ */
+
+const api = '/comms/v1/api/comms';
+const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+let service: TestService;
+
+beforeAll(async () => {
+  service = await startTestService({
+    WEBHOOK_ALLOW_INSECURE: 'true',
+    SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+  });
+});
+afterAll(async () => {
+  await service.close();
+});
+
+const commsClient = () => createClient(service, { commsApiEnabled: true, senderTrusted: true });
+
+async function templateOf(client: Client, eventId: string): Promise<string> {
+  const reply = await client.call('POST', `${api}/template`, { eventId, name: 'Invite', html: '<p>Hello {{firstName}}</p>' });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return reply.body.id;
+}
+
+async function guestOf(client: Client, eventId: string, fields: Record<string, unknown>): Promise<string> {
+  const reply = await client.call('POST', '/checkin/v1/api/guest', { eventId, ...fields });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return reply.body.id;
+}
+
+/** The delivery provider reports `event` for the guest's sent invitation (SendGrid's signed Event Webhook). */
+async function providerReports(client: Client, guestId: string, email: string, event: string): Promise<void> {
+  const invitationId = await eventually(async () => {
+    const [item] = (await client.call('GET', `${api}/invitations?attendeeId=${guestId}`)).body.items;
+    return item?.status === 'sent' ? (item.attendeeInvitationId as string) : undefined;
+  }, 30_000, `the invitation of ${guestId} sent`);
+  const body = JSON.stringify([{ email, event, timestamp: Math.floor(Date.now() / 1000), sg_event_id: `${event}-${guestId}`, attendeeInvitationId: invitationId, reason: '550 5.1.1 mailbox unknown' }]);
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const reply = await fetch(`${service.url}${api}/provider/sendgrid/events`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-twilio-email-event-webhook-signature': sign('sha256', Buffer.from(timestamp + body), privateKey).toString('base64'),
+      'x-twilio-email-event-webhook-timestamp': timestamp,
+    },
+    body,
+  });
+  expect(reply.status).toBe(200);
+}
+
+describe('POST /send: every refusal names each guest it is about by its place in attendeeIds, as block, unblock and erase do', () => {
+  it('a guest not of the template’s event is 404 with errors naming each attendeeIds.<i>, and nothing is sent', async () => {
+    const client = await commsClient();
+    const eventId = await newEvent(client);
+    const templateId = await templateOf(client, eventId);
+    const ada = await guestOf(client, eventId, { firstName: 'Ada', email: 'ada@example.com' });
+    const elsewhere = await guestOf(client, await newEvent(client), { firstName: 'Eve', email: 'eve@example.com' });
+
+    const reply = await client.call('POST', `${api}/send`, { templateId, attendeeIds: [ada, 'crm-unknown', elsewhere, 'crm-unknown'] });
+    expect(reply.status).toBe(404);
+    expect(reply.body).toMatchObject({ code: 'not_found' });
+    expect(reply.body.errors).toEqual([
+      { path: 'attendeeIds.1', message: expect.any(String) },
+      { path: 'attendeeIds.2', message: expect.any(String) },
+      { path: 'attendeeIds.3', message: expect.any(String) },
+    ]);
+    expect((await client.call('GET', `${api}/invitations?attendeeId=${ada}`)).body.items).toEqual([]);
+  });
+
+  it('a guest without an email is 400 on its own index, also when a guest before it is named twice or by id and customId', async () => {
+    const client = await commsClient();
+    const eventId = await newEvent(client);
+    const templateId = await templateOf(client, eventId);
+    const ada = await guestOf(client, eventId, { firstName: 'Ada', email: 'ada@example.com', customId: 'crm-ada' });
+    const bob = await guestOf(client, eventId, { firstName: 'Bob' });
+
+    const reply = await client.call('POST', `${api}/send`, { templateId, attendeeIds: [ada, ada, 'crm-ada', bob] });
+    expect(reply.status).toBe(400);
+    expect(reply.body.errors).toEqual([{ path: 'attendeeIds.3', message: expect.stringContaining('no email') }]);
+  });
+
+  it('a recipient the provider reported bounced is 422 previous_send_permanently_failed on its own index', async () => {
+    const client = await commsClient();
+    const eventId = await newEvent(client);
+    const templateId = await templateOf(client, eventId);
+    const email = `bounced-${Date.now()}@example.com`;
+    const gil = await guestOf(client, eventId, { firstName: 'Gil', email, customId: 'crm-gil', commsTemplateId: templateId });
+    await providerReports(client, gil, email, 'bounce');
+    const ada = await guestOf(client, eventId, { firstName: 'Ada', email: 'ada@example.com', customId: 'crm-ada' });
+
+    const refused = await eventually(async () => {
+      const reply = await client.call('POST', `${api}/send`, { templateId, attendeeIds: ['crm-ada', ada, gil, 'crm-gil'] });
+      return reply.status === 422 ? reply : undefined;
+    }, 30_000, 'the bounce to be recorded');
+    expect(refused.body).toMatchObject({ code: 'previous_send_permanently_failed' });
+    expect(refused.body.errors).toEqual([
+      { path: 'attendeeIds.2', message: expect.stringContaining(email) },
+      { path: 'attendeeIds.3', message: expect.stringContaining(email) },
+    ]);
+  });
+});
