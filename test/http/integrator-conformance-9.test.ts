@@ -1,5 +1,7 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readOutbox } from '../support/mail-readers.js';
 import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually } from '../webhooks/receiver.js';
 
@@ -106,5 +108,40 @@ describe('POST /send: every refusal names each guest it is about by its place in
       { path: 'attendeeIds.2', message: expect.stringContaining(email) },
       { path: 'attendeeIds.3', message: expect.stringContaining(email) },
     ]);
+  });
+});
+
+describe('User.timeZoneId, "time zone of the client": an invitation shows the event’s times on the client’s clocks when the event names no zone', () => {
+  /** The html of the invitation mailed to `email`, from a template that shows the event's times. */
+  async function mailedTimes(client: Client, eventFields: Record<string, unknown>, email: string): Promise<string> {
+    const eventId = await newEvent(client, { startTime: '2026-12-12T18:00:00Z', endTime: '2026-12-12T23:00:00Z', ...eventFields });
+    const template = await client.call('POST', `${api}/template`, { eventId, name: 'Times', html: '<p>{{eventStart}} to {{eventEnd}} ({{eventTimeZone}})</p>' });
+    expect(template.status, JSON.stringify(template.body)).toBe(200);
+    await guestOf(client, eventId, { firstName: 'Tim', email, commsTemplateId: template.body.id });
+    const mail = await eventually(async () => (await readOutbox(path.join(service.dataDir, 'outbox'))).find((m) => m.to.email === email), 30_000, `the mail to ${email}`);
+    return mail.html;
+  }
+
+  it('an event without a timeZoneId is shown in the client’s zone (as its export is), not in UTC', async () => {
+    const client = await commsClient();
+    expect((await client.call('PUT', '/users/v1/api/user', { id: client.id, timeZoneId: 'Europe/Amsterdam' })).status).toBe(204);
+    const html = await mailedTimes(client, {}, `tz-account-${Date.now()}@example.com`);
+    expect(html).toContain('Saturday, 12 December 2026 at 19:00 to Sunday, 13 December 2026 at 00:00 (Europe/Amsterdam)');
+  });
+
+  it('an event timeZoneId that names no zone is skipped for the client’s, and {{eventTimeZone}} names the zone the times are in', async () => {
+    const client = await commsClient();
+    expect((await client.call('PUT', '/users/v1/api/user', { id: client.id, timeZoneId: 'W. Europe Standard Time' })).status).toBe(204);
+    const html = await mailedTimes(client, { timeZoneId: '(UTC+01:00) Amsterdam, Berlin' }, `tz-skipped-${Date.now()}@example.com`);
+    expect(html).toContain('at 19:00');
+    expect(html).toContain('(Europe/Berlin)');
+  });
+
+  it('the event’s own zone still comes first, and a client without a zone gets UTC, said so', async () => {
+    const client = await commsClient();
+    await client.call('PUT', '/users/v1/api/user', { id: client.id, timeZoneId: 'Europe/Amsterdam' });
+    expect(await mailedTimes(client, { timeZoneId: 'America/New_York' }, `tz-event-${Date.now()}@example.com`)).toContain('at 13:00');
+    const plain = await commsClient();
+    expect(await mailedTimes(plain, {}, `tz-none-${Date.now()}@example.com`)).toContain('Saturday, 12 December 2026 at 18:00 to Saturday, 12 December 2026 at 23:00 (UTC)');
   });
 });
