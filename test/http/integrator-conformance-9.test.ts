@@ -2,7 +2,7 @@ import { generateKeyPairSync, sign } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readOutbox } from '../support/mail-readers.js';
-import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
+import { clientToken, createClient, newEvent, passwordToken, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually } from '../webhooks/receiver.js';
 
 /**
@@ -143,5 +143,33 @@ describe('User.timeZoneId, "time zone of the client": an invitation shows the ev
     expect(await mailedTimes(client, { timeZoneId: 'America/New_York' }, `tz-event-${Date.now()}@example.com`)).toContain('at 13:00');
     const plain = await commsClient();
     expect(await mailedTimes(plain, {}, `tz-none-${Date.now()}@example.com`)).toContain('Saturday, 12 December 2026 at 18:00 to Saturday, 12 December 2026 at 23:00 (UTC)');
+  });
+});
+
+describe('Password change: signOutAllSessions signs out "all active sessions (web dashboard and mobile apps)"', () => {
+  it('refuses every earlier password sign-in (dashboard, mobile app), and keeps the integration’s client_credentials token, which no password issued', async () => {
+    const client = await createClient(service);
+    const dashboard = await passwordToken(service.url, client.email, client.password);
+    const mobile = await passwordToken(service.url, client.email, client.password);
+    const integration = client.token; // client_credentials: the account id and its client secret
+    const readSelf = (token: string) =>
+      request(service.url, 'GET', `/users/v1/api/users/email?email=${encodeURIComponent(client.email)}`, undefined, {
+        authorization: `Bearer ${token}`,
+        'ocp-apim-subscription-key': client.subscriptionKey,
+      });
+
+    const changed = await client.call('PUT', '/users/v1/api/user/changepassword', {
+      id: client.id,
+      oldPassword: client.password,
+      newPassword: 'a passphrase after the leak',
+      signOutAllSessions: true,
+    });
+    expect(changed.status).toBe(204);
+
+    expect((await readSelf(dashboard)).status).toBe(401);
+    expect((await readSelf(mobile)).status).toBe(401);
+    expect((await readSelf(integration)).status).toBe(200);
+    expect((await readSelf(await passwordToken(service.url, client.email, 'a passphrase after the leak'))).status).toBe(200);
+    expect((await readSelf(await clientToken(service.url, client.id, client.clientSecret))).status).toBe(200);
   });
 });
