@@ -173,3 +173,23 @@ describe('Password change: signOutAllSessions signs out "all active sessions (we
     expect((await readSelf(await clientToken(service.url, client.id, client.clientSecret))).status).toBe(200);
   });
 });
+
+describe('Date-times are RFC 3339: a leap second (23:59:60 UTC) is one', () => {
+  it('GET /events?since= and /webhook/deliveries?from= take 23:59:60Z and its equivalent with an offset; 60 at another time is 400', async () => {
+    const client = await commsClient();
+    for (const since of ['2016-12-31T23:59:60Z', '2017-01-01T00:59:60.5%2B01:00', '2016-12-31t23:59:60z']) {
+      expect((await client.call('GET', `${api}/events?since=${since}`)).status, since).toBe(200);
+      expect((await client.call('GET', `${api}/webhook/deliveries?from=${since}`)).status, since).toBe(200);
+    }
+    const elsewhen = await client.call('GET', `${api}/events?since=2016-12-31T22:59:60Z`);
+    expect(elsewhen.status).toBe(400);
+    expect(elsewhen.body.errors).toEqual([{ path: 'since', message: expect.stringContaining('ISO 8601') }]);
+  });
+
+  it('is read as 23:59:59 with its fraction (an answer, like a POSIX time, has no 61st second)', async () => {
+    const client = await commsClient();
+    const event = await client.call('POST', '/checkin/v1/api/event', { title: 'New Year', startTime: '2016-12-31T23:59:60.250Z', endTime: '2017-01-01T01:00:00Z' });
+    expect(event.status, JSON.stringify(event.body)).toBe(200);
+    expect(event.body.startTime).toBe('2016-12-31T23:59:59.250Z');
+  });
+});
