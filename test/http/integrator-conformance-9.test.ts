@@ -193,3 +193,18 @@ describe('Date-times are RFC 3339: a leap second (23:59:60 UTC) is one', () => {
     expect(event.body.startTime).toBe('2016-12-31T23:59:59.250Z');
   });
 });
+
+describe('Users: User.email is any string, kept as given, and GET /users/email still finds the user by it', () => {
+  it('an email written with white space around it (a CRM cell) is answered as given and found by itself, trimmed or not; the sign-in by email works', async () => {
+    const client = await createClient(service);
+    const email = ` Ops+CRM-${Date.now()}@Example.com `;
+    expect((await client.call('PUT', '/users/v1/api/user', { id: client.id, email })).status).toBe(204);
+
+    const exact = await client.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(email)}`);
+    expect(exact.status, JSON.stringify(exact.body)).toBe(200);
+    expect(exact.body).toMatchObject({ id: client.id, email });
+    const trimmed = await client.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(email.trim().toLowerCase())}`);
+    expect(trimmed.status).toBe(200);
+    expect(await passwordToken(service.url, email.trim(), client.password)).toBeTruthy();
+  });
+});
