@@ -123,7 +123,9 @@ export async function withUsername<T>(userName: string, run: () => Promise<T>): 
 export async function getUserByEmail(services: Services, clientId: string, email: string): Promise<UserView> {
   const doc = await accounts(services).get(clientId);
   const wanted = email.trim().toLowerCase();
-  if (!doc || (doc.emailLower !== wanted && doc.emailLower !== wanted.replaceAll(' ', '+'))) throw new DomainError('not_found', 'user not found');
+  // User.email is any string, kept as given: white space around it (a CRM cell) is not part of the address asked for.
+  const own = doc?.emailLower.trim();
+  if (!doc || (own !== wanted && own !== wanted.replaceAll(' ', '+'))) throw new DomainError('not_found', 'user not found');
   return toUserView(doc);
 }
 

@@ -37,19 +37,28 @@ export interface SendRequest {
  */
 export async function requestSends(services: Services, linkPolicy: LinkPolicy, context: CommandContext, request: SendRequest) {
   const template = await getTemplate(services, context.tenantId, request.templateId);
-  const attendeeIds = [...new Set(request.attendeeIds)];
   // Spec, Guest.customId: "usable instead of id". The template's event says which guest a customId names.
-  const found = await Promise.all(attendeeIds.map((id) => findGuestOrNull(services, context.tenantId, id, template.eventId)));
-  const missing = attendeeIds.filter((_, i) => found[i] === null);
-  if (missing.length > 0) throw new DomainError('not_found', `guest(s) not found in the template's event: ${missing.join(', ')}`);
-  const withoutEmail = (found as GuestDoc[]).flatMap((g, i) => {
+  const lookups = new Map(
+    [...new Set(request.attendeeIds)].map((id) => [id, findGuestOrNull(services, context.tenantId, id, template.eventId)] as const),
+  );
+  // Each guest as the request names it: `errors` point at attendeeIds.<index in the request>, repeats included.
+  const named = await Promise.all(request.attendeeIds.map((id) => lookups.get(id)!));
+  const notFound = named.flatMap((guest, i) =>
+    guest ? [] : [{ path: `attendeeIds.${i}`, message: 'no guest of the template’s event has this id or customId' }],
+  );
+  if (notFound.length > 0) {
+    const missing = [...new Set(request.attendeeIds.filter((_, i) => named[i] === null))];
+    throw new DomainError('not_found', `guest(s) not found in the template's event: ${missing.join(', ')}; nothing was sent: see errors`, { errors: notFound });
+  }
+  const guests = named as GuestDoc[];
+  const withoutEmail = guests.flatMap((g, i) => {
     const problem = !g.email ? 'has no email address' : !isEmailAddress(g.email) ? 'has an email that is not an email address' : undefined;
     return problem ? [{ path: `attendeeIds.${i}`, message: `guest ${guestIdOf(g)} ${problem}` }] : [];
   });
   if (withoutEmail.length > 0) throw new DomainError('validation_error', 'every guest needs an email address: see errors', { errors: withoutEmail });
-  // One invitation per guest, also when the request names a guest by both its id and its customId.
-  const recipients = [...new Map((found as GuestDoc[]).map((g) => [guestIdOf(g), g])).values()];
-  await assertReachable(services, context.tenantId, recipients);
+  await assertReachable(services, context.tenantId, guests);
+  // One invitation per guest, also when the request names a guest twice, or by both its id and its customId.
+  const recipients = [...new Map(guests.map((g) => [guestIdOf(g), g])).values()];
   assertSafeLinks(template.html, linkPolicy);
 
   // Under an Idempotency-Key a retry names the same invitations, and finds those already requested
@@ -85,11 +94,13 @@ async function findGuestOrNull(services: Services, clientId: string, idOrCustomI
 }
 
 /** Spec: 422 previous_send_permanently_failed, "recipient cannot be emailed (bounced, dropped, spam-reported or unsubscribed)". */
-async function assertReachable(services: Services, clientId: string, recipients: GuestDoc[]): Promise<void> {
-  const reports = await Promise.all(recipients.map((g) => suppressions(services).get(suppressionId(clientId, g.email!))));
-  const errors = reports.flatMap((report, i) =>
-    report ? [{ path: `attendeeIds.${i}`, message: `${report.email} was reported ${report.reason} on ${report.at}` }] : [],
-  );
+async function assertReachable(services: Services, clientId: string, guests: GuestDoc[]): Promise<void> {
+  const emails = [...new Set(guests.map((g) => g.email!))];
+  const reports = new Map(await Promise.all(emails.map(async (email) => [email, await suppressions(services).get(suppressionId(clientId, email))] as const)));
+  const errors = guests.flatMap((guest, i) => {
+    const report = reports.get(guest.email!);
+    return report ? [{ path: `attendeeIds.${i}`, message: `${report.email} was reported ${report.reason} on ${report.at}` }] : [];
+  });
   if (errors.length === 0) return;
   throw new DomainError('unprocessable', 'some recipients cannot be emailed: a previous send failed permanently; see errors', {
     code: 'previous_send_permanently_failed',

@@ -26,7 +26,8 @@ export interface InvitationParts {
   };
   template: { subject?: string; html: string; fromAddress?: string; fromName?: string; replyTo?: string };
   event: { title: string; startTime: string; endTime: string; timeZoneId?: string };
-  account: { companyName?: string };
+  /** The sending account: its company name, and its time zone (User.timeZoneId) for events without one. */
+  account: { companyName?: string; timeZoneId?: string };
 }
 
 /** Where sends come from when the template names no sender (INVITES_SENDING_ADDRESS, INVITES_SENDER_NAME). */
@@ -64,7 +65,8 @@ export async function invitationMessage(parts: InvitationParts, sender: Sender):
 
 export function mergeValuesOf(parts: InvitationParts): MergeValues {
   const { guest, event } = parts;
-  const zone = event.timeZoneId ? (ianaZone(event.timeZoneId) ?? event.timeZoneId) : undefined;
+  // The event's zone, else the account's, else UTC; a timeZoneId that names no zone is skipped (docs/identifiers.md, "Time zones").
+  const zone = [event.timeZoneId, parts.account.timeZoneId].map((name) => (name ? ianaZone(name) : undefined)).find(Boolean) ?? 'UTC';
   const fullName = [guest.firstName, guest.otherNames, guest.lastName].filter((n) => n && n.trim()).join(' ');
   return {
     firstName: guest.firstName,
@@ -82,7 +84,7 @@ export function mergeValuesOf(parts: InvitationParts): MergeValues {
     eventTitle: event.title,
     eventStart: formatTime(event.startTime, zone),
     eventEnd: formatTime(event.endTime, zone),
-    eventTimeZone: zone ?? 'UTC',
+    eventTimeZone: zone,
     attendeeId: guest.id,
     attendeeInvitationId: parts.attendeeInvitationId,
     companyName: parts.account.companyName,

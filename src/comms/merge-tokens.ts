@@ -25,7 +25,7 @@ export const mergeTokens = [
   { token: 'eventTitle', description: 'Title of the event' },
   { token: 'eventStart', description: 'Start time of the event' },
   { token: 'eventEnd', description: 'End time of the event' },
-  { token: 'eventTimeZone', description: 'Time zone of the event (IANA name, e.g. Europe/Amsterdam)' },
+  { token: 'eventTimeZone', description: 'Zone of the times shown: the event’s, else the client’s, else UTC (IANA name)' },
   { token: 'attendeeId', description: "The guest's id (GUID)" },
   { token: 'attendeeInvitationId', description: 'Tracking id (GUID) of this send, as in the comms webhooks' },
   { token: 'companyName', description: 'Company name of the sending account' },

@@ -64,6 +64,17 @@ function issuedAtMs(token: { iat: number; claims?: Record<string, unknown> }): n
 }
 
 /**
+ * Spec, Users: signOutAllSessions signs out "all active sessions (web dashboard and mobile apps)",
+ * the sign-ins with a password. A client_credentials token (the client authenticated as itself,
+ * `client_id` = the account id) is an integration's, issued for the client secret, which a
+ * password change does not touch: it stays valid. A token that does not say so counts as a sign-in.
+ */
+function isSignIn(token: { tenant: string; claims?: Record<string, unknown> }): boolean {
+  const client = token.claims?.client_id ?? token.claims?.azp;
+  return typeof client !== 'string' || client.toLowerCase() !== token.tenant.toLowerCase();
+}
+
+/**
  * Spec, Authentication: a bearer token from the identity provider AND a live subscription key
  * of the token's client. Tokens issued before a sign-out-all password change are refused.
  */
@@ -89,7 +100,7 @@ export function authenticate(verifier: BearerVerifier, services: Services): Requ
     // Compare against every live key so the time taken does not tell which one nearly matched.
     const keyMatches = Object.values(account.subscriptionKeys ?? {}).reduce((ok, hash) => sameSecret(key, hash) || ok, false);
     if (!keyMatches) return next(unauthorized('the subscription key is not valid for this client'));
-    if (token.role === 'client' && account.sessionsValidAfter && issuedAtMs(token) < Date.parse(account.sessionsValidAfter)) {
+    if (token.role === 'client' && account.sessionsValidAfter && isSignIn(token) && issuedAtMs(token) < Date.parse(account.sessionsValidAfter)) {
       return next(unauthorized('this session was signed out by a password change; get a new token'));
     }
     if (token.role !== 'client' && token.role !== 'team_member') return next(unauthorized('the token has no known role'));

@@ -86,7 +86,7 @@ export const accountsProjection: Projection = {
             update: {
               $set: {
                 ...fields,
-                emailLower: fields.email.toLowerCase(),
+                emailLower: fields.email.trim().toLowerCase(),
                 userNameLower: fields.userName.toLowerCase(),
                 created: at,
                 updated: at,
@@ -105,7 +105,7 @@ export const accountsProjection: Projection = {
             id,
             {
               ...values,
-              ...(changes.email ? { emailLower: changes.email.toLowerCase() } : {}),
+              ...(changes.email ? { emailLower: changes.email.trim().toLowerCase() } : {}),
               ...(changes.userName ? { userNameLower: changes.userName.toLowerCase() } : {}),
               updated: at,
             },

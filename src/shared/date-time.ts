@@ -20,8 +20,11 @@ export function parseDateTime(value: string, timeZone: string, reading: WallRead
   const [year, month, day, hour, minute, second = 0] = match.slice(1, 7).map((part) => (part === undefined ? undefined : Number(part))) as number[];
   const ms = match[7] ? Number(match[7].slice(0, 3).padEnd(3, '0')) : 0;
   if (month! < 1 || month! > 12 || day! < 1 || day! > daysIn(year!, month!)) return undefined;
-  if (hour! > 23 || minute! > 59 || second > 59) return undefined;
-  const wall = utcTime(year!, month! - 1, day!, hour!, minute!, second, ms);
+  if (hour! > 23 || minute! > 59 || second > 60) return undefined;
+  // RFC 3339 (5.6, 5.7): second 60 is a leap second, 23:59:60 UTC. It is read as 23:59:59 with its
+  // fraction (as java.time does), since an instant of this API, like a POSIX time, has no 61st second.
+  const leap = second === 60;
+  const wall = utcTime(year!, month! - 1, day!, hour!, minute!, leap ? 59 : second, ms);
   const offset = match[8];
   let instant: number;
   if (offset === undefined) {
@@ -36,6 +39,7 @@ export function parseDateTime(value: string, timeZone: string, reading: WallRead
     instant = wall - (offset[0] === '-' ? -1 : 1) * (hours * 60 + minutes) * 60_000;
   }
   const result = new Date(instant);
+  if (leap && (result.getUTCHours() !== 23 || result.getUTCMinutes() !== 59)) return undefined;
   // An instant before the year 0 (0000-01-01T00:30 in Berlin, or +01:00) has no four-digit form:
   // answered back it would not be a date-time this API takes.
   if (Number.isNaN(result.getTime()) || result.getUTCFullYear() < 0 || result.getUTCFullYear() > 9999) return undefined;

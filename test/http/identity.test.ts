@@ -209,8 +209,10 @@ describe('password change', () => {
     expect(await passwordToken(service.url, client.email, 'a brand new passphrase')).toBeTruthy();
   });
 
-  it('signs out every earlier session when signOutAllSessions is true; a new token works', async () => {
+  it('signs out every earlier password sign-in when signOutAllSessions is true; a new token works', async () => {
     const client = await createClient(service);
+    // The sign-in the change is made with (the dashboard's): signed out too.
+    client.token = await passwordToken(service.url, client.email, client.password);
     const mobile = await passwordToken(service.url, client.email, client.password);
     const changed = await client.call('PUT', '/users/v1/api/user/changepassword', {
       id: client.id,

@@ -96,7 +96,7 @@ export const PasswordChangeBody = registry.register(
     id: PlainId,
     oldPassword: z.string().min(1).max(1000).openapi({ description: 'The current password (a wrong one is 400 `invalid_old_password`)' }),
     newPassword: password.openapi({ description: 'Password policy, and different from the old password' }),
-    signOutAllSessions: nullAsAbsent(z.boolean()).openapi({ description: 'Refuse every token issued before the change (absent, null or false: other sessions stay)' }),
+    signOutAllSessions: nullAsAbsent(z.boolean()).openapi({ description: 'Refuse every password sign-in (dashboard, mobile app) made before the change; client_credentials tokens stay (absent, null or false: other sessions stay)' }),
   }).openapi({
     example: { id: ex.clientId, oldPassword: 'correct horse battery staple', newPassword: 'a new and longer passphrase', signOutAllSessions: true },
   }),
