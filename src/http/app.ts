@@ -123,6 +123,12 @@ export function createApp(options: AppOptions): Express {
   const admin = options.adminApiKey ? adminRouter(services) : undefined;
   // Before authentication: which methods a path takes is public (it is in /openapi.json).
   app.use(methodGuard(declaredRoutes(admin ? [...routers, admin] : routers)));
+  // Every API answer is one caller's data (guests' personal data, secrets shown once): no cache
+  // keeps it, a browser's own included. A route that says otherwise sets its own.
+  app.use(apiAreas, (_req, res, next) => {
+    res.set('Cache-Control', 'no-store');
+    next();
+  });
   // Spec, Authentication rule 1: no valid token is 401, whatever the body holds (malformed JSON,
   // another media type, a declared length over the limit); a caller's body is read only once the
   // caller is known. Routers declare full paths.

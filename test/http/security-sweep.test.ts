@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/shared/logger.js';
-import { request, startTestService, type TestService } from '../support/service.js';
+import { adminKey, createClient, request, startTestService, type TestService } from '../support/service.js';
 
 let service: TestService | undefined;
 afterEach(async () => {
@@ -86,5 +86,26 @@ describe('TRUST_PROXY=true, which lets a client behind an appending proxy choose
     expect(warnings[0].msg).toMatch(/number of proxy hops/);
     await service!.close();
     expect(warned(await startLogged({ TRUST_PROXY: '1' }))).toHaveLength(0);
+  });
+});
+
+describe('answers no cache may keep', () => {
+  it('marks every API answer no-store: the webhook secret shown once, the admin API\'s client secret, a guest\'s data, an error', async () => {
+    // Before, only the token endpoint, /metrics, the dashboard and export downloads said so: a
+    // browser (the dashboard's, an integrator's tool) could keep a guest list or a secret on disk.
+    service = await startTestService();
+    const client = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+    const webhook = await client.call('POST', '/comms/v1/api/comms/webhook', { url: 'https://example.com/hook' });
+    expect(webhook.status, JSON.stringify(webhook.body)).toBe(200);
+    expect(webhook.body).toHaveProperty('secret');
+    const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Gala', startTime: '2026-01-01T18:00:00Z', endTime: '2026-01-02T02:00:00Z' });
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId: event.body.id, firstName: 'Ada', email: 'ada@example.com' });
+    const read = await client.call('GET', `/checkin/v1/api/guest/${guest.body.id}`);
+    const missing = await client.call('GET', '/checkin/v1/api/guest/00000000-0000-4000-8000-000000000000');
+    const account = await request(service.url, 'POST', '/admin/v1/accounts', { email: 'second@example.com', password: 'a long enough passphrase' }, { authorization: `Bearer ${adminKey}` });
+    expect(account.status).toBe(201);
+    expect(account.body).toHaveProperty('clientSecret');
+    for (const reply of [webhook, event, guest, read, missing, account]) expect(reply.headers.get('cache-control')).toBe('no-store');
+    expect(missing.status).toBe(404);
   });
 });
