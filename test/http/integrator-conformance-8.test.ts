@@ -43,3 +43,26 @@ describe('Date-times: a leap second is a valid RFC 3339 date-time', () => {
     }
   });
 });
+
+describe('Check-in: the export answers the spec’s JSON object whatever else Accept names', () => {
+  const body = { title: 'Ball', startTime: '2026-01-01T18:00:00Z', endTime: '2027-12-31T23:00:00Z' };
+
+  it('Accept: text/plain or text/json (a .NET client’s JSON type) gets 200 and the JSON object, with or without type; asking for the other format’s file is still 406', async () => {
+    const eventId = await newEvent(alice);
+    for (const [query, accept, type] of [
+      ['', 'text/plain', 'CSV'],
+      ['', 'text/json', 'CSV'],
+      ['?type=CSV', 'text/plain', 'CSV'],
+      ['?type=EXCEL', 'text/json', 'EXCEL'],
+      ['?type=EXCEL', 'application/xml', 'EXCEL'],
+    ] as const) {
+      const reply = await alice.call('POST', `/checkin/v1/api/event/export${query}`, { ...body, id: eventId }, { accept });
+      expect(reply.status, `${query} ${accept}: ${JSON.stringify(reply.body)}`).toBe(200);
+      expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(reply.body).toMatchObject({ eventId, type, exportId: expect.any(String), url: expect.any(String) });
+    }
+    const clash = await alice.call('POST', '/checkin/v1/api/event/export?type=EXCEL', { ...body, id: eventId }, { accept: 'text/csv' });
+    expect(clash.status).toBe(406);
+    expect(clash.body.code).toBe('not_acceptable');
+  });
+});
