@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, newEvent, request, startTestService, type Client, type TestService } from '../support/service.js';
 
 /**
  * The interface spec's Check-in part (guests, events, team members, the door, byinfo, guest
@@ -64,5 +64,28 @@ describe('Check-in: the export answers the spec’s JSON object whatever else Ac
     const clash = await alice.call('POST', '/checkin/v1/api/event/export?type=EXCEL', { ...body, id: eventId }, { accept: 'text/csv' });
     expect(clash.status).toBe(406);
     expect(clash.body.code).toBe('not_acceptable');
+  });
+});
+
+describe('Resources and their fields: the OpenAPI document types the answers’ date-times and GUIDs as the spec types them', () => {
+  it('GuestResponse admitted, blockedDate, validFrom, validTo, discharged are date-time and id, commsTemplateId uuid; EventResponse startTime and endTime date-time, as in the requests', async () => {
+    const schemas = (await request(service.url, 'GET', '/openapi.json')).body.components.schemas;
+    const expected: Array<[string, string, string]> = [
+      ['GuestResponse', 'admitted', 'date-time'],
+      ['GuestResponse', 'blockedDate', 'date-time'],
+      ['GuestResponse', 'validFrom', 'date-time'],
+      ['GuestResponse', 'validTo', 'date-time'],
+      ['GuestResponse', 'discharged', 'date-time'],
+      ['GuestResponse', 'id', 'uuid'],
+      ['GuestResponse', 'commsTemplateId', 'uuid'],
+      ['EventResponse', 'startTime', 'date-time'],
+      ['EventResponse', 'endTime', 'date-time'],
+    ];
+    for (const [schema, field, format] of expected) {
+      expect(schemas[schema].properties[field]?.format, `${schema}.${field}`).toBe(format);
+      // The request schema of the same resource says the same (its commsTemplateId also takes "", no send).
+      const requestSchema = schema === 'GuestResponse' ? schemas.Guest : schemas.Event;
+      if (field !== 'commsTemplateId') expect(requestSchema.properties[field]?.format, `${schema}.${field} in the request`).toBe(format);
+    }
   });
 });

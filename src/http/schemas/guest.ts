@@ -109,6 +109,8 @@ export const GuestCreateBody = registry.register(
 
 /** Every field of the spec's Guest is answered (docs/api.md, Answers): a text or time not set is null. */
 const unsetIsNull = () => z.string().nullable().openapi({ description: 'null when not set' });
+/** A field the spec types date-time (or GUID) is published with that format, so a generated client reads it as one. */
+const unsetTimeIsNull = () => unsetIsNull().openapi({ format: 'date-time' });
 /** Erased guests (docs/personal-data.md) answer these as null; the others stay as they were. */
 const erasable = () =>
   z.string().nullable().openapi({ description: 'null when not set, and once the guest’s personal data is erased (`erased: true`)' });
@@ -116,7 +118,7 @@ const erasable = () =>
 export const GuestResponse = registry.register(
   'GuestResponse',
   z.object({
-    id: z.string(),
+    id: z.string().openapi({ format: 'uuid' }),
     firstName: erasable(),
     otherNames: erasable(),
     lastName: erasable(),
@@ -127,20 +129,20 @@ export const GuestResponse = registry.register(
     barcode: erasable(),
     tags: unsetIsNull(),
     createdBy: z.string().nullable().openapi({ description: 'As given; when a create does not give it, the id of the User (client) that created the guest' }),
-    admitted: unsetIsNull(),
-    blockedDate: unsetIsNull(),
+    admitted: unsetTimeIsNull(),
+    blockedDate: unsetTimeIsNull(),
     blockedReason: unsetIsNull(),
     eventId: z.string(),
-    validFrom: unsetIsNull(),
-    validTo: unsetIsNull(),
+    validFrom: unsetTimeIsNull(),
+    validTo: unsetTimeIsNull(),
     isGroup: z.boolean().openapi({ description: 'false when not set' }),
-    discharged: unsetIsNull(),
+    discharged: unsetTimeIsNull(),
     image: erasable(),
     customId: erasable(),
-    commsTemplateId: unsetIsNull(),
+    commsTemplateId: unsetIsNull().openapi({ format: 'uuid' }),
     correlationId: unsetIsNull(),
     erased: z.literal(true).optional().openapi({ description: 'Present once the guest’s personal data is erased (POST …/guest/{id}/erase, retention); its personal fields are then null' }),
-    erasedAt: z.string().optional().openapi({ description: 'When the personal data was erased' }),
+    erasedAt: z.string().optional().openapi({ format: 'date-time', description: 'When the personal data was erased' }),
   }).openapi({
     description: 'The spec’s Guest: every field is present; a text or time not set is null, plusOnes 0 and isGroup false.',
     example: guestResponseExample(),
