@@ -83,9 +83,60 @@ describe('Resources and their fields: the OpenAPI document types the answers’ 
     ];
     for (const [schema, field, format] of expected) {
       expect(schemas[schema].properties[field]?.format, `${schema}.${field}`).toBe(format);
-      // The request schema of the same resource says the same (its commsTemplateId also takes "", no send).
+      // The request schema of the same resource says the same (its commsTemplateId, validFrom and validTo also take "").
       const requestSchema = schema === 'GuestResponse' ? schemas.Guest : schemas.Event;
-      if (field !== 'commsTemplateId') expect(requestSchema.properties[field]?.format, `${schema}.${field} in the request`).toBe(format);
+      const requested = requestSchema.properties[field] as { format?: string; anyOf?: { format?: string }[] };
+      if (field !== 'commsTemplateId') expect([requested.format, ...(requested.anyOf ?? []).map((s) => s.format)], `${schema}.${field} in the request`).toContain(format);
     }
+  });
+});
+
+describe('Guest validity: a validFrom or validTo once set can be removed, and a blank date-time cell is none', () => {
+  it('validTo "" on an existing guest (upsert, batch) removes the bound, so the guest is admitted after it; null still keeps it', async () => {
+    const eventId = await newEvent(alice);
+    const past = new Date(Date.now() - 60 * 60_000).toISOString();
+    const created = await alice.call('POST', '/checkin/v1/api/guest', { eventId, customId: 'V-1', validFrom: '2026-01-01T00:00:00Z', validTo: past });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect((await alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { customId: 'V-1' })).body.reason).toBe('expired');
+
+    // null is "not given": the bound stays.
+    expect((await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ customId: 'V-1', validTo: null }])).status).toBe(204);
+    expect((await alice.call('GET', '/checkin/v1/api/guest/V-1')).body.validTo).toBe(created.body.validTo);
+
+    const cleared = await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ customId: 'V-1', validTo: '' }]);
+    expect(cleared.status, JSON.stringify(cleared.body)).toBe(204);
+    const read = (await alice.call('GET', '/checkin/v1/api/guest/V-1')).body;
+    expect(read.validTo).toBeNull();
+    expect(read.validFrom).toBe('2026-01-01T00:00:00.000Z');
+    expect((await alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { customId: 'V-1' })).body.result).toBe('admitted');
+
+    // The batch route the same, for validFrom; repeating it changes nothing more.
+    for (let i = 0; i < 2; i++) {
+      const batch = await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ customId: 'V-1', validFrom: '' }]);
+      expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+      expect(batch.body[0]).toMatchObject({ validFrom: null, validTo: null });
+    }
+    const history = (await alice.call('GET', '/checkin/v1/api/guest/V-1/history')).body.events.map((e: { type: string }) => e.type);
+    expect(history.filter((t: string) => t === 'GuestDetailsChanged')).toHaveLength(2);
+  });
+
+  it('a record that creates a guest takes "" in validFrom and validTo as none (a spreadsheet’s blank cells), on every create route', async () => {
+    const eventId = await newEvent(alice);
+    const blank = { validFrom: '', validTo: '' };
+    const single = await alice.call('POST', '/checkin/v1/api/guest', { eventId, customId: 'B-1', ...blank });
+    const batch = await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ customId: 'B-2', ...blank }]);
+    const upsert = await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ customId: 'B-3', ...blank }]);
+    expect([single.status, batch.status, upsert.status], JSON.stringify([single.body, batch.body, upsert.body])).toEqual([200, 200, 204]);
+    for (const customId of ['B-1', 'B-2', 'B-3']) {
+      const guest = (await alice.call('GET', `/checkin/v1/api/guest/${customId}`)).body;
+      expect(guest).toMatchObject({ validFrom: null, validTo: null });
+      expect((await alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { customId })).body.result).toBe('admitted');
+    }
+    // The create retried as it was sent is the same create.
+    expect((await alice.call('POST', '/checkin/v1/api/guest', { eventId, customId: 'B-1', ...blank })).status).toBe(200);
+    // Text that is no date-time is still 400 naming the field.
+    const wrong = await alice.call('POST', '/checkin/v1/api/guest', { eventId, validTo: 'soon' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.errors).toEqual([{ path: 'validTo', message: expect.stringMatching(/ISO 8601 date-time/) }]);
   });
 });

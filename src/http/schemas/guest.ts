@@ -34,6 +34,18 @@ const image = z
   .string()
   .openapi({ description: 'Base64-encoded image, kept as sent; under 50 kB and portrait 600 by 400 px recommended (not enforced)' });
 
+/**
+ * validFrom, validTo: `""` (a spreadsheet's blank cell) is no bound. Where the record creates the
+ * guest that is as if not given; on an existing guest it removes the bound (`null` from here on),
+ * since `null` keeps a value (docs/api.md, Bodies) and a window once set could otherwise never
+ * be lifted.
+ */
+const clearableTime = <T extends z.ZodType<string, string>>(time: T) =>
+  z
+    .union([time, z.literal('')], { error: 'must be an existing ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z or 2026-11-21T11:00:00+01:00, or "" for none' })
+    .nullish()
+    .transform((v): string | null | undefined => (v === '' ? null : v === null ? undefined : v));
+
 export const GuestBody = registry.register(
   'Guest',
   z.object({
@@ -60,8 +72,8 @@ export const GuestBody = registry.register(
       description: 'Taken when the record creates the guest (a non-empty one without blockedDate: blocked from now); upsert never changes it',
     }),
     eventId: optional(PlainId),
-    validFrom: optional(WindowStart),
-    validTo: optional(WindowEnd),
+    validFrom: clearableTime(WindowStart).openapi({ description: 'null: not given (kept); "": none (removes the bound from an existing guest)' }),
+    validTo: clearableTime(WindowEnd).openapi({ description: 'null: not given (kept); "": none (removes the bound from an existing guest)' }),
     isGroup: optional(z.boolean()),
     discharged: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (needs admitted); upsert never changes it' }),
     image: optional(image),
