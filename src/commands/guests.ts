@@ -6,6 +6,7 @@ import {
   parseTags,
   type GuestCommand,
   type GuestDetails,
+  type GuestDetailsChange,
   type ImportedState,
 } from '../domain/guest.js';
 import { personalGuestFields } from '../domain/personal-data.js';
@@ -23,7 +24,7 @@ import { ticketSigner, type TicketSigner } from '../tickets/event-keys.js';
  * A guest record as a request gives it (spec: Guest); every field optional. Admission and block
  * are taken when the record creates the guest, and never change an existing one (spec rule 3).
  */
-export type GuestInput = GuestDetails &
+export type GuestInput = GuestDetailsChange &
   ImportedState & {
     id?: string;
     eventId?: string;
@@ -112,8 +113,8 @@ export function guestViewJson(doc: GuestDoc): string {
 
 export const guests = (services: Services) => services.readStore.collection<GuestDoc>('guests');
 
-const detailsOf = (input: GuestInput): GuestDetails =>
-  Object.fromEntries(detailFields.filter((f) => input[f] !== undefined).map((f) => [f, input[f]])) as GuestDetails;
+const detailsOf = (input: GuestInput): GuestDetailsChange =>
+  Object.fromEntries(detailFields.filter((f) => input[f] !== undefined).map((f) => [f, input[f]])) as GuestDetailsChange;
 
 /** The admission and block a record gives; a reason without blockedDate blocks from now. */
 function importedOf(input: GuestInput, now: Date): ImportedState | undefined {
@@ -134,8 +135,9 @@ function recordErrors(input: GuestInput, existing: GuestDoc | null, eventId: str
   if (input.eventId !== undefined && input.eventId !== eventId) {
     errors.push({ path: at('eventId'), message: 'must be the event of the path (or left out)' });
   }
-  const validFrom = input.validFrom ?? existing?.validFrom;
-  const validTo = input.validTo ?? existing?.validTo;
+  // A record's null (from "") removes the stored bound, so it is not checked against it.
+  const validFrom = input.validFrom === undefined ? existing?.validFrom : input.validFrom;
+  const validTo = input.validTo === undefined ? existing?.validTo : input.validTo;
   if (validFrom && validTo && Date.parse(validFrom) > Date.parse(validTo)) {
     errors.push({ path: at(input.validFrom !== undefined ? 'validFrom' : 'validTo'), message: 'validFrom must not be after validTo' });
   }
@@ -184,6 +186,10 @@ export async function saveGuests(
     // A blank email (a CRM's empty cell) is no email: a record that creates the guest leaves it
     // out (answered null); on an existing guest it empties the email, as "" empties any text.
     if (details.email === '' && (!plan.existing || options.mode === 'create')) delete details.email;
+    // A blank validFrom or validTo is none: where the record creates the guest there is nothing to remove.
+    for (const bound of ['validFrom', 'validTo'] as const) {
+      if (details[bound] === null && (!plan.existing || options.mode === 'create')) delete details[bound];
+    }
     // Issue 16: a guest left without a barcode, that never had a ticket, gets a signed one.
     const barcode = plan.input.barcode === undefined ? plan.existing?.barcode : plan.input.barcode;
     const needsTicket = !barcode && plan.existing?.ticketSerial === undefined && services.secretsKeyring !== undefined;
@@ -200,7 +206,8 @@ export async function saveGuests(
             guestId: plan.guestId,
             clientId: context.tenantId,
             eventId,
-            details,
+            // In create mode the blank bounds were dropped above: no null is left.
+            details: details as GuestDetails,
             tags: tags ?? [],
             invitationId: repeatableId(context, 'invitation', plan.guestId),
             ...(imported ? { imported } : {}),

@@ -25,6 +25,9 @@ export interface GuestDetails {
   correlationId?: string;
 }
 
+/** What a merge (and its GuestDetailsChanged) changes: `null` in validFrom or validTo removes that bound. */
+export type GuestDetailsChange = Omit<GuestDetails, 'validFrom' | 'validTo'> & { validFrom?: string | null; validTo?: string | null };
+
 /** Spec: plusOnes, admittedPlusOnes and the team member statistics are integer (int32). */
 export const INT32_MAX = 2_147_483_647;
 
@@ -106,7 +109,7 @@ export type TicketToIssue = IssuedTicket & { at: string };
 
 export type GuestEvent =
   | { type: 'GuestRegistered'; data: GuestDetails & { guestId: string; clientId: string; eventId: string; tags: string[] } }
-  | { type: 'GuestDetailsChanged'; data: { guestId: string; eventId: string; changes: GuestDetails } }
+  | { type: 'GuestDetailsChanged'; data: { guestId: string; eventId: string; changes: GuestDetailsChange } }
   | { type: 'GuestTagsChanged'; data: { guestId: string; eventId: string; tags: string[] } }
   | {
       type: 'GuestAdmitted';
@@ -275,7 +278,7 @@ export type GuestCommand =
       guestId: string;
       clientId: string;
       eventId: string;
-      details: GuestDetails;
+      details: GuestDetailsChange;
       tags?: string[];
       replaceTags: boolean;
       /** Used when the record names a template to send. */
@@ -442,7 +445,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
   }
 }
 
-function withoutNulls(details: GuestDetails): GuestDetails {
+function withoutNulls(details: GuestDetailsChange): GuestDetails {
   return Object.fromEntries(Object.entries(details).filter(([, v]) => v !== null && v !== undefined)) as GuestDetails;
 }
 
@@ -453,7 +456,7 @@ function withoutNulls(details: GuestDetails): GuestDetails {
  * without a usable email and the guest now has another). `email`: the guest's email after this decision.
  */
 function invitationFor(
-  command: { guestId: string; eventId: string; invitationId: string; details: GuestDetails },
+  command: { guestId: string; eventId: string; invitationId: string; details: GuestDetailsChange },
   previousTemplate: string | undefined,
   email: string | null | undefined,
 ): GuestEvent[] {
@@ -580,9 +583,10 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
   }
   const changes = Object.fromEntries(
     Object.entries(command.details).filter(
-      ([key, value]) => value !== undefined && state.details[key as keyof GuestDetails] !== value,
+      // null removes a bound: a change only when the guest has one.
+      ([key, value]) => value !== undefined && (state.details[key as keyof GuestDetails] ?? null) !== value,
     ),
-  ) as GuestDetails;
+  ) as GuestDetailsChange;
   const events: GuestEvent[] = [];
   if (Object.keys(changes).length > 0) events.push({ type: 'GuestDetailsChanged', data: { ...ids, changes } });
   if (command.tags) {

@@ -117,8 +117,13 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
         },
       ];
     }
-    case 'GuestDetailsChanged':
-      return [guestUpdate(id, at, { ...event.data.changes, ...lowerFields(event.data.changes) })];
+    case 'GuestDetailsChanged': {
+      // null removes the field (a validity bound lifted): the document holds no null.
+      const changes = event.data.changes as Record<string, unknown>;
+      const removed = Object.keys(changes).filter((field) => changes[field] === null);
+      const set = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== null)) as GuestDetails;
+      return [guestUpdate(id, at, { ...set, ...lowerFields(set) }, removed.length > 0 ? { $unset: Object.fromEntries(removed.map((f) => [f, ''])) } : {})];
+    }
     case 'GuestTagsChanged': {
       const tags = event.data.tags;
       return [

@@ -126,13 +126,16 @@ export function exportRouter(services: Services, settings: ExportSettings): Rout
 /**
  * `type` picks the format when given; otherwise an Accept naming the xlsx type picks Excel,
  * and CSV is the default. The file is sent directly when Accept prefers the format's media
- * type to JSON; an Accept that allows neither is 406 (e.g. `type=EXCEL` with `Accept: text/csv`).
+ * type to JSON. Any other Accept (`text/plain`, `text/json`) gets the spec's answer, the JSON
+ * object; only one that asks for the other format's file (`type=EXCEL` with `Accept: text/csv`)
+ * is 406, since a client reading the answer as that file would misread it.
  */
 export function negotiate(req: Request, asked: ExportType | undefined): { type: ExportType; direct: boolean } {
   const type = asked ?? (req.accepts([JSON_TYPE, CSV_TYPE, XLSX_MEDIA_TYPE]) === XLSX_MEDIA_TYPE ? 'EXCEL' : 'CSV');
   const fileType = type === 'CSV' ? CSV_TYPE : XLSX_MEDIA_TYPE;
+  const otherFileType = type === 'CSV' ? XLSX_MEDIA_TYPE : CSV_TYPE;
   const preferred = req.accepts([JSON_TYPE, fileType]);
-  if (!preferred) {
+  if (!preferred && req.accepts(otherFileType) === otherFileType) {
     throw new HttpError(406, 'not_acceptable', `a ${type} export is answered as ${JSON_TYPE} or ${fileType}; the Accept header allows neither`);
   }
   return { type, direct: preferred === fileType };

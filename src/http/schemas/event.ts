@@ -47,16 +47,16 @@ export const EventResponse = registry.register(
   'EventResponse',
   z.object({
     title: z.string(),
-    startTime: z.string(),
-    endTime: z.string(),
+    startTime: z.string().openapi({ format: 'date-time' }),
+    endTime: z.string().openapi({ format: 'date-time' }),
     id: z.string(),
     active: z.boolean().nullable().openapi({ description: 'null when not set' }),
     timeZoneId: z.string().nullable().openapi({ description: 'null when not set' }),
     tags: z.string().nullable().openapi({ description: 'null when not set' }),
     customData: z.string().nullable().openapi({ description: 'null when not set' }),
     retentionDays: z.number().int().optional(),
-    created: z.string(),
-    updated: z.string(),
+    created: z.string().openapi({ format: 'date-time' }),
+    updated: z.string().openapi({ format: 'date-time' }),
   }).openapi({
     example: {
       ...eventExample,

@@ -34,6 +34,18 @@ const image = z
   .string()
   .openapi({ description: 'Base64-encoded image, kept as sent; under 50 kB and portrait 600 by 400 px recommended (not enforced)' });
 
+/**
+ * validFrom, validTo: `""` (a spreadsheet's blank cell) is no bound. Where the record creates the
+ * guest that is as if not given; on an existing guest it removes the bound (`null` from here on),
+ * since `null` keeps a value (docs/api.md, Bodies) and a window once set could otherwise never
+ * be lifted.
+ */
+const clearableTime = <T extends z.ZodType<string, string>>(time: T) =>
+  z
+    .union([time, z.literal('')], { error: 'must be an existing ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z or 2026-11-21T11:00:00+01:00, or "" for none' })
+    .nullish()
+    .transform((v): string | null | undefined => (v === '' ? null : v === null ? undefined : v));
+
 export const GuestBody = registry.register(
   'Guest',
   z.object({
@@ -60,8 +72,8 @@ export const GuestBody = registry.register(
       description: 'Taken when the record creates the guest (a non-empty one without blockedDate: blocked from now); upsert never changes it',
     }),
     eventId: optional(PlainId),
-    validFrom: optional(WindowStart),
-    validTo: optional(WindowEnd),
+    validFrom: clearableTime(WindowStart).openapi({ description: 'null: not given (kept); "": none (removes the bound from an existing guest)' }),
+    validTo: clearableTime(WindowEnd).openapi({ description: 'null: not given (kept); "": none (removes the bound from an existing guest)' }),
     isGroup: optional(z.boolean()),
     discharged: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (needs admitted); upsert never changes it' }),
     image: optional(image),
@@ -109,6 +121,8 @@ export const GuestCreateBody = registry.register(
 
 /** Every field of the spec's Guest is answered (docs/api.md, Answers): a text or time not set is null. */
 const unsetIsNull = () => z.string().nullable().openapi({ description: 'null when not set' });
+/** A field the spec types date-time (or GUID) is published with that format, so a generated client reads it as one. */
+const unsetTimeIsNull = () => unsetIsNull().openapi({ format: 'date-time' });
 /** Erased guests (docs/personal-data.md) answer these as null; the others stay as they were. */
 const erasable = () =>
   z.string().nullable().openapi({ description: 'null when not set, and once the guest’s personal data is erased (`erased: true`)' });
@@ -116,7 +130,7 @@ const erasable = () =>
 export const GuestResponse = registry.register(
   'GuestResponse',
   z.object({
-    id: z.string(),
+    id: z.string().openapi({ format: 'uuid' }),
     firstName: erasable(),
     otherNames: erasable(),
     lastName: erasable(),
@@ -127,20 +141,20 @@ export const GuestResponse = registry.register(
     barcode: erasable(),
     tags: unsetIsNull(),
     createdBy: z.string().nullable().openapi({ description: 'As given; when a create does not give it, the id of the User (client) that created the guest' }),
-    admitted: unsetIsNull(),
-    blockedDate: unsetIsNull(),
+    admitted: unsetTimeIsNull(),
+    blockedDate: unsetTimeIsNull(),
     blockedReason: unsetIsNull(),
     eventId: z.string(),
-    validFrom: unsetIsNull(),
-    validTo: unsetIsNull(),
+    validFrom: unsetTimeIsNull(),
+    validTo: unsetTimeIsNull(),
     isGroup: z.boolean().openapi({ description: 'false when not set' }),
-    discharged: unsetIsNull(),
+    discharged: unsetTimeIsNull(),
     image: erasable(),
     customId: erasable(),
-    commsTemplateId: unsetIsNull(),
+    commsTemplateId: unsetIsNull().openapi({ format: 'uuid' }),
     correlationId: unsetIsNull(),
     erased: z.literal(true).optional().openapi({ description: 'Present once the guest’s personal data is erased (POST …/guest/{id}/erase, retention); its personal fields are then null' }),
-    erasedAt: z.string().optional().openapi({ description: 'When the personal data was erased' }),
+    erasedAt: z.string().optional().openapi({ format: 'date-time', description: 'When the personal data was erased' }),
   }).openapi({
     description: 'The spec’s Guest: every field is present; a text or time not set is null, plusOnes 0 and isGroup false.',
     example: guestResponseExample(),
