@@ -89,6 +89,13 @@ describe('Resources and their fields: the OpenAPI document types the answers’ 
       if (field !== 'commsTemplateId') expect([requested.format, ...(requested.anyOf ?? []).map((s) => s.format)], `${schema}.${field} in the request`).toContain(format);
     }
   });
+
+  it('CommsTemplateResponse created (the spec: date-time) and the sending domain record\'s times are date-time', async () => {
+    const schemas = (await request(service.url, 'GET', '/openapi.json')).body.components.schemas;
+    expect(schemas.CommsTemplateResponse.properties.created.format).toBe('date-time');
+    expect(schemas.SendingDomain.properties.createdAt.format).toBe('date-time');
+    expect(schemas.SendingDomain.properties.lastVerifiedAt.format).toBe('date-time');
+  });
 });
 
 describe('Guest validity: a validFrom or validTo once set can be removed, and a blank date-time cell is none', () => {

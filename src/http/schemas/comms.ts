@@ -65,7 +65,7 @@ export const TemplateResponse = registry.register(
     fromName: z.string().nullable(),
     replyTo: z.string().nullable(),
     attachPdf: z.boolean(),
-    created: z.string(),
+    created: z.string().openapi({ format: 'date-time' }),
   }).openapi({
     example: {
       id: ex.templateId,
@@ -214,8 +214,8 @@ export const DomainResponse = registry.register(
       z.object({ purpose: z.string(), type: z.string(), host: z.string(), data: z.string(), valid: z.boolean() }),
     ),
     sendingAddress: z.string(),
-    createdAt: z.string(),
-    lastVerifiedAt: z.string().optional(),
+    createdAt: z.string().openapi({ format: 'date-time' }),
+    lastVerifiedAt: z.string().optional().openapi({ format: 'date-time' }),
   }).openapi({
     example: {
       id: '18723456',
