@@ -3,6 +3,9 @@ import { ErrorType, type EventStoreDBClient } from '@eventstore/db-client';
 import { describe, expect, it } from 'vitest';
 import { EsdbEventStore } from '../../src/adapters/eventstore/esdb.js';
 import { AppendTooLargeError, StoreUnavailableError, type SubscriptionBatch } from '../../src/adapters/eventstore/port.js';
+import { EmbeddedReadStore } from '../../src/adapters/readstore/embedded.js';
+import { checkStoreIdentity } from '../../src/projections/store-identity.js';
+import { createLogger } from '../../src/shared/logger.js';
 
 /**
  * The EventStoreDB adapter's reading logic against a stand-in for @eventstore/db-client 6.x
@@ -205,6 +208,61 @@ describe('EventStoreDB adapter reading logic (client stand-in)', () => {
     expect(await store.headPosition({ streamPrefixes: ['want-'] })).toBe(1);
     expect(await store.headPosition()).toBe(100); // the last event that is not the server's own
     expect(await store.headPosition({ streamPrefixes: ['none-'] })).toBe(-1);
+  });
+
+  it("keeps a checkpoint the server reported at its own event, past our last one, as this store's", async () => {
+    // EventStoreDB 24.10 counts every committed event towards a filtered subscription's live
+    // checkpoint and reports the position of the event it reached, whatever stream it is in
+    // (SubscriptionsService.cs, ProcessEventCommited: `CheckpointIntervalCurrent++` outside the
+    // filter, `CheckpointReached(..., pair.OriginalPosition)`); the standard projections write
+    // `$>` links to `$ce-`/`$bc-` streams after our events. So the checkpoint a projection stores
+    // can be past the last event that is not the server's own.
+    const all = [
+      { position: 1, stream: 'guest-1' },
+      { position: 2, stream: '$bc-c', type: '$>' },
+      { position: 3, stream: '$ce-guest', type: '$>' },
+    ];
+    const { client } = fakeClient(all, [{ position: 1, stream: 'guest-1' }, { checkpoint: 3 }]);
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client });
+    const subscription = store.subscribeToAll({ filter: { streamPrefixes: ['guest-'] } });
+    const iterator = subscription[Symbol.asyncIterator]();
+    let batch = await take(iterator);
+    while (batch.position < 3) batch = await take(iterator);
+    await subscription.stop();
+    expect(await store.headPosition()).toBe(1);
+    const readStore = new EmbeddedReadStore(':memory:');
+    try {
+      await readStore.setCheckpoint('projection:guests', batch.position);
+      // Before: "checkpoints ahead of this event store's head 1" and the service refused to start
+      // (with READ_STORE_MISMATCH=rebuild it dropped every read model).
+      const checked = await checkStoreIdentity({
+        eventStore: store,
+        readStore,
+        eventStoreDescription: 'EventStoreDB (stand-in)',
+        readStoreDescription: 'memory',
+        projections: [],
+        otherCheckpoints: ['projection:guests'],
+        rebuildOnMismatch: false,
+        logger: createLogger('silent'),
+      });
+      expect(checked).toEqual({ recorded: true, rebuilt: false });
+      // A checkpoint past the store's last event, its own included, is still refused.
+      await readStore.setCheckpoint('projection:guests', 4);
+      await expect(
+        checkStoreIdentity({
+          eventStore: store,
+          readStore,
+          eventStoreDescription: 'EventStoreDB (stand-in)',
+          readStoreDescription: 'memory',
+          projections: [],
+          otherCheckpoints: ['projection:guests'],
+          rebuildOnMismatch: false,
+          logger: createLogger('silent'),
+        }),
+      ).rejects.toThrow(/ahead of this event store's last event 3/);
+    } finally {
+      await readStore.close();
+    }
   });
 
   it('gives a read that never answers a deadline, as a retryable StoreUnavailableError', async () => {

@@ -289,6 +289,21 @@ export class EsdbEventStore implements EventStore {
     }
   }
 
+  /** The last event of `$all`, the server's own included (its checkpoints can be at one). */
+  async endPosition(deadlineMs = this.readDeadlineMs): Promise<number> {
+    let end = -1;
+    try {
+      const read = this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 });
+      await this.drain(read, 'read the end of $all', (resolved) => {
+        if (resolved.event?.position) end = Number(resolved.event.position.commit);
+        return false;
+      }, deadlineMs);
+    } catch (error) {
+      throw toPortError(error, 'read the end of $all');
+    }
+    return end;
+  }
+
   /**
    * Catch-up then live, read with backpressure: the client's stream is paused until the
    * consumer asks for the next batch (its buffer holds at most `batchSize` events), so a

@@ -132,6 +132,15 @@ export interface EventStore {
    * caught up once it delivered a batch at or past this position, whatever follows it.
    */
   headPosition(filter?: EventFilter): Promise<number>;
+  /**
+   * Position of the last event the store holds, the server's own included, -1 when there is
+   * none: no position a subscription reports is past it. Absent where that is `headPosition()`
+   * (a store without events of its own). EventStoreDB reports progress at its checkpoints, which
+   * can be a system event's position (a `$>` link of its standard projections, a `$metadata`),
+   * past the last event that is not the server's own: a checkpoint is compared with this, not
+   * with the head, to tell whether it belongs to this store.
+   */
+  endPosition?(): Promise<number>;
   subscribeToAll(options?: SubscribeOptions): Subscription;
   /**
    * The largest append the store takes, in bytes as `appendBytes` counts them (EventStoreDB:
