@@ -1,5 +1,9 @@
 import { Readable } from 'node:stream';
 import { ErrorType, type EventStoreDBClient } from '@eventstore/db-client';
+import { unpackToCommandError } from '@eventstore/db-client/dist/streams/appendToStream/unpackError.js';
+import { Status } from '@eventstore/db-client/generated/status_pb.js';
+import { Any } from 'google-protobuf/google/protobuf/any_pb.js';
+import { Empty } from 'google-protobuf/google/protobuf/empty_pb.js';
 import { describe, expect, it } from 'vitest';
 import { EsdbEventStore } from '../../src/adapters/eventstore/esdb.js';
 import { AppendTooLargeError, StoreUnavailableError, type SubscriptionBatch } from '../../src/adapters/eventstore/port.js';
@@ -317,6 +321,51 @@ describe('EventStoreDB adapter: the size of an append (MaxAppendSize)', () => {
     const error = await store.append('s-1', [event(1_500)], 'any').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AppendTooLargeError);
     expect(error).toMatchObject({ streamName: 's-1', limit: 1024, bytes: undefined });
+  });
+});
+
+describe('EventStoreDB adapter: an append the server did not take', () => {
+  const event = {
+    id: '00000000-0000-4000-8000-000000000001',
+    type: 'Happened',
+    data: {},
+    metadata: { tenantId: 't', actor: { type: 'system' as const, id: 'x' }, correlationId: 'c', occurredAt: 'x' },
+  };
+  const failingClient = (failure: unknown) =>
+    ({
+      appendToStream: async () => {
+        throw failure;
+      },
+      dispose: async () => {},
+    }) as unknown as EventStoreDBClient;
+
+  // The 6.x client appends through BatchAppend (no call credentials). A server that is not ready,
+  // too busy, or not the leader without leader info answers with a Status whose details are an
+  // Empty (Streams.BatchAppend.cs, ConvertMessage of NotHandled, 24.10); the client's own
+  // unpackToCommandError makes that an UnknownError. Nothing was written: retry later (503).
+  for (const answer of ['Server Is Not Ready', 'Server Is Busy', 'No leader info available in response']) {
+    it(`"${answer}" is a retryable StoreUnavailableError`, async () => {
+      const status = new Status();
+      const details = new Any();
+      details.pack(new Empty().serializeBinary(), 'google.protobuf.Empty');
+      status.setDetails(details);
+      status.setMessage(answer);
+      const failure = unpackToCommandError(status, 's-1');
+      expect((failure as { type?: string }).type).toBe(ErrorType.UNKNOWN);
+      const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client: failingClient(failure) });
+      const error = await store.append('s-1', [event], 'no_stream').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(error).toMatchObject({ reason: 'unavailable', retryable: true });
+    });
+  }
+
+  it('a call the server cancelled is a retryable StoreUnavailableError; another unknown error is left as it is', async () => {
+    const cancelled = Object.assign(new Error('1 CANCELLED: Cancelled on server'), { type: ErrorType.CANCELLED });
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client: failingClient(cancelled) });
+    expect(await store.append('s-1', [event], 'no_stream').catch((e: unknown) => e)).toMatchObject({ reason: 'unavailable', retryable: true });
+    const unknown = Object.assign(new Error('something else'), { type: ErrorType.UNKNOWN });
+    const other = new EsdbEventStore('esdb://localhost:2113?tls=false', { client: failingClient(unknown) });
+    expect(await other.append('s-1', [event], 'no_stream').catch((e: unknown) => e)).toBe(unknown);
   });
 });
 
