@@ -155,7 +155,8 @@ export interface EventStore {
   checkAppendSizes?(appends: StreamAppend[]): void;
   /**
    * Lets the store drop this stream's events once they are older than `seconds` (EventStoreDB:
-   * the stream's `$maxAge`, applied when the server scavenges); absent on a store that keeps
+   * the stream's `$maxAge`: reads of the stream stop returning them at once, scavenging then
+   * deletes them); absent on a store that keeps
    * every event (embedded). Setting the same age again writes nothing.
    */
   setMaxAge?(streamName: string, seconds: number): Promise<void>;
@@ -220,9 +221,10 @@ export class AppendTooLargeError extends Error {
 }
 
 /**
- * An append's size as EventStoreDB weighs it against `MaxAppendSize`: per event, its data and
- * metadata as UTF-8 JSON and twice the length of its type (the server's own count, which this
- * never undercounts).
+ * An append's size, weighed against EventStoreDB's `MaxAppendSize`: per event, its data and
+ * metadata as UTF-8 JSON and twice the length of its type. It never undercounts the server:
+ * 24.10's `Event.SizeOnDisk` is written to add the three, but its `??` and `+` make it count the
+ * data alone (`data?.Length ?? 0 + metadata?.Length ?? ...`), so this refuses a little early.
  */
 export function appendBytes(events: readonly { type: string; data: unknown; metadata: unknown }[]): number {
   let bytes = 0;
