@@ -49,8 +49,8 @@ async function main(): Promise<void> {
     if (value === undefined || !Number.isInteger(position) || position < -1) {
       throw new Error('reset needs a position: an integer >= -1 (-1 re-publishes all history)');
     }
-    // A checkpoint past the head would make every role refuse to start (checkpoints ahead of the event store).
-    const storeHead = await platform.eventStore.headPosition();
+    // A checkpoint past the store's last event would make every role refuse to start (checkpoints ahead of the event store).
+    const storeHead = await (platform.eventStore.endPosition?.() ?? platform.eventStore.headPosition());
     if (position > storeHead) {
       throw new Error(`reset ${position} is past the event store's head ${storeHead}; give a position from -1 to ${storeHead} (npm run relay -- status shows where it is). Nothing was changed`);
     }

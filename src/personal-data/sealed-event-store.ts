@@ -73,6 +73,7 @@ export function sealedEventStore(inner: EventStore, keys: DataKeys, options: { l
       return openAll(await inner.readStream(streamName, options), options?.personalData === false);
     },
     headPosition: (filter) => inner.headPosition(filter),
+    ...(inner.endPosition ? { endPosition: () => inner.endPosition!() } : {}),
     get maxAppendBytes() {
       return inner.maxAppendBytes;
     },

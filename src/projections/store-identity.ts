@@ -9,7 +9,8 @@
  * `service_identity/event-store`. At start every role checks:
  *  - the recorded identity differs from this store's, or this store is empty while the read
  *    store recorded one: refuse, naming both;
- *  - a checkpoint is ahead of this store's head: refuse, naming both;
+ *  - a checkpoint is ahead of this store's end (its last event, the server's own included:
+ *    EventStoreDB's checkpoints can be at one, past the last event of ours): refuse, naming both;
  *  - nothing recorded yet and the store has events: record it.
  * `READ_STORE_MISMATCH=rebuild` (projections or all role) drops the read models and the
  * checkpoints instead of refusing, records this store, and lets the projections and the relay
@@ -60,7 +61,8 @@ export async function checkStoreIdentity(check: IdentityCheck): Promise<{ record
   const recorded = await identities.get(eventStoreIdentityId);
   const names = [...check.projections.map((p) => `projection:${p.name}`), ...check.otherCheckpoints];
   const checkpoints = await Promise.all(names.map(async (name) => ({ name, position: (await readStore.getCheckpoint(name)) ?? -1 })));
-  const ahead = checkpoints.filter((c) => c.position > head);
+  const end = eventStore.endPosition ? await eventStore.endPosition() : head;
+  const ahead = checkpoints.filter((c) => c.position > end);
 
   let problem: string | undefined;
   if (recorded && (!first || recorded.firstEventId !== first.id)) {
@@ -70,7 +72,7 @@ export async function checkStoreIdentity(check: IdentityCheck): Promise<{ record
       `but this service's event store is ${check.eventStoreDescription} (${first ? `first event ${first.id} of ${first.recordedAt}` : 'empty'})`;
   } else if (ahead.length > 0) {
     problem =
-      `the read store (${check.readStoreDescription}) has checkpoints ahead of this event store's head ${head} ` +
+      `the read store (${check.readStoreDescription}) has checkpoints ahead of this event store's last event ${end} ` +
       `(${ahead.map((c) => `${c.name} at ${c.position}`).join(', ')}): they belong to another event store than ` +
       `${check.eventStoreDescription}${recorded ? ` (recorded: ${recorded.description})` : ''}`;
   }

@@ -1,8 +1,15 @@
 import { Readable } from 'node:stream';
 import { ErrorType, type EventStoreDBClient } from '@eventstore/db-client';
+import { unpackToCommandError } from '@eventstore/db-client/dist/streams/appendToStream/unpackError.js';
+import { Status } from '@eventstore/db-client/generated/status_pb.js';
+import { Any } from 'google-protobuf/google/protobuf/any_pb.js';
+import { Empty } from 'google-protobuf/google/protobuf/empty_pb.js';
 import { describe, expect, it } from 'vitest';
 import { EsdbEventStore } from '../../src/adapters/eventstore/esdb.js';
 import { AppendTooLargeError, StoreUnavailableError, type SubscriptionBatch } from '../../src/adapters/eventstore/port.js';
+import { EmbeddedReadStore } from '../../src/adapters/readstore/embedded.js';
+import { checkStoreIdentity } from '../../src/projections/store-identity.js';
+import { createLogger } from '../../src/shared/logger.js';
 
 /**
  * The EventStoreDB adapter's reading logic against a stand-in for @eventstore/db-client 6.x
@@ -207,6 +214,61 @@ describe('EventStoreDB adapter reading logic (client stand-in)', () => {
     expect(await store.headPosition({ streamPrefixes: ['none-'] })).toBe(-1);
   });
 
+  it("keeps a checkpoint the server reported at its own event, past our last one, as this store's", async () => {
+    // EventStoreDB 24.10 counts every committed event towards a filtered subscription's live
+    // checkpoint and reports the position of the event it reached, whatever stream it is in
+    // (SubscriptionsService.cs, ProcessEventCommited: `CheckpointIntervalCurrent++` outside the
+    // filter, `CheckpointReached(..., pair.OriginalPosition)`); the standard projections write
+    // `$>` links to `$ce-`/`$bc-` streams after our events. So the checkpoint a projection stores
+    // can be past the last event that is not the server's own.
+    const all = [
+      { position: 1, stream: 'guest-1' },
+      { position: 2, stream: '$bc-c', type: '$>' },
+      { position: 3, stream: '$ce-guest', type: '$>' },
+    ];
+    const { client } = fakeClient(all, [{ position: 1, stream: 'guest-1' }, { checkpoint: 3 }]);
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client });
+    const subscription = store.subscribeToAll({ filter: { streamPrefixes: ['guest-'] } });
+    const iterator = subscription[Symbol.asyncIterator]();
+    let batch = await take(iterator);
+    while (batch.position < 3) batch = await take(iterator);
+    await subscription.stop();
+    expect(await store.headPosition()).toBe(1);
+    const readStore = new EmbeddedReadStore(':memory:');
+    try {
+      await readStore.setCheckpoint('projection:guests', batch.position);
+      // Before: "checkpoints ahead of this event store's head 1" and the service refused to start
+      // (with READ_STORE_MISMATCH=rebuild it dropped every read model).
+      const checked = await checkStoreIdentity({
+        eventStore: store,
+        readStore,
+        eventStoreDescription: 'EventStoreDB (stand-in)',
+        readStoreDescription: 'memory',
+        projections: [],
+        otherCheckpoints: ['projection:guests'],
+        rebuildOnMismatch: false,
+        logger: createLogger('silent'),
+      });
+      expect(checked).toEqual({ recorded: true, rebuilt: false });
+      // A checkpoint past the store's last event, its own included, is still refused.
+      await readStore.setCheckpoint('projection:guests', 4);
+      await expect(
+        checkStoreIdentity({
+          eventStore: store,
+          readStore,
+          eventStoreDescription: 'EventStoreDB (stand-in)',
+          readStoreDescription: 'memory',
+          projections: [],
+          otherCheckpoints: ['projection:guests'],
+          rebuildOnMismatch: false,
+          logger: createLogger('silent'),
+        }),
+      ).rejects.toThrow(/ahead of this event store's last event 3/);
+    } finally {
+      await readStore.close();
+    }
+  });
+
   it('gives a read that never answers a deadline, as a retryable StoreUnavailableError', async () => {
     const { client } = fakeClient([]);
     const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client, readDeadlineMs: 50 });
@@ -259,6 +321,51 @@ describe('EventStoreDB adapter: the size of an append (MaxAppendSize)', () => {
     const error = await store.append('s-1', [event(1_500)], 'any').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AppendTooLargeError);
     expect(error).toMatchObject({ streamName: 's-1', limit: 1024, bytes: undefined });
+  });
+});
+
+describe('EventStoreDB adapter: an append the server did not take', () => {
+  const event = {
+    id: '00000000-0000-4000-8000-000000000001',
+    type: 'Happened',
+    data: {},
+    metadata: { tenantId: 't', actor: { type: 'system' as const, id: 'x' }, correlationId: 'c', occurredAt: 'x' },
+  };
+  const failingClient = (failure: unknown) =>
+    ({
+      appendToStream: async () => {
+        throw failure;
+      },
+      dispose: async () => {},
+    }) as unknown as EventStoreDBClient;
+
+  // The 6.x client appends through BatchAppend (no call credentials). A server that is not ready,
+  // too busy, or not the leader without leader info answers with a Status whose details are an
+  // Empty (Streams.BatchAppend.cs, ConvertMessage of NotHandled, 24.10); the client's own
+  // unpackToCommandError makes that an UnknownError. Nothing was written: retry later (503).
+  for (const answer of ['Server Is Not Ready', 'Server Is Busy', 'No leader info available in response']) {
+    it(`"${answer}" is a retryable StoreUnavailableError`, async () => {
+      const status = new Status();
+      const details = new Any();
+      details.pack(new Empty().serializeBinary(), 'google.protobuf.Empty');
+      status.setDetails(details);
+      status.setMessage(answer);
+      const failure = unpackToCommandError(status, 's-1');
+      expect((failure as { type?: string }).type).toBe(ErrorType.UNKNOWN);
+      const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client: failingClient(failure) });
+      const error = await store.append('s-1', [event], 'no_stream').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(error).toMatchObject({ reason: 'unavailable', retryable: true });
+    });
+  }
+
+  it('a call the server cancelled is a retryable StoreUnavailableError; another unknown error is left as it is', async () => {
+    const cancelled = Object.assign(new Error('1 CANCELLED: Cancelled on server'), { type: ErrorType.CANCELLED });
+    const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client: failingClient(cancelled) });
+    expect(await store.append('s-1', [event], 'no_stream').catch((e: unknown) => e)).toMatchObject({ reason: 'unavailable', retryable: true });
+    const unknown = Object.assign(new Error('something else'), { type: ErrorType.UNKNOWN });
+    const other = new EsdbEventStore('esdb://localhost:2113?tls=false', { client: failingClient(unknown) });
+    expect(await other.append('s-1', [event], 'no_stream').catch((e: unknown) => e)).toBe(unknown);
   });
 });
 

@@ -83,14 +83,27 @@ const toEsdbRevision = (expected: ExpectedRevision): AppendExpectedRevision =>
 
 const toEsdbPosition = (position: number): Position => ({ commit: BigInt(position), prepare: BigInt(position) });
 
+/**
+ * What the server answers to a batch append it did not take: not ready, too busy, or not the
+ * leader without knowing which node is (Streams.BatchAppend.cs, NotHandled, 24.10). The answer
+ * carries no error detail the 6.x client knows, so it reaches us as an UnknownError "Could not
+ * recognize <message>" (unpackError.ts); nothing was written.
+ */
+const notHandledByServer = /Server Is Not Ready|Server Is Busy|No leader info available/;
+
 /** The client's failures in the port's terms: the store cannot serve now, or refuses this service. */
 export function toPortError(error: unknown, what: string): unknown {
   const type = (error as { type?: string } | undefined)?.type;
   const message = (error as Error | undefined)?.message ?? String(error);
   switch (type) {
+    case ErrorType.UNKNOWN:
+      if (!notHandledByServer.test(message)) return error;
+    // falls through: the server did not take the request now
     case ErrorType.UNAVAILABLE:
     case ErrorType.NOT_LEADER:
     case ErrorType.TIMEOUT:
+    // The server ended the call (a node shutting down, a leader change); the client reconnects.
+    case ErrorType.CANCELLED:
       return new StoreUnavailableError('unavailable', `EventStoreDB did not answer (${what}): ${message}`, true, { cause: error });
     case ErrorType.DEADLINE_EXCEEDED:
       return new StoreUnavailableError('deadline_exceeded', `EventStoreDB did not answer in time (${what})`, true, { cause: error });
@@ -287,6 +300,21 @@ export class EsdbEventStore implements EventStore {
       if (found >= 0) return found;
       if (count < pageSize || below === start) return -1;
     }
+  }
+
+  /** The last event of `$all`, the server's own included (its checkpoints can be at one). */
+  async endPosition(deadlineMs = this.readDeadlineMs): Promise<number> {
+    let end = -1;
+    try {
+      const read = this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 });
+      await this.drain(read, 'read the end of $all', (resolved) => {
+        if (resolved.event?.position) end = Number(resolved.event.position.commit);
+        return false;
+      }, deadlineMs);
+    } catch (error) {
+      throw toPortError(error, 'read the end of $all');
+    }
+    return end;
   }
 
   /**

@@ -132,6 +132,15 @@ export interface EventStore {
    * caught up once it delivered a batch at or past this position, whatever follows it.
    */
   headPosition(filter?: EventFilter): Promise<number>;
+  /**
+   * Position of the last event the store holds, the server's own included, -1 when there is
+   * none: no position a subscription reports is past it. Absent where that is `headPosition()`
+   * (a store without events of its own). EventStoreDB reports progress at its checkpoints, which
+   * can be a system event's position (a `$>` link of its standard projections, a `$metadata`),
+   * past the last event that is not the server's own: a checkpoint is compared with this, not
+   * with the head, to tell whether it belongs to this store.
+   */
+  endPosition?(): Promise<number>;
   subscribeToAll(options?: SubscribeOptions): Subscription;
   /**
    * The largest append the store takes, in bytes as `appendBytes` counts them (EventStoreDB:
@@ -146,7 +155,8 @@ export interface EventStore {
   checkAppendSizes?(appends: StreamAppend[]): void;
   /**
    * Lets the store drop this stream's events once they are older than `seconds` (EventStoreDB:
-   * the stream's `$maxAge`, applied when the server scavenges); absent on a store that keeps
+   * the stream's `$maxAge`: reads of the stream stop returning them at once, scavenging then
+   * deletes them); absent on a store that keeps
    * every event (embedded). Setting the same age again writes nothing.
    */
   setMaxAge?(streamName: string, seconds: number): Promise<void>;
@@ -211,9 +221,10 @@ export class AppendTooLargeError extends Error {
 }
 
 /**
- * An append's size as EventStoreDB weighs it against `MaxAppendSize`: per event, its data and
- * metadata as UTF-8 JSON and twice the length of its type (the server's own count, which this
- * never undercounts).
+ * An append's size, weighed against EventStoreDB's `MaxAppendSize`: per event, its data and
+ * metadata as UTF-8 JSON and twice the length of its type. It never undercounts the server:
+ * 24.10's `Event.SizeOnDisk` is written to add the three, but its `??` and `+` make it count the
+ * data alone (`data?.Length ?? 0 + metadata?.Length ?? ...`), so this refuses a little early.
  */
 export function appendBytes(events: readonly { type: string; data: unknown; metadata: unknown }[]): number {
   let bytes = 0;
