@@ -84,8 +84,12 @@ export async function registerTeamMember(
     },
   };
   // The user name is claimed in the same batch, before the team member (src/commands/batch-intents.ts).
+  // The claim's owner is the client and the id: a reservation repeats for its own owner, and
+  // another client's team member (ids are scoped per client) or an account (owner: its bare id)
+  // with this id must find the name taken, not take it too.
+  const owner = scopedKey(context.tenantId, teamMemberId);
   const results = await withUsername(profile.userName, () =>
-    handleCommands(services.eventStore, [usernameClaim(profile.userName, 'team_member', teamMemberId, 1), register], context),
+    handleCommands(services.eventStore, [usernameClaim(profile.userName, 'team_member', owner, 1), register], context),
   );
   await services.readYourWrites(lastPosition(results));
   return { id: teamMemberId, ...profile, canForce: profile.canForce ?? false };
