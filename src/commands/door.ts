@@ -5,6 +5,7 @@ import {
   doorStream,
   guestDecider,
   guestStreamOfKey,
+  scanNonceKey,
   type DoorEvent,
   type GuestState,
   type RejectionReason,
@@ -61,9 +62,10 @@ export interface ScanResponse {
 /**
  * A nonce becomes the scan id (and event id), so a repeated offline scan is one scan. The id also
  * hashes what the scan is about (`subject`: the guest's key when it matched one, else what it
- * looked up): event ids are unique in the whole store, so two devices that both number their
- * scans from 1 would otherwise make one id of two guests' scans (the second answered as the
- * first and never recorded). A nonce names one scan of one guest or lookup.
+ * looked up) and whose scan it is (scanNonceKey: direction, scanner, device): event ids are
+ * unique in the whole store, so two devices that both number their scans from 1 would otherwise
+ * make one id of two scans (the second answered as the first and never recorded). A nonce names
+ * one scan of one guest or lookup, in one direction, by one scanner on one device.
  */
 function scanIdFor(context: CommandContext, eventId: string, nonce?: string, subject?: string): string {
   if (!nonce) return newSortableId();
@@ -231,6 +233,7 @@ export async function scan(
     request.barcode !== undefined && looksLikeTicket(request.barcode)
       ? await checkTicket(services, context.tenantId, checkinEvent, request.barcode, new Date(info.at))
       : undefined;
+  const nonceKey = scanNonceKey(direction, info);
   const found = ticket?.valid
     ? await findGuests(services, context.tenantId, eventId, { guestId: ticket.guestId })
     : await findNamedGuests(services, context.tenantId, eventId, request);
@@ -239,11 +242,11 @@ export async function scan(
     const lookup = lookupOf(request);
     // The nonce's scan id hashes what was looked up, as a matched scan's hashes the guest: another
     // device's unmatched scan with the same nonce is a scan of its own, not a retry of this one.
-    const unmatched = request.nonce === undefined ? info : { ...info, scanId: scanIdFor(context, eventId, request.nonce, `lookup\u0000${JSON.stringify(lookup)}`) };
+    const unmatched = request.nonce === undefined ? info : { ...info, scanId: scanIdFor(context, eventId, request.nonce, `lookup\u0000${JSON.stringify(lookup)}\u0000${nonceKey}`) };
     return rejectUnmatched(services, context, eventId, unmatched, reason, lookup, found.map(guestIdOf));
   }
   const guestKey = found[0]!._id;
-  const guestScan = request.nonce === undefined ? info : { ...info, scanId: scanIdFor(context, eventId, request.nonce, guestKey) };
+  const guestScan = request.nonce === undefined ? info : { ...info, scanId: scanIdFor(context, eventId, request.nonce, `${guestKey}\u0000${nonceKey}`) };
   const command =
     direction === 'in'
       ? {
@@ -262,7 +265,7 @@ export async function scan(
     personalData: false,
   });
   await services.readYourWrites(result.position);
-  const outcome = request.nonce ? result.state.nonces[request.nonce] : undefined;
+  const outcome = nonceKey ? result.state.nonces[nonceKey] : undefined;
   if (result.events.length === 0 && outcome) return respond(services, guestKey, result.state, outcome, true);
   const event = result.events[0]!;
   const data = event.data as { scanId: string; at: string; plusOnesAdmitted?: number; reason?: RejectionReason };

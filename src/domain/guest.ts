@@ -230,7 +230,7 @@ export interface ScanOutcome {
 
 export interface GuestState {
   exists: boolean;
-  /** nonce -> outcome of the scan that carried it. */
+  /** scanNonceKey -> outcome of the scan that carried the nonce. */
   nonces: Record<string, ScanOutcome>;
   guestId?: string;
   clientId?: string;
@@ -361,8 +361,18 @@ const initialState = (): GuestState => ({
   inside: false,
 });
 
-function remember(state: GuestState, nonce: string | undefined, outcome: ScanOutcome): GuestState {
-  return nonce ? { ...state, nonces: { ...state.nonces, [nonce]: outcome } } : state;
+/**
+ * A nonce is the retry key of one scan: of one direction (a check-out numbered like a check-in is
+ * another scan), by one scanner (the team member or client) on one device (two apps at two gates
+ * that number their scans alike make two scans, not a retry: the second of a copied ticket must
+ * be `already_admitted`, never the first one's `admitted` again). A retry repeats all of these.
+ */
+export function scanNonceKey(direction: 'in' | 'out', scan: Pick<ScanInfo, 'nonce' | 'scannedBy' | 'device'>): string | undefined {
+  return scan.nonce === undefined ? undefined : JSON.stringify([direction, scan.scannedBy?.id ?? null, scan.device ?? null, scan.nonce]);
+}
+
+function remember(state: GuestState, key: string | undefined, outcome: ScanOutcome): GuestState {
+  return key ? { ...state, nonces: { ...state.nonces, [key]: outcome } } : state;
 }
 
 function evolve(state: GuestState, event: GuestEvent): GuestState {
@@ -398,7 +408,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
           ...(d.gate !== undefined ? { gate: d.gate } : {}),
           ...(d.device !== undefined ? { device: d.device } : {}),
         },
-      }, d.nonce, outcome);
+      }, scanNonceKey('in', d), outcome);
     }
     case 'GuestAdmissionAnnulled':
       return {
@@ -411,7 +421,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
     case 'GuestDischarged': {
       const d = event.data;
       const outcome: ScanOutcome = { scanId: d.scanId, result: 'discharged', plusOnesAdmitted: 0, at: d.at };
-      return remember({ ...state, inside: false, discharged: d.at, lastAdmission: undefined }, d.nonce, outcome);
+      return remember({ ...state, inside: false, discharged: d.at, lastAdmission: undefined }, scanNonceKey('out', d), outcome);
     }
     case 'GuestBlocked':
       return { ...state, blockedDate: event.data.at, blockedReason: event.data.reason };
@@ -440,7 +450,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
       };
     case 'GuestScanRejected': {
       const d = event.data;
-      return remember(state, d.nonce, { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
+      return remember(state, scanNonceKey('in', d), { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
     }
   }
 }
@@ -649,8 +659,9 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
     if (!state.exists) throw new DomainError('not_found', 'guest not found');
     const ids = { guestId: state.guestId!, eventId: state.eventId! };
     // A scan whose nonce was seen already changes nothing; the caller answers with the first outcome.
-    if ((command.type === 'CheckIn' || command.type === 'CheckOut') && command.scan.nonce && state.nonces[command.scan.nonce]) {
-      return [];
+    if (command.type === 'CheckIn' || command.type === 'CheckOut') {
+      const key = scanNonceKey(command.type === 'CheckIn' ? 'in' : 'out', command.scan);
+      if (key && state.nonces[key]) return [];
     }
     switch (command.type) {
       case 'RequestInvitation':

@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, newEvent, passwordToken, startTestService, type Client, type TestService } from '../support/service.js';
+
+/**
+ * The door as door staff's scanning apps meet it: several devices at several gates, offline
+ * devices that sync later, retries over bad networks, signed tickets (docs/guests.md, "The door";
+ * docs/tickets.md).
+ */
+let service: TestService;
+let alice: Client;
+
+beforeAll(async () => {
+  service = await startTestService();
+  alice = await createClient(service);
+});
+afterAll(() => service.close());
+
+let memberCount = 0;
+/** A team member of `client`: headers that act as them. */
+async function teamMember(client: Client): Promise<Record<string, string>> {
+  memberCount += 1;
+  const userName = `gate-${memberCount}-${Date.now()}`;
+  const password = 'door staff pass 1';
+  const created = await client.call('POST', '/checkin/v1/api/teammember', { userName, password, email: `${userName}@example.com` });
+  expect(created.status).toBe(200);
+  return { authorization: `Bearer ${await passwordToken(service.url, userName, password)}` };
+}
+
+const scan = (eventId: string, direction: 'checkin' | 'checkout', body: Record<string, unknown>, headers?: Record<string, string>) =>
+  alice.call('POST', `/checkin/v1/api/guests/${eventId}/${direction}`, body, headers);
+const stats = async (eventId: string) => (await alice.call('GET', `/checkin/v1/api/event/${eventId}/stats`)).body;
+const scansOf = async (eventId: string) =>
+  (await alice.call('GET', `/checkin/v1/api/event/${eventId}/scans?limit=1000`)).body.items as Record<string, any>[];
+
+describe('nonce: a retry key of one scan, not of another kind of scan or another device’s scan', () => {
+  it('a check-out that carries the nonce of the guest’s check-in checks the guest out (it is no retry of the check-in)', async () => {
+    const eventId = await newEvent(alice);
+    await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Out', barcode: 'OUT-1' }]);
+    // An app that numbers check-ins and check-outs each from 1.
+    const inScan = await scan(eventId, 'checkin', { barcode: 'OUT-1', nonce: '1' });
+    expect(inScan.body).toMatchObject({ result: 'admitted', replayed: false });
+    const outScan = await scan(eventId, 'checkout', { barcode: 'OUT-1', nonce: '1' });
+    expect(outScan.body).toMatchObject({ result: 'discharged', replayed: false, guest: { discharged: expect.any(String) } });
+    expect(outScan.body.scanId).not.toBe(inScan.body.scanId);
+    expect((await stats(eventId)).insideNow).toEqual({ guests: 0, people: 0 });
+    // Each is still retried safely: the same answer, nothing counted twice.
+    expect((await scan(eventId, 'checkout', { barcode: 'OUT-1', nonce: '1' })).body).toMatchObject({ result: 'discharged', replayed: true, scanId: outScan.body.scanId });
+    expect((await scan(eventId, 'checkin', { barcode: 'OUT-1', nonce: '1' })).body).toMatchObject({ result: 'admitted', replayed: true, scanId: inScan.body.scanId });
+    expect((await scansOf(eventId)).map((s) => s.result).sort()).toEqual(['admitted', 'discharged']);
+  });
+
+  it('the same guest scanned at two gates by two team members whose apps number alike: the second is already_admitted, not a replay of the first', async () => {
+    const eventId = await newEvent(alice);
+    await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Twin', barcode: 'TWIN-1' }]);
+    const [north, south] = [await teamMember(alice), await teamMember(alice)];
+    const first = await scan(eventId, 'checkin', { barcode: 'TWIN-1', nonce: '37', gate: 'North', device: 'n1' }, north);
+    expect(first.body).toMatchObject({ result: 'admitted', replayed: false });
+    // A copy of the same ticket at the other gate, the other app's scan number 37 too.
+    const second = await scan(eventId, 'checkin', { barcode: 'TWIN-1', nonce: '37', gate: 'South', device: 's1' }, south);
+    expect(second.body).toMatchObject({ result: 'rejected', reason: 'already_admitted', replayed: false });
+    // The first app's retry still gets its own answer.
+    expect((await scan(eventId, 'checkin', { barcode: 'TWIN-1', nonce: '37', gate: 'North', device: 'n1' }, north)).body).toMatchObject({
+      result: 'admitted',
+      replayed: true,
+      scanId: first.body.scanId,
+    });
+    expect((await stats(eventId)).rejectedScans).toEqual({ already_admitted: 1 });
+  });
+});
