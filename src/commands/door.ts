@@ -115,11 +115,16 @@ async function scanInfo(services: Services, context: CommandContext, eventId: st
   };
 }
 
-/** The guests of this event that a lookup names (0, 1, or several for a shared barcode). */
+/**
+ * The guests of this event that a lookup names (0, 1, or several for a shared barcode). An erased
+ * guest names no one at the door (its barcode and customId are gone with its personal data; its id
+ * and its ticket admit no one, as the offline sync's `none` says), so a scan of it is answered as
+ * any rejected scan, without the guest.
+ */
 async function findGuests(services: Services, clientId: string, eventId: string, lookup: GuestLookup): Promise<GuestDoc[]> {
   if (lookup.guestId) {
     const doc = await findOwnGuest(services, clientId, lookup.guestId);
-    return doc && doc.eventId === eventId ? [doc] : [];
+    return doc && doc.eventId === eventId && !doc.erased ? [doc] : [];
   }
   const filter =
     lookup.barcode !== undefined
@@ -156,7 +161,7 @@ async function rejectUnmatched(
   context: CommandContext,
   eventId: string,
   scan: ScanInfo,
-  reason: 'not_found' | 'ambiguous' | 'invalid_signature',
+  reason: DoorEvent['data']['reason'],
   lookup: GuestLookup,
   candidates: string[],
 ): Promise<ScanResponse> {
@@ -238,7 +243,9 @@ export async function scan(
     ? await findGuests(services, context.tenantId, eventId, { guestId: ticket.guestId })
     : await findNamedGuests(services, context.tenantId, eventId, request);
   if (found.length !== 1) {
-    const reason = ticket && !ticket.valid && found.length === 0 ? 'invalid_signature' : found.length === 0 ? 'not_found' : 'ambiguous';
+    // A genuine ticket that names no guest of the event: its guest was erased, and its ticket with it.
+    const reason =
+      found.length > 1 ? 'ambiguous' : ticket?.valid ? 'revoked' : ticket ? 'invalid_signature' : 'not_found';
     const lookup = lookupOf(request);
     // The nonce's scan id hashes what was looked up, as a matched scan's hashes the guest: another
     // device's unmatched scan with the same nonce is a scan of its own, not a retry of this one.
@@ -296,7 +303,7 @@ export async function undoCheckIn(
   if (request.guestId !== undefined || request.customId !== undefined) return undoLatest(services, context, eventId, request);
   const scanDoc = request.scanId !== undefined ? await scans(services).get(request.scanId) : await admissionByNonce(services, context, eventId, request.nonce!);
   const guest = scanDoc?.guestId && scanDoc.clientId === context.tenantId ? await findOwnGuest(services, context.tenantId, scanDoc.guestId) : null;
-  if (!guest || scanDoc!.eventId !== eventId) {
+  if (!guest || guest.erased || scanDoc!.eventId !== eventId) {
     throw new DomainError('not_found', 'no check-in with this scan id or nonce', { code: 'check_in_not_found' });
   }
   const scanId = scanDoc!._id;

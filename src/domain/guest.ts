@@ -335,7 +335,8 @@ export type DoorEvent = {
   type: 'UnmatchedScanRejected';
   data: ScanInfo & {
     eventId: string;
-    reason: 'not_found' | 'ambiguous' | 'invalid_signature';
+    /** `revoked`: a genuine ticket of a guest that was erased since (the door finds no guest to record it on). */
+    reason: 'not_found' | 'ambiguous' | 'invalid_signature' | 'revoked';
     lookup: { guestId?: string; barcode?: string; customId?: string };
     candidates?: string[];
   };
