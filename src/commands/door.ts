@@ -5,6 +5,7 @@ import {
   doorStream,
   guestDecider,
   guestStreamOfKey,
+  deviceClockSkewMs,
   scanNonceKey,
   type DoorEvent,
   type GuestState,
@@ -26,8 +27,6 @@ import { looksLikeTicket, withoutScannerPadding } from '../tickets/ticket-code.j
 
 /** How long after a check-in it can be undone (README "Door operations"). */
 export const undoWindowMs = 5 * 60_000;
-/** An offline scan time may run ahead of the server clock by at most this much. */
-const maxClockSkewMs = 5 * 60_000;
 
 /** Which guest a scan names: exactly one of these. */
 export interface GuestLookup {
@@ -100,7 +99,7 @@ async function checkMayForce(services: Services, context: CommandContext): Promi
 }
 
 async function scanInfo(services: Services, context: CommandContext, eventId: string, request: ScanRequest): Promise<ScanInfo> {
-  if (request.at && Date.parse(request.at) > context.now.getTime() + maxClockSkewMs) {
+  if (request.at && Date.parse(request.at) > context.now.getTime() + deviceClockSkewMs) {
     throw new DomainError('validation_error', 'the scan time `at` is in the future', {
       errors: [{ path: 'at', message: 'must not be more than 5 minutes ahead of the server clock' }],
     });

@@ -535,6 +535,19 @@ function sameRegistration(command: Extract<GuestCommand, { type: 'RegisterGuest'
   );
 }
 
+/**
+ * How far a scanning device's clock may be from the server's: an offline scan's `at` may run this
+ * much ahead, and two devices' times closer than this are not told apart in order.
+ */
+export const deviceClockSkewMs = 5 * 60_000;
+
+/**
+ * An offline scan synced late is judged at its `at`, but never undoes what the door recorded after
+ * it: a check-in made before the guest's last check-out (by more than the clock skew) belongs to a
+ * visit that has ended, and a check-out made before the current visit began to a visit before it.
+ */
+const before = (at: number, recorded: string | undefined): boolean => recorded !== undefined && at < Date.parse(recorded) - deviceClockSkewMs;
+
 /** Spec: plus ones never exceed `plusOnes`; a group comes in whole. */
 function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, state: GuestState): GuestEvent[] {
   const { scan } = command;
@@ -545,6 +558,8 @@ function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, stat
   // A genuine ticket that is no longer the guest's valid one: force cannot bring it back.
   if (command.ticketSerial !== undefined && state.ticket?.serial !== command.ticketSerial) return reject('revoked');
   const at = Date.parse(scan.at);
+  // The guest came in and left since this scan was made: it admits no one now (force neither).
+  if (!state.inside && before(at, state.discharged)) return reject('already_admitted');
   if (!command.force) {
     if (state.blockedDate) return reject('blocked');
     if (state.details.validFrom && at < Date.parse(state.details.validFrom)) return reject('not_yet_valid');
@@ -682,6 +697,11 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
       case 'CheckOut':
         if (!state.inside) {
           throw new DomainError('conflict', 'the guest is not checked in', { code: 'not_checked_in' });
+        }
+        if (before(Date.parse(command.scan.at), state.admitted)) {
+          throw new DomainError('conflict', 'the guest was not checked in at the scan time `at`: its current visit began after it', {
+            code: 'not_checked_in',
+          });
         }
         return [{ type: 'GuestDischarged', data: { ...command.scan, ...ids, people: 1 + state.admittedPlusOnes } }];
       case 'AnnulCheckIn': {

@@ -93,6 +93,12 @@ describe('guest decider: check-in', () => {
   it('changes nothing for a nonce it has seen', () =>
     given([registered({ plusOnes: 1 }), admitted({ nonce: 'n1' })]).when(checkIn({ scan: { nonce: 'n1' } })).then([]));
 
+  it('a check-in made before the last check-out, by more than the device clock skew, admits no one; within it, a re-entry admits', () => {
+    const left = [registered(), admitted(), { type: 'GuestDischarged' as const, data: { ...ids, ...scan({ scanId: 's2', at: '2026-11-21T12:00:00.000Z' }), people: 1 } }];
+    given(left).when(checkIn({ scan: { scanId: 's3', at: '2026-11-21T11:54:59.000Z' } })).then([{ type: 'GuestScanRejected', data: { reason: 'already_admitted' } }]);
+    given(left).when(checkIn({ scan: { scanId: 's3', at: '2026-11-21T11:57:00.000Z' } })).then([{ type: 'GuestAdmitted', data: { guestEntered: true } }]);
+  });
+
   it('a nonce is the retry key of one scan: not of a check-out, nor of another scanner or device', () => {
     const seen = [registered(), admitted({ nonce: 'n1', device: 'd1' })];
     given(seen).when({ type: 'CheckOut', scan: scan({ scanId: 's2', nonce: 'n1', device: 'd1' }) }).then([{ type: 'GuestDischarged' }]);

@@ -67,3 +67,37 @@ describe('nonce: a retry key of one scan, not of another kind of scan or another
     expect((await stats(eventId)).rejectedScans).toEqual({ already_admitted: 1 });
   });
 });
+
+describe('offline scans synced late never undo what the door recorded after them', () => {
+  it('a check-in scanned before the guest’s last check-out and synced after it does not put the guest back inside', async () => {
+    const eventId = await newEvent(alice);
+    await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Late', barcode: 'LATE-1' }]);
+    const [gateA, exitB, offlineC] = [await teamMember(alice), await teamMember(alice), await teamMember(alice)];
+    expect((await scan(eventId, 'checkin', { barcode: 'LATE-1', at: '2026-06-01T19:00:00Z', device: 'a' }, gateA)).body.result).toBe('admitted');
+    expect((await scan(eventId, 'checkout', { barcode: 'LATE-1', at: '2026-06-01T21:00:00Z', device: 'b' }, exitB)).body.result).toBe('discharged');
+    // Device C scanned the same guest at 18:55 without a network, and syncs once the guest has gone home.
+    const late = await scan(eventId, 'checkin', { barcode: 'LATE-1', at: '2026-06-01T18:55:00Z', device: 'c', nonce: 'c-1' }, offlineC);
+    expect(late.status).toBe(200);
+    expect(late.body).toMatchObject({ result: 'rejected', reason: 'already_admitted', at: '2026-06-01T18:55:00.000Z' });
+    expect(late.body.guest).toMatchObject({ admitted: '2026-06-01T19:00:00.000Z', discharged: '2026-06-01T21:00:00.000Z' });
+    const s = await stats(eventId);
+    expect(s).toMatchObject({ admitted: 1, insideNow: { guests: 0, people: 0 } });
+    // A scan after the check-out is a new visit, as before.
+    expect((await scan(eventId, 'checkin', { barcode: 'LATE-1', at: '2026-06-01T21:30:00Z', device: 'a' }, gateA)).body.result).toBe('admitted');
+  });
+
+  it('a check-out scanned before the guest’s current visit began and synced during it does not check the guest out', async () => {
+    const eventId = await newEvent(alice);
+    await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Back', barcode: 'BACK-1' }]);
+    const [gateA, exitB, exitD] = [await teamMember(alice), await teamMember(alice), await teamMember(alice)];
+    await scan(eventId, 'checkin', { barcode: 'BACK-1', at: '2026-06-01T17:00:00Z' }, gateA);
+    // The guest leaves at 18:00 past two exit scanners: B is offline, D is online.
+    expect((await scan(eventId, 'checkout', { barcode: 'BACK-1', at: '2026-06-01T18:00:30Z' }, exitD)).body.result).toBe('discharged');
+    expect((await scan(eventId, 'checkin', { barcode: 'BACK-1', at: '2026-06-01T19:00:00Z' }, gateA)).body.result).toBe('admitted');
+    // B syncs its 18:00 exit scan while the guest is back inside.
+    const stale = await scan(eventId, 'checkout', { barcode: 'BACK-1', at: '2026-06-01T18:00:00Z', nonce: 'b-1' }, exitB);
+    expect(stale.status).toBe(409);
+    expect(stale.body.code).toBe('not_checked_in');
+    expect((await stats(eventId)).insideNow).toEqual({ guests: 1, people: 1 });
+  });
+});
