@@ -27,6 +27,12 @@ import { looksLikeTicket, withoutScannerPadding } from '../tickets/ticket-code.j
 
 /** How long after a check-in it can be undone (README "Door operations"). */
 export const undoWindowMs = 5 * 60_000;
+/**
+ * Every scan appends to the guest's stream (a rejection too), and each round of a conflict lets
+ * one writer through: a group's code shown at k turnstiles at once needs up to k rounds. A scan is
+ * answered, never sent back as a 409 to retry (without a nonce, the app's retry is another scan).
+ */
+const scanAttempts = 32;
 
 /** Which guest a scan names: exactly one of these. */
 export interface GuestLookup {
@@ -266,6 +272,7 @@ export async function scan(
       : { type: 'CheckOut' as const, scan: guestScan };
   const result = await handleCommand(services.eventStore, guestDecider, guestStreamOfKey(guestKey), command, context, {
     eventIds: () => guestScan.scanId,
+    maxAttempts: scanAttempts,
     // A scan decides on plus-ones, blocks, validity and whether the guest is inside; the answer's
     // guest comes from the read model: the guest's personal fields are not opened for it.
     personalData: false,

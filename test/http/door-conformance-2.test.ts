@@ -101,3 +101,17 @@ describe('offline scans synced late never undo what the door recorded after them
     expect((await stats(eventId)).insideNow).toEqual({ guests: 1, people: 1 });
   });
 });
+
+describe('the same guest at many gates at once', () => {
+  it('every gate gets its scan answered (one admitted, the others already_admitted), never a 409 to retry', async () => {
+    const eventId = await newEvent(alice);
+    await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Crowd', barcode: 'CROWD-1', plusOnes: 9, isGroup: true }]);
+    // A group's one code, shown on ten phones at ten turnstiles.
+    const gates = await Promise.all(Array.from({ length: 10 }, () => teamMember(alice)));
+    const answers = await Promise.all(gates.map((headers, i) => scan(eventId, 'checkin', { barcode: 'CROWD-1', gate: `T${i}` }, headers)));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    expect(answers.filter((a) => a.body.result === 'admitted')).toHaveLength(1);
+    expect(answers.filter((a) => a.body.reason === 'already_admitted')).toHaveLength(9);
+    expect((await stats(eventId)).insideNow).toEqual({ guests: 1, people: 10 });
+  });
+});
