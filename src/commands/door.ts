@@ -5,6 +5,8 @@ import {
   doorStream,
   guestDecider,
   guestStreamOfKey,
+  deviceClockSkewMs,
+  scanNonceKey,
   type DoorEvent,
   type GuestState,
   type RejectionReason,
@@ -25,8 +27,12 @@ import { looksLikeTicket, withoutScannerPadding } from '../tickets/ticket-code.j
 
 /** How long after a check-in it can be undone (README "Door operations"). */
 export const undoWindowMs = 5 * 60_000;
-/** An offline scan time may run ahead of the server clock by at most this much. */
-const maxClockSkewMs = 5 * 60_000;
+/**
+ * Every scan appends to the guest's stream (a rejection too), and each round of a conflict lets
+ * one writer through: a group's code shown at k turnstiles at once needs up to k rounds. A scan is
+ * answered, never sent back as a 409 to retry (without a nonce, the app's retry is another scan).
+ */
+const scanAttempts = 32;
 
 /** Which guest a scan names: exactly one of these. */
 export interface GuestLookup {
@@ -61,9 +67,10 @@ export interface ScanResponse {
 /**
  * A nonce becomes the scan id (and event id), so a repeated offline scan is one scan. The id also
  * hashes what the scan is about (`subject`: the guest's key when it matched one, else what it
- * looked up): event ids are unique in the whole store, so two devices that both number their
- * scans from 1 would otherwise make one id of two guests' scans (the second answered as the
- * first and never recorded). A nonce names one scan of one guest or lookup.
+ * looked up) and whose scan it is (scanNonceKey: direction, scanner, device): event ids are
+ * unique in the whole store, so two devices that both number their scans from 1 would otherwise
+ * make one id of two scans (the second answered as the first and never recorded). A nonce names
+ * one scan of one guest or lookup, in one direction, by one scanner on one device.
  */
 function scanIdFor(context: CommandContext, eventId: string, nonce?: string, subject?: string): string {
   if (!nonce) return newSortableId();
@@ -98,7 +105,7 @@ async function checkMayForce(services: Services, context: CommandContext): Promi
 }
 
 async function scanInfo(services: Services, context: CommandContext, eventId: string, request: ScanRequest): Promise<ScanInfo> {
-  if (request.at && Date.parse(request.at) > context.now.getTime() + maxClockSkewMs) {
+  if (request.at && Date.parse(request.at) > context.now.getTime() + deviceClockSkewMs) {
     throw new DomainError('validation_error', 'the scan time `at` is in the future', {
       errors: [{ path: 'at', message: 'must not be more than 5 minutes ahead of the server clock' }],
     });
@@ -113,11 +120,16 @@ async function scanInfo(services: Services, context: CommandContext, eventId: st
   };
 }
 
-/** The guests of this event that a lookup names (0, 1, or several for a shared barcode). */
+/**
+ * The guests of this event that a lookup names (0, 1, or several for a shared barcode). An erased
+ * guest names no one at the door (its barcode and customId are gone with its personal data; its id
+ * and its ticket admit no one, as the offline sync's `none` says), so a scan of it is answered as
+ * any rejected scan, without the guest.
+ */
 async function findGuests(services: Services, clientId: string, eventId: string, lookup: GuestLookup): Promise<GuestDoc[]> {
   if (lookup.guestId) {
     const doc = await findOwnGuest(services, clientId, lookup.guestId);
-    return doc && doc.eventId === eventId ? [doc] : [];
+    return doc && doc.eventId === eventId && !doc.erased ? [doc] : [];
   }
   const filter =
     lookup.barcode !== undefined
@@ -154,7 +166,7 @@ async function rejectUnmatched(
   context: CommandContext,
   eventId: string,
   scan: ScanInfo,
-  reason: 'not_found' | 'ambiguous' | 'invalid_signature',
+  reason: DoorEvent['data']['reason'],
   lookup: GuestLookup,
   candidates: string[],
 ): Promise<ScanResponse> {
@@ -231,19 +243,22 @@ export async function scan(
     request.barcode !== undefined && looksLikeTicket(request.barcode)
       ? await checkTicket(services, context.tenantId, checkinEvent, request.barcode, new Date(info.at))
       : undefined;
+  const nonceKey = scanNonceKey(direction, info);
   const found = ticket?.valid
     ? await findGuests(services, context.tenantId, eventId, { guestId: ticket.guestId })
     : await findNamedGuests(services, context.tenantId, eventId, request);
   if (found.length !== 1) {
-    const reason = ticket && !ticket.valid && found.length === 0 ? 'invalid_signature' : found.length === 0 ? 'not_found' : 'ambiguous';
+    // A genuine ticket that names no guest of the event: its guest was erased, and its ticket with it.
+    const reason =
+      found.length > 1 ? 'ambiguous' : ticket?.valid ? 'revoked' : ticket ? 'invalid_signature' : 'not_found';
     const lookup = lookupOf(request);
     // The nonce's scan id hashes what was looked up, as a matched scan's hashes the guest: another
     // device's unmatched scan with the same nonce is a scan of its own, not a retry of this one.
-    const unmatched = request.nonce === undefined ? info : { ...info, scanId: scanIdFor(context, eventId, request.nonce, `lookup\u0000${JSON.stringify(lookup)}`) };
+    const unmatched = request.nonce === undefined ? info : { ...info, scanId: scanIdFor(context, eventId, request.nonce, `lookup\u0000${JSON.stringify(lookup)}\u0000${nonceKey}`) };
     return rejectUnmatched(services, context, eventId, unmatched, reason, lookup, found.map(guestIdOf));
   }
   const guestKey = found[0]!._id;
-  const guestScan = request.nonce === undefined ? info : { ...info, scanId: scanIdFor(context, eventId, request.nonce, guestKey) };
+  const guestScan = request.nonce === undefined ? info : { ...info, scanId: scanIdFor(context, eventId, request.nonce, `${guestKey}\u0000${nonceKey}`) };
   const command =
     direction === 'in'
       ? {
@@ -257,12 +272,13 @@ export async function scan(
       : { type: 'CheckOut' as const, scan: guestScan };
   const result = await handleCommand(services.eventStore, guestDecider, guestStreamOfKey(guestKey), command, context, {
     eventIds: () => guestScan.scanId,
+    maxAttempts: scanAttempts,
     // A scan decides on plus-ones, blocks, validity and whether the guest is inside; the answer's
     // guest comes from the read model: the guest's personal fields are not opened for it.
     personalData: false,
   });
   await services.readYourWrites(result.position);
-  const outcome = request.nonce ? result.state.nonces[request.nonce] : undefined;
+  const outcome = nonceKey ? result.state.nonces[nonceKey] : undefined;
   if (result.events.length === 0 && outcome) return respond(services, guestKey, result.state, outcome, true);
   const event = result.events[0]!;
   const data = event.data as { scanId: string; at: string; plusOnesAdmitted?: number; reason?: RejectionReason };
@@ -293,7 +309,7 @@ export async function undoCheckIn(
   if (request.guestId !== undefined || request.customId !== undefined) return undoLatest(services, context, eventId, request);
   const scanDoc = request.scanId !== undefined ? await scans(services).get(request.scanId) : await admissionByNonce(services, context, eventId, request.nonce!);
   const guest = scanDoc?.guestId && scanDoc.clientId === context.tenantId ? await findOwnGuest(services, context.tenantId, scanDoc.guestId) : null;
-  if (!guest || scanDoc!.eventId !== eventId) {
+  if (!guest || guest.erased || scanDoc!.eventId !== eventId) {
     throw new DomainError('not_found', 'no check-in with this scan id or nonce', { code: 'check_in_not_found' });
   }
   const scanId = scanDoc!._id;

@@ -115,6 +115,8 @@ export interface TicketSyncItem {
   code?: string;
   keyId?: string;
   serial?: number;
+  /** `signed` only: the guest's own barcode, which admits too (a barcode given after the ticket was issued). */
+  barcode?: string;
   /** The last change of the guest (ticket, block, check-in, details): pass the newest one as `changedSince` next time. */
   updated: string;
 }
@@ -124,7 +126,15 @@ function syncItem(doc: GuestDoc): TicketSyncItem {
   // An erased guest: `none`, so an offline scanner refuses its ticket as the door does.
   if (doc.erased) return { ...base, kind: 'none' };
   if (doc.ticketCode !== undefined) {
-    return { ...base, kind: 'signed', code: doc.ticketCode, ...(doc.ticketKeyId ? { keyId: doc.ticketKeyId } : {}), ...(doc.ticketSerial !== undefined ? { serial: doc.ticketSerial } : {}) };
+    // Both codes admit at the door, and the invitation draws the barcode: an offline scanner needs both.
+    return {
+      ...base,
+      kind: 'signed',
+      code: doc.ticketCode,
+      ...(doc.ticketKeyId ? { keyId: doc.ticketKeyId } : {}),
+      ...(doc.ticketSerial !== undefined ? { serial: doc.ticketSerial } : {}),
+      ...(doc.barcode ? { barcode: doc.barcode } : {}),
+    };
   }
   if (doc.barcode) return { ...base, kind: 'barcode', code: doc.barcode };
   return { ...base, kind: 'none' };

@@ -230,7 +230,7 @@ export interface ScanOutcome {
 
 export interface GuestState {
   exists: boolean;
-  /** nonce -> outcome of the scan that carried it. */
+  /** scanNonceKey -> outcome of the scan that carried the nonce. */
   nonces: Record<string, ScanOutcome>;
   guestId?: string;
   clientId?: string;
@@ -335,7 +335,8 @@ export type DoorEvent = {
   type: 'UnmatchedScanRejected';
   data: ScanInfo & {
     eventId: string;
-    reason: 'not_found' | 'ambiguous' | 'invalid_signature';
+    /** `revoked`: a genuine ticket of a guest that was erased since (the door finds no guest to record it on). */
+    reason: 'not_found' | 'ambiguous' | 'invalid_signature' | 'revoked';
     lookup: { guestId?: string; barcode?: string; customId?: string };
     candidates?: string[];
   };
@@ -361,8 +362,18 @@ const initialState = (): GuestState => ({
   inside: false,
 });
 
-function remember(state: GuestState, nonce: string | undefined, outcome: ScanOutcome): GuestState {
-  return nonce ? { ...state, nonces: { ...state.nonces, [nonce]: outcome } } : state;
+/**
+ * A nonce is the retry key of one scan: of one direction (a check-out numbered like a check-in is
+ * another scan), by one scanner (the team member or client) on one device (two apps at two gates
+ * that number their scans alike make two scans, not a retry: the second of a copied ticket must
+ * be `already_admitted`, never the first one's `admitted` again). A retry repeats all of these.
+ */
+export function scanNonceKey(direction: 'in' | 'out', scan: Pick<ScanInfo, 'nonce' | 'scannedBy' | 'device'>): string | undefined {
+  return scan.nonce === undefined ? undefined : JSON.stringify([direction, scan.scannedBy?.id ?? null, scan.device ?? null, scan.nonce]);
+}
+
+function remember(state: GuestState, key: string | undefined, outcome: ScanOutcome): GuestState {
+  return key ? { ...state, nonces: { ...state.nonces, [key]: outcome } } : state;
 }
 
 function evolve(state: GuestState, event: GuestEvent): GuestState {
@@ -398,7 +409,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
           ...(d.gate !== undefined ? { gate: d.gate } : {}),
           ...(d.device !== undefined ? { device: d.device } : {}),
         },
-      }, d.nonce, outcome);
+      }, scanNonceKey('in', d), outcome);
     }
     case 'GuestAdmissionAnnulled':
       return {
@@ -411,7 +422,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
     case 'GuestDischarged': {
       const d = event.data;
       const outcome: ScanOutcome = { scanId: d.scanId, result: 'discharged', plusOnesAdmitted: 0, at: d.at };
-      return remember({ ...state, inside: false, discharged: d.at, lastAdmission: undefined }, d.nonce, outcome);
+      return remember({ ...state, inside: false, discharged: d.at, lastAdmission: undefined }, scanNonceKey('out', d), outcome);
     }
     case 'GuestBlocked':
       return { ...state, blockedDate: event.data.at, blockedReason: event.data.reason };
@@ -440,7 +451,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
       };
     case 'GuestScanRejected': {
       const d = event.data;
-      return remember(state, d.nonce, { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
+      return remember(state, scanNonceKey('in', d), { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
     }
   }
 }
@@ -524,6 +535,19 @@ function sameRegistration(command: Extract<GuestCommand, { type: 'RegisterGuest'
   );
 }
 
+/**
+ * How far a scanning device's clock may be from the server's: an offline scan's `at` may run this
+ * much ahead, and two devices' times closer than this are not told apart in order.
+ */
+export const deviceClockSkewMs = 5 * 60_000;
+
+/**
+ * An offline scan synced late is judged at its `at`, but never undoes what the door recorded after
+ * it: a check-in made before the guest's last check-out (by more than the clock skew) belongs to a
+ * visit that has ended, and a check-out made before the current visit began to a visit before it.
+ */
+const before = (at: number, recorded: string | undefined): boolean => recorded !== undefined && at < Date.parse(recorded) - deviceClockSkewMs;
+
 /** Spec: plus ones never exceed `plusOnes`; a group comes in whole. */
 function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, state: GuestState): GuestEvent[] {
   const { scan } = command;
@@ -534,6 +558,8 @@ function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, stat
   // A genuine ticket that is no longer the guest's valid one: force cannot bring it back.
   if (command.ticketSerial !== undefined && state.ticket?.serial !== command.ticketSerial) return reject('revoked');
   const at = Date.parse(scan.at);
+  // The guest came in and left since this scan was made: it admits no one now (force neither).
+  if (!state.inside && before(at, state.discharged)) return reject('already_admitted');
   if (!command.force) {
     if (state.blockedDate) return reject('blocked');
     if (state.details.validFrom && at < Date.parse(state.details.validFrom)) return reject('not_yet_valid');
@@ -649,8 +675,9 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
     if (!state.exists) throw new DomainError('not_found', 'guest not found');
     const ids = { guestId: state.guestId!, eventId: state.eventId! };
     // A scan whose nonce was seen already changes nothing; the caller answers with the first outcome.
-    if ((command.type === 'CheckIn' || command.type === 'CheckOut') && command.scan.nonce && state.nonces[command.scan.nonce]) {
-      return [];
+    if (command.type === 'CheckIn' || command.type === 'CheckOut') {
+      const key = scanNonceKey(command.type === 'CheckIn' ? 'in' : 'out', command.scan);
+      if (key && state.nonces[key]) return [];
     }
     switch (command.type) {
       case 'RequestInvitation':
@@ -670,6 +697,11 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
       case 'CheckOut':
         if (!state.inside) {
           throw new DomainError('conflict', 'the guest is not checked in', { code: 'not_checked_in' });
+        }
+        if (before(Date.parse(command.scan.at), state.admitted)) {
+          throw new DomainError('conflict', 'the guest was not checked in at the scan time `at`: its current visit began after it', {
+            code: 'not_checked_in',
+          });
         }
         return [{ type: 'GuestDischarged', data: { ...command.scan, ...ids, people: 1 + state.admittedPlusOnes } }];
       case 'AnnulCheckIn': {

@@ -14,12 +14,13 @@ const scan = (fields: Partial<ScanInfo> = {}): ScanInfo => ({
   scannedBy: { id: 'tm1', username: 'door1' },
   ...fields,
 });
-const checkIn = (fields: Record<string, unknown> = {}) => ({
+// `scan` fields are laid over a whole scan (every scan has a scanner), the rest over the command.
+const checkIn = ({ scan: scanFields, ...fields }: Record<string, unknown> = {}) => ({
   type: 'CheckIn' as const,
-  scan: scan(fields.scan as Partial<ScanInfo>),
   force: false,
   recordedAt: '2026-11-21T10:00:00.000Z',
   ...fields,
+  scan: scan(scanFields as Partial<ScanInfo>),
 });
 const admitted = (fields: Record<string, unknown> = {}): GuestEvent => ({
   type: 'GuestAdmitted',
@@ -91,6 +92,24 @@ describe('guest decider: check-in', () => {
 
   it('changes nothing for a nonce it has seen', () =>
     given([registered({ plusOnes: 1 }), admitted({ nonce: 'n1' })]).when(checkIn({ scan: { nonce: 'n1' } })).then([]));
+
+  it('a check-in made before the last check-out, by more than the device clock skew, admits no one; within it, a re-entry admits', () => {
+    const left = [registered(), admitted(), { type: 'GuestDischarged' as const, data: { ...ids, ...scan({ scanId: 's2', at: '2026-11-21T12:00:00.000Z' }), people: 1 } }];
+    given(left).when(checkIn({ scan: { scanId: 's3', at: '2026-11-21T11:54:59.000Z' } })).then([{ type: 'GuestScanRejected', data: { reason: 'already_admitted' } }]);
+    given(left).when(checkIn({ scan: { scanId: 's3', at: '2026-11-21T11:57:00.000Z' } })).then([{ type: 'GuestAdmitted', data: { guestEntered: true } }]);
+  });
+
+  it('a nonce is the retry key of one scan: not of a check-out, nor of another scanner or device', () => {
+    const seen = [registered(), admitted({ nonce: 'n1', device: 'd1' })];
+    given(seen).when({ type: 'CheckOut', scan: scan({ scanId: 's2', nonce: 'n1', device: 'd1' }) }).then([{ type: 'GuestDischarged' }]);
+    given(seen).when(checkIn({ scan: { scanId: 's2', nonce: 'n1', device: 'd2' } })).then([
+      { type: 'GuestScanRejected', data: { reason: 'already_admitted' } },
+    ]);
+    given(seen).when(checkIn({ scan: { scanId: 's2', nonce: 'n1', device: 'd1', scannedBy: { id: 'tm2', username: 'door2' } } })).then([
+      { type: 'GuestScanRejected', data: { reason: 'already_admitted' } },
+    ]);
+    given(seen).when(checkIn({ scan: { nonce: 'n1', device: 'd1' } })).then([]);
+  });
 });
 
 describe('guest decider: undo, check-out, upsert', () => {

@@ -75,6 +75,9 @@ export const TicketSyncItem = registry.register(
       code: z.string().optional(),
       keyId: z.string().optional(),
       serial: z.number().int().optional(),
+      barcode: z.string().optional().openapi({
+        description: '`signed` only: the guest’s own barcode, given after its ticket was issued; it admits too (and is what its invitation draws)',
+      }),
       updated: z.string().openapi({ description: 'The guest’s last change; the newest one is the next `changedSince`' }),
     })
     .openapi({ example: { guestId: ex.guestId, kind: 'signed', code: exampleCode, keyId: exampleKeyId, serial: 2, updated: ex.created } }),
