@@ -6,6 +6,7 @@ import { accountDecider } from '../../src/domain/account.js';
 import { guestDecider, guestStream, type GuestState } from '../../src/domain/guest.js';
 import { customIdStream as hashedCustomIdStream, reservationDecider, reservationKey, usernameStream, type StreamNameKey } from '../../src/domain/reservation.js';
 import { teamMemberDecider, teamMemberStream } from '../../src/domain/team-member.js';
+import { scopedKey } from '../../src/shared/ids.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { StreamByStreamStore } from '../support/stream-by-stream-store.js';
 
@@ -79,7 +80,8 @@ async function assertUniqueKeys() {
     } else if (stream.startsWith('teammember-')) {
       const member = await fold(teamMemberDecider, stream);
       const [registered] = await store.readStream(stream, { maxCount: 1 });
-      if (member.status === 'registered') expected.set(usernameStream(member.profile.userName), (registered!.data as { teamMemberId: string }).teamMemberId);
+      // A team member's name is held by its client and id (ids are scoped per client).
+      if (member.status === 'registered') expected.set(usernameStream(member.profile.userName), scopedKey(registered!.metadata.tenantId, (registered!.data as { teamMemberId: string }).teamMemberId));
     } else if (stream.startsWith('account-')) {
       const account = await fold(accountDecider, stream);
       if (account.status === 'registered') expected.set(usernameStream(account.profile.userName), stream.slice('account-'.length));
@@ -234,7 +236,7 @@ describe.each(['crash', 'throw'] as const)('team member registration, a %s at ev
       const member = await fold(teamMemberDecider, teamMemberStream(alice.id, id));
       const name = await fold(reservationDecider, usernameStream(userName));
       expect(member.status).toBe(after === 0 ? 'none' : 'registered');
-      expect(name.ownerId).toBe(after === 0 ? undefined : id);
+      expect(name.ownerId).toBe(after === 0 ? undefined : scopedKey(alice.id, id));
       await assertUniqueKeys();
       // Another request for the same name: free only if the first never happened.
       const other = await alice.call('POST', '/checkin/v1/api/teammember', { userName, password: 'door staff pass 1', email: `x${userName}@example.com` });
