@@ -19,4 +19,26 @@ describe('loadConfig', () => {
       /PORT must be a non-negative integer.*RETENTION_SWEEP_MS must be at least 1000.*EXPORT_TTL_MINUTES must be at least 1/,
     );
   });
+
+  it('names TRUST_PROXY, BODY_LIMIT and a port out of range instead of crashing at start with a stack trace', () => {
+    // Each of these used to pass loadConfig and stop the start in Express or Node (exit 1):
+    // 'invalid IP address: yes', 'option limit "abc" is invalid', 'options.port should be >= 0 and < 65536'.
+    expect(() => loadConfig({ TRUST_PROXY: 'yes' })).toThrow(/invalid configuration: TRUST_PROXY must be true, false, a hop count, or comma-separated proxy addresses.*got "yes"/);
+    expect(() => loadConfig({ TRUST_PROXY: '10.0.0.1, proxy.example' })).toThrow(/TRUST_PROXY .*got "proxy\.example"/);
+    for (const range of ['10.0.0.0/33', '::/129', '10.0.0.0/255.0.255.0', '::1/255.0.0.0']) expect(() => loadConfig({ TRUST_PROXY: range }), range).toThrow(/TRUST_PROXY/);
+    expect(() => loadConfig({ BODY_LIMIT: 'abc' })).toThrow(/invalid configuration: BODY_LIMIT must be a size such as 16mb, 512kb or a number of bytes, got "abc"/);
+    expect(() => loadConfig({ PORT: '70000' })).toThrow(/invalid configuration: PORT must be a port number from 0 to 65535, got 70000/);
+    expect(() => loadConfig({ METRICS_PORT: '65536' })).toThrow(/METRICS_PORT must be a port number from 0 to 65535/);
+  });
+
+  it('takes what Express takes for TRUST_PROXY and BODY_LIMIT', () => {
+    expect(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: 'False' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    for (const list of ['loopback', '10.0.0.1', '10.0.0.0/8, 192.168.0.0/255.255.0.0', 'fc00::/7,loopback,uniquelocal', '::1']) {
+      expect(loadConfig({ TRUST_PROXY: list }).trustProxy).toBe(list);
+    }
+    for (const limit of ['16mb', '512kb', '1048576', '2 MB']) expect(loadConfig({ BODY_LIMIT: limit }).bodyLimit).toBe(limit);
+    expect(loadConfig({ PORT: '65535' }).port).toBe(65535);
+  });
 });
