@@ -1,6 +1,8 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import bytes from 'bytes';
+import { MongoClient } from 'mongodb';
+import { sendgridSignatureVerifier } from './adapters/mailer/sendgrid-events.js';
 import { connectionStringProblem } from './adapters/eventstore/esdb.js';
 import { defaultKafkaMaxBatchBytes, kafkaNamespacePattern, minKafkaMaxBatchBytes } from './adapters/bus/kafka.js';
 import { parseKey } from './shared/encryption.js';
@@ -231,6 +233,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.eventStoreUrl) {
     const problem = connectionStringProblem(config.eventStoreUrl);
     if (problem) problems.push(`EVENTSTORE_URL must be an EventStoreDB connection string such as esdb://localhost:2113?tls=false: ${problem}`);
+  }
+  // The MongoDB driver parses its URL in the constructor (no connection is made); unparsed, the start
+  // crashed with a MongoParseError that named no variable. So did a SendGrid key that is not one.
+  if (config.mongoUrl) {
+    try {
+      new MongoClient(config.mongoUrl);
+    } catch (error) {
+      problems.push(`MONGO_URL must be a MongoDB connection string such as mongodb://localhost:27017: ${(error as Error).message}`);
+    }
+  }
+  if (config.comms.sendgridEventPublicKey) {
+    try {
+      sendgridSignatureVerifier(config.comms.sendgridEventPublicKey);
+    } catch (error) {
+      problems.push(`SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY must be the verification key SendGrid shows for its signed Event Webhook (base64 or PEM): ${(error as Error).message}`);
+    }
   }
   // Express and Node would refuse these later with a stack trace that names no variable.
   for (const [name, value] of [['PORT', config.port], ['METRICS_PORT', config.observability.metricsPort]] as const) {

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -40,5 +41,15 @@ describe('loadConfig', () => {
     }
     for (const limit of ['16mb', '512kb', '1048576', '2 MB']) expect(loadConfig({ BODY_LIMIT: limit }).bodyLimit).toBe(limit);
     expect(loadConfig({ PORT: '65535' }).port).toBe(65535);
+  });
+
+  it('names MONGO_URL and SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY when they cannot be used, instead of crashing at start', () => {
+    // Both used to crash the start (exit 1): 'MongoParseError: Invalid scheme ...', 'wanted sequence (0x03), got 0x69'.
+    expect(() => loadConfig({ MONGO_URL: 'foo' })).toThrow(/invalid configuration: MONGO_URL must be a MongoDB connection string such as mongodb:\/\/localhost:27017: Invalid scheme/);
+    expect(() => loadConfig({ SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY: 'abc' })).toThrow(/invalid configuration: SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY must be the verification key SendGrid shows/);
+    expect(loadConfig({ MONGO_URL: 'mongodb://user:pw@db1:27017,db2:27017/?replicaSet=rs0' }).mongoUrl).toContain('db2');
+    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    const key = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+    expect(loadConfig({ SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY: key }).comms.sendgridEventPublicKey).toBe(key);
   });
 });
