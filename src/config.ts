@@ -250,6 +250,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(`SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY must be the verification key SendGrid shows for its signed Event Webhook (base64 or PEM): ${(error as Error).message}`);
     }
   }
+  // nodemailer takes any string: without smtp:// a host name (SMTP_URL=mail.example.com) is read as
+  // no host at all, and every invitation would go to localhost:587.
+  if (config.comms.smtpUrl && !smtpUrlUsable(config.comms.smtpUrl)) {
+    problems.push(`SMTP_URL must be a URL such as smtps://user:password@mail.example.com:465 or smtp://mail.example.com:587 (smtp:// or smtps:// and a host)`);
+  }
   // Express and Node would refuse these later with a stack trace that names no variable.
   for (const [name, value] of [['PORT', config.port], ['METRICS_PORT', config.observability.metricsPort]] as const) {
     if (value !== undefined && value > 65_535) problems.push(`${name} must be a port number from 0 to 65535, got ${value}`);
@@ -356,6 +361,15 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: str
     sendLeaseMs: int('SEND_LEASE_MS', 10_000),
     sweepMs: int('WORKER_SWEEP_MS', 5_000),
   };
+}
+
+function smtpUrlUsable(raw: string): boolean {
+  try {
+    const url = new URL(raw);
+    return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
 }
 
 /** The names Express's `trust proxy` (proxy-addr) takes for ranges. */

@@ -52,4 +52,13 @@ describe('loadConfig', () => {
     const key = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
     expect(loadConfig({ SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY: key }).comms.sendgridEventPublicKey).toBe(key);
   });
+
+  it('refuses an SMTP_URL without smtp:// or smtps://, which nodemailer would read as no host (localhost:587)', () => {
+    for (const url of ['mail.example.com', 'mail.example.com:587', 'http://mail.example.com', 'smtp://']) {
+      expect(() => loadConfig({ SMTP_URL: url }), url).toThrow(/invalid configuration: SMTP_URL must be a URL such as smtps:\/\/user:password@mail\.example\.com:465/);
+    }
+    for (const url of ['smtp://127.0.0.1:2525', 'smtps://user:p%40ss@mail.example.com:465', 'smtp://mail.example.com:587?requireTLS=true&socketTimeout=60000']) {
+      expect(loadConfig({ SMTP_URL: url }).comms.smtpUrl).toBe(url);
+    }
+  });
 });
