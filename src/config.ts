@@ -250,6 +250,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(`SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY must be the verification key SendGrid shows for its signed Event Webhook (base64 or PEM): ${(error as Error).message}`);
     }
   }
+  // Not URLs, these made every bearer token uncheckable (503 identity_provider_unavailable on every
+  // request, 'Invalid URL' in a warning) or the dashboard's sign-in fail, with the start looking fine.
+  for (const [name, value] of [['PUBLIC_URL', config.publicUrl], ['OIDC_ISSUER', config.oidcIssuer], ['DASHBOARD_TOKEN_URL', config.dashboardTokenUrl]] as const) {
+    if (value !== undefined && !httpUrl(value)) problems.push(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+  }
   // nodemailer takes any string: without smtp:// a host name (SMTP_URL=mail.example.com) is read as
   // no host at all, and every invitation would go to localhost:587.
   if (config.comms.smtpUrl && !smtpUrlUsable(config.comms.smtpUrl)) {
@@ -361,6 +366,15 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: str
     sendLeaseMs: int('SEND_LEASE_MS', 10_000),
     sweepMs: int('WORKER_SWEEP_MS', 5_000),
   };
+}
+
+function httpUrl(raw: string): boolean {
+  try {
+    const url = new URL(raw);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
 }
 
 function smtpUrlUsable(raw: string): boolean {

@@ -61,4 +61,14 @@ describe('loadConfig', () => {
       expect(loadConfig({ SMTP_URL: url }).comms.smtpUrl).toBe(url);
     }
   });
+
+  it('refuses a PUBLIC_URL, OIDC_ISSUER or DASHBOARD_TOKEN_URL that is not an http(s) URL', () => {
+    // PUBLIC_URL=notaurl started, and every API request then answered 503 identity_provider_unavailable.
+    expect(() => loadConfig({ PUBLIC_URL: 'notaurl' })).toThrow(/invalid configuration: PUBLIC_URL must be an http:\/\/ or https:\/\/ URL, got "notaurl"/);
+    expect(() => loadConfig({ PUBLIC_URL: 'checkin.example.com' })).toThrow(/PUBLIC_URL must be/);
+    expect(() => loadConfig({ OIDC_ISSUER: 'login.example.com', OIDC_AUDIENCE: 'api' })).toThrow(/OIDC_ISSUER must be an http:\/\/ or https:\/\/ URL/);
+    expect(() => loadConfig({ DASHBOARD_TOKEN_URL: 'ftp://x/token' })).toThrow(/DASHBOARD_TOKEN_URL must be/);
+    expect(loadConfig({ PUBLIC_URL: 'https://checkin.example.com/' }).publicUrl).toBe('https://checkin.example.com');
+    expect(loadConfig({ OIDC_ISSUER: 'https://tenant.auth0.com/', OIDC_AUDIENCE: 'api' }).oidcIssuer).toBe('https://tenant.auth0.com/');
+  });
 });
