@@ -1,4 +1,8 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
+import bytes from 'bytes';
+import { MongoClient } from 'mongodb';
+import { sendgridSignatureVerifier } from './adapters/mailer/sendgrid-events.js';
 import { connectionStringProblem } from './adapters/eventstore/esdb.js';
 import { defaultKafkaMaxBatchBytes, kafkaNamespacePattern, minKafkaMaxBatchBytes } from './adapters/bus/kafka.js';
 import { parseKey } from './shared/encryption.js';
@@ -195,7 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Spec Limits: 200 records per call, each with an image "under 50 kB" (68,268 base64 characters)
     // and its other fields, must fit: 200 x 80 kB (docs/identifiers.md, Request bodies).
     bodyLimit: env.BODY_LIMIT || '16mb',
-    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
     oidcIssuer: env.OIDC_ISSUER || undefined,
     oidcTenantClaim: env.OIDC_TENANT_CLAIM || 'tenant',
     oidcRoleClaim: env.OIDC_ROLE_CLAIM || 'role',
@@ -229,6 +233,39 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.eventStoreUrl) {
     const problem = connectionStringProblem(config.eventStoreUrl);
     if (problem) problems.push(`EVENTSTORE_URL must be an EventStoreDB connection string such as esdb://localhost:2113?tls=false: ${problem}`);
+  }
+  // The MongoDB driver parses its URL in the constructor (no connection is made); unparsed, the start
+  // crashed with a MongoParseError that named no variable. So did a SendGrid key that is not one.
+  if (config.mongoUrl) {
+    try {
+      new MongoClient(config.mongoUrl);
+    } catch (error) {
+      problems.push(`MONGO_URL must be a MongoDB connection string such as mongodb://localhost:27017: ${(error as Error).message}`);
+    }
+  }
+  if (config.comms.sendgridEventPublicKey) {
+    try {
+      sendgridSignatureVerifier(config.comms.sendgridEventPublicKey);
+    } catch (error) {
+      problems.push(`SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY must be the verification key SendGrid shows for its signed Event Webhook (base64 or PEM): ${(error as Error).message}`);
+    }
+  }
+  // Not URLs, these made every bearer token uncheckable (503 identity_provider_unavailable on every
+  // request, 'Invalid URL' in a warning) or the dashboard's sign-in fail, with the start looking fine.
+  for (const [name, value] of [['PUBLIC_URL', config.publicUrl], ['OIDC_ISSUER', config.oidcIssuer], ['DASHBOARD_TOKEN_URL', config.dashboardTokenUrl]] as const) {
+    if (value !== undefined && !httpUrl(value)) problems.push(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+  }
+  // nodemailer takes any string: without smtp:// a host name (SMTP_URL=mail.example.com) is read as
+  // no host at all, and every invitation would go to localhost:587.
+  if (config.comms.smtpUrl && !smtpUrlUsable(config.comms.smtpUrl)) {
+    problems.push(`SMTP_URL must be a URL such as smtps://user:password@mail.example.com:465 or smtp://mail.example.com:587 (smtp:// or smtps:// and a host)`);
+  }
+  // Express and Node would refuse these later with a stack trace that names no variable.
+  for (const [name, value] of [['PORT', config.port], ['METRICS_PORT', config.observability.metricsPort]] as const) {
+    if (value !== undefined && value > 65_535) problems.push(`${name} must be a port number from 0 to 65535, got ${value}`);
+  }
+  if (typeof bytes.parse(config.bodyLimit) !== 'number') {
+    problems.push(`BODY_LIMIT must be a size such as 16mb, 512kb or a number of bytes, got "${config.bodyLimit}"`);
   }
   // pino throws on a level it does not know, which would crash the start without naming the variable.
   if (!logLevels.includes(config.logLevel)) problems.push(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got "${config.logLevel}"`);
@@ -331,10 +368,55 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: str
   };
 }
 
-/** Express `trust proxy`: "true"/"false", a hop count, or a comma-separated list of addresses/subnets. */
-function parseTrustProxy(raw: string | undefined): string | boolean | number {
-  if (raw === undefined || raw === '' || raw === 'false') return false;
-  if (raw === 'true') return true;
+function httpUrl(raw: string): boolean {
+  try {
+    const url = new URL(raw);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+function smtpUrlUsable(raw: string): boolean {
+  try {
+    const url = new URL(raw);
+    return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** The names Express's `trust proxy` (proxy-addr) takes for ranges. */
+const trustProxyNames = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * Express `trust proxy`: "true"/"false" (any case), a hop count, or a comma-separated list of
+ * addresses, subnets (`10.0.0.0/8`, `10.0.0.0/255.0.0.0`, `fc00::/7`) and the names loopback,
+ * linklocal, uniquelocal. Anything else is a problem here: proxy-addr would throw at start
+ * ("invalid IP address: yes") without naming the variable.
+ */
+function parseTrustProxy(raw: string | undefined, problems: string[]): string | boolean | number {
+  if (raw === undefined || raw === '' || raw.toLowerCase() === 'false') return false;
+  if (raw.toLowerCase() === 'true') return true;
   if (/^\d+$/.test(raw)) return Number(raw);
+  const wrong = raw.split(',').map((entry) => entry.trim()).filter((entry) => !trustProxyEntry(entry));
+  if (wrong.length > 0) {
+    problems.push(
+      `TRUST_PROXY must be true, false, a hop count, or comma-separated proxy addresses or subnets (or loopback, linklocal, uniquelocal), got ${wrong.map((w) => JSON.stringify(w)).join(', ')}`,
+    );
+  }
   return raw;
+}
+
+function trustProxyEntry(entry: string): boolean {
+  if (trustProxyNames.includes(entry)) return true;
+  const [address = '', range, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (range === undefined) return true;
+  if (/^\d+$/.test(range)) return Number(range) <= (family === 4 ? 32 : 128);
+  if (family !== 4 || isIP(range) !== 4) return false;
+  // A netmask: ones, then zeros (255.255.0.0), as proxy-addr requires.
+  const bits = range.split('.').reduce((mask, octet) => mask * 256 + Number(octet), 0);
+  return /^1*0*$/.test(bits.toString(2).padStart(32, '0'));
 }

@@ -316,7 +316,12 @@ export async function startService(
       await platform.close();
       throw new Error(
         `another process runs the projections on this read store: ${describeHolder(answer.other)}. Two would write the same read models. ` +
-          'Stop it first, or start this one in a role without projections (ROLE=api or workers; README, Roles). ' +
+          (config.mongoUrl
+            ? 'Stop it first, or start this one in a role without projections (ROLE=api or workers; README, Roles). '
+            : // The embedded read store is the memory of the process that opened it: an api or workers process
+              // beside the projecting one would read its own copy, never updated (README, Roles).
+              'Stop it first. The embedded read store (no MONGO_URL) keeps the read models in the memory of that one process, ' +
+              'so no other role can run beside it on this DATA_DIR; to run roles as separate processes, set MONGO_URL (README, Roles). ') +
           'A process of another host that was killed counts as gone once its heartbeat is 20 s old.',
       );
     }

@@ -152,7 +152,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(manifest, null, 2));
     return;
   }
-  requireStore(config, command === 'reapply-erasures' || command === 'hold-pending-sends' ? false : init);
+  requireStore(config, init, { command: `admin ${command}`, initApplies: command !== 'reapply-erasures' && command !== 'hold-pending-sends' });
   const platform = createPlatform(config, logger);
   const services: Services = {
     eventStore: platform.eventStore,

@@ -212,7 +212,7 @@ function eventStoreFigures(file: string): BackupManifest['eventStore'] {
 export async function backupDataDir(config: Config, destination: string, logger: Logger, options: BackupOptions = {}): Promise<BackupManifest> {
   const advice = serverBackupAdvice(config);
   if (advice) throw new Error(advice);
-  requireStore(config, false);
+  requireStore(config, false, { command: 'admin backup', initApplies: false });
   const target = path.resolve(destination);
   if (isInside(target, config.dataDir)) {
     throw new Error(`the backup folder ${target} is inside DATA_DIR (${config.dataDir}): choose a folder elsewhere (ideally another disk)`);

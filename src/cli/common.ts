@@ -43,14 +43,19 @@ export function cliStart(help: CliHelp, argv: string[]): { args: string[]; init:
 /**
  * With the embedded event store, the store is DATA_DIR/events.sqlite: a command run against
  * a folder without it (a typo, the wrong working directory) would create an empty store and
- * report on nothing. Refuse, naming the path, unless `--init` says to create one.
+ * report on nothing. Refuse, naming the path, unless `--init` says to create one. A command that
+ * has nothing to do on an empty store (`initApplies: false`: backup, reapply-erasures,
+ * hold-pending-sends) refuses with or without `--init`, and its message does not offer it.
  */
-export function requireStore(config: Config, init: boolean): void {
+export function requireStore(config: Config, init: boolean, options: { command?: string; initApplies?: boolean } = {}): void {
   if (config.eventStoreUrl) return;
   const file = path.join(config.dataDir, 'events.sqlite');
-  if (fs.existsSync(file) || init) return;
+  const initApplies = options.initApplies ?? true;
+  if (fs.existsSync(file) || (init && initApplies)) return;
   throw new Error(
-    `no event store at ${file} (DATA_DIR=${config.dataDir}). Point DATA_DIR at the service's data folder, ` +
-      'or pass --init to create an empty store there.',
+    `no event store at ${file} (DATA_DIR=${config.dataDir}). Point DATA_DIR at the service's data folder` +
+      (initApplies
+        ? ', or pass --init to create an empty store there.'
+        : `; ${options.command ?? 'this command'} has nothing to do on an empty store, so --init does not apply to it.`),
   );
 }

@@ -40,8 +40,12 @@ export interface TicketView {
 function ticketView(doc: GuestDoc): TicketView {
   // An empty barcode is no code: such a guest was issued a signed ticket.
   if (doc.barcode) return { guestId: guestIdOf(doc), eventId: doc.eventId, code: doc.barcode, kind: 'barcode' };
-  // An erased guest shows no code: its ticket admits no one (docs/personal-data.md, Erasure).
-  if (doc.ticketCode === undefined || doc.erased) {
+  // An erased guest shows no code: its ticket admits no one (docs/personal-data.md, Erasure), and
+  // no new one can be issued (its reissue answers guest_erased), so the message offers none.
+  if (doc.erased) {
+    throw new DomainError('not_found', "the guest's personal data was erased: it has no ticket, and none can be issued", { code: 'no_ticket' });
+  }
+  if (doc.ticketCode === undefined) {
     throw new DomainError('not_found', 'the guest has no barcode and no valid ticket; reissue one with POST .../ticket/reissue', { code: 'no_ticket' });
   }
   return {

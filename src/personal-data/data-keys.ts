@@ -17,6 +17,17 @@ export const STREAM_NAME_KEY_ID = 'n1';
 const streamNameKeyRow = (id: string) => `#customid-stream-names:${id}`;
 
 /**
+ * What a key row is, for messages: the store holds guests' keys (`<client>:<guest>`) and also
+ * the keys of unmatched scans (`scan:`), batch intents (`batch:`) and the customId stream-name key.
+ */
+export function keyRowLabel(rowId: string): string {
+  if (rowId.startsWith('#customid-stream-names:')) return `the customId stream-name key (${rowId})`;
+  if (rowId.startsWith('scan:')) return `the data key of unmatched door scan ${rowId}`;
+  if (rowId.startsWith('batch:')) return `the data key of batch intent ${rowId}`;
+  return `the data key of guest ${rowId}`;
+}
+
+/**
  * The guests' data keys: created on first use (a batch at once), kept wrapped under the
  * master keyring in the key store, unwrapped into a bounded in-memory LRU. `null` means the
  * guest has no key (erased, or never given one when `create` is false).
@@ -163,7 +174,7 @@ export class DataKeys {
 
   private unwrap(row: StoredDataKey): Buffer {
     if (!this.master.keys.has(row.masterKeyId!)) {
-      throw new Error(`the data key of guest ${row.guestId} is wrapped under master key "${row.masterKeyId}", which is not in PII_MASTER_KEYS; add it back (docs/personal-data.md, Rotation)`);
+      throw new Error(`${keyRowLabel(row.guestId)} is wrapped under master key "${row.masterKeyId}", which is not in PII_MASTER_KEYS; add it back (docs/personal-data.md, Rotation)`);
     }
     let opened: string;
     try {

@@ -4,6 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { backupDataDir } from '../../src/cli/backup.js';
+import { requireStore } from '../../src/cli/common.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/shared/logger.js';
 import { clientToken, passwordToken, request, startTestService } from '../support/service.js';
 
 const run = promisify(execFile);
@@ -93,6 +97,27 @@ describe('operator command lines: help and refusals', () => {
       const { stdout } = await inEmpty('projections.ts', ['rebuild', '--init']);
       expect(stdout).toMatch(/rebuilt every projection: 0 events/);
       expect(fs.existsSync(path.join(empty, 'events.sqlite'))).toBe(true);
+    } finally {
+      fs.rmSync(empty, { recursive: true, force: true });
+    }
+  }, 240_000);
+
+  it('does not offer --init to a command that has nothing to do on an empty store (backup, reapply-erasures, hold-pending-sends)', async () => {
+    // They refuse an empty DATA_DIR with or without --init (docs/operations.md, Operator commands);
+    // the refusal used to end "or pass --init to create an empty store there", which then refused the same way.
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-empty-'));
+    try {
+      const refusal = await cliIn(empty)('admin.ts', ['hold-pending-sends', '--init']).catch((error: { code: number; stderr: string }) => error);
+      expect(refusal).toMatchObject({ code: 1, stderr: expect.stringContaining(`no event store at ${path.join(empty, 'events.sqlite')}`) });
+      expect((refusal as { stderr: string }).stderr).not.toContain('pass --init');
+      expect((refusal as { stderr: string }).stderr).toContain('admin hold-pending-sends has nothing to do on an empty store, so --init does not apply');
+      expect(fs.readdirSync(empty)).toEqual([]);
+      const config = loadConfig({ DATA_DIR: empty, LOG_LEVEL: 'silent' });
+      await expect(backupDataDir(config, path.join(os.tmpdir(), `cli-backup-${process.pid}`), createLogger('silent'))).rejects.toThrow(
+        /no event store at .*admin backup has nothing to do on an empty store, so --init does not apply/,
+      );
+      // Commands that can start from an empty store still offer it.
+      expect(() => requireStore(config, false)).toThrow(/or pass --init to create an empty store there/);
     } finally {
       fs.rmSync(empty, { recursive: true, force: true });
     }

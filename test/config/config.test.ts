@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -18,5 +19,56 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PORT: 'eighty', RETENTION_SWEEP_MS: '10', EXPORT_TTL_MINUTES: '0' })).toThrow(
       /PORT must be a non-negative integer.*RETENTION_SWEEP_MS must be at least 1000.*EXPORT_TTL_MINUTES must be at least 1/,
     );
+  });
+
+  it('names TRUST_PROXY, BODY_LIMIT and a port out of range instead of crashing at start with a stack trace', () => {
+    // Each of these used to pass loadConfig and stop the start in Express or Node (exit 1):
+    // 'invalid IP address: yes', 'option limit "abc" is invalid', 'options.port should be >= 0 and < 65536'.
+    expect(() => loadConfig({ TRUST_PROXY: 'yes' })).toThrow(/invalid configuration: TRUST_PROXY must be true, false, a hop count, or comma-separated proxy addresses.*got "yes"/);
+    expect(() => loadConfig({ TRUST_PROXY: '10.0.0.1, proxy.example' })).toThrow(/TRUST_PROXY .*got "proxy\.example"/);
+    for (const range of ['10.0.0.0/33', '::/129', '10.0.0.0/255.0.255.0', '::1/255.0.0.0']) expect(() => loadConfig({ TRUST_PROXY: range }), range).toThrow(/TRUST_PROXY/);
+    expect(() => loadConfig({ BODY_LIMIT: 'abc' })).toThrow(/invalid configuration: BODY_LIMIT must be a size such as 16mb, 512kb or a number of bytes, got "abc"/);
+    expect(() => loadConfig({ PORT: '70000' })).toThrow(/invalid configuration: PORT must be a port number from 0 to 65535, got 70000/);
+    expect(() => loadConfig({ METRICS_PORT: '65536' })).toThrow(/METRICS_PORT must be a port number from 0 to 65535/);
+  });
+
+  it('takes what Express takes for TRUST_PROXY and BODY_LIMIT', () => {
+    expect(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: 'False' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    for (const list of ['loopback', '10.0.0.1', '10.0.0.0/8, 192.168.0.0/255.255.0.0', 'fc00::/7,loopback,uniquelocal', '::1']) {
+      expect(loadConfig({ TRUST_PROXY: list }).trustProxy).toBe(list);
+    }
+    for (const limit of ['16mb', '512kb', '1048576', '2 MB']) expect(loadConfig({ BODY_LIMIT: limit }).bodyLimit).toBe(limit);
+    expect(loadConfig({ PORT: '65535' }).port).toBe(65535);
+  });
+
+  it('names MONGO_URL and SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY when they cannot be used, instead of crashing at start', () => {
+    // Both used to crash the start (exit 1): 'MongoParseError: Invalid scheme ...', 'wanted sequence (0x03), got 0x69'.
+    expect(() => loadConfig({ MONGO_URL: 'foo' })).toThrow(/invalid configuration: MONGO_URL must be a MongoDB connection string such as mongodb:\/\/localhost:27017: Invalid scheme/);
+    expect(() => loadConfig({ SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY: 'abc' })).toThrow(/invalid configuration: SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY must be the verification key SendGrid shows/);
+    expect(loadConfig({ MONGO_URL: 'mongodb://user:pw@db1:27017,db2:27017/?replicaSet=rs0' }).mongoUrl).toContain('db2');
+    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    const key = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+    expect(loadConfig({ SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY: key }).comms.sendgridEventPublicKey).toBe(key);
+  });
+
+  it('refuses an SMTP_URL without smtp:// or smtps://, which nodemailer would read as no host (localhost:587)', () => {
+    for (const url of ['mail.example.com', 'mail.example.com:587', 'http://mail.example.com', 'smtp://']) {
+      expect(() => loadConfig({ SMTP_URL: url }), url).toThrow(/invalid configuration: SMTP_URL must be a URL such as smtps:\/\/user:password@mail\.example\.com:465/);
+    }
+    for (const url of ['smtp://127.0.0.1:2525', 'smtps://user:p%40ss@mail.example.com:465', 'smtp://mail.example.com:587?requireTLS=true&socketTimeout=60000']) {
+      expect(loadConfig({ SMTP_URL: url }).comms.smtpUrl).toBe(url);
+    }
+  });
+
+  it('refuses a PUBLIC_URL, OIDC_ISSUER or DASHBOARD_TOKEN_URL that is not an http(s) URL', () => {
+    // PUBLIC_URL=notaurl started, and every API request then answered 503 identity_provider_unavailable.
+    expect(() => loadConfig({ PUBLIC_URL: 'notaurl' })).toThrow(/invalid configuration: PUBLIC_URL must be an http:\/\/ or https:\/\/ URL, got "notaurl"/);
+    expect(() => loadConfig({ PUBLIC_URL: 'checkin.example.com' })).toThrow(/PUBLIC_URL must be/);
+    expect(() => loadConfig({ OIDC_ISSUER: 'login.example.com', OIDC_AUDIENCE: 'api' })).toThrow(/OIDC_ISSUER must be an http:\/\/ or https:\/\/ URL/);
+    expect(() => loadConfig({ DASHBOARD_TOKEN_URL: 'ftp://x/token' })).toThrow(/DASHBOARD_TOKEN_URL must be/);
+    expect(loadConfig({ PUBLIC_URL: 'https://checkin.example.com/' }).publicUrl).toBe('https://checkin.example.com');
+    expect(loadConfig({ OIDC_ISSUER: 'https://tenant.auth0.com/', OIDC_AUDIENCE: 'api' }).oidcIssuer).toBe('https://tenant.auth0.com/');
   });
 });

@@ -78,6 +78,24 @@ describe('personal data keys', () => {
     }
   });
 
+  it('a key wrapped under a master key no longer configured fails naming what the key is for, and the missing master key id', async () => {
+    // The store holds more than guests' keys: the message named the customId stream-name key
+    // "the data key of guest #customid-stream-names:n1" (seen on a start with the old master key removed).
+    const file = path.join(newDir(), 'keys.sqlite');
+    const written = new DataKeys(new EmbeddedKeyStore(file), keyringOf([{ id: 'k1', key: randomBytes(32) }]));
+    await written.streamNameKey();
+    await written.keysFor(['c:g-1', 'scan:c:s-1'], true);
+    await written.store.close();
+    const other = new DataKeys(new EmbeddedKeyStore(file), keyringOf([{ id: 'k2', key: randomBytes(32) }]));
+    try {
+      await expect(other.streamNameKey()).rejects.toThrow(/^the customId stream-name key \(#customid-stream-names:n1\) is wrapped under master key "k1", which is not in PII_MASTER_KEYS/);
+      await expect(other.keysFor(['scan:c:s-1'], false)).rejects.toThrow(/^the data key of unmatched door scan scan:c:s-1 is wrapped under master key "k1"/);
+      await expect(other.keysFor(['c:g-1'], false)).rejects.toThrow(/^the data key of guest c:g-1 is wrapped under master key "k1"/);
+    } finally {
+      await other.store.close();
+    }
+  });
+
   it('keys kept in their own file by an earlier version (personal-data-keys.sqlite) move into the event store file on start, tombstones included', async () => {
     const dataDir = newDir();
     const first = await startTestService({}, { dataDir });

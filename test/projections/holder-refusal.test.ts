@@ -36,6 +36,11 @@ describe('the projections holder', () => {
     const now = () => new Date().toISOString();
     await leaveHolder({ pid, host: os.hostname(), startedAt: now(), heartbeatAt: now() });
     await expect(startTestService({}, { dataDir })).rejects.toThrow(new RegExp(`another process runs the projections on this read store: a projections role \\(pid ${pid} on ${os.hostname()}`));
+    // On the embedded read store no other role can serve beside it (its read models are that process's
+    // memory: an api process there reads a copy never updated), so the refusal does not suggest ROLE=api.
+    const refusal = await startTestService({}, { dataDir }).catch((error: Error) => error.message);
+    expect(refusal).not.toMatch(/ROLE=api/);
+    expect(refusal).toMatch(/Stop it first\. The embedded read store \(no MONGO_URL\) .* set MONGO_URL/);
     // The api role alone does not project: it starts beside it.
     const api = await startTestService({}, { dataDir, role: 'api' });
     await api.close();

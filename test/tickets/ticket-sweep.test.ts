@@ -105,6 +105,9 @@ describe('erasure and the ticket', () => {
     const ticket = await ticketOf(alice, guestId);
     expect(ticket.status).toBe(404);
     expect(ticket.body).toMatchObject({ code: 'no_ticket' });
+    // Not "reissue one with POST .../ticket/reissue": an erased guest's reissue is refused (guest_erased).
+    expect(ticket.body.message).toBe("the guest's personal data was erased: it has no ticket, and none can be issued");
+    expect((await alice.call('POST', `/checkin/v1/api/guest/${guestId}/ticket/reissue`)).body).toMatchObject({ code: 'guest_erased' });
     const after = await (await alice.call('GET', `/checkin/v1/api/event/${eventId}/tickets?changedSince=${encodeURIComponent(before.updated)}`)).body.items;
     expect(after).toEqual([expect.objectContaining({ guestId, kind: 'none' })]);
     expect(JSON.stringify(after)).not.toContain(code);

@@ -87,6 +87,9 @@ export const DeliveryResponse = registry.register(
     deliveredAt: z.string().optional(),
     failureReason: z.string().optional(),
     deadLetteredAt: z.string().optional(),
+    leaseUntil: z.string().optional().openapi({
+      description: 'While an attempt is under way: when its lease runs out (renewed while the POST runs); another worker takes the delivery over after it. Absent otherwise',
+    }),
     attemptLog: z.array(
       z.object({
         attempt: z.number().int(),
