@@ -74,7 +74,12 @@ export async function claimProjections(
       continue;
     }
     const first = mine();
-    const taken = await holders.swap(projectionsHolderId, seen ? beatOf(seen) : null, first);
+    const taken = await holders.swap(projectionsHolderId, seen ? beatOf(seen) : null, first).catch(async (error: unknown) => {
+      // The write may be stored though its answer was lost (see `isMine`): then it is held.
+      const stored = await holders.get(projectionsHolderId);
+      if (stored && isMine(stored, first)) return { swapped: true, current: stored };
+      throw error;
+    });
     if (taken.swapped) return { holding: keepHolding(holders, first, mine, logger, options.as?.heartbeatMs ?? holderHeartbeatMs, options.onLost) };
     seen = taken.current;
   }
@@ -105,6 +110,12 @@ function keepHolding(
         last = next;
         return;
       }
+      if (result.current && isMine(result.current, first)) {
+        // A beat of this holder that an earlier call stored though it answered with an error.
+        const { _id: _stored, ...stored } = result.current;
+        last = stored;
+        return;
+      }
       lost = true;
       clearInterval(timer);
       logger.error(
@@ -123,6 +134,17 @@ function keepHolding(
       lost = true;
     },
   };
+}
+
+/**
+ * Whether the stored document is a beat of this very claim (same pid, host and start). A write
+ * can be stored and still answer with an error: MongoDB retries a write once, and not at all on a
+ * standalone server (docs: core/retryable-writes), so a lost reply or a `w: "majority"` timeout
+ * reaches the caller. Only this claim writes its start, and every swap is filtered on the beat it
+ * expects, so a late write of this one never lands over another process's document.
+ */
+function isMine(stored: Omit<HolderDoc, '_id'>, first: Omit<HolderDoc, '_id'>): boolean {
+  return stored.pid === first.pid && stored.host === first.host && stored.startedAt === first.startedAt;
 }
 
 /** The live holder of the projections, if any (a heartbeat younger than `holderStaleMs`). */
