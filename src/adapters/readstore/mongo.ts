@@ -13,6 +13,7 @@ import {
   MongoClient,
   MongoNetworkError,
   MongoServerError,
+  ReadPreference,
   type AnyBulkWriteOperation,
   type Collection as MongoCollection,
   type Db,
@@ -51,6 +52,13 @@ import {
 /** Fields the adapter keeps on documents for replay guards; never returned. */
 const HIDDEN_FIELDS = { _pos: 0, _seq: 0 } as const;
 const CHECKPOINTS = '_checkpoints';
+/**
+ * For the reads replays and leases decide on (checkpoints, their `pending` marks, replay guards, a
+ * swap's answer), whatever read preference MONGO_URL asks for: a secondary may lag the primary
+ * (docs: core/read-preference), and an older checkpoint read there after a restart, with no
+ * `pending` mark, would make the replayed batches write unguarded and apply twice.
+ */
+const PRIMARY = { readPreference: ReadPreference.primary } as const;
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_NOT_FOUND = 26;
 /**
@@ -98,7 +106,7 @@ export class MongoReadStore implements ReadStore {
    */
   async applyBatch(ops: WriteOp[], checkpoint?: Checkpoint | Checkpoint[]): Promise<void> {
     const checkpoints = checkpoint === undefined ? [] : Array.isArray(checkpoint) ? checkpoint : [checkpoint];
-    const marks = this.db.collection<{ _id: string; position?: number; pending?: boolean }>(CHECKPOINTS);
+    const marks = this.db.collection<{ _id: string; position?: number; pending?: boolean }>(CHECKPOINTS, PRIMARY);
     const stored = new Map<string, number>();
     let guard = checkpoints.length === 0;
     if (checkpoints.length > 0) {
@@ -167,7 +175,7 @@ export class MongoReadStore implements ReadStore {
   }
 
   async getCheckpoint(name: string): Promise<number | null> {
-    const doc = await this.db.collection<{ _id: string; position?: number }>(CHECKPOINTS).findOne({ _id: name });
+    const doc = await this.db.collection<{ _id: string; position?: number }>(CHECKPOINTS, PRIMARY).findOne({ _id: name });
     return typeof doc?.position === 'number' ? doc.position : null;
   }
 
@@ -324,7 +332,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     const filter = { _id: id as never, ...(expected ?? {}) };
     let swapped: boolean;
     if (expected === null) {
-      if (next === null) swapped = (await this.get(id)) === null;
+      if (next === null) swapped = (await this.collection.findOne({ _id: id as never }, { projection: { _id: 1 }, ...PRIMARY })) === null;
       else {
         try {
           await this.collection.insertOne({ ...withoutId(next), _id: id as never });
@@ -336,7 +344,8 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
       }
     } else if (next === null) swapped = (await this.collection.deleteOne(filter)).deletedCount === 1;
     else swapped = (await this.collection.replaceOne(filter, withoutId(next))).matchedCount === 1;
-    return { swapped, current: await this.get(id) };
+    const current = (await this.collection.findOne({ _id: id as never }, { projection: HIDDEN_FIELDS, ...PRIMARY })) as T | null;
+    return { swapped, current };
   }
 
   async createIndex(index: IndexSpec): Promise<void> {
@@ -545,7 +554,7 @@ async function alreadyApplied(collection: MongoCollection<Document>, { op, seq }
   if (op.position === undefined) return false;
   const seen = await collection.findOne(
     { _id: op.id as never, $or: [{ _pos: { $gt: op.position } }, { _pos: op.position, _seq: { $gte: seq } }] },
-    { projection: { _id: 1 } },
+    { projection: { _id: 1 }, ...PRIMARY },
   );
   return seen !== null;
 }
