@@ -10,17 +10,40 @@
  * that were applied again, and `applyBatch` reads the checkpoint marks from the secondary too:
  * no `pending` mark, so it writes unguarded and applies each `$inc` twice. FerretDB is one server
  * and cannot lag: the read preference each read is sent with is checked instead, as the driver
- * takes it (the operation's `readPreference`, else the collection's). Needs a MongoDB-protocol
- * server: skipped without MONGO_URL.
+ * takes it (the operation's `readPreference`, else the collection's). The key store likewise: a
+ * lagging secondary has no row yet for a key just written, and a guest without a row reads as
+ * erased. Needs a MongoDB-protocol server: skipped without MONGO_URL.
  */
 import { Collection as DriverCollection, MongoClient, type ReadPreference } from 'mongodb';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { MongoReadStore } from '../../src/adapters/readstore/mongo.js';
+import { MongoKeyStore } from '../../src/adapters/keystore/mongo.js';
 
 const url = process.env.MONGO_URL;
 const dbName = `read_pref_${Date.now()}_${process.pid}`;
+const withSecondary = () => `${url!}${url!.includes('?') ? '&' : url!.endsWith('/') ? '?' : '/?'}readPreference=secondaryPreferred`;
 
-describe.skipIf(!url)('MongoDB read store: guard reads on the primary (MONGO_URL; skipped without one)', () => {
+/** Every find and findOne from now on, by collection, with the read preference it goes with. */
+function recordReads(): { collection: string; mode: string }[] {
+  const reads: { collection: string; mode: string }[] = [];
+  const record = (collection: DriverCollection, options: { readPreference?: ReadPreference | string } | undefined) => {
+    const asked = options?.readPreference ?? collection.readPreference;
+    reads.push({ collection: collection.collectionName, mode: typeof asked === 'string' ? asked : (asked?.mode ?? 'primary') });
+  };
+  const find = DriverCollection.prototype.find;
+  const findOne = DriverCollection.prototype.findOne;
+  vi.spyOn(DriverCollection.prototype, 'find').mockImplementation(function (this: DriverCollection, ...args: Parameters<typeof find>) {
+    record(this, args[1] as never);
+    return find.apply(this, args);
+  } as typeof find);
+  vi.spyOn(DriverCollection.prototype, 'findOne').mockImplementation(function (this: DriverCollection, ...args: unknown[]) {
+    record(this, args[1] as never);
+    return (findOne as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof findOne);
+  return reads;
+}
+
+describe.skipIf(!url)('MongoDB stores: reads that decide on the primary (MONGO_URL; skipped without one)', () => {
   afterEach(() => vi.restoreAllMocks());
   afterAll(async () => {
     const client = new MongoClient(url!);
@@ -28,24 +51,9 @@ describe.skipIf(!url)('MongoDB read store: guard reads on the primary (MONGO_URL
     await client.close();
   });
 
-  it('reads checkpoints, checkpoint marks, replay guards and a swap\'s answer from the primary though the URL asks for secondaryPreferred', async () => {
-    const withSecondary = `${url!}${url!.includes('?') ? '&' : url!.endsWith('/') ? '?' : '/?'}readPreference=secondaryPreferred`;
-    const store = new MongoReadStore({ url: withSecondary, dbName });
-    const reads: { collection: string; mode: string }[] = [];
-    const record = (collection: DriverCollection, options: { readPreference?: ReadPreference | string } | undefined) => {
-      const asked = options?.readPreference ?? collection.readPreference;
-      reads.push({ collection: collection.collectionName, mode: typeof asked === 'string' ? asked : (asked?.mode ?? 'primary') });
-    };
-    const find = DriverCollection.prototype.find;
-    const findOne = DriverCollection.prototype.findOne;
-    vi.spyOn(DriverCollection.prototype, 'find').mockImplementation(function (this: DriverCollection, ...args: Parameters<typeof find>) {
-      record(this, args[1] as never);
-      return find.apply(this, args);
-    } as typeof find);
-    vi.spyOn(DriverCollection.prototype, 'findOne').mockImplementation(function (this: DriverCollection, ...args: unknown[]) {
-      record(this, args[1] as never);
-      return (findOne as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof findOne);
+  it('reads checkpoints, checkpoint marks and a swap\'s answer from the primary though the URL asks for secondaryPreferred', async () => {
+    const store = new MongoReadStore({ url: withSecondary(), dbName });
+    const reads = recordReads();
     try {
       const op = (position: number) => ({ kind: 'update' as const, collection: 'counters', id: 'c1', update: { $inc: { n: 1 } }, upsert: true, position });
       await store.applyBatch([op(1)], { name: 'projection:counters', position: 1 });
@@ -59,6 +67,21 @@ describe.skipIf(!url)('MongoDB read store: guard reads on the primary (MONGO_URL
       expect(reads.at(-1)).toEqual({ collection: 'counters', mode: 'secondaryPreferred' });
     } finally {
       await store.close();
+    }
+  });
+
+  it('reads data keys from the primary though the URL asks for secondaryPreferred', async () => {
+    const keys = new MongoKeyStore({ url: withSecondary(), dbName });
+    const reads = recordReads();
+    try {
+      const at = '2026-01-01T00:00:00.000Z';
+      await keys.insert([{ guestId: 'g1', wrapped: 'k1', masterKeyId: 'm1', createdAt: at }]);
+      expect(await keys.get(['g1'])).toEqual([{ guestId: 'g1', wrapped: 'k1', masterKeyId: 'm1', createdAt: at }]);
+      expect(await keys.wrappedUnder('m2', 10)).toHaveLength(1);
+      expect(reads.length).toBeGreaterThanOrEqual(2);
+      expect(reads.filter((r) => r.mode !== 'primary')).toEqual([]);
+    } finally {
+      await keys.close();
     }
   });
 });

@@ -1,7 +1,11 @@
-import { MongoClient, type Collection } from 'mongodb';
+import { MongoClient, ReadPreference, type Collection } from 'mongodb';
 import type { KeyStore, StoredDataKey } from './port.js';
 
-export const KEY_CONCERNS = { writeConcern: { w: 'majority', journal: true }, readConcern: { level: 'majority' } } as const;
+export const KEY_CONCERNS = {
+  writeConcern: { w: 'majority', journal: true },
+  readConcern: { level: 'majority' },
+  readPreference: ReadPreference.primary,
+} as const;
 
 interface KeyDoc {
   _id: string;
@@ -19,7 +23,9 @@ interface KeyDoc {
  * good. So the collection writes with `w: "majority"` and the journal, whatever the connection
  * string says (MongoDB's implicit default is majority since 5.0, but `w: 1` with an arbiter in the
  * replica set, or when the URL asks for it), and reads with read concern `majority`, so a key
- * another process wrote is only used once it cannot be rolled back.
+ * another process wrote is only used once it cannot be rolled back. Reads go to the primary whatever
+ * the URL's read preference: a lagging secondary has no row yet for a key just written (here, or by
+ * the process whose insert won), and a guest without a row reads as one without a key (erased).
  */
 export class MongoKeyStore implements KeyStore {
   readonly kind = 'mongodb';
