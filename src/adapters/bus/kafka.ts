@@ -338,6 +338,9 @@ export class KafkaBus implements Bus {
 /** A long batch commits its progress at least this often (messages), so a crash redelivers little. */
 const COMMIT_EVERY = 500;
 
+/** How often a consumer's member tells its group it is alive (kafkajs heartbeatInterval), also while a handler runs. */
+const HEARTBEAT_MS = 500;
+
 class KafkaBusConsumer implements Consumer {
   /** Replaced when kafkajs gives it up (see `restartAfterCrash`). */
   private consumer: KafkaConsumer;
@@ -369,7 +372,7 @@ class KafkaBusConsumer implements Consumer {
       allowAutoTopicCreation: false,
       // Short enough that a crashed member's partitions move on in seconds, long enough for slow handlers' retries.
       sessionTimeout: 10_000,
-      heartbeatInterval: 500,
+      heartbeatInterval: HEARTBEAT_MS,
       // Fetches wait at most this long for data, which bounds how long a rebalance or stop waits for them.
       maxWaitTimeInMs: 250,
     });
@@ -473,17 +476,28 @@ class KafkaBusConsumer implements Consumer {
     if (!this.abort.signal.aborted) await commit();
   }
 
-  /** Runs the handler with in-process retries; a message that exhausts them is dead-lettered. */
-  private deliver(message: BusMessage, heartbeat: () => Promise<void>): Promise<Delivery> {
-    return deliverWithRetries(message, this.handler, {
-      maxAttempts: this.maxAttempts,
-      retryDelayMs: this.retryDelayMs,
-      signal: this.abort.signal,
-      logger: this.bus.logger,
-      adapter: 'kafka bus',
-      // Keep the group membership alive through long retry schedules; a rebalance is handled after.
-      betweenAttempts: heartbeat,
-    });
+  /**
+   * Runs the handler with in-process retries; a message that exhausts them is dead-lettered.
+   * kafkajs sends a heartbeat only when heartbeat() is called, so while the handler runs it is
+   * called every HEARTBEAT_MS: a handler slower than the session timeout (a slow provider call)
+   * would otherwise have this member dropped from its group and its message handled again by the
+   * next owner. A rebalance such a heartbeat reports is left to the call after the message.
+   */
+  private async deliver(message: BusMessage, heartbeat: () => Promise<void>): Promise<Delivery> {
+    const keepAlive = setInterval(() => void heartbeat().catch(() => {}), HEARTBEAT_MS);
+    try {
+      return await deliverWithRetries(message, this.handler, {
+        maxAttempts: this.maxAttempts,
+        retryDelayMs: this.retryDelayMs,
+        signal: this.abort.signal,
+        logger: this.bus.logger,
+        adapter: 'kafka bus',
+        // Keep the group membership alive through long retry schedules; a rebalance is handled after.
+        betweenAttempts: heartbeat,
+      });
+    } finally {
+      clearInterval(keepAlive);
+    }
   }
 
   close(): Promise<void> {
