@@ -47,6 +47,8 @@ async function main(): Promise<void> {
       }
       return;
     }
+    const unknown = names.filter((name) => !projections.some((p) => p.name === name));
+    if (unknown.length > 0) throw new Error(`unknown projection ${unknown.join(', ')}; known: ${projections.map((p) => p.name).join(', ')}`);
     // The rebuild holds the read store's projections as a service's projections role does, so a
     // service started meanwhile refuses to project (and a second rebuild refuses to run).
     let lost: HolderDoc | null | undefined;

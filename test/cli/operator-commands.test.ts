@@ -81,6 +81,16 @@ describe('operator commands: progress', () => {
   }, 240_000);
 });
 
+describe('operator commands: an unknown projection', () => {
+  it('refuses projections rebuild of an unknown name before it starts anything, naming the known ones', async () => {
+    // Before, it logged 'projections rebuild: started' (and took the read store) before refusing.
+    const refused = cli('projections.ts', ['rebuild', 'bogus'], { LOG_LEVEL: 'info' });
+    await expect(refused).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/unknown projection bogus; known: .*guests/) });
+    const { stderr } = (await refused.catch((error: { stderr: string }) => error)) as { stderr: string };
+    expect(stderr).not.toContain('projections rebuild: started');
+  }, 240_000);
+});
+
 describe('operator commands: a store in use', () => {
   it('refuses hold-pending-sends while the service runs on the store, naming it; --dry-run still lists', async () => {
     // Before, it ran: every send in progress was failed as outcome_unknown, and one that then went out read failed.

@@ -264,6 +264,7 @@ describe('direct download by Accept', () => {
     const clash = await exportCall(alice, eventBody(), '?type=EXCEL', { accept: 'text/csv' });
     expect(clash.status).toBe(406);
     expect(clash.body.code).toBe('not_acceptable');
+    expect(clash.body.message).toBe(`an Excel export is answered as application/json or ${XLSX}; the Accept header allows neither`);
   });
 
   it('answers JSON for Accept: application/json or */*', async () => {

@@ -136,7 +136,7 @@ export function negotiate(req: Request, asked: ExportType | undefined): { type: 
   const otherFileType = type === 'CSV' ? XLSX_MEDIA_TYPE : CSV_TYPE;
   const preferred = req.accepts([JSON_TYPE, fileType]);
   if (!preferred && req.accepts(otherFileType) === otherFileType) {
-    throw new HttpError(406, 'not_acceptable', `a ${type} export is answered as ${JSON_TYPE} or ${fileType}; the Accept header allows neither`);
+    throw new HttpError(406, 'not_acceptable', `${type === 'EXCEL' ? 'an Excel' : 'a CSV'} export is answered as ${JSON_TYPE} or ${fileType}; the Accept header allows neither`);
   }
   return { type, direct: preferred === fileType };
 }
