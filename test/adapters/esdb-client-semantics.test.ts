@@ -239,7 +239,7 @@ describe('EventStoreDB adapter reading logic (client stand-in)', () => {
       await readStore.setCheckpoint('projection:guests', batch.position);
       // Before: "checkpoints ahead of this event store's head 1" and the service refused to start
       // (with READ_STORE_MISMATCH=rebuild it dropped every read model).
-      const checked = await checkStoreIdentity({
+      const check = {
         eventStore: store,
         readStore,
         eventStoreDescription: 'EventStoreDB (stand-in)',
@@ -248,22 +248,11 @@ describe('EventStoreDB adapter reading logic (client stand-in)', () => {
         otherCheckpoints: ['projection:guests'],
         rebuildOnMismatch: false,
         logger: createLogger('silent'),
-      });
-      expect(checked).toEqual({ recorded: true, rebuilt: false });
+      };
+      expect(await checkStoreIdentity(check)).toEqual({ recorded: true, rebuilt: false });
       // A checkpoint past the store's last event, its own included, is still refused.
       await readStore.setCheckpoint('projection:guests', 4);
-      await expect(
-        checkStoreIdentity({
-          eventStore: store,
-          readStore,
-          eventStoreDescription: 'EventStoreDB (stand-in)',
-          readStoreDescription: 'memory',
-          projections: [],
-          otherCheckpoints: ['projection:guests'],
-          rebuildOnMismatch: false,
-          logger: createLogger('silent'),
-        }),
-      ).rejects.toThrow(/ahead of this event store's last event 3/);
+      await expect(checkStoreIdentity(check)).rejects.toThrow(/ahead of this event store's last event 3/);
     } finally {
       await readStore.close();
     }

@@ -12,14 +12,18 @@
  * and cannot lag: the read preference each read is sent with is checked instead, as the driver
  * takes it (the operation's `readPreference`, else the collection's). The key store likewise: a
  * lagging secondary has no row yet for a key just written, and a guest without a row reads as
- * erased. Needs a MongoDB-protocol server: skipped without MONGO_URL.
+ * erased. Needs a MongoDB-protocol server (test/support/real-servers.ts): skipped, with the reason, without one.
  */
 import { Collection as DriverCollection, MongoClient, type ReadPreference } from 'mongodb';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { MongoReadStore } from '../../src/adapters/readstore/mongo.js';
 import { MongoKeyStore } from '../../src/adapters/keystore/mongo.js';
+import { realServer } from '../support/real-servers.js';
 
-const url = process.env.MONGO_URL;
+// MONGO_URL, else a container; under CI=true a missing server fails the run instead of skipping.
+const mongo = await realServer('mongo');
+afterAll(() => mongo.stop());
+const url = mongo.url;
 const dbName = `read_pref_${Date.now()}_${process.pid}`;
 const withSecondary = () => `${url!}${url!.includes('?') ? '&' : url!.endsWith('/') ? '?' : '/?'}readPreference=secondaryPreferred`;
 
@@ -43,7 +47,7 @@ function recordReads(): { collection: string; mode: string }[] {
   return reads;
 }
 
-describe.skipIf(!url)('MongoDB stores: reads that decide on the primary (MONGO_URL; skipped without one)', () => {
+describe.skipIf(!url)(`MongoDB stores: reads that decide on the primary${url ? '' : ` (skipped: ${mongo.skipReason})`}`, () => {
   afterEach(() => vi.restoreAllMocks());
   afterAll(async () => {
     const client = new MongoClient(url!);

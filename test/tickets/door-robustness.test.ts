@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, newEvent as newLongEvent, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+import { newTicketEvent as newEvent, newTicketedGuest as newGuest } from '../support/tickets.js';
 
 /**
  * Issue 16: what real scanners send. Handheld imagers in keyboard-wedge mode end a code with
@@ -17,16 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.close();
 });
-
-/** Events that end long after today, so tickets stay valid whenever the tests run. */
-const newEvent = (client: Client) => newLongEvent(client, { title: 'Gala', endTime: '2099-12-12T23:00:00Z' });
-
-async function newGuest(client: Client, eventId: string, fields: Record<string, unknown> = {}): Promise<{ id: string; code: string }> {
-  const reply = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ann', lastName: 'Lee', ...fields });
-  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
-  const ticket = await client.call('GET', `/checkin/v1/api/guest/${reply.body.id}/ticket`);
-  return { id: reply.body.id, code: ticket.body.code };
-}
 
 const checkin = (client: Client, eventId: string, body: Record<string, unknown>) =>
   client.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, body);

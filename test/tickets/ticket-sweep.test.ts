@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { code128Image, codeImages } from '../../src/comms/code-images.js';
 import { invitationMessage, type InvitationParts } from '../../src/comms/invitation-message.js';
 import { decodeCode128, decodeQr, pngPixels } from '../support/decode-codes.js';
-import { createClient, newEvent as newLongEvent, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+import { newTicketEvent as newEvent } from '../support/tickets.js';
 
 /**
  * Issue 16, the ticket path end to end, for what the other ticket tests leave out: barcodes the
@@ -19,8 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.close();
 });
-
-const newEvent = (client: Client) => newLongEvent(client, { title: 'Gala', endTime: '2099-12-12T23:00:00Z' });
 
 async function newGuest(client: Client, eventId: string, fields: Record<string, unknown> = {}): Promise<string> {
   const reply = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ann', lastName: 'Lee', ...fields });

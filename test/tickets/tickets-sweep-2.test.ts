@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, newEvent as newLongEvent, passwordToken, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, passwordToken, startTestService, type Client, type TestService } from '../support/service.js';
+import { newTicketEvent as newEvent, newTicketedGuest as newGuest } from '../support/tickets.js';
 
 /**
  * Issue 16, from the door: what an offline scanner syncs and what the door answers must agree, for
@@ -16,15 +17,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.close();
 });
-
-const newEvent = (client: Client) => newLongEvent(client, { title: 'Gala', endTime: '2099-12-12T23:00:00Z' });
-
-async function newGuest(client: Client, eventId: string, fields: Record<string, unknown> = {}): Promise<{ id: string; code: string }> {
-  const reply = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ann', lastName: 'Lee', ...fields });
-  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
-  const ticket = await client.call('GET', `/checkin/v1/api/guest/${reply.body.id}/ticket`);
-  return { id: reply.body.id, code: ticket.body.code };
-}
 
 async function doorStaff(client: Client): Promise<Record<string, string>> {
   const userName = `scanner-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
