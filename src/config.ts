@@ -253,11 +253,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // Not URLs, these made every bearer token uncheckable (503 identity_provider_unavailable on every
   // request, 'Invalid URL' in a warning) or the dashboard's sign-in fail, with the start looking fine.
   for (const [name, value] of [['PUBLIC_URL', config.publicUrl], ['OIDC_ISSUER', config.oidcIssuer], ['DASHBOARD_TOKEN_URL', config.dashboardTokenUrl]] as const) {
-    if (value !== undefined && !httpUrl(value)) problems.push(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+    if (value !== undefined && !urlWithHost(value, ['http:', 'https:'])) problems.push(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
   }
   // nodemailer takes any string: without smtp:// a host name (SMTP_URL=mail.example.com) is read as
   // no host at all, and every invitation would go to localhost:587.
-  if (config.comms.smtpUrl && !smtpUrlUsable(config.comms.smtpUrl)) {
+  if (config.comms.smtpUrl && !urlWithHost(config.comms.smtpUrl, ['smtp:', 'smtps:'])) {
     problems.push(`SMTP_URL must be a URL such as smtps://user:password@mail.example.com:465 or smtp://mail.example.com:587 (smtp:// or smtps:// and a host)`);
   }
   // Express and Node would refuse these later with a stack trace that names no variable.
@@ -368,19 +368,11 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: str
   };
 }
 
-function httpUrl(raw: string): boolean {
+/** Whether `raw` is a URL of one of these schemes (`http:`, ...) with a host. */
+function urlWithHost(raw: string, schemes: readonly string[]): boolean {
   try {
     const url = new URL(raw);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
-}
-
-function smtpUrlUsable(raw: string): boolean {
-  try {
-    const url = new URL(raw);
-    return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
+    return schemes.includes(url.protocol) && url.hostname !== '';
   } catch {
     return false;
   }
