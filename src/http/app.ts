@@ -143,7 +143,7 @@ export function createApp(options: AppOptions): Express {
   // After the gates, so a refusal is not stored and replayed once the account is enabled.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], idempotency(services.readStore, { now: () => services.clock.now() }));
   app.use(routersFor(routers));
-  if (admin) app.use(admin);
+  if (admin) app.use(routersFor([admin]));
 
   app.use(unknownRoute);
   app.use(errorHandler);

@@ -41,6 +41,12 @@ export function fromZodError(error: ZodError): HttpError {
   );
 }
 
+/** A path parameter that is not percent-encoded UTF-8 (`%E0%A4%A`, `%ZZ`): express cannot decode it. */
+export const undecodableParam = (name: string) =>
+  new HttpError(400, 'validation_error', 'the request is not valid: see errors', [
+    { path: name, message: 'is not valid percent-encoding: encode the value as UTF-8, as encodeURIComponent does' },
+  ]);
+
 /** The one place that turns errors into HTTP responses. */
 export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
@@ -106,6 +112,8 @@ export function toHttpError(error: unknown): HttpError {
   if (bodyError?.type === 'entity.too.large') {
     return new HttpError(413, 'payload_too_large', 'the request body is larger than the service accepts');
   }
+  // Express could not decode a path parameter (routes the dispatcher runs name it: dispatch.ts).
+  if (error instanceof URIError && bodyError.status === 400) return undecodableParam('(path)');
   if (bodyError?.status && bodyError.status >= 400 && bodyError.status < 500) {
     return new HttpError(bodyError.status, 'bad_request', (error as Error).message);
   }

@@ -70,7 +70,7 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
   handler: (input: RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>) => Promise<unknown>,
 ): void {
   register(spec);
-  declared.set(router, [...(declared.get(router) ?? []), { method: spec.method, path: spec.path }]);
+  declared.set(router, [...(declared.get(router) ?? []), { method: spec.method, path: spec.path, ...(spec.params ? { params: spec.params } : {}) }]);
   const roles = spec.roles ?? ['client'];
   const handle: RequestHandler = async (req, res) => {
     if (spec.secured !== false && !roles.includes(principalOf(res).role)) {

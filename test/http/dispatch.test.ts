@@ -5,6 +5,7 @@
 import express, { Router } from 'express';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { onlyUnder, routersFor } from '../../src/http/middleware/dispatch.js';
 import { errorHandler, unknownRoute } from '../../src/http/errors.js';
 import { defineRoute } from '../../src/http/route.js';
@@ -29,6 +30,10 @@ beforeAll(async () => {
   defineRoute(third, { ...open, method: 'get', path: '/t/items/:id' }, async ({ params }) => (ran.push('third :id'), { by: 'third :id', id: (params as { id: string }).id }));
   defineRoute(third, { ...open, method: 'get', path: '/t/items/latest' }, async () => (ran.push('third latest'), { by: 'third latest' }));
   defineRoute(third, { ...open, method: 'put', path: '/t/items/:id' }, async () => (ran.push('third put'), { by: 'third put' }));
+  // A literal route whose parameter is a GUID, mounted first, and a later route of an id that may be the literal.
+  const guid = z.object({ fileId: z.uuid() });
+  defineRoute(first, { ...open, method: 'get', path: '/t/docs/export/:fileId', params: guid }, async ({ params }) => (ran.push('first file'), { by: 'first file', id: (params as { fileId: string }).fileId }));
+  defineRoute(second, { ...open, method: 'get', path: '/t/docs/:id/stats' }, async ({ params }) => (ran.push('second stats'), { by: 'second stats', id: (params as { id: string }).id }));
   // A router with a layer of its own besides declared routes runs whole: its middleware is not skipped.
   const guarded = Router();
   guarded.use((_req, res, next) => {
@@ -72,6 +77,19 @@ describe('routers dispatched by path', () => {
     expect(await get('/t/items/latest')).toMatchObject({ status: 200, body: { by: 'third :id', id: 'latest' }, ran: ['third :id'] });
     expect(await get('/t/items/7', 'PUT')).toMatchObject({ status: 200, body: { by: 'third put' }, ran: ['third put'] });
     expect(await get('/t/items/7')).toMatchObject({ status: 200, body: { by: 'third :id', id: '7' }, ran: ['third :id'] });
+  });
+
+  it('tries first the routes whose params schemas take the path: a literal route yields where its own parameter cannot be meant', async () => {
+    expect(await get('/t/docs/export/stats')).toMatchObject({ status: 200, body: { by: 'second stats', id: 'export' }, ran: ['second stats'] });
+    const file = '0190a5c2-7b3e-7c4d-8e5f-6a7b8c9d0e1f';
+    expect(await get(`/t/docs/export/${file}`)).toMatchObject({ status: 200, body: { by: 'first file', id: file }, ran: ['first file'] });
+  });
+
+  it('answers a parameter that is not valid percent-encoding with 400 naming it, without running the route', async () => {
+    const reply = await get('/t/things/%E0%A4%A');
+    expect(reply.status).toBe(400);
+    expect(reply.body).toMatchObject({ code: 'validation_error', errors: [{ path: 'id' }] });
+    expect(reply.ran).toEqual([]);
   });
 
   it('runs a router with layers of its own whole, so its middleware still runs', async () => {

@@ -1,38 +1,34 @@
 import type { RequestHandler } from 'express';
-import { match } from 'path-to-regexp';
+import type { ZodType } from 'zod';
 import { HttpError } from '../errors.js';
+import { routePath } from './route-paths.js';
 
-/** A route as `defineRoute` declared it: the method and the express path. */
+/** A route as `defineRoute` declared it: the method, the express path and its params schema. */
 export interface KnownRoute {
   method: string;
   path: string;
+  /** The route's params schema: a route whose schema refuses a path's values yields it to one that takes them (dispatch.ts). */
+  params?: ZodType;
 }
 
 interface Pattern {
-  path: string;
-  params: number;
   matches: (path: string) => boolean;
   methods: Set<string>;
 }
 
 /**
- * 405 and OPTIONS for the declared routes. When several patterns match a path, the one with
- * the fewest parameters names the resource (`/event/export` is the export, not the event
- * "export" of `/event/:id`), so its methods alone make `Allow`. Paths no route matches are left
- * to the 404 handler.
+ * 405 and OPTIONS for the declared routes. A path several patterns match takes the methods of
+ * each of them: a literal route names the path only for the methods it defines, so
+ * `/event/export` is the export for POST and the event "export" of `/event/:id` for GET
+ * (docs/identifiers.md, "Ids in paths"). Paths no route matches are left to the 404 handler.
  */
 export function methodGuard(routes: KnownRoute[]): RequestHandler {
   const patterns = new Map<string, Pattern>();
   for (const route of routes) {
     let pattern = patterns.get(route.path);
     if (!pattern) {
-      const matcher = match(route.path, { decode: false });
-      pattern = {
-        path: route.path,
-        params: (route.path.match(/[:*]/g) ?? []).length,
-        matches: (path) => matcher(path) !== false,
-        methods: new Set(),
-      };
+      const path = routePath(route);
+      pattern = { matches: (p) => path.match(p) !== undefined, methods: new Set() };
       patterns.set(route.path, pattern);
     }
     pattern.methods.add(route.method.toUpperCase());
@@ -47,8 +43,7 @@ export function methodGuard(routes: KnownRoute[]): RequestHandler {
     const matching = all.filter((p) => p.matches(path));
     let found: { allow: string; methods: Set<string> } | null = null;
     if (matching.length > 0) {
-      const fewest = Math.min(...matching.map((p) => p.params));
-      const methods = new Set(matching.filter((p) => p.params === fewest).flatMap((p) => [...p.methods]));
+      const methods = new Set(matching.flatMap((p) => [...p.methods]));
       if (methods.has('GET')) methods.add('HEAD');
       methods.add('OPTIONS');
       const allow = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => methods.has(m)).join(', ');

@@ -60,6 +60,17 @@ export const UserResponse = registry.register(
   }),
 );
 
+/**
+ * A user name (a client's or a team member's): visible text, and not `.` or `..`, the two names no
+ * URL path can carry (clients resolve them as dot segments, percent-encoded too), so
+ * `GET /checkin/v1/api/teammembers/user/{username}/events` could never name them
+ * (docs/identifiers.md, "Ids in paths").
+ */
+const UserName = (max?: number) =>
+  VisibleText(max).refine((v) => v !== '.' && v !== '..', {
+    message: 'must not be . or ..: a URL path cannot carry them (GET /checkin/v1/api/teammembers/user/{username}/events)',
+  }).openapi({ not: { enum: ['.', '..'] } });
+
 export const UserEmailQuery = z.object({ email: VisibleText() });
 
 export const UserUpdateBody = registry.register(
@@ -70,7 +81,7 @@ export const UserUpdateBody = registry.register(
     // and .NET and Java serializers write null for every property left unset (docs/api.md, Bodies).
     firstName: nullAsAbsent(name),
     lastName: nullAsAbsent(name),
-    userName: nullAsAbsent(VisibleText()),
+    userName: nullAsAbsent(UserName()),
     // Not empty: GET /users/v1/api/users/email finds the user by it.
     email: nullAsAbsent(anyEmail.min(1)),
     timeZoneId: nullAsAbsent(timeZoneName()),
@@ -105,7 +116,7 @@ export const PasswordChangeBody = registry.register(
 export const TeamMemberBody = registry.register(
   'TeamMember',
   z.object({
-    userName: VisibleText().openapi({ description: 'Unique across the service, case-insensitively (a taken one is 409)' }),
+    userName: UserName().openapi({ description: 'Unique across the service, case-insensitively (a taken one is 409)' }),
     password,
     // Required, and any string: "" too (nothing looks a team member up by email).
     email: anyEmail.openapi({ example: 'door3@example.com' }),
@@ -144,7 +155,7 @@ export const AccountCreateBody = registry.register(
   z.object({
     email,
     password,
-    userName: VisibleText(200).optional(),
+    userName: UserName(200).optional(),
     firstName: name.optional(),
     lastName: name.optional(),
     companyName: name.optional(),
