@@ -53,6 +53,7 @@ import { webhookSettings } from './commands/webhooks.js';
 import { exportSettings, sweepExpiredExports } from './commands/export.js';
 import { createWebhookDispatcher } from './workers/webhook-dispatcher.js';
 import { ProjectionRunner } from './projections/runner.js';
+import { loggedRebuild } from './projections/rebuild-log.js';
 import type { Projection } from './projections/projection.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { createLogger, type Logger } from './shared/logger.js';
@@ -338,6 +339,13 @@ export async function startService(
           return;
         }
         holding = answer.holding;
+        // Read models another version of their projection's code built are rebuilt before it
+        // projects again (src/projections/versions.ts); /readyz answers 503 meanwhile.
+        const outdated = await runner.outdated();
+        if (outdated.length > 0) {
+          holderLogger.warn({ outdated }, 'projections: read models built by another version of their code; rebuilding them before projecting');
+          await loggedRebuild(runner, platform.eventStore, outdated.map((o) => o.name), holderLogger, 'projections upgrade rebuild');
+        }
         await runner.start();
       },
       logger,
@@ -696,7 +704,11 @@ async function readiness(platform: Platform, runner?: ProjectionRunner): Promise
     runner ? withTimeout(runner.lag(), probeMs).catch(() => undefined) : undefined,
   ]);
   const checks: Readiness['checks'] = { eventStore, readStore, bus };
-  if (runner && eventStore.ok && lag) checks.projections = { ok: true, ...lag };
+  const rebuilding = runner?.rebuilding;
+  if (rebuilding) {
+    const { projections: names, position, head, events } = rebuilding;
+    checks.projections = { ok: false, error: `rebuilding ${names.join(', ')} (read models built by another version of their code)`, rebuilding: names, position, head, events };
+  } else if (runner && eventStore.ok && lag) checks.projections = { ok: true, ...lag };
   return { ready: Object.values(checks).every((c) => c.ok), checks };
 }
 

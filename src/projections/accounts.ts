@@ -60,6 +60,8 @@ const set = (id: string, fields: Record<string, unknown>, extra: Record<string, 
 
 export const accountsProjection: Projection = {
   name: 'accounts',
+  /** 2: emailLower is stored trimmed. */
+  version: 2,
   filter: { streamPrefixes: ['account-'] },
   collections: [
     {

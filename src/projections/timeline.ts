@@ -135,6 +135,8 @@ function minuteOps(stored: StoredEvent): WriteOp[] {
 
 export const timelineProjection: Projection = {
   name: 'timeline',
+  /** 2: admissions imported with a guest create count (importedAdmitted, importedExits). */
+  version: 2,
   filter: { streamPrefixes: ['guest-', 'door-'] },
   collections: [
     { name: TIMELINE_COLLECTION, indexes: [{ name: 'eventId_split_minute', keys: { eventId: 1, split: 1, minute: 1 } }] },
