@@ -1,6 +1,6 @@
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { WriteOp } from '../adapters/readstore/port.js';
-import { guestKeyOfStream, guestStreamOfKey, type DoorEvent, type GuestDetails, type GuestEvent } from '../domain/guest.js';
+import { guestKeyOfStream, guestStreamOfKey, type ClosedExit, type DoorEvent, type GuestDetails, type GuestEvent } from '../domain/guest.js';
 import type { Projection } from './projection.js';
 import { scopedKey } from '../shared/ids.js';
 import { personalGuestFields } from '../domain/personal-data.js';
@@ -137,6 +137,7 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
     }
     case 'GuestAdmitted': {
       const d = event.data;
+      if (d.closesExit) return closingAdmissionOps(event as StoredEvent & ClosingAdmission, id, at, guestId);
       return [
         guestUpdate(id, at, {
           inside: true,
@@ -168,7 +169,8 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
     case 'GuestDischarged': {
       const d = event.data;
       return [
-        guestUpdate(id, at, { inside: false, discharged: d.at }),
+        // A check-out recorded before its visit's check-in leaves `inside` as it is (docs/guests.md).
+        guestUpdate(id, at, d.entryUnknown ? { discharged: d.at } : { inside: false, discharged: d.at }),
         scanOp(event, { guestId, result: 'discharged', people: d.people }),
         ...teamStatsOps(event, d.scannedBy, { checkedOut: d.people }),
       ];
@@ -224,6 +226,30 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
           : []),
       ];
   }
+}
+
+type ClosingAdmission = Extract<GuestEvent, { type: 'GuestAdmitted' }> & { data: { closesExit: ClosedExit } };
+
+/**
+ * The check-in of a visit whose check-out was recorded first: counted as any admission, while
+ * the guest stays as the check-out left them; the check-out gains the plus ones that came in
+ * (its scan, and its scanner's `checkedOut`), so the counts are those of the scans in order.
+ */
+function closingAdmissionOps(event: StoredEvent & ClosingAdmission, id: string, at: string, guestId: string): WriteOp[] {
+  const d = event.data;
+  const exit = d.closesExit;
+  return [
+    guestUpdateOp(id, at, { guestId, admittedPlusOnes: d.admittedPlusOnes, ...(exit.latest ? { admitted: d.at } : {}) }),
+    scanOp(event, { guestId, result: 'admitted', people: d.people, plusOnesAdmitted: d.plusOnesAdmitted, ...(d.forced ? { forced: true } : {}) }),
+    ...teamStatsOps(event, d.scannedBy, { checkedIn: d.people }, d.at, d.people),
+    eventStatsOp(event, admissionCounts(d, 1)),
+    ...(exit.people > 0
+      ? [
+          { kind: 'update' as const, collection: 'scans', id: exit.scanId, update: { $inc: { people: exit.people } } },
+          ...teamStatsOps(event, exit.scannedBy, { checkedOut: exit.people }),
+        ]
+      : []),
+  ];
 }
 
 type ScanEvent = StoredEvent & { data: { scanId: string; eventId: string; at: string; gate?: string; device?: string; nonce?: string; scannedBy: ScanDoc['scannedBy'] } };
