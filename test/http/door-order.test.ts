@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, newEvent, passwordToken, startTestService, type Client, type TestService } from '../support/service.js';
+import { newTicketEvent, newTicketedGuest } from '../support/tickets.js';
 
 /**
  * Offline door devices sync in any order, and nothing they did is lost: the guest's state and every
@@ -121,5 +122,46 @@ describe('a check-out synced before the check-in it follows', () => {
     expect(again.body.code).toBe('not_checked_in');
     const team = (await alice.call('GET', `/checkin/v1/api/team/event/${eventId}`)).body;
     expect(team.find((r: { teamMemberId: string }) => r.teamMemberId === alice.id)).toMatchObject({ checkedIn: 1, checkedOut: 1 });
+  });
+});
+
+describe('a revoked ticket at the exit', () => {
+  it('lets its guest out (200 discharged, counted) though it lets no one in', async () => {
+    const eventId = await newTicketEvent(alice);
+    const guest = await newTicketedGuest(alice, eventId);
+    expect((await send(eventId, { direction: 'checkin', body: { barcode: guest.code }, by: {} })).body.result).toBe('admitted');
+    expect((await alice.call('POST', `/checkin/v1/api/guest/${guest.id}/ticket/revoke`)).status).toBe(204);
+    const out = await send(eventId, { direction: 'checkout', body: { barcode: guest.code }, by: {} });
+    expect(out.status).toBe(200);
+    expect(out.body).toMatchObject({ result: 'discharged', guest: { id: guest.id } });
+    expect((await send(eventId, { direction: 'checkin', body: { barcode: guest.code }, by: {} })).body).toMatchObject({ result: 'rejected', reason: 'revoked' });
+    const stats = (await alice.call('GET', `/checkin/v1/api/event/${eventId}/stats`)).body;
+    expect(stats).toMatchObject({ insideNow: { guests: 0, people: 0 }, rejectedScans: { revoked: 1 } });
+    const team = (await alice.call('GET', `/checkin/v1/api/team/event/${eventId}`)).body;
+    expect(team.find((r: { teamMemberId: string }) => r.teamMemberId === alice.id)).toMatchObject({ checkedIn: 1, checkedOut: 1 });
+  });
+});
+
+describe('a scan time `at` outside what the door accepts', () => {
+  it('more than 5 minutes ahead of the server: 400 naming `at`, nothing recorded, either direction', async () => {
+    const eventId = await newEvent(alice);
+    await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Soon', barcode: 'AT-1' }]);
+    const ahead = new Date(Date.now() + 10 * 60_000).toISOString();
+    for (const direction of ['checkin', 'checkout'] as const) {
+      const reply = await send(eventId, { direction, body: { barcode: 'AT-1', at: ahead }, by: {} });
+      expect(reply.status).toBe(400);
+      expect(reply.body.errors).toEqual([expect.objectContaining({ path: 'at' })]);
+    }
+    expect((await alice.call('GET', `/checkin/v1/api/event/${eventId}/scans`)).body.items).toEqual([]);
+  });
+
+  it('days before the guest’s validFrom: recorded as rejected not_yet_valid, the guest unchanged', async () => {
+    const eventId = await newEvent(alice);
+    await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Early', barcode: 'AT-2', validFrom: '2026-06-01T17:00:00Z' }]);
+    const early = await send(eventId, { direction: 'checkin', body: { barcode: 'AT-2', at: '2026-05-20T10:00:00Z' }, by: {} });
+    expect(early.status).toBe(200);
+    expect(early.body).toMatchObject({ result: 'rejected', reason: 'not_yet_valid', guest: { admitted: null } });
+    const stats = (await alice.call('GET', `/checkin/v1/api/event/${eventId}/stats`)).body;
+    expect(stats).toMatchObject({ admitted: 0, insideNow: { guests: 0, people: 0 }, rejectedScans: { not_yet_valid: 1 } });
   });
 });
