@@ -80,6 +80,8 @@ export type RejectionReason =
   | 'not_yet_valid'
   | 'expired'
   | 'already_admitted'
+  /** A check-out of a visit whose check-out is recorded already (a second exit scan). */
+  | 'already_discharged'
   | 'ambiguous'
   /** A signed ticket whose signature does not verify: forged or altered (docs/tickets.md). */
   | 'invalid_signature'
@@ -93,6 +95,7 @@ export const rejectionReasons = [
   'not_yet_valid',
   'expired',
   'already_admitted',
+  'already_discharged',
   'ambiguous',
   'invalid_signature',
   'revoked',
@@ -162,7 +165,11 @@ export type GuestEvent =
         entryUnknown?: true;
       };
     }
-  | { type: 'GuestScanRejected'; data: ScanInfo & { guestId: string; eventId: string; reason: RejectionReason; blockedReason?: string } }
+  | {
+      type: 'GuestScanRejected';
+      /** `direction: 'out'`: a rejected check-out (`already_discharged`); else a check-in. */
+      data: ScanInfo & { guestId: string; eventId: string; reason: RejectionReason; blockedReason?: string; direction?: 'out' };
+    }
   | {
       /**
        * Spec, check-in rule 1: a guest created (or upserted) with a commsTemplateId gets that
@@ -500,7 +507,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
       };
     case 'GuestScanRejected': {
       const d = event.data;
-      return remember(state, scanNonceKey('in', d), { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
+      return remember(state, scanNonceKey(d.direction ?? 'in', d), { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
     }
   }
 }
@@ -648,7 +655,8 @@ function closingAdmission(command: Extract<GuestCommand, { type: 'CheckIn' }>, s
  * before the current visit began) whose `at` is more than the clock skew after the guest's last
  * check-out is an exit whose check-in another device has not synced yet: it is recorded
  * (`entryUnknown`), and that check-in, when it comes, completes the visit. Otherwise (no later than
- * the last check-out plus the skew) it is a second exit scan of a visit that has ended: 409.
+ * the last check-out plus the skew) it is a second exit scan of a visit that has ended: recorded,
+ * rejected `already_discharged`, as a second entry scan is `already_admitted`.
  */
 function decideCheckOut(command: Extract<GuestCommand, { type: 'CheckOut' }>, state: GuestState): GuestEvent[] {
   const ids = { guestId: state.guestId!, eventId: state.eventId! };
@@ -657,13 +665,7 @@ function decideCheckOut(command: Extract<GuestCommand, { type: 'CheckOut' }>, st
     return [{ type: 'GuestDischarged', data: { ...command.scan, ...ids, people: 1 + state.admittedPlusOnes } }];
   }
   if (state.discharged !== undefined && at <= Date.parse(state.discharged) + deviceClockSkewMs) {
-    throw new DomainError(
-      'conflict',
-      state.inside
-        ? 'the guest was not checked in at the scan time `at`: its current visit began after it'
-        : 'the guest is not checked in: the check-out of this visit is recorded already',
-      { code: 'not_checked_in' },
-    );
+    return [{ type: 'GuestScanRejected', data: { ...command.scan, ...ids, reason: 'already_discharged', direction: 'out' } }];
   }
   // The exit of a visit whose check-in is still on another device: the guest and whoever comes in with them.
   const people = 1 + (state.details.isGroup ? (state.details.plusOnes ?? 0) : 0);

@@ -112,14 +112,18 @@ describe('a check-out synced before the check-in it follows', () => {
     });
   });
 
-  it('a second exit scan of a visit already checked out is still 409 not_checked_in, and counts nothing', async () => {
+  it('a second exit scan of a visit already checked out is answered 200 rejected already_discharged, recorded, and counts no exit', async () => {
     const eventId = await newEvent(alice);
     await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Twice', barcode: 'ORD-4' }]);
     await send(eventId, { direction: 'checkin', body: { barcode: 'ORD-4', at: '2026-06-01T17:00:00Z' }, by: {} });
     expect((await send(eventId, { direction: 'checkout', body: { barcode: 'ORD-4', at: '2026-06-01T18:00:00Z' }, by: {} })).body.result).toBe('discharged');
-    const again = await send(eventId, { direction: 'checkout', body: { barcode: 'ORD-4', at: '2026-06-01T18:02:00Z' }, by: {} });
-    expect(again.status).toBe(409);
-    expect(again.body.code).toBe('not_checked_in');
+    const again = await send(eventId, { direction: 'checkout', body: { barcode: 'ORD-4', at: '2026-06-01T18:02:00Z', nonce: 'x-2' }, by: {} });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ result: 'rejected', reason: 'already_discharged', replayed: false, guest: { discharged: '2026-06-01T18:00:00.000Z' } });
+    // Its retry gets the same answer; it is counted once, with the rejected scans.
+    const retry = await send(eventId, { direction: 'checkout', body: { barcode: 'ORD-4', at: '2026-06-01T18:02:00Z', nonce: 'x-2' }, by: {} });
+    expect(retry.body).toMatchObject({ result: 'rejected', reason: 'already_discharged', replayed: true, scanId: again.body.scanId });
+    expect((await alice.call('GET', `/checkin/v1/api/event/${eventId}/stats`)).body.rejectedScans).toEqual({ already_discharged: 1 });
     const team = (await alice.call('GET', `/checkin/v1/api/team/event/${eventId}`)).body;
     expect(team.find((r: { teamMemberId: string }) => r.teamMemberId === alice.id)).toMatchObject({ checkedIn: 1, checkedOut: 1 });
   });
