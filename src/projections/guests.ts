@@ -137,17 +137,21 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
     }
     case 'GuestAdmitted': {
       const d = event.data;
-      if (d.closesExit) return closingAdmissionOps(event as StoredEvent & ClosingAdmission, id, at, guestId);
+      const exit = d.closesExit;
       return [
-        guestUpdate(id, at, {
-          inside: true,
-          admittedPlusOnes: d.admittedPlusOnes,
-          ...(d.guestEntered ? { admitted: d.at } : {}),
-        }),
+        guestUpdate(
+          id,
+          at,
+          // A late check-in of a visit whose check-out came first: the guest stays as the check-out left them.
+          exit
+            ? { admittedPlusOnes: d.admittedPlusOnes, ...(exit.latest ? { admitted: d.at } : {}) }
+            : { inside: true, admittedPlusOnes: d.admittedPlusOnes, ...(d.guestEntered ? { admitted: d.at } : {}) },
+        ),
         // Additive (analysts): an admission that overrode a block or the validity window says so.
         scanOp(event, { guestId, result: 'admitted', people: d.people, plusOnesAdmitted: d.plusOnesAdmitted, ...(d.forced ? { forced: true } : {}) }),
         ...teamStatsOps(event, d.scannedBy, { checkedIn: d.people }, d.at, d.people),
         eventStatsOp(event, admissionCounts(d, 1)),
+        ...(exit ? exitGainOps(event, exit) : []),
       ];
     }
     case 'GuestAdmissionAnnulled': {
@@ -228,27 +232,15 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
   }
 }
 
-type ClosingAdmission = Extract<GuestEvent, { type: 'GuestAdmitted' }> & { data: { closesExit: ClosedExit } };
-
 /**
- * The check-in of a visit whose check-out was recorded first: counted as any admission, while
- * the guest stays as the check-out left them; the check-out gains the plus ones that came in
- * (its scan, and its scanner's `checkedOut`), so the counts are those of the scans in order.
+ * A check-out recorded before its visit's check-in gains the plus ones who came in with that
+ * check-in (its scan's `people`, its scanner's `checkedOut`), so the counts are those of the scans in order.
  */
-function closingAdmissionOps(event: StoredEvent & ClosingAdmission, id: string, at: string, guestId: string): WriteOp[] {
-  const d = event.data;
-  const exit = d.closesExit;
+function exitGainOps(event: ScanEvent, exit: ClosedExit): WriteOp[] {
+  if (exit.people === 0) return [];
   return [
-    guestUpdateOp(id, at, { guestId, admittedPlusOnes: d.admittedPlusOnes, ...(exit.latest ? { admitted: d.at } : {}) }),
-    scanOp(event, { guestId, result: 'admitted', people: d.people, plusOnesAdmitted: d.plusOnesAdmitted, ...(d.forced ? { forced: true } : {}) }),
-    ...teamStatsOps(event, d.scannedBy, { checkedIn: d.people }, d.at, d.people),
-    eventStatsOp(event, admissionCounts(d, 1)),
-    ...(exit.people > 0
-      ? [
-          { kind: 'update' as const, collection: 'scans', id: exit.scanId, update: { $inc: { people: exit.people } } },
-          ...teamStatsOps(event, exit.scannedBy, { checkedOut: exit.people }),
-        ]
-      : []),
+    { kind: 'update', collection: 'scans', id: exit.scanId, update: { $inc: { people: exit.people } } },
+    ...teamStatsOps(event, exit.scannedBy, { checkedOut: exit.people }),
   ];
 }
 
