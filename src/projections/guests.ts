@@ -1,6 +1,6 @@
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { WriteOp } from '../adapters/readstore/port.js';
-import { guestKeyOfStream, guestStreamOfKey, type DoorEvent, type GuestDetails, type GuestEvent } from '../domain/guest.js';
+import { guestKeyOfStream, guestStreamOfKey, type ClosedExit, type DoorEvent, type GuestDetails, type GuestEvent } from '../domain/guest.js';
 import type { Projection } from './projection.js';
 import { scopedKey } from '../shared/ids.js';
 import { personalGuestFields } from '../domain/personal-data.js';
@@ -137,16 +137,21 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
     }
     case 'GuestAdmitted': {
       const d = event.data;
+      const exit = d.closesExit;
       return [
-        guestUpdate(id, at, {
-          inside: true,
-          admittedPlusOnes: d.admittedPlusOnes,
-          ...(d.guestEntered ? { admitted: d.at } : {}),
-        }),
+        guestUpdate(
+          id,
+          at,
+          // A late check-in of a visit whose check-out came first: the guest stays as the check-out left them.
+          exit
+            ? { admittedPlusOnes: d.admittedPlusOnes, ...(exit.latest ? { admitted: d.at } : {}) }
+            : { inside: true, admittedPlusOnes: d.admittedPlusOnes, ...(d.guestEntered ? { admitted: d.at } : {}) },
+        ),
         // Additive (analysts): an admission that overrode a block or the validity window says so.
         scanOp(event, { guestId, result: 'admitted', people: d.people, plusOnesAdmitted: d.plusOnesAdmitted, ...(d.forced ? { forced: true } : {}) }),
         ...teamStatsOps(event, d.scannedBy, { checkedIn: d.people }, d.at, d.people),
         eventStatsOp(event, admissionCounts(d, 1)),
+        ...(exit ? exitGainOps(event, exit) : []),
       ];
     }
     case 'GuestAdmissionAnnulled': {
@@ -168,7 +173,8 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
     case 'GuestDischarged': {
       const d = event.data;
       return [
-        guestUpdate(id, at, { inside: false, discharged: d.at }),
+        // A check-out recorded before its visit's check-in leaves `inside` as it is (docs/guests.md).
+        guestUpdate(id, at, d.entryUnknown ? { discharged: d.at } : { inside: false, discharged: d.at }),
         scanOp(event, { guestId, result: 'discharged', people: d.people }),
         ...teamStatsOps(event, d.scannedBy, { checkedOut: d.people }),
       ];
@@ -224,6 +230,18 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
           : []),
       ];
   }
+}
+
+/**
+ * A check-out recorded before its visit's check-in gains the plus ones who came in with that
+ * check-in (its scan's `people`, its scanner's `checkedOut`), so the counts are those of the scans in order.
+ */
+function exitGainOps(event: ScanEvent, exit: ClosedExit): WriteOp[] {
+  if (exit.people === 0) return [];
+  return [
+    { kind: 'update', collection: 'scans', id: exit.scanId, update: { $inc: { people: exit.people } } },
+    ...teamStatsOps(event, exit.scannedBy, { checkedOut: exit.people }),
+  ];
 }
 
 type ScanEvent = StoredEvent & { data: { scanId: string; eventId: string; at: string; gate?: string; device?: string; nonce?: string; scannedBy: ScanDoc['scannedBy'] } };

@@ -108,8 +108,12 @@ function minuteOps(stored: StoredEvent): WriteOp[] {
   }
   const event = stored as StoredEvent & GuestEvent;
   switch (event.type) {
-    case 'GuestAdmitted':
-      return everywhere(event, event.data, { admissions: 1, admitted: event.data.people });
+    case 'GuestAdmitted': {
+      const admission = everywhere(event, event.data, { admissions: 1, admitted: event.data.people });
+      // A late check-in of a visit whose check-out came first: that check-out gains its plus ones.
+      const exit = event.data.closesExit;
+      return exit && exit.people > 0 ? [...admission, ...everywhere(event, exit, { exits: exit.people })] : admission;
+    }
     case 'GuestDischarged':
       return everywhere(event, event.data, { exits: event.data.people });
     case 'GuestScanRejected':
