@@ -1,0 +1,104 @@
+/**
+ * Unicode-equivalent text finds the same guest, account and team member (docs/guests.md and
+ * docs/identifiers.md, "Equivalent text"). Integrators send names composed (NFC: "é") or
+ * decomposed (NFD: "e" + U+0301, macOS and some CRMs); the service compares caller text on its
+ * NFC form, lower-cased where the match ignores case, and answers every value exactly as sent.
+ * On the embedded read store, and on MongoDB (FerretDB in the tests) when one is reachable.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { realServer } from '../support/real-servers.js';
+import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
+
+const nfc = (text: string) => text.normalize('NFC');
+const nfd = (text: string) => text.normalize('NFD');
+
+const mongo = await realServer('mongo');
+const stores: [string, Record<string, string>][] = [['embedded read store', {}]];
+if (mongo.url) stores.push(['MongoDB read store', { MONGO_URL: mongo.url, MONGO_DB: `unicode_${randomUUID().replaceAll('-', '').slice(0, 12)}` }]);
+else describe.skip(`Unicode matching on MongoDB (skipped: ${mongo.skipReason})`, () => it('runs when MONGO_URL or a container runtime is available', () => {}));
+afterAll(() => mongo.stop());
+
+describe.each(stores)('Unicode-equivalent text on the %s', (_name, env) => {
+  let service: TestService;
+  let alice: Client;
+
+  beforeAll(async () => {
+    service = await startTestService(env);
+    alice = await createClient(service);
+  });
+  afterAll(() => service?.close());
+
+  const createGuests = async (eventId: string, records: Record<string, unknown>[]) => {
+    const reply = await alice.call('POST', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}`, records);
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    return reply.body as Record<string, any>[];
+  };
+
+  describe('guests', () => {
+    it('byinfo finds additional info sent in the other form, in any case, and answers it exactly as sent', async () => {
+      const eventId = await newEvent(alice);
+      await createGuests(eventId, [
+        { firstName: 'Composed', additionalInfo: nfc('Table Zoë, José') },
+        { firstName: 'Decomposed', additionalInfo: nfd('Table Zoë, José') },
+        { firstName: 'Other', additionalInfo: 'Table Zoe, Jose' },
+      ]);
+      for (const query of [nfc('josé'), nfd('josé'), nfd('ZOË')]) {
+        const path = `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/byinfo?additionalInfo=${encodeURIComponent(query)}`;
+        const found = await alice.call('GET', path);
+        expect(found.status).toBe(200);
+        const byName = Object.fromEntries((found.body as Record<string, any>[]).map((g) => [g.firstName, g.additionalInfo]));
+        expect(byName, `byinfo ${JSON.stringify(query)}`).toEqual({ Composed: nfc('Table Zoë, José'), Decomposed: nfd('Table Zoë, José') });
+        const paged = await alice.call('GET', `${path}&limit=10`);
+        expect((paged.body as { firstName: string }[]).map((g) => g.firstName).sort()).toEqual(['Composed', 'Decomposed']);
+      }
+    });
+
+    it('the guest list\'s q finds a name, email or customId sent in the other form; the tag filter a tag in the other form', async () => {
+      const eventId = await newEvent(alice);
+      await createGuests(eventId, [
+        { firstName: nfd('Zoë'), lastName: nfd('Müller'), otherNames: nfd('Ångström'), email: nfd('zoë@example.com'), customId: nfd('CRM-Zoë'), tags: nfd('Café') },
+        { firstName: 'Zoe', lastName: 'Muller', otherNames: 'Angstrom', tags: 'Cafe' },
+      ]);
+      const list = async (query: string) => {
+        const reply = await alice.call('GET', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}?${query}`);
+        expect(reply.status).toBe(200);
+        return (reply.body.items as Record<string, any>[]).map((g) => g.lastName);
+      };
+      for (const q of [nfc('ZOË'), nfc('müller'), nfc('ångström'), nfc('zoë@ex'), nfc('crm-zoë')]) {
+        expect(await list(`q=${encodeURIComponent(q)}`), `q=${q}`).toEqual([nfd('Müller')]);
+      }
+      expect(await list(`tag=${encodeURIComponent(nfc('café'))}`)).toEqual([nfd('Müller')]);
+      const [guest] = (await alice.call('GET', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}?tag=${encodeURIComponent(nfc('CAFÉ'))}`)).body.items;
+      expect(guest).toMatchObject({ firstName: nfd('Zoë'), email: nfd('zoë@example.com'), customId: nfd('CRM-Zoë'), tags: nfd('Café') });
+    });
+
+    it('one tag in either form is one tag', async () => {
+      const eventId = await newEvent(alice);
+      const [guest] = await createGuests(eventId, [{ firstName: 'T', tags: `${nfc('Café')},${nfd('café')},VIP` }]);
+      expect(guest!.tags).toBe(`${nfc('Café')},VIP`);
+    });
+
+    it('a customId in the other form names the same guest: on the guest route, at the door, and for uniqueness', async () => {
+      const eventId = await newEvent(alice);
+      const [guest] = await createGuests(eventId, [{ firstName: 'José', customId: nfc('José-7') }]);
+      const read = await alice.call('GET', `/checkin/v1/api/guest/${encodeURIComponent(nfd('JOSÉ-7'))}?eventId=${encodeURIComponent(eventId)}`);
+      expect(read.status, JSON.stringify(read.body)).toBe(200);
+      expect(read.body).toMatchObject({ id: guest!.id, customId: nfc('José-7') });
+      const scan = await alice.call('POST', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/checkin`, { customId: nfd('josé-7') });
+      expect(scan.body).toMatchObject({ result: 'admitted', guest: { id: guest!.id } });
+      const other = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Another', customId: nfd('José-7') });
+      expect(other.status).toBe(409);
+      expect(other.body.code).toBe('custom_id_taken');
+    });
+
+    it('a barcode is matched exactly: a barcode in the other form is another code', async () => {
+      const eventId = await newEvent(alice);
+      await createGuests(eventId, [{ firstName: 'B', barcode: nfc('CAFÉ-1') }]);
+      const scan = await alice.call('POST', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/checkin`, { barcode: nfd('CAFÉ-1') });
+      expect(scan.body).toMatchObject({ result: 'rejected', reason: 'not_found' });
+      const exact = await alice.call('POST', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/checkin`, { barcode: nfc('CAFÉ-1') });
+      expect(exact.body).toMatchObject({ result: 'admitted' });
+    });
+  });
+});
