@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realServer } from '../support/real-servers.js';
-import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
+import { adminKey, createClient, newEvent, passwordToken, request, startTestService, type Client, type TestService } from '../support/service.js';
 
 const nfc = (text: string) => text.normalize('NFC');
 const nfd = (text: string) => text.normalize('NFD');
@@ -99,6 +99,63 @@ describe.each(stores)('Unicode-equivalent text on the %s', (_name, env) => {
       expect(scan.body).toMatchObject({ result: 'rejected', reason: 'not_found' });
       const exact = await alice.call('POST', `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/checkin`, { barcode: nfc('CAFÉ-1') });
       expect(exact.body).toMatchObject({ result: 'admitted' });
+    });
+  });
+
+  describe('accounts and team members', () => {
+    const password = 'door staff pass 1';
+    const member = (userName: string, fields: Record<string, unknown> = {}) =>
+      alice.call('POST', '/checkin/v1/api/teammember', { userName, password, email: `door${randomUUID().slice(0, 8)}@example.com`, ...fields });
+
+    it('a team member signs in and is listed by a user name typed in the other form, in any case; the name is answered as sent', async () => {
+      const userName = nfc(`José.${randomUUID().slice(0, 6)}`);
+      const created = await member(userName);
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const token = await passwordToken(service.url, nfd(userName.toUpperCase()), password);
+      expect(token).toBeTruthy();
+      const listed = await alice.call('GET', `/checkin/v1/api/teammembers/user/${encodeURIComponent(nfd(userName))}/events`);
+      expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+      expect(listed.body).toEqual([expect.objectContaining({ id: created.body.id, userName })]);
+    });
+
+    it('a user name in the other form is the same name: taken, and a password equal to it is refused', async () => {
+      const userName = nfd(`Zoë.${randomUUID().slice(0, 6)}`);
+      expect((await member(userName)).status).toBe(200);
+      const again = await member(nfc(userName));
+      expect(again.status).toBe(409);
+      expect(again.body.code).toBe('username_taken');
+      const weak = await member(`other.${randomUUID().slice(0, 6)}`, { password: nfc('Zoë-Zoë-Zoë!'), userName: nfd('zoë-zoë-zoë!') });
+      expect(weak.status).toBe(400);
+      expect(weak.body.code).toBe('weak_password');
+    });
+
+    it('an account renamed to its own name in the other form keeps the name reserved and signs in by either form', async () => {
+      const userName = nfc(`Émile.${randomUUID().slice(0, 6)}`);
+      const admin = { authorization: `Bearer ${adminKey}` };
+      const email = `emile${randomUUID().slice(0, 8)}@example.com`;
+      const created = await request(service.url, 'POST', '/admin/v1/accounts', { email, password: 'correct horse battery staple', userName }, admin);
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const token = await passwordToken(service.url, nfd(userName), 'correct horse battery staple');
+      const headers = { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': created.body.subscriptionKey };
+      const renamed = await request(service.url, 'PUT', '/users/v1/api/user', { id: created.body.id, userName: nfd(userName) }, headers);
+      expect(renamed.status, JSON.stringify(renamed.body)).toBe(204);
+      const taken = await member(nfc(userName));
+      expect(taken.status, JSON.stringify(taken.body)).toBe(409);
+      expect(await passwordToken(service.url, nfc(userName), 'correct horse battery staple')).toBeTruthy();
+      const read = await request(service.url, 'GET', `/users/v1/api/users/email?email=${encodeURIComponent(email)}`, undefined, headers);
+      expect(read.body.userName).toBe(nfd(userName));
+    });
+
+    it('users/email finds the caller by its email in a canonically equivalent form (U+212A KELVIN SIGN is K)', async () => {
+      const admin = { authorization: `Bearer ${adminKey}` };
+      const email = `kelvin${randomUUID().slice(0, 8)}@example.com`;
+      const created = await request(service.url, 'POST', '/admin/v1/accounts', { email, password: 'correct horse battery staple' }, admin);
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const token = await passwordToken(service.url, email, 'correct horse battery staple');
+      const headers = { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': created.body.subscriptionKey };
+      const read = await request(service.url, 'GET', `/users/v1/api/users/email?email=${encodeURIComponent(email.replace('k', '\u212A'))}`, undefined, headers);
+      expect(read.status, JSON.stringify(read.body)).toBe(200);
+      expect(read.body.email).toBe(email);
     });
   });
 });
