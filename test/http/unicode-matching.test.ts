@@ -102,6 +102,23 @@ describe.each(stores)('Unicode-equivalent text on the %s', (_name, env) => {
     });
   });
 
+  describe('personal data', () => {
+    it('a door scan that looked up the guest\'s customId in the other form is the guest\'s: listed in its personal data, and erased with it', async () => {
+      const eventId = await newEvent(alice);
+      const path = `/checkin/v1/api/guests/${encodeURIComponent(eventId)}/checkin`;
+      const before = await alice.call('POST', path, { guestId: nfd('crm-zoë-9') });
+      expect(before.body).toMatchObject({ result: 'rejected', reason: 'not_found' });
+      const [guest] = await createGuests(eventId, [{ firstName: 'Zoë', customId: nfc('CRM-Zoë-9') }]);
+      const data = await alice.call('GET', `/checkin/v1/api/guest/${guest!.id}/personal-data`);
+      expect(data.status, JSON.stringify(data.body)).toBe(200);
+      expect(data.body.unmatchedScans.map((s: { lookup: unknown }) => s.lookup)).toEqual([{ guestId: nfd('crm-zoë-9') }]);
+      expect((await alice.call('POST', `/checkin/v1/api/guest/${guest!.id}/erase`, { reason: 'request' })).status).toBe(200);
+      const scans = await alice.call('GET', `/checkin/v1/api/event/${encodeURIComponent(eventId)}/scans?result=rejected`);
+      expect(scans.body.items).toHaveLength(1);
+      expect(scans.body.items[0].lookup).toBeUndefined();
+    });
+  });
+
   describe('accounts and team members', () => {
     const password = 'door staff pass 1';
     const member = (userName: string, fields: Record<string, unknown> = {}) =>
