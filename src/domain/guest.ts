@@ -1,4 +1,5 @@
 import { scopedKey } from '../shared/ids.js';
+import { caselessKey } from '../shared/text-key.js';
 import { DomainError, type Decider } from './decider.js';
 import { isEmailAddress } from './email-address.js';
 import { personalGuestFields } from './personal-data.js';
@@ -388,13 +389,13 @@ export type DoorEvent = {
   };
 };
 
-/** Tags are a comma-separated set: trimmed, empty ones dropped, first spelling kept. */
+/** Tags are a comma-separated set: trimmed, empty ones dropped, first spelling kept (one tag in any case or Unicode form). */
 export function parseTags(tags: string | undefined): string[] {
   if (!tags) return [];
   const seen = new Map<string, string>();
   for (const raw of tags.split(',')) {
     const tag = raw.trim();
-    if (tag && !seen.has(tag.toLowerCase())) seen.set(tag.toLowerCase(), tag);
+    if (tag && !seen.has(caselessKey(tag))) seen.set(caselessKey(tag), tag);
   }
   return [...seen.values()];
 }
@@ -573,7 +574,7 @@ function importEvents(ids: { guestId: string; eventId: string }, imported: Impor
  */
 function sameRegistration(command: Extract<GuestCommand, { type: 'RegisterGuest' }>, state: GuestState): boolean {
   const sorted = (o: object) => JSON.stringify(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1)));
-  const tagKey = (tags: string[]) => tags.map((t) => t.toLowerCase()).sort().join('\u0000');
+  const tagKey = (tags: string[]) => tags.map(caselessKey).sort().join('\u0000');
   const imported = command.imported ?? {};
   const stored: ImportedState = {
     admitted: state.admitted,

@@ -4,6 +4,7 @@ import type { AccountEvent } from '../domain/account.js';
 import type { TeamMemberEvent } from '../domain/team-member.js';
 import type { Projection } from './projection.js';
 import { scopedKey } from '../shared/ids.js';
+import { caselessKey } from '../shared/text-key.js';
 
 /**
  * `accounts`: one document per client account, read by authentication (hashes of the
@@ -88,8 +89,8 @@ export const accountsProjection: Projection = {
             update: {
               $set: {
                 ...fields,
-                emailLower: fields.email.trim().toLowerCase(),
-                userNameLower: fields.userName.toLowerCase(),
+                emailLower: caselessKey(fields.email.trim()),
+                userNameLower: caselessKey(fields.userName),
                 created: at,
                 updated: at,
               },
@@ -107,8 +108,8 @@ export const accountsProjection: Projection = {
             id,
             {
               ...values,
-              ...(changes.email ? { emailLower: changes.email.trim().toLowerCase() } : {}),
-              ...(changes.userName ? { userNameLower: changes.userName.toLowerCase() } : {}),
+              ...(changes.email ? { emailLower: caselessKey(changes.email.trim()) } : {}),
+              ...(changes.userName ? { userNameLower: caselessKey(changes.userName) } : {}),
               updated: at,
             },
             cleared.length > 0 ? { $unset: Object.fromEntries(cleared.map((field) => [field, ''])) } : {},
@@ -164,7 +165,7 @@ export const teamMembersProjection: Projection = {
         kind: 'replace',
         collection: 'team_members',
         id: scopedKey(fields.clientId, teamMemberId),
-        doc: { teamMemberId, ...fields, userNameLower: fields.userName.toLowerCase(), created: stored.metadata.occurredAt },
+        doc: { teamMemberId, ...fields, userNameLower: caselessKey(fields.userName), created: stored.metadata.occurredAt },
       },
     ];
   },
