@@ -61,8 +61,8 @@ const set = (id: string, fields: Record<string, unknown>, extra: Record<string, 
 
 export const accountsProjection: Projection = {
   name: 'accounts',
-  /** 2: emailLower is stored trimmed. */
-  version: 2,
+  /** 2: emailLower is stored trimmed; 3: userNameLower and emailLower are NFC (caselessKey). */
+  version: 3,
   filter: { streamPrefixes: ['account-'] },
   collections: [
     {
@@ -146,6 +146,8 @@ export const teamMemberIdOf = (doc: TeamMemberDoc): string => doc.teamMemberId ?
 /** `team_members`: door staff per client, for the password grant and the team member lists. */
 export const teamMembersProjection: Projection = {
   name: 'team_members',
+  /** 2: userNameLower and emailLower are NFC (caselessKey). */
+  version: 2,
   filter: { streamPrefixes: ['teammember-'] },
   collections: [
     {

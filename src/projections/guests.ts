@@ -349,6 +349,8 @@ function applyDoor(event: StoredEvent & DoorEvent): WriteOp[] {
 
 export const guestsProjection: Projection = {
   name: 'guests',
+  /** 2: the …Lower keys and tagList are NFC (caselessKey), with otherNamesLower and additionalInfoLower. */
+  version: 2,
   filter: { streamPrefixes: ['guest-', 'door-'] },
   collections: [
     {
