@@ -231,6 +231,46 @@ export function readStoreContract(
       });
     });
 
+    describe('order and matching as MongoDB gives them', () => {
+      // MongoDB compares strings by UTF-8 bytes (code points); JavaScript's < by UTF-16 code units,
+      // which puts U+10000 and above (emoji, CJK extension B) before U+E000-U+FFFF.
+      const names = ['a', 'Z', '\uFF21', '\u{1F600}', '\uE000', '\u{20000}', '\u00E9', '\uFFFD', '\u{1F600}x'];
+      const byCodePoint = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+
+      async function named() {
+        const collection = store.collection(fresh('codepoints'));
+        await collection.createIndex({ name: 'by_group_name', keys: { group: 1, name: 1 } });
+        await store.applyBatch(
+          names.map((name, i) => ({ kind: 'replace', collection: collection.name, id: `n${i}`, doc: { group: 'g', name, nested: { name } } })),
+        );
+        return collection;
+      }
+      const idsOf = (wanted: string[]) => wanted.map((name) => `n${names.indexOf(name)}`);
+
+      it('sorts and pages strings by code point, ascending and descending, with and without an index on the sort', async () => {
+        const collection = await named();
+        const ascending = idsOf([...names].sort(byCodePoint));
+        expect(ids((await collection.find({}, { sort: { name: 1 } })).items)).toEqual(ascending);
+        expect((await allPages(collection, {}, { name: 1 }, 2)).flat()).toEqual(ascending);
+        expect((await allPages(collection, { group: 'g' }, { name: 1 }, 2)).flat()).toEqual(ascending);
+        expect((await allPages(collection, {}, { name: -1 }, 2)).flat()).toEqual([...ascending].reverse());
+        expect((await allPages(collection, {}, { 'nested.name': -1 }, 3)).flat()).toEqual([...ascending].reverse());
+        const streamed: string[] = [];
+        for await (const doc of collection.stream({}, { sort: { name: 1 }, batchSize: 2 })) streamed.push(doc._id);
+        expect(streamed).toEqual(ascending);
+      });
+
+      it('compares strings by code point in $gt, $gte, $lt and $lte, on top-level and nested fields', async () => {
+        const collection = await named();
+        const find = async (filter: Filter) => ids((await collection.find(filter, { sort: { name: 1 } })).items);
+        const where = (test: (name: string) => boolean) => idsOf(names.filter(test).sort(byCodePoint));
+        expect(await find({ name: { $gt: '\uFF21' } })).toEqual(where((n) => byCodePoint(n, '\uFF21') > 0));
+        expect(await find({ name: { $gte: '\uE000', $lt: '\u{1F600}' } })).toEqual(where((n) => byCodePoint(n, '\uE000') >= 0 && byCodePoint(n, '\u{1F600}') < 0));
+        expect(await find({ 'nested.name': { $lte: '\uFFFD' } })).toEqual(where((n) => byCodePoint(n, '\uFFFD') <= 0));
+        expect(await find({ 'nested.name': { $gt: '\uFFFD' } })).toEqual(where((n) => byCodePoint(n, '\uFFFD') > 0));
+      });
+    });
+
     describe('writes', () => {
       it('updateOne applies $set, $unset, $inc, $push, $addToSet, $pull, $max and $min', async () => {
         const collection = await seeded();

@@ -3,7 +3,7 @@
  * both order documents and resume pages the same way.
  *
  * Order follows MongoDB's for JSON values: null and missing < numbers < strings
- * < objects < arrays < booleans < dates. Sort keys are expected to hold scalars of
+ * < objects < arrays < booleans < dates, strings by code point (compareStrings). Sort keys are expected to hold scalars of
  * one type (plus null/missing): the MongoDB adapter turns a cursor into range
  * filters, and MongoDB range operators only compare values of the same type.
  */
@@ -88,8 +88,9 @@ export function compareValues(a: unknown, b: unknown): number {
     case 1:
       return 0;
     case 2:
+      return (a as number) < (b as number) ? -1 : (a as number) > (b as number) ? 1 : 0;
     case 3:
-      return (a as number | string) < (b as number | string) ? -1 : (a as number | string) > (b as number | string) ? 1 : 0;
+      return compareStrings(a as string, b as string);
     case 5:
       return compareLists(a as unknown[], b as unknown[]);
     case 6:
@@ -102,6 +103,23 @@ export function compareValues(a: unknown, b: unknown): number {
         Object.entries(b as object).flat(),
       );
   }
+}
+
+/**
+ * Compares two strings by code point, as MongoDB's simple binary collation (UTF-8 bytes) does.
+ * JavaScript's `<` compares UTF-16 code units, which puts a character above U+FFFF (an emoji,
+ * stored as a surrogate pair, D800-DFFF) before one in U+E000-U+FFFF; only that case differs.
+ */
+export function compareStrings(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  if (i === n) return a.length < b.length ? -1 : 1;
+  const x = a.charCodeAt(i);
+  const y = b.charCodeAt(i);
+  if (x >= 0xd800 && y >= 0xd800 && x < 0xe000 !== y < 0xe000) return x < 0xe000 ? 1 : -1;
+  return x < y ? -1 : 1;
 }
 
 function compareLists(a: unknown[], b: unknown[]): number {
@@ -119,7 +137,7 @@ export function compareSortValues(a: unknown[], b: unknown[], keys: SortKey[]): 
     const y = b[i];
     // Two strings (names, ids: most sort keys) compare directly, without ranking their types.
     if (typeof x === 'string' && typeof y === 'string') {
-      if (x !== y) return (x < y ? -1 : 1) * keys[i][1];
+      if (x !== y) return compareStrings(x, y) * keys[i][1];
       continue;
     }
     const c = compareValues(x, y);
