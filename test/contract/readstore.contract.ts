@@ -271,6 +271,53 @@ export function readStoreContract(
       });
     });
 
+    describe('sorting on an array field', () => {
+      // MongoDB sorts a document by the smallest element of an array ascending, by the largest
+      // descending, and an empty array before null and missing (docs: Comparison/Sort Order).
+      const tagged: Array<[id: string, tags: unknown]> = [
+        ['t01', ['vip', 'speaker']],
+        ['t02', ['speaker']],
+        ['t03', []],
+        ['t04', undefined],
+        ['t05', null],
+        ['t06', ['b', 'z']],
+        ['t07', 'c'],
+        ['t08', ['c', 'a']],
+        ['t09', ['m']],
+        ['t10', []],
+        ['t11', ['a', 'zz']],
+        ['t12', 'speaker'],
+      ];
+      const rank = (tags: unknown, direction: 1 | -1): [number, string] => {
+        if (Array.isArray(tags) && tags.length === 0) return [0, ''];
+        if (tags === undefined || tags === null) return [1, ''];
+        const values = (Array.isArray(tags) ? tags : [tags]) as string[];
+        return [2, values.reduce((best, v) => ((v < best ? -1 : 1) * direction < 0 ? v : best))];
+      };
+      const order = (direction: 1 | -1) =>
+        [...tagged]
+          .sort(([a, x], [b, y]) => {
+            const [rx, vx] = rank(x, direction);
+            const [ry, vy] = rank(y, direction);
+            return ((rx - ry) || (vx < vy ? -1 : vx > vy ? 1 : 0)) * direction || (a < b ? -1 : 1);
+          })
+          .map(([id]) => id);
+
+      async function taggedCollection() {
+        const collection = store.collection(fresh('tagged'));
+        await store.applyBatch(
+          tagged.map(([id, tags]) => ({ kind: 'replace', collection: collection.name, id, doc: tags === undefined ? { n: 1 } : { tags, n: 1 } })),
+        );
+        return collection;
+      }
+
+      it('sorts by the smallest element ascending and the largest descending, an empty array first ascending', async () => {
+        const collection = await taggedCollection();
+        expect(ids((await collection.find({}, { sort: { tags: 1 } })).items)).toEqual(order(1));
+        expect(ids((await collection.find({}, { sort: { tags: -1 } })).items)).toEqual(order(-1));
+      });
+    });
+
     describe('writes', () => {
       it('updateOne applies $set, $unset, $inc, $push, $addToSet, $pull, $max and $min', async () => {
         const collection = await seeded();

@@ -2,7 +2,7 @@
  * Sorting, cursor paging and projection shared by the read-store adapters, so that
  * both order documents and resume pages the same way.
  *
- * Order follows MongoDB's for JSON values: null and missing < numbers < strings
+ * Order follows MongoDB's for JSON values: an empty array < null and missing < numbers < strings
  * < objects < arrays < booleans < dates, strings by code point (compareStrings). Sort keys are expected to hold scalars of
  * one type (plus null/missing): the MongoDB adapter turns a cursor into range
  * filters, and MongoDB range operators only compare values of the same type.
@@ -55,13 +55,14 @@ export function valueAt(doc: unknown, path: string): unknown {
 
 /**
  * The value a document sorts by: missing becomes null; an array sorts by its
- * smallest element ascending and its largest descending (as in MongoDB).
+ * smallest element ascending and its largest descending, and an empty array
+ * (kept as `[]`) before null (as in MongoDB).
  */
 function sortValue(doc: unknown, [path, direction]: SortKey): unknown {
   const value = valueAt(doc, path);
   if (value === undefined) return null;
   if (!Array.isArray(value)) return value;
-  if (value.length === 0) return null;
+  if (value.length === 0) return EMPTY_ARRAY;
   return value.reduce((best, v) => (compareValues(v, best) * direction < 0 ? v : best));
 }
 
@@ -69,11 +70,14 @@ export function sortValues(doc: unknown, keys: SortKey[]): unknown[] {
   return keys.map((key) => sortValue(doc, key));
 }
 
+const EMPTY_ARRAY: readonly unknown[] = Object.freeze([]);
+
+/** MongoDB's comparison order of types; an empty array is less than null and missing (docs: Comparison/Sort Order). */
 function typeRank(value: unknown): number {
   if (value === null || value === undefined) return 1;
   if (typeof value === 'number' || typeof value === 'bigint') return 2;
   if (typeof value === 'string') return 3;
-  if (Array.isArray(value)) return 5;
+  if (Array.isArray(value)) return value.length === 0 ? 0 : 5;
   if (typeof value === 'boolean') return 6;
   if (value instanceof Date) return 7;
   return 4;
@@ -85,6 +89,7 @@ export function compareValues(a: unknown, b: unknown): number {
   const rb = typeRank(b);
   if (ra !== rb) return ra - rb;
   switch (ra) {
+    case 0:
     case 1:
       return 0;
     case 2:
