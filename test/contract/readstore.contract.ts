@@ -287,12 +287,16 @@ export function readStoreContract(
         ['t10', []],
         ['t11', ['a', 'zz']],
         ['t12', 'speaker'],
+        ['t13', [null, 'q']],
+        ['t14', [null]],
       ];
       const rank = (tags: unknown, direction: 1 | -1): [number, string] => {
         if (Array.isArray(tags) && tags.length === 0) return [0, ''];
-        if (tags === undefined || tags === null) return [1, ''];
-        const values = (Array.isArray(tags) ? tags : [tags]) as string[];
-        return [2, values.reduce((best, v) => ((v < best ? -1 : 1) * direction < 0 ? v : best))];
+        const values = (Array.isArray(tags) ? tags : [tags]) as Array<string | null | undefined>;
+        // Null (and missing) is the smallest value: it is the smallest element, and the largest only alone.
+        const strings = values.filter((v): v is string => typeof v === 'string');
+        if (strings.length === 0 || (direction === 1 && strings.length < values.length)) return [1, ''];
+        return [2, strings.reduce((best, v) => ((v < best ? -1 : 1) * direction < 0 ? v : best))];
       };
       const order = (direction: 1 | -1) =>
         [...tagged]
@@ -315,6 +319,17 @@ export function readStoreContract(
         const collection = await taggedCollection();
         expect(ids((await collection.find({}, { sort: { tags: 1 } })).items)).toEqual(order(1));
         expect(ids((await collection.find({}, { sort: { tags: -1 } })).items)).toEqual(order(-1));
+      });
+
+      it('pages over an array sort key in the same order, with nothing twice and nothing lost', async () => {
+        const collection = await taggedCollection();
+        for (const limit of [1, 2, 5]) {
+          expect((await allPages(collection, {}, { tags: 1 }, limit)).flat()).toEqual(order(1));
+          expect((await allPages(collection, { n: 1 }, { tags: -1 }, limit)).flat()).toEqual(order(-1));
+        }
+        const streamed: string[] = [];
+        for await (const doc of collection.stream({}, { sort: { tags: 1 }, batchSize: 2 })) streamed.push(doc._id);
+        expect(streamed).toEqual(order(1));
       });
     });
 

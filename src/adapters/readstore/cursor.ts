@@ -2,10 +2,11 @@
  * Sorting, cursor paging and projection shared by the read-store adapters, so that
  * both order documents and resume pages the same way.
  *
- * Order follows MongoDB's for JSON values: an empty array < null and missing < numbers < strings
- * < objects < arrays < booleans < dates, strings by code point (compareStrings). Sort keys are expected to hold scalars of
- * one type (plus null/missing): the MongoDB adapter turns a cursor into range
- * filters, and MongoDB range operators only compare values of the same type.
+ * Order follows MongoDB's for JSON values: an empty array < null and missing < numbers
+ * < strings < objects < arrays < booleans < dates, strings by code point (compareStrings).
+ * Sort keys are expected to hold values of one type, or arrays of them (plus null/missing):
+ * the MongoDB adapter turns a cursor into range filters, and MongoDB range operators only
+ * compare values of the same type.
  */
 import type { Doc, Filter, Sort } from './port.js';
 
@@ -177,24 +178,58 @@ export function decodeCursor(cursor: string, keys: SortKey[]): unknown[] {
 /**
  * A MongoDB filter matching the documents that sort strictly after `values`:
  * an `$or` over the keys, each branch equal on the keys before it and past the
- * cursor on its own key. Null sorts first, so ascending past null is `$ne: null`,
- * and descending past a value also reaches the null/missing ones.
- * Returns null when nothing can follow.
+ * cursor on its own key. Returns null when nothing can follow.
  */
 export function afterCursorFilter(values: unknown[], keys: SortKey[]): Filter | null {
   const branches: Filter[] = [];
   const equalSoFar: Filter = {};
   keys.forEach(([path, direction], i) => {
     const value = values[i] ?? null;
-    if (direction === 1) {
-      branches.push({ ...equalSoFar, [path]: value === null ? { $ne: null } : { $gt: value } });
-    } else if (value !== null) {
-      branches.push({ ...equalSoFar, [path]: { $lt: value } }, { ...equalSoFar, [path]: null });
-    }
-    equalSoFar[path] = value;
+    for (const past of pastCursor(path, value, direction)) branches.push({ ...equalSoFar, [path]: past });
+    equalSoFar[path] = sortsAs(path, value, direction);
   });
   if (branches.length === 0) return null;
   return branches.length === 1 ? branches[0] : { $or: branches };
+}
+
+/*
+ * A field may hold an array. MongoDB matches a range or an equality when any element does, but
+ * sorts the document by its smallest element ascending and its largest descending, an empty
+ * array before null (`sortValue`). So each condition also keeps out, with `$not` of the opposite
+ * range, a document that another of its elements sorts elsewhere; for a scalar field the extra
+ * conditions change nothing. `_id` is never an array nor null: its conditions stay plain, which
+ * the server answers from its `_id` index.
+ */
+
+/** The condition on `path` of the documents that sort equal to `value`. */
+function sortsAs(path: string, value: unknown, direction: 1 | -1): unknown {
+  if (path === '_id') return value;
+  if (isEmptyArray(value)) return { $size: 0 };
+  // Descending, an array holding null and a value sorts by the value: only all-null arrays are null.
+  if (value === null) return direction === 1 ? null : { $eq: null, $not: { $type: NOT_NULL_TYPES } };
+  return direction === 1 ? { $eq: value, $ne: null, $not: { $lt: value } } : { $eq: value, $not: { $gt: value } };
+}
+
+/** Conditions on `path`, any of which puts a document strictly after `value` in this direction. */
+function pastCursor(path: string, value: unknown, direction: 1 | -1): unknown[] {
+  if (path === '_id') return [direction === 1 ? { $gt: value } : { $lt: value }];
+  if (direction === 1) {
+    if (isEmptyArray(value)) return [{ $not: { $size: 0 } }];
+    // Null sorts first (after an empty array): past it is anything else.
+    if (value === null) return [{ $ne: null, $not: { $size: 0 } }];
+    return [{ $gt: value, $ne: null, $not: { $lte: value } }];
+  }
+  // Descending, null and then an empty array come last.
+  if (isEmptyArray(value)) return [];
+  if (value === null) return [{ $size: 0 }];
+  return [{ $lt: value, $not: { $gte: value } }, sortsAs(path, null, -1), { $size: 0 }];
+}
+
+/** The types a read-store document holds besides null and arrays (JSON values; dates on MongoDB). */
+const NOT_NULL_TYPES = ['number', 'string', 'object', 'bool', 'date'];
+
+function isEmptyArray(value: unknown): boolean {
+  return Array.isArray(value) && value.length === 0;
 }
 
 /**
