@@ -271,6 +271,86 @@ export function readStoreContract(
       });
     });
 
+    describe('mixed types, null and missing, numbers', () => {
+      // MongoDB's comparison order of types (docs: Comparison/Sort Order): null and missing, numbers, strings, objects, booleans.
+      const mixed: Array<[id: string, value: unknown]> = [
+        ['m01', 2],
+        ['m02', 'b'],
+        ['m03', null],
+        ['m04', undefined],
+        ['m05', true],
+        ['m06', 1.5],
+        ['m07', 'A'],
+        ['m08', { k: 1 }],
+        ['m09', false],
+        ['m10', -3],
+        ['m11', ''],
+        ['m12', null],
+      ];
+      const ascending = ['m03', 'm04', 'm12', 'm10', 'm06', 'm01', 'm11', 'm07', 'm02', 'm08', 'm09', 'm05'];
+      const descending = ['m05', 'm09', 'm08', 'm02', 'm07', 'm11', 'm01', 'm06', 'm10', 'm03', 'm04', 'm12'];
+
+      async function mixedCollection() {
+        const collection = store.collection(fresh('mixed'));
+        await store.applyBatch(
+          mixed.map(([id, v]) => ({ kind: 'replace', collection: collection.name, id, doc: v === undefined ? { nested: {} } : { v, nested: { v } } })),
+        );
+        return collection;
+      }
+
+      it('sorts values of different types in MongoDB\'s type order, null and missing together first', async () => {
+        const collection = await mixedCollection();
+        expect(ids((await collection.find({}, { sort: { v: 1 } })).items)).toEqual(ascending);
+        expect(ids((await collection.find({}, { sort: { v: -1 } })).items)).toEqual(descending);
+        expect(ids((await collection.find({}, { sort: { 'nested.v': 1 } })).items)).toEqual(ascending);
+      });
+
+      it('matches null and missing alike: equality, $in, $ne, $nin, and $gte/$lte null; $exists tells them apart', async () => {
+        const collection = await mixedCollection();
+        for (const path of ['v', 'nested.v']) {
+          const find = async (condition: unknown) => ids((await collection.find({ [path]: condition })).items);
+          expect(await find(null)).toEqual(['m03', 'm04', 'm12']);
+          expect(await find({ $eq: null })).toEqual(['m03', 'm04', 'm12']);
+          expect(await find({ $in: [null] })).toEqual(['m03', 'm04', 'm12']);
+          expect(await find({ $in: [null, 2, 'A'] })).toEqual(['m01', 'm03', 'm04', 'm07', 'm12']);
+          expect(await find({ $ne: null })).toEqual(['m01', 'm02', 'm05', 'm06', 'm07', 'm08', 'm09', 'm10', 'm11']);
+          expect(await find({ $nin: [null, false] })).toEqual(['m01', 'm02', 'm05', 'm06', 'm07', 'm08', 'm10', 'm11']);
+          expect(await find({ $gte: null })).toEqual(['m03', 'm04', 'm12']);
+          expect(await find({ $lte: null })).toEqual(['m03', 'm04', 'm12']);
+          expect(await find({ $gt: null })).toEqual([]);
+          expect(await find({ $exists: false })).toEqual(['m04']);
+          expect(await find({ $exists: true, $eq: null })).toEqual(['m03', 'm12']);
+        }
+      });
+
+      it('compares a range only with values of its own type', async () => {
+        const collection = await mixedCollection();
+        const find = async (filter: Filter) => ids((await collection.find(filter)).items);
+        expect(await find({ v: { $gt: 0 } })).toEqual(['m01', 'm06']);
+        expect(await find({ v: { $lt: 'a' } })).toEqual(['m07', 'm11']);
+        expect(await find({ v: { $gte: false } })).toEqual(['m05', 'm09']);
+        expect(await find({ 'nested.v': { $gt: 0 } })).toEqual(['m01', 'm06']);
+        expect(await find({ 'nested.v': { $lt: 'a' } })).toEqual(['m07', 'm11']);
+      });
+
+      it('an integer and a fractional number that are equal are one value: in equality, $in, ranges and sorts', async () => {
+        const collection = store.collection(fresh('numbers'));
+        // On MongoDB the driver stores 1 as an int32 and 2 ** 40 as a double; $inc of 0.5 twice makes a double 1.
+        await collection.replaceOne('int', { n: 1, m: 2 ** 40 } as never);
+        await collection.updateOne('double', { $inc: { n: 0.5 }, $set: { m: 1099511627776.0 } }, { upsert: true });
+        await collection.updateOne('double', { $inc: { n: 0.5 } });
+        await collection.replaceOne('other', { n: 1.25, m: 2 ** 40 + 1 } as never);
+        const find = async (filter: Filter) => ids((await collection.find(filter)).items);
+        expect(await find({ n: 1 })).toEqual(['double', 'int']);
+        expect(await find({ n: 1.0, m: 1099511627776 })).toEqual(['double', 'int']);
+        expect(await find({ n: { $in: [1, 7] } })).toEqual(['double', 'int']);
+        expect(await find({ n: { $gte: 1, $lt: 1.25 } })).toEqual(['double', 'int']);
+        expect(await find({ n: { $ne: 1 } })).toEqual(['other']);
+        expect(ids((await collection.find({}, { sort: { n: -1 } })).items)).toEqual(['other', 'double', 'int']);
+        expect((await allPages(collection, {}, { n: 1 }, 1)).flat()).toEqual(['double', 'int', 'other']);
+      });
+    });
+
     describe('sorting on an array field', () => {
       // MongoDB sorts a document by the smallest element of an array ascending, by the largest
       // descending, and an empty array before null and missing (docs: Comparison/Sort Order).

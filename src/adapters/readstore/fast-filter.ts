@@ -67,8 +67,10 @@ function compileCondition(field: string, condition: unknown): Predicate | undefi
       case '$gte':
       case '$lt':
       case '$lte':
-        if (typeof arg !== 'string' && typeof arg !== 'number') return undefined;
-        parts.push((doc) => compare(doc[field], op, arg));
+        // As MongoDB: $gte/$lte null match what equals null (missing too), $gt/$lt null nothing.
+        if (arg === null) parts.push(op === '$gte' || op === '$lte' ? (doc) => equals(doc[field], null) : () => false);
+        else if (typeof arg !== 'string' && typeof arg !== 'number') return undefined;
+        else parts.push((doc) => compare(doc[field], op, arg));
         break;
       case '$exists':
         if (typeof arg !== 'boolean') return undefined;

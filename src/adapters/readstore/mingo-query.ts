@@ -1,8 +1,9 @@
 /**
  * mingo's Query, with MongoDB's order where mingo's differs: `$gt`, `$gte`, `$lt` and `$lte`
  * on a string compare by code point, as MongoDB's simple binary collation does (mingo compares
- * UTF-16 code units, which puts an emoji before U+E000-U+FFFF). Every other operator, and
- * these on other types, is mingo's own.
+ * UTF-16 code units, which puts an emoji before U+E000-U+FFFF); `$gte`/`$lte` null match what
+ * equals null, a missing field too (mingo: only null), `$gt`/`$lt` null nothing. Every other
+ * operator, and these on other types, is mingo's own.
  */
 import { Context } from 'mingo/core';
 import * as queryOperators from 'mingo/operators/query';
@@ -24,6 +25,7 @@ const holds: Record<RangeOperator, (order: number) => boolean> = {
 function range(operator: RangeOperator) {
   const mingos = queryOperators[operator];
   return (selector: string, bound: unknown, options: Options) => {
+    if (bound === null) return operator === '$gte' || operator === '$lte' ? queryOperators.$eq(selector, null, options) : () => false;
     if (typeof bound !== 'string') return mingos(selector, bound, options);
     return (doc: Record<string, unknown>): boolean => {
       const value: unknown = resolve(doc, selector, { unwrapArray: true });
