@@ -333,6 +333,12 @@ export function readStoreContract(
         expect(await find({ 'nested.v': { $lt: 'a' } })).toEqual(['m07', 'm11']);
       });
 
+      it('pages over values of different types in the same order, with nothing twice and nothing lost', async () => {
+        const collection = await mixedCollection();
+        expect((await allPages(collection, {}, { v: 1 }, 2)).flat()).toEqual(ascending);
+        expect((await allPages(collection, {}, { v: -1 }, 2)).flat()).toEqual(descending);
+      });
+
       it('an integer and a fractional number that are equal are one value: in equality, $in, ranges and sorts', async () => {
         const collection = store.collection(fresh('numbers'));
         // On MongoDB the driver stores 1 as an int32 and 2 ** 40 as a double; $inc of 0.5 twice makes a double 1.

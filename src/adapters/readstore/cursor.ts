@@ -4,9 +4,9 @@
  *
  * Order follows MongoDB's for JSON values: an empty array < null and missing < numbers
  * < strings < objects < arrays < booleans < dates, strings by code point (compareStrings).
- * Sort keys are expected to hold values of one type, or arrays of them (plus null/missing):
- * the MongoDB adapter turns a cursor into range filters, and MongoDB range operators only
- * compare values of the same type.
+ * A field may hold values of different types in different documents, but an array should hold
+ * elements of one type (plus null): the MongoDB adapter turns a cursor into range filters, and
+ * MongoDB range operators only compare values of the same type.
  */
 import type { Doc, Filter, Sort } from './port.js';
 
@@ -206,27 +206,37 @@ function sortsAs(path: string, value: unknown, direction: 1 | -1): unknown {
   if (path === '_id') return value;
   if (isEmptyArray(value)) return { $size: 0 };
   // Descending, an array holding null and a value sorts by the value: only all-null arrays are null.
-  if (value === null) return direction === 1 ? null : { $eq: null, $not: { $type: NOT_NULL_TYPES } };
+  if (value === null) return direction === 1 ? null : { $eq: null, $not: { $type: TYPES.map(([, type]) => type) } };
   return direction === 1 ? { $eq: value, $ne: null, $not: { $lt: value } } : { $eq: value, $not: { $gt: value } };
 }
 
 /** Conditions on `path`, any of which puts a document strictly after `value` in this direction. */
 function pastCursor(path: string, value: unknown, direction: 1 | -1): unknown[] {
   if (path === '_id') return [direction === 1 ? { $gt: value } : { $lt: value }];
+  const rank = typeRank(value);
   if (direction === 1) {
     if (isEmptyArray(value)) return [{ $not: { $size: 0 } }];
     // Null sorts first (after an empty array): past it is anything else.
     if (value === null) return [{ $ne: null, $not: { $size: 0 } }];
-    return [{ $gt: value, $ne: null, $not: { $lte: value } }];
+    // A range only matches values of its own type: the later types are a branch of their own.
+    const later = TYPES.filter(([r]) => r > rank).map(([, type]) => type);
+    const notLater = ['null', ...TYPES.filter(([r]) => r <= rank).map(([, type]) => type)];
+    return [{ $gt: value, $ne: null, $not: { $lte: value } }, ...(later.length > 0 ? [{ $type: later, $not: { $type: notLater } }] : [])];
   }
-  // Descending, null and then an empty array come last.
+  // Descending, the earlier types, null and then an empty array come last.
   if (isEmptyArray(value)) return [];
   if (value === null) return [{ $size: 0 }];
-  return [{ $lt: value, $not: { $gte: value } }, sortsAs(path, null, -1), { $size: 0 }];
+  return [{ $lt: value, $not: { $gte: value } }, { $not: { $type: TYPES.filter(([r]) => r >= rank).map(([, type]) => type) } }];
 }
 
-/** The types a read-store document holds besides null and arrays (JSON values; dates on MongoDB). */
-const NOT_NULL_TYPES = ['number', 'string', 'object', 'bool', 'date'];
+/** MongoDB's names of the types a sort value can have besides null (JSON values; dates on MongoDB), by typeRank. */
+const TYPES: ReadonlyArray<readonly [rank: number, type: string]> = [
+  [2, 'number'],
+  [3, 'string'],
+  [4, 'object'],
+  [6, 'bool'],
+  [7, 'date'],
+];
 
 function isEmptyArray(value: unknown): boolean {
   return Array.isArray(value) && value.length === 0;
