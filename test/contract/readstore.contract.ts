@@ -339,6 +339,13 @@ export function readStoreContract(
         expect((await allPages(collection, {}, { v: -1 }, 2)).flat()).toEqual(descending);
       });
 
+      it('$max and $min compare an empty array as an array (after null, numbers, strings and objects); only a sort puts it first', async () => {
+        const collection = store.collection(fresh('maxmin'));
+        await collection.replaceOne('x', { hi: null, lo: 'a', obj: { k: 1 } } as never);
+        await collection.updateOne('x', { $max: { hi: [], obj: [] }, $min: { lo: [] } });
+        expect(await collection.get('x')).toEqual({ _id: 'x', hi: [], lo: 'a', obj: [] });
+      });
+
       it('an integer and a fractional number that are equal are one value: in equality, $in, ranges and sorts', async () => {
         const collection = store.collection(fresh('numbers'));
         // On MongoDB the driver stores 1 as an int32 and 2 ** 40 as a double; $inc of 0.5 twice makes a double 1.

@@ -73,12 +73,12 @@ export function sortValues(doc: unknown, keys: SortKey[]): unknown[] {
 
 const EMPTY_ARRAY: readonly unknown[] = Object.freeze([]);
 
-/** MongoDB's comparison order of types; an empty array is less than null and missing (docs: Comparison/Sort Order). */
+/** MongoDB's comparison order of types (docs: Comparison/Sort Order). */
 function typeRank(value: unknown): number {
   if (value === null || value === undefined) return 1;
   if (typeof value === 'number' || typeof value === 'bigint') return 2;
   if (typeof value === 'string') return 3;
-  if (Array.isArray(value)) return value.length === 0 ? 0 : 5;
+  if (Array.isArray(value)) return 5;
   if (typeof value === 'boolean') return 6;
   if (value instanceof Date) return 7;
   return 4;
@@ -90,7 +90,6 @@ export function compareValues(a: unknown, b: unknown): number {
   const rb = typeRank(b);
   if (ra !== rb) return ra - rb;
   switch (ra) {
-    case 0:
     case 1:
       return 0;
     case 2:
@@ -146,10 +145,18 @@ export function compareSortValues(a: unknown[], b: unknown[], keys: SortKey[]): 
       if (x !== y) return compareStrings(x, y) * keys[i][1];
       continue;
     }
-    const c = compareValues(x, y);
+    const c = compareSortValue(x, y);
     if (c !== 0) return c * keys[i][1];
   }
   return 0;
+}
+
+/** Two sort values: as compareValues, but an empty array (what an array field without elements sorts by) comes first. */
+function compareSortValue(x: unknown, y: unknown): number {
+  const emptyX = isEmptyArray(x);
+  const emptyY = isEmptyArray(y);
+  if (emptyX || emptyY) return emptyX === emptyY ? 0 : emptyX ? -1 : 1;
+  return compareValues(x, y);
 }
 
 function signature(keys: SortKey[]): string {
