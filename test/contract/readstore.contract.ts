@@ -339,6 +339,25 @@ export function readStoreContract(
         expect((await allPages(collection, {}, { v: -1 }, 2)).flat()).toEqual(descending);
       });
 
+      it('sorts objects field by field: each field\'s type first, then its name, then its value', async () => {
+        const collection = store.collection(fresh('objects'));
+        const objects: Array<[string, object]> = [
+          ['o1', { a: 'x' }],
+          ['o2', { b: 1 }],
+          ['o3', { a: 1, b: 2 }],
+          ['o4', { a: 1 }],
+          ['o5', { b: 'a' }],
+          ['o6', {}],
+          ['o7', { a: null }],
+          ['o8', { a: [1] }],
+          ['o9', { a: { z: 1 } }],
+        ];
+        await store.applyBatch(objects.map(([id, v]) => ({ kind: 'replace', collection: collection.name, id, doc: { v } })));
+        const ascending = ['o6', 'o7', 'o4', 'o3', 'o2', 'o1', 'o5', 'o9', 'o8'];
+        expect(ids((await collection.find({}, { sort: { v: 1 } })).items)).toEqual(ascending);
+        expect((await allPages(collection, {}, { v: -1 }, 2)).flat()).toEqual([...ascending].reverse());
+      });
+
       it('$max and $min compare an empty array as an array (after null, numbers, strings and objects); only a sort puts it first', async () => {
         const collection = store.collection(fresh('maxmin'));
         await collection.replaceOne('x', { hi: null, lo: 'a', obj: { k: 1 } } as never);

@@ -103,11 +103,21 @@ export function compareValues(a: unknown, b: unknown): number {
     case 7:
       return (a as Date).getTime() - (b as Date).getTime();
     default:
-      return compareLists(
-        Object.entries(a as object).flat(),
-        Object.entries(b as object).flat(),
-      );
+      return compareObjects(a as object, b as object);
   }
+}
+
+/** Objects compare field by field in their order: each field's type first, then its name, then its value (as MongoDB). */
+function compareObjects(a: object, b: object): number {
+  const x = Object.entries(a);
+  const y = Object.entries(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const [nameA, valueA] = x[i]!;
+    const [nameB, valueB] = y[i]!;
+    const c = typeRank(valueA) - typeRank(valueB) || compareStrings(nameA, nameB) || compareValues(valueA, valueB);
+    if (c !== 0) return c;
+  }
+  return x.length - y.length;
 }
 
 /**
