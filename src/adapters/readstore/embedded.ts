@@ -1,8 +1,9 @@
 /**
  * Embedded read store: documents persisted in a SQLite file and held in memory
  * (one Map per collection, loaded on first use), queried with MongoDB filter
- * semantics through mingo (with MongoDB's string order, mingo-query.ts). Secondary indexes live in memory too: they enforce
- * unique keys and narrow equality queries before mingo tests each candidate.
+ * semantics through mingo (with MongoDB's string order: mingo-query.ts). Secondary
+ * indexes live in memory too: they enforce unique keys and narrow equality queries
+ * before mingo tests each candidate.
  *
  * Every write goes through one path (`Documents.write`): the in-memory changes are
  * made first with an undo log, then persisted in one SQLite transaction; if any op
