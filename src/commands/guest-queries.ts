@@ -1,3 +1,4 @@
+import { compareStrings } from '../adapters/readstore/cursor.js';
 import type { Filter } from '../adapters/readstore/port.js';
 import { INT32_MAX } from '../domain/guest.js';
 import { eventKey, getEvent } from './events.js';
@@ -134,11 +135,12 @@ export async function teamStats(services: Services, clientId: string, eventId: s
   }
   // The spec types these counts int32: a group of int32-max plus ones would overflow a client's int, so a count stops there.
   const int32 = (count: number) => Math.min(count, INT32_MAX);
-  // By username without regard to case, as the team member list sorts (userNameLower); the exact name breaks ties.
+  // By username without regard to case, as the team member list sorts (userNameLower, by code point as
+  // MongoDB does); the exact name breaks ties.
   const order = (doc: TeamStatsDoc) => [caselessKey(doc.username), doc.username] as const;
   const sorted = [...docs.values()].sort((a, b) => {
     const [x, y] = [order(a), order(b)];
-    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+    return compareStrings(x[0], y[0]) || compareStrings(x[1], y[1]);
   });
   const stats: unknown[] = [];
   for (const doc of sorted) {
