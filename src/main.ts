@@ -53,6 +53,7 @@ import { webhookSettings } from './commands/webhooks.js';
 import { exportSettings, sweepExpiredExports } from './commands/export.js';
 import { createWebhookDispatcher } from './workers/webhook-dispatcher.js';
 import { ProjectionRunner } from './projections/runner.js';
+import { loggedRebuild } from './projections/rebuild-log.js';
 import type { Projection } from './projections/projection.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { createLogger, type Logger } from './shared/logger.js';
@@ -290,11 +291,19 @@ export async function startService(
   // the projections start once it answers and this process holds them.
   const holderLogger = logger.child({ role: 'projections' });
   let stopping = false;
+  /** Another process took the read store's projections over (this one's heartbeat went stale). */
+  let projectionsLost = false;
   const claimed = runner
     ? (async () => {
         for (let attempt = 1; ; attempt++) {
           try {
-            const answer = await claimProjections(platform.readStore, holderLogger, { role: 'projections', onLost: () => void runner.stop() });
+            const answer = await claimProjections(platform.readStore, holderLogger, {
+              role: 'projections',
+              onLost: () => {
+                projectionsLost = true;
+                void runner.stop();
+              },
+            });
             // Taken while the service stopped (its store answered late): given back at once.
             if (stopping && 'holding' in answer) await answer.holding.stop();
             return answer;
@@ -337,7 +346,19 @@ export async function startService(
           holderLogger.error({ holder: answer.other }, `another process runs the projections on this read store: ${describeHolder(answer.other)}; this one does not project`);
           return;
         }
+        // Taken over while an upgrade rebuild ran (which then stopped): the other process projects now.
+        if (projectionsLost) return;
         holding = answer.holding;
+        // Read models another version of their projection's code built are rebuilt before it
+        // projects again (src/projections/versions.ts); /readyz answers 503 meanwhile.
+        const outdated = await runner.outdated();
+        if (outdated.length > 0) {
+          holderLogger.warn({ outdated }, 'projections: read models built by another version of their code; rebuilding them before projecting');
+          await loggedRebuild(runner, platform.eventStore, outdated.map((o) => o.name), holderLogger, 'projections upgrade rebuild', () => {
+            if (stopping) throw new Error('the service stops: the upgrade rebuild is cut short (the next start rebuilds again)');
+            if (projectionsLost) throw new Error('another process took the read store\'s projections over during the upgrade rebuild; this one stops projecting');
+          });
+        }
         await runner.start();
       },
       logger,
@@ -696,7 +717,11 @@ async function readiness(platform: Platform, runner?: ProjectionRunner): Promise
     runner ? withTimeout(runner.lag(), probeMs).catch(() => undefined) : undefined,
   ]);
   const checks: Readiness['checks'] = { eventStore, readStore, bus };
-  if (runner && eventStore.ok && lag) checks.projections = { ok: true, ...lag };
+  const rebuilding = runner?.rebuilding;
+  if (rebuilding) {
+    const { projections: names, position, head, events } = rebuilding;
+    checks.projections = { ok: false, error: `rebuilding ${names.join(', ')} (read models built by another version of their code)`, rebuilding: names, position, head, events };
+  } else if (runner && eventStore.ok && lag) checks.projections = { ok: true, ...lag };
   return { ready: Object.values(checks).every((c) => c.ok), checks };
 }
 

@@ -13,6 +13,8 @@ import { createPlatform, projections } from '../main.js';
 import { ProjectionRunner } from '../projections/runner.js';
 import { createLogger } from '../shared/logger.js';
 import { claimProjections, describeHolder, type HolderDoc } from '../projections/holder.js';
+import { loggedRebuild } from '../projections/rebuild-log.js';
+import { recordedVersion, versionOf } from '../projections/versions.js';
 import { cliStart, requireStore, type CliHelp } from './common.js';
 
 const help: CliHelp = {
@@ -43,7 +45,9 @@ async function main(): Promise<void> {
       for (const projection of projections) {
         const head = await platform.eventStore.headPosition(projection.filter);
         const position = (await platform.readStore.getCheckpoint(`projection:${projection.name}`)) ?? -1;
-        console.log(`${projection.name.padEnd(14)} position ${position}  head ${head}  lag ${Math.max(0, head - position)}`);
+        const built = position >= 0 ? ((await recordedVersion(platform.readStore, projection.name)) ?? 1) : versionOf(projection);
+        const version = built === versionOf(projection) ? `version ${built}` : `version ${built}, code ${versionOf(projection)}: rebuilt at the next start`;
+        console.log(`${projection.name.padEnd(14)} position ${position}  head ${head}  lag ${Math.max(0, head - position)}  ${version}`);
       }
       return;
     }
@@ -55,34 +59,17 @@ async function main(): Promise<void> {
     const claim = await claimProjections(platform.readStore, logger, { role: 'rebuild', onLost: (taker) => (lost = taker) });
     if ('other' in claim) throw new Error(`${describeHolder(claim.other)} holds this read store; stop it (or the whole service) first, then run rebuild again`);
     try {
-      const selected = projections.filter((p) => names.length === 0 || names.includes(p.name));
-      const head = await platform.eventStore.headPosition({ streamPrefixes: selected.flatMap((p) => p.filter.streamPrefixes ?? ['']) });
       // Progress as JSON lines on stderr, as backup and reapply-erasures log theirs: a bar drawn only on a
-      // terminal said nothing in a log file or a CI job. One line a second at most, and the first and last.
+      // terminal said nothing in a log file or a CI job.
       const progress = createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
-      const projectionNames = names.length > 0 ? names : projections.map((p) => p.name);
-      progress.info({ projections: projectionNames, head }, 'projections rebuild: started');
-      const started = Date.now();
-      let events = 0;
-      let logged = 0;
-      let lastPosition = -1;
-      await runner.rebuild(names, (step) => {
+      const { events, seconds } = await loggedRebuild(runner, platform.eventStore, names, progress, 'projections rebuild', () => {
         if (lost !== undefined) {
           throw new Error(
             `${lost ? describeHolder(lost) : 'another process'} took this read store's projections over while the rebuild ran (its heartbeat had gone stale); ` +
               'the read models are half rebuilt: stop that process, then run rebuild again',
           );
         }
-        if (step.position === lastPosition) return; // one call per projection per batch
-        lastPosition = step.position;
-        events = step.events;
-        if (Date.now() - logged < 1000 && step.position < head) return;
-        logged = Date.now();
-        const percent = head > 0 ? Math.min(100, Math.round((Math.max(step.position, 0) / head) * 100)) : 100;
-        progress.info({ position: step.position, head, events: step.events, percent }, 'projections rebuild: progress');
       });
-      const seconds = (Date.now() - started) / 1000;
-      progress.info({ projections: projectionNames, events, seconds }, 'projections rebuild: finished');
       console.log(`rebuilt ${names.join(', ') || 'every projection'}: ${events} events in ${seconds.toFixed(1)} s`);
     } finally {
       await claim.holding.stop();

@@ -1,10 +1,11 @@
 import { accountDecider, accountStream, type AccountProfile } from '../domain/account.js';
 import { DomainError } from '../domain/decider.js';
 import { checkPasswordPolicy } from '../domain/password-policy.js';
-import { reservationDecider, usernameStream, type ReservationCommand } from '../domain/reservation.js';
+import { reservationDecider, reservationKey, usernameStream, type ReservationCommand } from '../domain/reservation.js';
 import type { AccountDoc } from '../projections/accounts.js';
 import { newId } from '../shared/ids.js';
 import { hashPassword, newSecret, sha256, verifyPassword } from '../shared/secrets.js';
+import { caselessKey } from '../shared/text-key.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -122,9 +123,10 @@ export async function withUsername<T>(userName: string, run: () => Promise<T>): 
  */
 export async function getUserByEmail(services: Services, clientId: string, email: string): Promise<UserView> {
   const doc = await accounts(services).get(clientId);
-  const wanted = email.trim().toLowerCase();
+  // In any case and either Unicode form (docs/identifiers.md, Equivalent text).
+  const wanted = caselessKey(email.trim());
   // User.email is any string, kept as given: white space around it (a CRM cell) is not part of the address asked for.
-  const own = doc?.emailLower.trim();
+  const own = doc ? caselessKey(doc.email.trim()) : undefined;
   if (!doc || (own !== wanted && own !== wanted.replaceAll(' ', '+'))) throw new DomainError('not_found', 'user not found');
   return toUserView(doc);
 }
@@ -144,7 +146,8 @@ export async function updateUser(
   const { id, ...changes } = input;
   if (id.toLowerCase() !== context.tenantId.toLowerCase()) throw new DomainError('not_found', 'user not found');
   const current = await getAccount(services, context.tenantId);
-  const renamed = changes.userName !== undefined && changes.userName.toLowerCase() !== current.userNameLower;
+  // Renamed when the reservation changes: the same name in another case or Unicode form keeps it (claiming and then releasing one key would free it).
+  const renamed = changes.userName !== undefined && reservationKey(changes.userName) !== reservationKey(current.userName);
   const update: BatchItem = {
     streamName: accountStream(context.tenantId),
     decider: accountDecider,

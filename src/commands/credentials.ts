@@ -1,6 +1,7 @@
 import type { CredentialVerifier, TokenSubject } from '../identity/credentials.js';
 import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
 import { dummyPasswordHash, sameSecret, verifyPassword } from '../shared/secrets.js';
+import { caselessKey } from '../shared/text-key.js';
 import type { Services } from './services.js';
 
 /** Accounts sharing one email that a sign-in by that email tries (emails are not reserved; user names are). */
@@ -19,7 +20,8 @@ export function accountCredentials(services: Services): CredentialVerifier {
       return clientSubject(account);
     },
     async verifyPassword(username, password) {
-      const key = username.trim().toLowerCase();
+      // As the read models key them: in any case and either Unicode form (docs/identifiers.md, Equivalent text).
+      const key = caselessKey(username.trim());
       // A user name first (an account's, then a team member's: both reserved service-wide), then
       // the accounts holding it as their email. Emails are not reserved, and a user name may be
       // anything, so either kind can be copied: whoever holds the name, the account or door account

@@ -24,6 +24,7 @@ import { handleCommand, handleCommands, lastPosition, type BatchItem, type Comma
 import type { Services } from './services.js';
 import { checkTicket } from '../tickets/event-keys.js';
 import { looksLikeTicket, withoutScannerPadding } from '../tickets/ticket-code.js';
+import { caselessKey } from '../shared/text-key.js';
 
 /** How long after a check-in it can be undone (README "Door operations"). */
 export const undoWindowMs = 5 * 60_000;
@@ -134,7 +135,7 @@ async function findGuests(services: Services, clientId: string, eventId: string,
   const filter =
     lookup.barcode !== undefined
       ? { barcode: lookup.barcode, clientId, eventId }
-      : { customIdLower: lookup.customId!.toLowerCase(), clientId, eventId };
+      : { customIdLower: caselessKey(lookup.customId!), clientId, eventId };
   // Read-only: callers read the documents' ids and fields (toGuestView copies what it shows).
   const found = (await guests(services).find(filter, { limit: 10, readOnly: true })).items;
   // A barcode is any string and matches exactly first; a scanner in keyboard mode adds CR, LF or Tab

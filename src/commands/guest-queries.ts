@@ -1,3 +1,4 @@
+import { compareStrings } from '../adapters/readstore/cursor.js';
 import type { Filter } from '../adapters/readstore/port.js';
 import { INT32_MAX } from '../domain/guest.js';
 import { eventKey, getEvent } from './events.js';
@@ -5,9 +6,16 @@ import { guests, guestViewJson, toGuestView, type GuestView } from './guests.js'
 import type { Services } from './services.js';
 import type { GuestDoc, ScanDoc } from '../projections/guests.js';
 import { teamMemberIdOf, type TeamMemberDoc } from '../projections/accounts.js';
+import { caselessKey } from '../shared/text-key.js';
 
 /** A literal text as a case-insensitive regex: the caller's text is never a pattern. */
 const literal = (text: string) => ({ $regex: text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), $options: 'i' });
+
+/**
+ * Caller text against a stored key (`...Lower`, caselessKey): equivalent text matches in either
+ * Unicode form, composed or decomposed (docs/guests.md, "Equivalent text").
+ */
+const containsText = (text: string) => literal(caselessKey(text));
 
 export interface GuestListQuery {
   limit: number;
@@ -31,11 +39,13 @@ const stateFilters: Record<NonNullable<GuestListQuery['state']>, Filter> = {
 export async function listGuests(services: Services, clientId: string, eventId: string, query: GuestListQuery) {
   await getEvent(services, clientId, eventId);
   const clauses: Filter[] = [{ clientId, eventId }];
-  if (query.tag) clauses.push({ tagList: query.tag.trim().toLowerCase() });
+  if (query.tag) clauses.push({ tagList: caselessKey(query.tag.trim()) });
   if (query.state) clauses.push(stateFilters[query.state]);
   if (query.q) {
-    const text = literal(query.q.trim());
-    clauses.push({ $or: ['firstName', 'lastName', 'otherNames', 'email', 'barcode', 'customId'].map((f) => ({ [f]: text })) });
+    // Names, email and customId on their keys; a barcode is data as scanned, matched as sent (docs/guests.md, "Equivalent text").
+    const text = containsText(query.q.trim());
+    const keys = ['firstNameLower', 'lastNameLower', 'otherNamesLower', 'emailLower', 'customIdLower'].map((f) => ({ [f]: text }));
+    clauses.push({ $or: [...keys, { barcode: literal(query.q.trim()) }] });
   }
   if (query.changedSince) clauses.push({ updated: { $gt: query.changedSince } });
   const page = await guests(services).find(clauses.length === 1 ? clauses[0]! : { $and: clauses }, {
@@ -49,7 +59,8 @@ export async function listGuests(services: Services, clientId: string, eventId: 
 const byName = { lastNameLower: 1, firstNameLower: 1 } as const;
 
 /**
- * Spec: "array of guest objects whose additional info matches" (contains the text, any case),
+ * Spec: "array of guest objects whose additional info matches" (contains the text, any case and
+ * either Unicode form),
  * by last then first name: every match, in batches of documents the route writes out as it
  * reads, each as `json` writes it.
  */
@@ -60,7 +71,8 @@ export async function guestsByInfo(
   additionalInfo: string,
 ): Promise<{ batches: AsyncIterable<GuestDoc[]>; json: (doc: GuestDoc) => string }> {
   await getEvent(services, clientId, eventId);
-  return { batches: guests(services).batches({ clientId, eventId, additionalInfo: literal(additionalInfo) }, { sort: byName, readOnly: true }), json: guestViewJson };
+  const filter = { clientId, eventId, additionalInfoLower: containsText(additionalInfo) };
+  return { batches: guests(services).batches(filter, { sort: byName, readOnly: true }), json: guestViewJson };
 }
 
 /** byinfo one page at a time, when the caller asks for paging (`limit` or `cursor`). */
@@ -72,7 +84,7 @@ export async function guestsByInfoPage(
 ): Promise<{ items: GuestView[]; nextCursor?: string }> {
   await getEvent(services, clientId, eventId);
   const page = await guests(services).find(
-    { clientId, eventId, additionalInfo: literal(query.additionalInfo) },
+    { clientId, eventId, additionalInfoLower: containsText(query.additionalInfo) },
     { sort: byName, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
   );
   return { items: page.items.map(toGuestView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
@@ -123,11 +135,12 @@ export async function teamStats(services: Services, clientId: string, eventId: s
   }
   // The spec types these counts int32: a group of int32-max plus ones would overflow a client's int, so a count stops there.
   const int32 = (count: number) => Math.min(count, INT32_MAX);
-  // By username without regard to case, as the team member list sorts (userNameLower); the exact name breaks ties.
-  const order = (doc: TeamStatsDoc) => [doc.username.toLowerCase(), doc.username] as const;
+  // By username without regard to case, as the team member list sorts (userNameLower, by code point as
+  // MongoDB does); the exact name breaks ties.
+  const order = (doc: TeamStatsDoc) => [caselessKey(doc.username), doc.username] as const;
   const sorted = [...docs.values()].sort((a, b) => {
     const [x, y] = [order(a), order(b)];
-    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+    return compareStrings(x[0], y[0]) || compareStrings(x[1], y[1]);
   });
   const stats: unknown[] = [];
   for (const doc of sorted) {

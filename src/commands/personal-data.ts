@@ -17,6 +17,7 @@ import { wholeGuestHistory } from './guest-history.js';
 import { guests, toGuestView } from './guests.js';
 import { handleCommands, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
+import { caselessKey } from '../shared/text-key.js';
 
 /** Where files that may hold a guest's personal data live (docs/personal-data.md). */
 export interface PersonalDataSettings {
@@ -206,7 +207,7 @@ function personalValues(sources: unknown[]): PersonalValues {
   const emails = new Set<string>();
   const customIds = new Set<string>();
   const add = (value: unknown) => {
-    if (typeof value === 'string' && value.trim().length >= MIN_NEEDLE) needles.add(value.trim().toLowerCase());
+    if (typeof value === 'string' && value.trim().length >= MIN_NEEDLE) needles.add(caselessKey(value.trim()));
   };
   for (const source of sources) {
     const data = source as Record<string, unknown>;
@@ -226,10 +227,10 @@ function personalValues(sources: unknown[]): PersonalValues {
   return { needles: [...needles], emails: [...emails], customIds: [...customIds], invitationIds: [] };
 }
 
-/** Whether a text holds one of the guest's values (`needles` are lower-cased). */
+/** Whether a text holds one of the guest's values (`needles` are caselessKeys: in any case and either Unicode form). */
 const holdsValue = (text: string, needles: string[]): boolean => {
-  const lower = text.toLowerCase();
-  return needles.some((n) => lower.includes(n));
+  const key = caselessKey(text);
+  return needles.some((n) => key.includes(n));
 };
 
 /** Whether a scan's lookup (barcode, customId, guestId: what the door sent) holds one of the guest's values. */
@@ -380,7 +381,7 @@ async function removeOutboxEmails(outboxDir: string, invitationIds: string[]): P
 }
 
 /**
- * What a door could have looked the guest up by, lower-cased: its id and every barcode and
+ * What a door could have looked the guest up by, as caselessKeys: its id and every barcode and
  * customId it has had (read from its events, which open while its key exists).
  */
 function lookupValuesOf(guestId: string, guestEvents: StoredEvent[]): Set<string> {
@@ -390,7 +391,7 @@ function lookupValuesOf(guestId: string, guestEvents: StoredEvent[]): Set<string
     for (const holder of [data, data.changes as Record<string, unknown> | undefined]) {
       for (const field of ['barcode', 'customId'] as const) {
         const value = holder?.[field];
-        if (typeof value === 'string' && value.trim() !== '') values.add(value.trim().toLowerCase());
+        if (typeof value === 'string' && value.trim() !== '') values.add(caselessKey(value.trim()));
       }
     }
   }
@@ -399,14 +400,14 @@ function lookupValuesOf(guestId: string, guestEvents: StoredEvent[]): Set<string
 
 /**
  * Door scans of the guest's event that matched no guest but looked up one of its values (its
- * barcode scanned before it had it, its customId sent as guestId): the value equal, in any case.
+ * barcode scanned before it had it, its customId sent as guestId): the value equal, in any case and either Unicode form.
  * A lookup that only contains one of the values is someone else's code, and is not shown.
  */
 async function unmatchedScansOf(services: Services, clientId: string, eventId: string, values: Set<string>): Promise<ScanDoc[]> {
   const found: ScanDoc[] = [];
   for await (const scan of services.readStore.collection<ScanDoc>('scans').stream({ clientId, eventId, lookup: { $exists: true } }, { sort: { at: 1 } })) {
     if (scan.guestId !== undefined || scan.clientId !== clientId) continue;
-    if (Object.values(scan.lookup ?? {}).some((value) => typeof value === 'string' && values.has(value.trim().toLowerCase()))) found.push(scan);
+    if (Object.values(scan.lookup ?? {}).some((value) => typeof value === 'string' && values.has(caselessKey(value.trim())))) found.push(scan);
   }
   return found;
 }

@@ -4,6 +4,7 @@ import { teamMemberDecider, teamMemberStream, type TeamMemberProfile } from '../
 import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
 import { isUuid, newId, normalizeId, scopedKey } from '../shared/ids.js';
 import { hashPassword, verifyPassword } from '../shared/secrets.js';
+import { caselessKey } from '../shared/text-key.js';
 import { usernameClaim, withUsername } from './accounts.js';
 import { handleCommands, lastPosition, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
@@ -105,7 +106,7 @@ export async function registerTeamMember(
  * to it, its client's included.
  */
 export async function listTeamMembers(services: Services, clientId: string, username: string, asTeamMember?: string): Promise<TeamMemberView[]> {
-  const key = username.trim().toLowerCase();
+  const key = caselessKey(username.trim());
   const members = services.readStore.collection<TeamMemberDoc>('team_members');
   if (asTeamMember !== undefined) {
     const self = await members.findOne({ clientId, userNameLower: key });
@@ -113,7 +114,8 @@ export async function listTeamMembers(services: Services, clientId: string, user
     return [toTeamMemberView(self)];
   }
   const account = await services.readStore.collection<AccountDoc>('accounts').get(clientId);
-  if (account && (account.userNameLower === key || account.emailLower === key)) {
+  // The account's own name and email keyed here, as the read model keys them since this version (a document from before a rebuild keeps the earlier key).
+  if (account && (caselessKey(account.userName) === key || caselessKey(account.email.trim()) === key)) {
     const views: TeamMemberView[] = [];
     for await (const doc of members.stream({ clientId }, { sort: { userNameLower: 1 } })) views.push(toTeamMemberView(doc));
     return views;

@@ -1,4 +1,5 @@
 import { scopedKey } from '../shared/ids.js';
+import { caselessKey } from '../shared/text-key.js';
 import { DomainError, type Decider } from './decider.js';
 import { isEmailAddress } from './email-address.js';
 import { personalGuestFields } from './personal-data.js';
@@ -80,6 +81,8 @@ export type RejectionReason =
   | 'not_yet_valid'
   | 'expired'
   | 'already_admitted'
+  /** A check-out of a visit whose check-out is recorded already (a second exit scan). */
+  | 'already_discharged'
   | 'ambiguous'
   /** A signed ticket whose signature does not verify: forged or altered (docs/tickets.md). */
   | 'invalid_signature'
@@ -93,6 +96,7 @@ export const rejectionReasons = [
   'not_yet_valid',
   'expired',
   'already_admitted',
+  'already_discharged',
   'ambiguous',
   'invalid_signature',
   'revoked',
@@ -125,6 +129,11 @@ export type GuestEvent =
         forced: boolean;
         /** Server time the check-in was recorded: the undo window runs from it. */
         recordedAt: string;
+        /**
+         * The check-in of a visit whose check-out was recorded first (an offline device synced its
+         * exit before another synced this entry): the guest stays as the check-out left them.
+         */
+        closesExit?: ClosedExit;
       };
     }
   | {
@@ -144,8 +153,24 @@ export type GuestEvent =
         restored: { admitted?: string; inside: boolean; admittedPlusOnes: number };
       };
     }
-  | { type: 'GuestDischarged'; data: ScanInfo & { guestId: string; eventId: string; people: number } }
-  | { type: 'GuestScanRejected'; data: ScanInfo & { guestId: string; eventId: string; reason: RejectionReason; blockedReason?: string } }
+  | {
+      type: 'GuestDischarged';
+      data: ScanInfo & {
+        guestId: string;
+        eventId: string;
+        people: number;
+        /**
+         * No check-in of this visit was known when the check-out was recorded (it is on a device
+         * that has not synced yet): `inside` is not changed, and the check-in closes it when it comes.
+         */
+        entryUnknown?: true;
+      };
+    }
+  | {
+      type: 'GuestScanRejected';
+      /** `direction: 'out'`: a rejected check-out (`already_discharged`); else a check-in. */
+      data: ScanInfo & { guestId: string; eventId: string; reason: RejectionReason; blockedReason?: string; direction?: 'out' };
+    }
   | {
       /**
        * Spec, check-in rule 1: a guest created (or upserted) with a commsTemplateId gets that
@@ -200,6 +225,26 @@ export type GuestEvent =
   /** The ticket with this serial no longer admits (reason `revoked` at the door). */
   | { type: 'TicketRevoked'; data: { guestId: string; eventId: string; serial: number; keyId: string; at: string; by: string; reissue: boolean } };
 
+/** A check-out recorded before the check-in of its visit (`entryUnknown`), waiting for it. */
+export interface OpenExit {
+  scanId: string;
+  at: string;
+  people: number;
+  scannedBy: ScanInfo['scannedBy'];
+  gate?: string;
+  device?: string;
+  /** The guest's check-out before this one: a check-in before it belongs to an earlier visit. */
+  since?: string;
+}
+
+/** What a late check-in adds to the check-out it closes, so it counts as if synced in order. */
+export interface ClosedExit extends Omit<OpenExit, 'since' | 'people'> {
+  /** People the check-out gains (the plus ones that came in with the check-in). */
+  people: number;
+  /** This visit is the guest's latest: its admission is the guest's `admitted` and `admittedPlusOnes`. */
+  latest: boolean;
+}
+
 export interface LastAdmission {
   scanId: string;
   nonce?: string;
@@ -244,6 +289,8 @@ export interface GuestState {
   blockedDate?: string;
   blockedReason?: string;
   lastAdmission?: LastAdmission;
+  /** A check-out recorded before its visit's check-in was known (offline devices syncing out of order). */
+  openExit?: OpenExit;
   /** Set once the guest's personal data is erased: nothing but another erase is accepted after. */
   erased?: { at: string; by: string; reason: string };
   /** The guest's valid signed ticket, if any. */
@@ -342,13 +389,13 @@ export type DoorEvent = {
   };
 };
 
-/** Tags are a comma-separated set: trimmed, empty ones dropped, first spelling kept. */
+/** Tags are a comma-separated set: trimmed, empty ones dropped, first spelling kept (one tag in any case or Unicode form). */
 export function parseTags(tags: string | undefined): string[] {
   if (!tags) return [];
   const seen = new Map<string, string>();
   for (const raw of tags.split(',')) {
     const tag = raw.trim();
-    if (tag && !seen.has(tag.toLowerCase())) seen.set(tag.toLowerCase(), tag);
+    if (tag && !seen.has(caselessKey(tag))) seen.set(caselessKey(tag), tag);
   }
   return [...seen.values()];
 }
@@ -389,6 +436,11 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
     case 'GuestAdmitted': {
       const d = event.data;
       const outcome: ScanOutcome = { scanId: d.scanId, result: 'admitted', plusOnesAdmitted: d.plusOnesAdmitted, at: d.at };
+      if (d.closesExit) {
+        // A visit that has ended: whether the guest is inside, and the undo chain, stay as they are.
+        const admitted = d.closesExit.latest ? d.at : state.admitted;
+        return remember({ ...state, admitted, admittedPlusOnes: d.admittedPlusOnes, openExit: undefined }, scanNonceKey('in', d), outcome);
+      }
       return remember({
         ...state,
         admitted: d.guestEntered ? d.at : state.admitted,
@@ -422,6 +474,11 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
     case 'GuestDischarged': {
       const d = event.data;
       const outcome: ScanOutcome = { scanId: d.scanId, result: 'discharged', plusOnesAdmitted: 0, at: d.at };
+      if (d.entryUnknown) {
+        const { scanId, at, people, scannedBy, gate, device } = d;
+        const openExit: OpenExit = { scanId, at, people, scannedBy, ...(gate !== undefined ? { gate } : {}), ...(device !== undefined ? { device } : {}), ...(state.discharged ? { since: state.discharged } : {}) };
+        return remember({ ...state, discharged: d.at, openExit }, scanNonceKey('out', d), outcome);
+      }
       return remember({ ...state, inside: false, discharged: d.at, lastAdmission: undefined }, scanNonceKey('out', d), outcome);
     }
     case 'GuestBlocked':
@@ -451,7 +508,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
       };
     case 'GuestScanRejected': {
       const d = event.data;
-      return remember(state, scanNonceKey('in', d), { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
+      return remember(state, scanNonceKey(d.direction ?? 'in', d), { scanId: d.scanId, result: 'rejected', reason: d.reason, plusOnesAdmitted: 0, at: d.at });
     }
   }
 }
@@ -517,7 +574,7 @@ function importEvents(ids: { guestId: string; eventId: string }, imported: Impor
  */
 function sameRegistration(command: Extract<GuestCommand, { type: 'RegisterGuest' }>, state: GuestState): boolean {
   const sorted = (o: object) => JSON.stringify(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1)));
-  const tagKey = (tags: string[]) => tags.map((t) => t.toLowerCase()).sort().join('\u0000');
+  const tagKey = (tags: string[]) => tags.map(caselessKey).sort().join('\u0000');
   const imported = command.imported ?? {};
   const stored: ImportedState = {
     admitted: state.admitted,
@@ -548,6 +605,74 @@ export const deviceClockSkewMs = 5 * 60_000;
  */
 const before = (at: number, recorded: string | undefined): boolean => recorded !== undefined && at < Date.parse(recorded) - deviceClockSkewMs;
 
+/**
+ * The check-out recorded before its check-in that a check-in made at `at` belongs to: the check-in
+ * is no later than the check-out (within the clock skew) and after the check-out before it.
+ */
+function closesOpenExit(at: number, state: GuestState): OpenExit | undefined {
+  const exit = state.openExit;
+  if (!exit || at > Date.parse(exit.at) + deviceClockSkewMs || before(at, exit.since)) return undefined;
+  // A scan no earlier than the current visit (within the skew) is a scan of that visit.
+  if (state.inside && !before(at, state.admitted)) return undefined;
+  return exit;
+}
+
+/** A time `a` later than `b` (either may be absent). */
+const later = (a: string, b: string | undefined): boolean => b === undefined || Date.parse(a) > Date.parse(b);
+
+/**
+ * The check-in of a visit whose check-out came first: recorded and counted as if it had synced
+ * before the check-out (it is the first scan of that visit: a group brings all its plus ones,
+ * anyone else the count the scan names), and the check-out gains the plus ones that came in.
+ */
+function closingAdmission(command: Extract<GuestCommand, { type: 'CheckIn' }>, state: GuestState, exit: OpenExit): GuestEvent[] {
+  const { scan } = command;
+  const allowed = state.details.plusOnes ?? 0;
+  const plusOnesAdmitted = Math.max(0, Math.min(state.details.isGroup ? allowed : (command.plusOnes ?? 0), allowed));
+  const people = 1 + plusOnesAdmitted;
+  const latest = later(scan.at, state.admitted);
+  const { since: _since, people: exitPeople, ...exitScan } = exit;
+  return [
+    {
+      type: 'GuestAdmitted',
+      data: {
+        ...scan,
+        guestId: state.guestId!,
+        eventId: state.eventId!,
+        guestEntered: true,
+        plusOnesAdmitted,
+        admittedPlusOnes: latest ? plusOnesAdmitted : state.admittedPlusOnes,
+        people,
+        forced: command.force,
+        recordedAt: command.recordedAt,
+        closesExit: { ...exitScan, people: Math.max(0, people - exitPeople), latest },
+      },
+    },
+  ];
+}
+
+/**
+ * A check-out. A guest inside leaves with the party. A check-out of a guest not inside (or made
+ * before the current visit began) whose `at` is more than the clock skew after the guest's last
+ * check-out is an exit whose check-in another device has not synced yet: it is recorded
+ * (`entryUnknown`), and that check-in, when it comes, completes the visit. Otherwise (no later than
+ * the last check-out plus the skew) it is a second exit scan of a visit that has ended: recorded,
+ * rejected `already_discharged`, as a second entry scan is `already_admitted`.
+ */
+function decideCheckOut(command: Extract<GuestCommand, { type: 'CheckOut' }>, state: GuestState): GuestEvent[] {
+  const ids = { guestId: state.guestId!, eventId: state.eventId! };
+  const at = Date.parse(command.scan.at);
+  if (state.inside && !before(at, state.admitted)) {
+    return [{ type: 'GuestDischarged', data: { ...command.scan, ...ids, people: 1 + state.admittedPlusOnes } }];
+  }
+  if (state.discharged !== undefined && at <= Date.parse(state.discharged) + deviceClockSkewMs) {
+    return [{ type: 'GuestScanRejected', data: { ...command.scan, ...ids, reason: 'already_discharged', direction: 'out' } }];
+  }
+  // The exit of a visit whose check-in is still on another device: the guest and whoever comes in with them.
+  const people = 1 + (state.details.isGroup ? (state.details.plusOnes ?? 0) : 0);
+  return [{ type: 'GuestDischarged', data: { ...command.scan, ...ids, people, entryUnknown: true } }];
+}
+
 /** Spec: plus ones never exceed `plusOnes`; a group comes in whole. */
 function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, state: GuestState): GuestEvent[] {
   const { scan } = command;
@@ -558,13 +683,15 @@ function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, stat
   // A genuine ticket that is no longer the guest's valid one: force cannot bring it back.
   if (command.ticketSerial !== undefined && state.ticket?.serial !== command.ticketSerial) return reject('revoked');
   const at = Date.parse(scan.at);
+  const closes = closesOpenExit(at, state);
   // The guest came in and left since this scan was made: it admits no one now (force neither).
-  if (!state.inside && before(at, state.discharged)) return reject('already_admitted');
+  if (!closes && !state.inside && before(at, state.discharged)) return reject('already_admitted');
   if (!command.force) {
     if (state.blockedDate) return reject('blocked');
     if (state.details.validFrom && at < Date.parse(state.details.validFrom)) return reject('not_yet_valid');
     if (state.details.validTo && at > Date.parse(state.details.validTo)) return reject('expired');
   }
+  if (closes) return closingAdmission(command, state, closes);
   const allowed = state.details.plusOnes ?? 0;
   const left = state.inside ? allowed - state.admittedPlusOnes : allowed;
   // A group comes in whole with the guest (spec, isGroup: "all plus ones are checked in together
@@ -695,15 +822,7 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
       case 'CheckIn':
         return decideCheckIn(command, state);
       case 'CheckOut':
-        if (!state.inside) {
-          throw new DomainError('conflict', 'the guest is not checked in', { code: 'not_checked_in' });
-        }
-        if (before(Date.parse(command.scan.at), state.admitted)) {
-          throw new DomainError('conflict', 'the guest was not checked in at the scan time `at`: its current visit began after it', {
-            code: 'not_checked_in',
-          });
-        }
-        return [{ type: 'GuestDischarged', data: { ...command.scan, ...ids, people: 1 + state.admittedPlusOnes } }];
+        return decideCheckOut(command, state);
       case 'AnnulCheckIn': {
         const last = state.lastAdmission;
         const matches =

@@ -1,4 +1,5 @@
 import { DomainError } from './decider.js';
+import { caselessKey } from '../shared/text-key.js';
 
 /**
  * Password policy (README "Passwords"): 10 to 200 characters, not only one repeated
@@ -11,8 +12,8 @@ export function checkPasswordPolicy(password: string, user: { userName?: string;
   if (length < 10) problems.push('must be at least 10 characters');
   if (length > 200) problems.push('must be at most 200 characters');
   if (/^(.)\1*$/su.test(password)) problems.push('must not be one repeated character');
-  const lower = password.toLowerCase();
-  if ([user.userName, user.email].some((v) => v && v.toLowerCase() === lower)) {
+  const key = caselessKey(password);
+  if ([user.userName, user.email].some((v) => v && caselessKey(v) === key)) {
     problems.push('must not be the user name or email');
   }
   if (problems.length > 0) {

@@ -1,5 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { scopedKey } from '../shared/ids.js';
+import { caselessKey } from '../shared/text-key.js';
 import { DomainError, type Decider } from './decider.js';
 
 /**
@@ -21,8 +22,8 @@ export type ReservationCommand =
 
 export type ReservationState = { ownerId?: string };
 
-/** Keys are case-insensitive: `Door1` and `door1` are one name. */
-export const reservationKey = (value: string): string => value.trim().toLowerCase();
+/** Keys are case-insensitive and Unicode-equivalent: `Door1` and `door1` are one name, and so are a composed and a decomposed `José`. */
+export const reservationKey = (value: string): string => caselessKey(value.trim());
 
 export const usernameStream = (userName: string): string => `username-${reservationKey(userName)}`;
 /**

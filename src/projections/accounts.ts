@@ -4,6 +4,7 @@ import type { AccountEvent } from '../domain/account.js';
 import type { TeamMemberEvent } from '../domain/team-member.js';
 import type { Projection } from './projection.js';
 import { scopedKey } from '../shared/ids.js';
+import { caselessKey } from '../shared/text-key.js';
 
 /**
  * `accounts`: one document per client account, read by authentication (hashes of the
@@ -60,6 +61,8 @@ const set = (id: string, fields: Record<string, unknown>, extra: Record<string, 
 
 export const accountsProjection: Projection = {
   name: 'accounts',
+  /** 2: emailLower is stored trimmed; 3: userNameLower and emailLower are NFC (caselessKey). */
+  version: 3,
   filter: { streamPrefixes: ['account-'] },
   collections: [
     {
@@ -86,8 +89,8 @@ export const accountsProjection: Projection = {
             update: {
               $set: {
                 ...fields,
-                emailLower: fields.email.trim().toLowerCase(),
-                userNameLower: fields.userName.toLowerCase(),
+                emailLower: caselessKey(fields.email.trim()),
+                userNameLower: caselessKey(fields.userName),
                 created: at,
                 updated: at,
               },
@@ -105,8 +108,8 @@ export const accountsProjection: Projection = {
             id,
             {
               ...values,
-              ...(changes.email ? { emailLower: changes.email.trim().toLowerCase() } : {}),
-              ...(changes.userName ? { userNameLower: changes.userName.toLowerCase() } : {}),
+              ...(changes.email ? { emailLower: caselessKey(changes.email.trim()) } : {}),
+              ...(changes.userName ? { userNameLower: caselessKey(changes.userName) } : {}),
               updated: at,
             },
             cleared.length > 0 ? { $unset: Object.fromEntries(cleared.map((field) => [field, ''])) } : {},
@@ -143,6 +146,8 @@ export const teamMemberIdOf = (doc: TeamMemberDoc): string => doc.teamMemberId ?
 /** `team_members`: door staff per client, for the password grant and the team member lists. */
 export const teamMembersProjection: Projection = {
   name: 'team_members',
+  /** 2: userNameLower and emailLower are NFC (caselessKey). */
+  version: 2,
   filter: { streamPrefixes: ['teammember-'] },
   collections: [
     {
@@ -162,7 +167,7 @@ export const teamMembersProjection: Projection = {
         kind: 'replace',
         collection: 'team_members',
         id: scopedKey(fields.clientId, teamMemberId),
-        doc: { teamMemberId, ...fields, userNameLower: fields.userName.toLowerCase(), created: stored.metadata.occurredAt },
+        doc: { teamMemberId, ...fields, userNameLower: caselessKey(fields.userName), created: stored.metadata.occurredAt },
       },
     ];
   },

@@ -106,6 +106,8 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
 
 export const funnelProjection: Projection = {
   name: 'funnel',
+  /** 2: admissions imported with a guest create count in checkedIn; a row per template of the event. */
+  version: 2,
   filter: { streamPrefixes: ['invitation-', 'guest-'] },
   collections: [
     { name: FUNNEL_INVITATIONS, indexes: [{ name: 'eventId_templateId', keys: { eventId: 1, templateId: 1 } }, { name: 'templateId', keys: { templateId: 1 } }] },

@@ -1,9 +1,10 @@
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { WriteOp } from '../adapters/readstore/port.js';
-import { guestKeyOfStream, guestStreamOfKey, type DoorEvent, type GuestDetails, type GuestEvent } from '../domain/guest.js';
+import { guestKeyOfStream, guestStreamOfKey, type ClosedExit, type DoorEvent, type GuestDetails, type GuestEvent } from '../domain/guest.js';
 import type { Projection } from './projection.js';
 import { scopedKey } from '../shared/ids.js';
 import { personalGuestFields } from '../domain/personal-data.js';
+import { caselessKey } from '../shared/text-key.js';
 
 /**
  * `guests`: one document per guest; every guest query reads it (docs/read-models.md). `_id` is
@@ -17,7 +18,7 @@ export interface GuestDoc extends GuestDetails {
   clientId: string;
   eventId: string;
   tags?: string;
-  /** Lower-case tags, for the tag filter. */
+  /** Tags as the tag filter matches them (caselessKey: NFC, lower case). */
   tagList: string[];
   admittedPlusOnes: number;
   admitted?: string;
@@ -26,10 +27,13 @@ export interface GuestDoc extends GuestDetails {
   blockedReason?: string;
   /** Checked in and not checked out since. */
   inside: boolean;
+  /** caselessKey (NFC, lower case) of the field: what matching and the name order compare. */
   lastNameLower?: string;
   firstNameLower?: string;
+  otherNamesLower?: string;
   emailLower?: string;
   customIdLower?: string;
+  additionalInfoLower?: string;
   /** The valid signed ticket (issue 16), for a guest without a barcode; see ticketCodeOf (src/tickets/event-keys.ts). */
   ticketCode?: string;
   ticketKeyId?: string;
@@ -49,7 +53,15 @@ export const guestIdOf = (doc: Pick<GuestDoc, '_id' | 'guestId'>): string => doc
 export const guestStreamOf = (doc: Pick<GuestDoc, '_id'>): string => guestStreamOfKey(doc._id);
 
 /** Every field of a guest document that holds (or is derived from) personal data. */
-export const personalDocFields = [...personalGuestFields, 'lastNameLower', 'firstNameLower', 'emailLower', 'customIdLower'] as const;
+export const personalDocFields = [
+  ...personalGuestFields,
+  'lastNameLower',
+  'firstNameLower',
+  'otherNamesLower',
+  'emailLower',
+  'customIdLower',
+  'additionalInfoLower',
+] as const;
 
 /** `scans`: every scan at the door, admitted, discharged or rejected. */
 export interface ScanDoc {
@@ -74,11 +86,14 @@ export interface ScanDoc {
   lookup?: { guestId?: string; barcode?: string; customId?: string };
 }
 
+/** The keys caller text is matched on: Unicode-equivalent text in any case has one key (docs/guests.md, "Equivalent text"). */
 const lowerFields = (details: GuestDetails) => ({
-  ...(details.lastName !== undefined ? { lastNameLower: details.lastName.toLowerCase() } : {}),
-  ...(details.firstName !== undefined ? { firstNameLower: details.firstName.toLowerCase() } : {}),
-  ...(details.email !== undefined ? { emailLower: details.email.toLowerCase() } : {}),
-  ...(details.customId !== undefined ? { customIdLower: details.customId.toLowerCase() } : {}),
+  ...(details.lastName !== undefined ? { lastNameLower: caselessKey(details.lastName) } : {}),
+  ...(details.firstName !== undefined ? { firstNameLower: caselessKey(details.firstName) } : {}),
+  ...(details.otherNames !== undefined ? { otherNamesLower: caselessKey(details.otherNames) } : {}),
+  ...(details.email !== undefined ? { emailLower: caselessKey(details.email) } : {}),
+  ...(details.customId !== undefined ? { customIdLower: caselessKey(details.customId) } : {}),
+  ...(details.additionalInfo !== undefined ? { additionalInfoLower: caselessKey(details.additionalInfo) } : {}),
 });
 
 const guestUpdateOp = (id: string, at: string, set: Record<string, unknown>, extra: Record<string, unknown> = {}): WriteOp => ({
@@ -108,7 +123,7 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
             ...fields,
             ...lowerFields(fields),
             ...(tags.length > 0 ? { tags: tags.join(',') } : {}),
-            tagList: tags.map((t) => t.toLowerCase()),
+            tagList: tags.map(caselessKey),
             admittedPlusOnes: 0,
             inside: false,
             created: at,
@@ -130,23 +145,28 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
         guestUpdate(
           id,
           at,
-          { tagList: tags.map((t) => t.toLowerCase()), ...(tags.length > 0 ? { tags: tags.join(',') } : {}) },
+          { tagList: tags.map(caselessKey), ...(tags.length > 0 ? { tags: tags.join(',') } : {}) },
           tags.length > 0 ? {} : { $unset: { tags: '' } },
         ),
       ];
     }
     case 'GuestAdmitted': {
       const d = event.data;
+      const exit = d.closesExit;
       return [
-        guestUpdate(id, at, {
-          inside: true,
-          admittedPlusOnes: d.admittedPlusOnes,
-          ...(d.guestEntered ? { admitted: d.at } : {}),
-        }),
+        guestUpdate(
+          id,
+          at,
+          // A late check-in of a visit whose check-out came first: the guest stays as the check-out left them.
+          exit
+            ? { admittedPlusOnes: d.admittedPlusOnes, ...(exit.latest ? { admitted: d.at } : {}) }
+            : { inside: true, admittedPlusOnes: d.admittedPlusOnes, ...(d.guestEntered ? { admitted: d.at } : {}) },
+        ),
         // Additive (analysts): an admission that overrode a block or the validity window says so.
         scanOp(event, { guestId, result: 'admitted', people: d.people, plusOnesAdmitted: d.plusOnesAdmitted, ...(d.forced ? { forced: true } : {}) }),
         ...teamStatsOps(event, d.scannedBy, { checkedIn: d.people }, d.at, d.people),
         eventStatsOp(event, admissionCounts(d, 1)),
+        ...(exit ? exitGainOps(event, exit) : []),
       ];
     }
     case 'GuestAdmissionAnnulled': {
@@ -168,7 +188,8 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
     case 'GuestDischarged': {
       const d = event.data;
       return [
-        guestUpdate(id, at, { inside: false, discharged: d.at }),
+        // A check-out recorded before its visit's check-in leaves `inside` as it is (docs/guests.md).
+        guestUpdate(id, at, d.entryUnknown ? { discharged: d.at } : { inside: false, discharged: d.at }),
         scanOp(event, { guestId, result: 'discharged', people: d.people }),
         ...teamStatsOps(event, d.scannedBy, { checkedOut: d.people }),
       ];
@@ -224,6 +245,18 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
           : []),
       ];
   }
+}
+
+/**
+ * A check-out recorded before its visit's check-in gains the plus ones who came in with that
+ * check-in (its scan's `people`, its scanner's `checkedOut`), so the counts are those of the scans in order.
+ */
+function exitGainOps(event: ScanEvent, exit: ClosedExit): WriteOp[] {
+  if (exit.people === 0) return [];
+  return [
+    { kind: 'update', collection: 'scans', id: exit.scanId, update: { $inc: { people: exit.people } } },
+    ...teamStatsOps(event, exit.scannedBy, { checkedOut: exit.people }),
+  ];
 }
 
 type ScanEvent = StoredEvent & { data: { scanId: string; eventId: string; at: string; gate?: string; device?: string; nonce?: string; scannedBy: ScanDoc['scannedBy'] } };
@@ -316,6 +349,8 @@ function applyDoor(event: StoredEvent & DoorEvent): WriteOp[] {
 
 export const guestsProjection: Projection = {
   name: 'guests',
+  /** 2: the …Lower keys and tagList are NFC (caselessKey), with otherNamesLower and additionalInfoLower. */
+  version: 2,
   filter: { streamPrefixes: ['guest-', 'door-'] },
   collections: [
     {
@@ -326,8 +361,8 @@ export const guestsProjection: Projection = {
         { name: 'barcode_eventId', keys: { barcode: 1, eventId: 1 } },
         { name: 'customId_eventId', keys: { customIdLower: 1, eventId: 1 } },
         { name: 'eventId_updated', keys: { eventId: 1, updated: 1 } },
-        // byinfo: "contains, any case" on additionalInfo (a trigram index on the embedded store).
-        { name: 'additionalInfo_substring', keys: { additionalInfo: 1 }, substring: true },
+        // byinfo: "contains, any case" on additionalInfo's key (a trigram index on the embedded store).
+        { name: 'additionalInfoLower_substring', keys: { additionalInfoLower: 1 }, substring: true },
       ],
     },
     {

@@ -8,6 +8,13 @@ import type { IndexSpec, WriteOp } from '../adapters/readstore/port.js';
  */
 export interface Projection {
   name: string;
+  /**
+   * The version of what `apply` writes (absent: 1). Raise it whenever a change makes read models
+   * built before it wrong for the code after it (a field counted another way, a key stored in
+   * another form): the projections role rebuilds a projection whose read models another version
+   * built before it projects again (src/projections/versions.ts; docs/operations.md, "Upgrades").
+   */
+  version?: number;
   filter: EventFilter;
   collections: { name: string; indexes: IndexSpec[] }[];
   apply(event: StoredEvent): WriteOp[];

@@ -5,6 +5,7 @@ import type { Logger } from '../shared/logger.js';
 import type { Projection } from './projection.js';
 import { backoffMs, sleep } from '../shared/backoff.js';
 import { byTrace, runInCarriedTrace } from '../observability/trace.js';
+import { outdatedProjections, recordVersions, type OutdatedProjection } from './versions.js';
 
 export interface RebuildProgress {
   projection: string;
@@ -23,6 +24,8 @@ export class ProjectionRunner {
   private subscription?: Subscription;
   private loop?: Promise<void>;
   private running = false;
+  /** While `rebuild` runs: what it rebuilds and how far it is (readiness reports it). */
+  private rebuildingNow?: RebuildProgress & { projections: string[] };
 
   constructor(
     private readonly eventStore: EventStore,
@@ -41,6 +44,11 @@ export class ProjectionRunner {
       }
       this.checkpoints.set(projection.name, (await this.readStore.getCheckpoint(checkpointName(projection))) ?? -1);
     }
+    // Those that have built nothing yet build with this code (src/projections/versions.ts).
+    await recordVersions(
+      this.readStore,
+      this.projections.filter((p) => (this.checkpoints.get(p.name) ?? -1) < 0),
+    );
     this.running = true;
     this.loop = this.runForever();
   }
@@ -50,6 +58,16 @@ export class ProjectionRunner {
     await this.subscription?.stop();
     await this.loop;
     this.loop = undefined;
+  }
+
+  /** The projections whose read models another version of their code built (src/projections/versions.ts). */
+  outdated(): Promise<OutdatedProjection[]> {
+    return outdatedProjections(this.readStore, this.projections);
+  }
+
+  /** The rebuild in progress, if any. */
+  get rebuilding(): (RebuildProgress & { projections: string[] }) | undefined {
+    return this.rebuildingNow;
   }
 
   /** The position every projection has processed through. */
@@ -115,6 +133,20 @@ export class ProjectionRunner {
     }
     const wasRunning = this.running;
     if (wasRunning) await this.stop();
+    const rebuilt = targets.map((p) => p.name);
+    this.rebuildingNow = { projections: rebuilt, projection: rebuilt[0] ?? '', position: -1, head: -1, events: 0 };
+    try {
+      await this.rebuildTargets(targets, onProgress);
+    } finally {
+      this.rebuildingNow = undefined;
+    }
+    if (wasRunning) {
+      this.running = true;
+      this.loop = this.runForever();
+    }
+  }
+
+  private async rebuildTargets(targets: Projection[], onProgress?: (progress: RebuildProgress) => void): Promise<void> {
     for (const projection of targets) {
       for (const collection of projection.collections) {
         await this.readStore.dropCollection(collection.name);
@@ -126,6 +158,10 @@ export class ProjectionRunner {
     const filter = filterOf(targets);
     const head = await this.eventStore.headPosition(filter);
     let events = 0;
+    const report = (progress: RebuildProgress) => {
+      if (this.rebuildingNow) Object.assign(this.rebuildingNow, progress);
+      onProgress?.(progress);
+    };
     if (head >= 0) {
       const subscription = this.eventStore.subscribeToAll({ fromPosition: -1, filter, batchSize: this.options.batchSize ?? 2000 });
       let reached = -1;
@@ -134,7 +170,7 @@ export class ProjectionRunner {
           events += batch.events.length;
           await this.applyBatch(batch.events, batch.position, targets);
           reached = batch.position;
-          for (const projection of targets) onProgress?.({ projection: projection.name, position: batch.position, head, events });
+          for (const projection of targets) report({ projection: projection.name, position: batch.position, head, events });
           if (batch.position >= head) break;
         }
       } finally {
@@ -142,10 +178,7 @@ export class ProjectionRunner {
       }
       if (reached < head) throw new Error(`the event store ended the rebuild at position ${reached}, before ${head}; run it again`);
     }
-    if (wasRunning) {
-      this.running = true;
-      this.loop = this.runForever();
-    }
+    await recordVersions(this.readStore, targets);
   }
 
   private async runForever(): Promise<void> {

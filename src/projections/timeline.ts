@@ -108,8 +108,12 @@ function minuteOps(stored: StoredEvent): WriteOp[] {
   }
   const event = stored as StoredEvent & GuestEvent;
   switch (event.type) {
-    case 'GuestAdmitted':
-      return everywhere(event, event.data, { admissions: 1, admitted: event.data.people });
+    case 'GuestAdmitted': {
+      const admission = everywhere(event, event.data, { admissions: 1, admitted: event.data.people });
+      // A late check-in of a visit whose check-out came first: that check-out gains its plus ones.
+      const exit = event.data.closesExit;
+      return exit && exit.people > 0 ? [...admission, ...everywhere(event, exit, { exits: exit.people })] : admission;
+    }
     case 'GuestDischarged':
       return everywhere(event, event.data, { exits: event.data.people });
     case 'GuestScanRejected':
@@ -135,6 +139,8 @@ function minuteOps(stored: StoredEvent): WriteOp[] {
 
 export const timelineProjection: Projection = {
   name: 'timeline',
+  /** 2: admissions imported with a guest create count (importedAdmitted, importedExits). */
+  version: 2,
   filter: { streamPrefixes: ['guest-', 'door-'] },
   collections: [
     { name: TIMELINE_COLLECTION, indexes: [{ name: 'eventId_split_minute', keys: { eventId: 1, split: 1, minute: 1 } }] },

@@ -48,3 +48,15 @@ describe('SendGrid events', () => {
     ]);
   });
 });
+
+describe('SendGrid drops', () => {
+  const drop = (reason: string, id: string) => ({ email: 'a@example.com', timestamp: 1764000000, event: 'dropped', reason, status: '5.0.0', sg_event_id: id, attendeeInvitationId: 'abc' });
+
+  it('a drop because the account is over its plan (Recipient List over Package Quota) does not suppress the address; a drop for the address does', () => {
+    const reports = sendgridReports([drop('Recipient List over Package Quota', 'q1'), drop('Bounced Address', 'b1')]);
+    expect(reports.map((r) => [r.providerEventId, r.suppresses])).toEqual([
+      ['q1', false],
+      ['b1', undefined],
+    ]);
+  });
+});

@@ -231,6 +231,220 @@ export function readStoreContract(
       });
     });
 
+    describe('order and matching as MongoDB gives them', () => {
+      // MongoDB compares strings by UTF-8 bytes (code points); JavaScript's < by UTF-16 code units,
+      // which puts U+10000 and above (emoji, CJK extension B) before U+E000-U+FFFF.
+      const names = ['a', 'Z', '\uFF21', '\u{1F600}', '\uE000', '\u{20000}', '\u00E9', '\uFFFD', '\u{1F600}x'];
+      const byCodePoint = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+
+      async function named() {
+        const collection = store.collection(fresh('codepoints'));
+        await collection.createIndex({ name: 'by_group_name', keys: { group: 1, name: 1 } });
+        await store.applyBatch(
+          names.map((name, i) => ({ kind: 'replace', collection: collection.name, id: `n${i}`, doc: { group: 'g', name, nested: { name } } })),
+        );
+        return collection;
+      }
+      const idsOf = (wanted: string[]) => wanted.map((name) => `n${names.indexOf(name)}`);
+
+      it('sorts and pages strings by code point, ascending and descending, with and without an index on the sort', async () => {
+        const collection = await named();
+        const ascending = idsOf([...names].sort(byCodePoint));
+        expect(ids((await collection.find({}, { sort: { name: 1 } })).items)).toEqual(ascending);
+        expect((await allPages(collection, {}, { name: 1 }, 2)).flat()).toEqual(ascending);
+        expect((await allPages(collection, { group: 'g' }, { name: 1 }, 2)).flat()).toEqual(ascending);
+        expect((await allPages(collection, {}, { name: -1 }, 2)).flat()).toEqual([...ascending].reverse());
+        expect((await allPages(collection, {}, { 'nested.name': -1 }, 3)).flat()).toEqual([...ascending].reverse());
+        const streamed: string[] = [];
+        for await (const doc of collection.stream({}, { sort: { name: 1 }, batchSize: 2 })) streamed.push(doc._id);
+        expect(streamed).toEqual(ascending);
+      });
+
+      it('compares strings by code point in $gt, $gte, $lt and $lte, on top-level and nested fields', async () => {
+        const collection = await named();
+        const find = async (filter: Filter) => ids((await collection.find(filter, { sort: { name: 1 } })).items);
+        const where = (test: (name: string) => boolean) => idsOf(names.filter(test).sort(byCodePoint));
+        expect(await find({ name: { $gt: '\uFF21' } })).toEqual(where((n) => byCodePoint(n, '\uFF21') > 0));
+        expect(await find({ name: { $gte: '\uE000', $lt: '\u{1F600}' } })).toEqual(where((n) => byCodePoint(n, '\uE000') >= 0 && byCodePoint(n, '\u{1F600}') < 0));
+        expect(await find({ 'nested.name': { $lte: '\uFFFD' } })).toEqual(where((n) => byCodePoint(n, '\uFFFD') <= 0));
+        expect(await find({ 'nested.name': { $gt: '\uFFFD' } })).toEqual(where((n) => byCodePoint(n, '\uFFFD') > 0));
+      });
+    });
+
+    describe('mixed types, null and missing, numbers', () => {
+      // MongoDB's comparison order of types (docs: Comparison/Sort Order): null and missing, numbers, strings, objects, booleans.
+      const mixed: Array<[id: string, value: unknown]> = [
+        ['m01', 2],
+        ['m02', 'b'],
+        ['m03', null],
+        ['m04', undefined],
+        ['m05', true],
+        ['m06', 1.5],
+        ['m07', 'A'],
+        ['m08', { k: 1 }],
+        ['m09', false],
+        ['m10', -3],
+        ['m11', ''],
+        ['m12', null],
+      ];
+      const ascending = ['m03', 'm04', 'm12', 'm10', 'm06', 'm01', 'm11', 'm07', 'm02', 'm08', 'm09', 'm05'];
+      const descending = ['m05', 'm09', 'm08', 'm02', 'm07', 'm11', 'm01', 'm06', 'm10', 'm03', 'm04', 'm12'];
+
+      async function mixedCollection() {
+        const collection = store.collection(fresh('mixed'));
+        await store.applyBatch(
+          mixed.map(([id, v]) => ({ kind: 'replace', collection: collection.name, id, doc: v === undefined ? { nested: {} } : { v, nested: { v } } })),
+        );
+        return collection;
+      }
+
+      it('sorts values of different types in MongoDB\'s type order, null and missing together first', async () => {
+        const collection = await mixedCollection();
+        expect(ids((await collection.find({}, { sort: { v: 1 } })).items)).toEqual(ascending);
+        expect(ids((await collection.find({}, { sort: { v: -1 } })).items)).toEqual(descending);
+        expect(ids((await collection.find({}, { sort: { 'nested.v': 1 } })).items)).toEqual(ascending);
+      });
+
+      it('matches null and missing alike: equality, $in, $ne, $nin, and $gte/$lte null; $exists tells them apart', async () => {
+        const collection = await mixedCollection();
+        for (const path of ['v', 'nested.v']) {
+          const find = async (condition: unknown) => ids((await collection.find({ [path]: condition })).items);
+          expect(await find(null)).toEqual(['m03', 'm04', 'm12']);
+          expect(await find({ $eq: null })).toEqual(['m03', 'm04', 'm12']);
+          expect(await find({ $in: [null] })).toEqual(['m03', 'm04', 'm12']);
+          expect(await find({ $in: [null, 2, 'A'] })).toEqual(['m01', 'm03', 'm04', 'm07', 'm12']);
+          expect(await find({ $ne: null })).toEqual(['m01', 'm02', 'm05', 'm06', 'm07', 'm08', 'm09', 'm10', 'm11']);
+          expect(await find({ $nin: [null, false] })).toEqual(['m01', 'm02', 'm05', 'm06', 'm07', 'm08', 'm10', 'm11']);
+          expect(await find({ $gte: null })).toEqual(['m03', 'm04', 'm12']);
+          expect(await find({ $lte: null })).toEqual(['m03', 'm04', 'm12']);
+          expect(await find({ $gt: null })).toEqual([]);
+          expect(await find({ $exists: false })).toEqual(['m04']);
+          expect(await find({ $exists: true, $eq: null })).toEqual(['m03', 'm12']);
+        }
+      });
+
+      it('compares a range only with values of its own type', async () => {
+        const collection = await mixedCollection();
+        const find = async (filter: Filter) => ids((await collection.find(filter)).items);
+        expect(await find({ v: { $gt: 0 } })).toEqual(['m01', 'm06']);
+        expect(await find({ v: { $lt: 'a' } })).toEqual(['m07', 'm11']);
+        expect(await find({ v: { $gte: false } })).toEqual(['m05', 'm09']);
+        expect(await find({ 'nested.v': { $gt: 0 } })).toEqual(['m01', 'm06']);
+        expect(await find({ 'nested.v': { $lt: 'a' } })).toEqual(['m07', 'm11']);
+      });
+
+      it('pages over values of different types in the same order, with nothing twice and nothing lost', async () => {
+        const collection = await mixedCollection();
+        expect((await allPages(collection, {}, { v: 1 }, 2)).flat()).toEqual(ascending);
+        expect((await allPages(collection, {}, { v: -1 }, 2)).flat()).toEqual(descending);
+      });
+
+      it('sorts objects field by field: each field\'s type first, then its name, then its value', async () => {
+        const collection = store.collection(fresh('objects'));
+        const objects: Array<[string, object]> = [
+          ['o1', { a: 'x' }],
+          ['o2', { b: 1 }],
+          ['o3', { a: 1, b: 2 }],
+          ['o4', { a: 1 }],
+          ['o5', { b: 'a' }],
+          ['o6', {}],
+          ['o7', { a: null }],
+          ['o8', { a: [1] }],
+          ['o9', { a: { z: 1 } }],
+        ];
+        await store.applyBatch(objects.map(([id, v]) => ({ kind: 'replace', collection: collection.name, id, doc: { v } })));
+        const ascending = ['o6', 'o7', 'o4', 'o3', 'o2', 'o1', 'o5', 'o9', 'o8'];
+        expect(ids((await collection.find({}, { sort: { v: 1 } })).items)).toEqual(ascending);
+        expect((await allPages(collection, {}, { v: -1 }, 2)).flat()).toEqual([...ascending].reverse());
+      });
+
+      it('$max and $min compare an empty array as an array (after null, numbers, strings and objects); only a sort puts it first', async () => {
+        const collection = store.collection(fresh('maxmin'));
+        await collection.replaceOne('x', { hi: null, lo: 'a', obj: { k: 1 } } as never);
+        await collection.updateOne('x', { $max: { hi: [], obj: [] }, $min: { lo: [] } });
+        expect(await collection.get('x')).toEqual({ _id: 'x', hi: [], lo: 'a', obj: [] });
+      });
+
+      it('an integer and a fractional number that are equal are one value: in equality, $in, ranges and sorts', async () => {
+        const collection = store.collection(fresh('numbers'));
+        // On MongoDB the driver stores 1 as an int32 and 2 ** 40 as a double; $inc of 0.5 twice makes a double 1.
+        await collection.replaceOne('int', { n: 1, m: 2 ** 40 } as never);
+        await collection.updateOne('double', { $inc: { n: 0.5 }, $set: { m: 1099511627776.0 } }, { upsert: true });
+        await collection.updateOne('double', { $inc: { n: 0.5 } });
+        await collection.replaceOne('other', { n: 1.25, m: 2 ** 40 + 1 } as never);
+        const find = async (filter: Filter) => ids((await collection.find(filter)).items);
+        expect(await find({ n: 1 })).toEqual(['double', 'int']);
+        expect(await find({ n: 1.0, m: 1099511627776 })).toEqual(['double', 'int']);
+        expect(await find({ n: { $in: [1, 7] } })).toEqual(['double', 'int']);
+        expect(await find({ n: { $gte: 1, $lt: 1.25 } })).toEqual(['double', 'int']);
+        expect(await find({ n: { $ne: 1 } })).toEqual(['other']);
+        expect(ids((await collection.find({}, { sort: { n: -1 } })).items)).toEqual(['other', 'double', 'int']);
+        expect((await allPages(collection, {}, { n: 1 }, 1)).flat()).toEqual(['double', 'int', 'other']);
+      });
+    });
+
+    describe('sorting on an array field', () => {
+      // MongoDB sorts a document by the smallest element of an array ascending, by the largest
+      // descending, and an empty array before null and missing (docs: Comparison/Sort Order).
+      const tagged: Array<[id: string, tags: unknown]> = [
+        ['t01', ['vip', 'speaker']],
+        ['t02', ['speaker']],
+        ['t03', []],
+        ['t04', undefined],
+        ['t05', null],
+        ['t06', ['b', 'z']],
+        ['t07', 'c'],
+        ['t08', ['c', 'a']],
+        ['t09', ['m']],
+        ['t10', []],
+        ['t11', ['a', 'zz']],
+        ['t12', 'speaker'],
+        ['t13', [null, 'q']],
+        ['t14', [null]],
+      ];
+      const rank = (tags: unknown, direction: 1 | -1): [number, string] => {
+        if (Array.isArray(tags) && tags.length === 0) return [0, ''];
+        const values = (Array.isArray(tags) ? tags : [tags]) as Array<string | null | undefined>;
+        // Null (and missing) is the smallest value: it is the smallest element, and the largest only alone.
+        const strings = values.filter((v): v is string => typeof v === 'string');
+        if (strings.length === 0 || (direction === 1 && strings.length < values.length)) return [1, ''];
+        return [2, strings.reduce((best, v) => ((v < best ? -1 : 1) * direction < 0 ? v : best))];
+      };
+      const order = (direction: 1 | -1) =>
+        [...tagged]
+          .sort(([a, x], [b, y]) => {
+            const [rx, vx] = rank(x, direction);
+            const [ry, vy] = rank(y, direction);
+            return ((rx - ry) || (vx < vy ? -1 : vx > vy ? 1 : 0)) * direction || (a < b ? -1 : 1);
+          })
+          .map(([id]) => id);
+
+      async function taggedCollection() {
+        const collection = store.collection(fresh('tagged'));
+        await store.applyBatch(
+          tagged.map(([id, tags]) => ({ kind: 'replace', collection: collection.name, id, doc: tags === undefined ? { n: 1 } : { tags, n: 1 } })),
+        );
+        return collection;
+      }
+
+      it('sorts by the smallest element ascending and the largest descending, an empty array first ascending', async () => {
+        const collection = await taggedCollection();
+        expect(ids((await collection.find({}, { sort: { tags: 1 } })).items)).toEqual(order(1));
+        expect(ids((await collection.find({}, { sort: { tags: -1 } })).items)).toEqual(order(-1));
+      });
+
+      it('pages over an array sort key in the same order, with nothing twice and nothing lost', async () => {
+        const collection = await taggedCollection();
+        for (const limit of [1, 2, 5]) {
+          expect((await allPages(collection, {}, { tags: 1 }, limit)).flat()).toEqual(order(1));
+          expect((await allPages(collection, { n: 1 }, { tags: -1 }, limit)).flat()).toEqual(order(-1));
+        }
+        const streamed: string[] = [];
+        for await (const doc of collection.stream({}, { sort: { tags: 1 }, batchSize: 2 })) streamed.push(doc._id);
+        expect(streamed).toEqual(order(1));
+      });
+    });
+
     describe('writes', () => {
       it('updateOne applies $set, $unset, $inc, $push, $addToSet, $pull, $max and $min', async () => {
         const collection = await seeded();

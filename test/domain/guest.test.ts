@@ -149,8 +149,27 @@ describe('guest decider: undo, check-out, upsert', () => {
       .when({ type: 'AnnulCheckIn', scanId: 's1', now: '2026-11-21T10:06:00.000Z', undoWindowMs: 300_000, annulledBy: 'tm1' })
       .thenFails('undo_window_passed'));
 
-  it('refuses to check out a guest who is not inside', () =>
-    given([registered()]).when({ type: 'CheckOut', scan: scan() }).thenFails('not_checked_in'));
+  it('records a check-out of a guest not inside as an exit whose check-in is not synced yet', () =>
+    given([registered()]).when({ type: 'CheckOut', scan: scan() }).then([{ type: 'GuestDischarged', data: { people: 1, entryUnknown: true } }]));
+
+  it('closes such an exit with the check-in made before it: the guest stays out, the exit gains the plus ones', () => {
+    const exit: GuestEvent = { type: 'GuestDischarged', data: { ...ids, ...scan({ scanId: 'out', at: '2026-11-21T12:00:00.000Z' }), people: 1, entryUnknown: true } };
+    given([registered({ plusOnes: 2 }), exit])
+      .when(checkIn({ plusOnes: 2, scan: { scanId: 'in', at: '2026-11-21T10:00:00.000Z' } }))
+      .then([
+        {
+          type: 'GuestAdmitted',
+          data: { guestEntered: true, plusOnesAdmitted: 2, admittedPlusOnes: 2, people: 3, closesExit: { scanId: 'out', at: '2026-11-21T12:00:00.000Z', people: 2, latest: true } },
+        },
+      ]);
+    // A check-in after that exit (beyond the clock skew) is a new visit.
+    given([registered(), exit]).when(checkIn({ scan: { at: '2026-11-21T12:06:00.000Z' } })).then([{ type: 'GuestAdmitted', data: { guestEntered: true, people: 1 } }]);
+  });
+
+  it('rejects a second exit scan of a visit already checked out (within the clock skew of that check-out): already_discharged, recorded', () =>
+    given([registered(), admitted(), { type: 'GuestDischarged', data: { ...ids, ...scan({ scanId: 'o1', at: '2026-11-21T11:00:00.000Z' }), people: 1 } }])
+      .when({ type: 'CheckOut', scan: scan({ scanId: 'o2', at: '2026-11-21T11:04:00.000Z' }) })
+      .then([{ type: 'GuestScanRejected', data: { scanId: 'o2', reason: 'already_discharged', direction: 'out' } }]));
 
   it('merges details and tags without touching admission (spec rule 3)', () =>
     given([registered({ tags: ['a'] }), admitted()])

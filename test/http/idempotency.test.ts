@@ -248,6 +248,79 @@ describe.each(stores)('Idempotency-Key on POST (DESIGN.md section 5), %s', (_nam
     expect(runs).toBe(4);
   });
 
+  it('lets exactly one of two retries racing over an expired key run the request', async () => {
+    // Both retries read the expired record before either replaces it (a barrier on the first two
+    // reads), and the second one's replacement waits until the first is in its handler: the
+    // widest window two processes can meet in. The second must find the first's record.
+    let raceRuns = 0;
+    let firstInHandler!: () => void;
+    const inHandler = new Promise<void>((resolve) => (firstInHandler = resolve));
+    let armed = false;
+    let reads = 0;
+    let mutations = 0;
+    let bothRead!: () => void;
+    const readBarrier = new Promise<void>((resolve) => (bothRead = resolve));
+    const racing = new Proxy(store, {
+      get(target, property, receiver) {
+        if (property !== 'collection') return Reflect.get(target, property, receiver) as unknown;
+        return (name: string) => {
+          const inner = target.collection(name);
+          return new Proxy(inner, {
+            get(collection, method, innerReceiver) {
+              const original = Reflect.get(collection, method, innerReceiver) as unknown;
+              if (typeof original !== 'function') return original;
+              const call = (...args: unknown[]) => (original as (...a: unknown[]) => Promise<unknown>).apply(collection, args);
+              if (method === 'get')
+                return async (...args: unknown[]) => {
+                  const result = await call(...args);
+                  if (armed && ++reads <= 2) {
+                    if (reads === 2) bothRead();
+                    await readBarrier;
+                  }
+                  return result;
+                };
+              if (method === 'deleteOne' || method === 'swap')
+                return async (...args: unknown[]) => {
+                  if (armed && ++mutations === 2) await inHandler;
+                  return call(...args);
+                };
+              return original.bind(collection);
+            },
+          });
+        };
+      },
+    });
+    const app = express();
+    app.use(express.json());
+    app.use(fakeAuth);
+    app.use(idempotency(racing, { now: () => clock }));
+    app.post('/race', (_req, res) => {
+      raceRuns++;
+      if (raceRuns === 2) firstInHandler();
+      res.status(201).json({ run: raceRuns });
+    });
+    app.use(errorHandler);
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const raceUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/race`;
+    const race = async () => {
+      const response = await fetch(raceUrl, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'racy' }, body: '{}' });
+      return { status: response.status, text: await response.text() };
+    };
+    try {
+      expect((await race()).status).toBe(201);
+      clock = new Date(clock.getTime() + TTL_MS);
+      armed = true;
+      const replies = await Promise.all([race(), race()]);
+      expect(raceRuns).toBe(2);
+      const fresh = replies.filter((reply) => reply.text === JSON.stringify({ run: 2 }));
+      expect(fresh.length).toBeGreaterThanOrEqual(1);
+      for (const reply of replies) expect([201, 409]).toContain(reply.status);
+    } finally {
+      await new Promise((resolve) => server.close(() => resolve(undefined)));
+    }
+  });
+
   it('purges expired keys', async () => {
     await send({ to: 'ann@example.com' }, 'purge-me');
     expect(await purgeExpiredIdempotencyKeys(store, clock)).toBe(0);

@@ -65,6 +65,21 @@ describe('Team members: the statistics list them in the order of the team member
     expect(names.map((n: string) => n.split('-')[0])).toEqual(['amy', 'Bea', 'Zed']);
     expect(stats.body.map((s: { username: string }) => s.username)).toEqual(names);
   });
+
+  it('both lists order names by code point, as MongoDB does: an emoji after a fullwidth letter (U+FF41), whatever the read store', async () => {
+    const owner = await createClient(service);
+    const eventId = await newEvent(owner);
+    const stamp = Date.now();
+    // In UTF-16 code units the emoji (a surrogate pair, 0xD83D...) would come first.
+    for (const userName of [`\u{1F600}door-${stamp}`, `\uFF41gate-${stamp}`]) {
+      expect((await owner.call('POST', '/checkin/v1/api/teammember', { userName, password: 'north gate scanner 7', email: '' })).status).toBe(200);
+    }
+    const listed = await owner.call('GET', `/checkin/v1/api/teammembers/user/${encodeURIComponent(owner.email)}/events`);
+    const stats = await owner.call('GET', `/checkin/v1/api/team/event/${encodeURIComponent(eventId)}`);
+    const names = listed.body.map((m: { userName: string }) => m.userName);
+    expect(names).toEqual([`\uFF41gate-${stamp}`, `\u{1F600}door-${stamp}`]);
+    expect(stats.body.map((s: { username: string }) => s.username)).toEqual(names);
+  });
 });
 
 describe('Guest.createdBy: the document shows what the service answers', () => {

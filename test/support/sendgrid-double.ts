@@ -162,11 +162,16 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
     }
     // Manual security answers with TXT and MX records instead, which this double does not model.
     if (request.automatic_security !== true) return reply(res, 400, [domainError('the double supports automatic_security only', 'automatic_security')]);
-    if ([...domains.values()].some((existing) => existing.domain === domain)) {
-      return reply(res, 400, [domainError('A domain authentication for this domain already exists.', 'domain')]);
+    const taken = (candidate: string) => [...domains.values()].some((existing) => existing.domain === domain && existing.subdomain === candidate);
+    let subdomain = typeof request.subdomain === 'string' ? request.subdomain.toLowerCase() : '';
+    while (!subdomain || (request.subdomain === undefined && taken(subdomain))) subdomain = `em${randomInt(1000, 10_000)}`;
+    // SendGrid authenticates the same root domain again: without a subdomain each create gets its
+    // own generated one (support article "Multiple Duplicate Domain Failure": em123 and em456 of one
+    // domain, only one of which can validate). Only the very same domain and subdomain is refused here.
+    if (taken(subdomain)) {
+      return reply(res, 400, [domainError('A domain authentication for this domain and subdomain already exists.', 'subdomain')]);
     }
     const id = nextDomainId++;
-    const subdomain = typeof request.subdomain === 'string' ? request.subdomain.toLowerCase() : `em${randomInt(1000, 10_000)}`;
     const relay = `u${userId}.wl${id}.sendgrid.net`;
     const cname = (host: string, data: string): SendGridDnsRecord => ({ valid: false, type: 'cname', host, data });
     const created: SendGridDomain = {

@@ -39,13 +39,14 @@ export function sendgridSignatureVerifier(publicKey: string): (rawBody: Buffer, 
  * Whether a bounce or drop says the address cannot be emailed. SendGrid reports a block (the
  * receiving server refused the message for the sending IP's reputation or its content, often
  * for a while) as a `bounce` of `type: "blocked"`, and does not suppress the address itself;
- * it drops a message for its content (`Spam Content`) or for a malformed request (`Invalid
- * SMTPAPI header`). Every other bounce and drop (`Bounced Address`, `Invalid`, `Unsubscribed
+ * it drops a message for its content (`Spam Content`), for a malformed request (`Invalid
+ * SMTPAPI header`) or because the account is over its plan's quota (`Recipient List over
+ * Package Quota`). Every other bounce and drop (`Bounced Address`, `Invalid`, `Unsubscribed
  * Address`, ...) is about the address.
  */
 function aboutTheAddress(event: ProviderEventType, entry: Record<string, unknown>): boolean {
   if (event === 'bounced') return entry.type !== 'blocked';
-  if (event === 'dropped') return !(typeof entry.reason === 'string' && /^(spam content|invalid smtpapi header)/i.test(entry.reason));
+  if (event === 'dropped') return !(typeof entry.reason === 'string' && /^(spam content|invalid smtpapi header|recipient list over package quota)/i.test(entry.reason));
   return true;
 }
 

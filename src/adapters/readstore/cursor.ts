@@ -2,10 +2,11 @@
  * Sorting, cursor paging and projection shared by the read-store adapters, so that
  * both order documents and resume pages the same way.
  *
- * Order follows MongoDB's for JSON values: null and missing < numbers < strings
- * < objects < arrays < booleans < dates. Sort keys are expected to hold scalars of
- * one type (plus null/missing): the MongoDB adapter turns a cursor into range
- * filters, and MongoDB range operators only compare values of the same type.
+ * Order follows MongoDB's for JSON values: an empty array < null and missing < numbers
+ * < strings < objects < arrays < booleans < dates, strings by code point (compareStrings).
+ * A field may hold values of different types in different documents, but an array should hold
+ * elements of one type (plus null): the MongoDB adapter turns a cursor into range filters, and
+ * MongoDB range operators only compare values of the same type.
  */
 import type { Doc, Filter, Sort } from './port.js';
 
@@ -55,13 +56,14 @@ export function valueAt(doc: unknown, path: string): unknown {
 
 /**
  * The value a document sorts by: missing becomes null; an array sorts by its
- * smallest element ascending and its largest descending (as in MongoDB).
+ * smallest element ascending and its largest descending, and an empty array
+ * (kept as `[]`) before null (as in MongoDB).
  */
 function sortValue(doc: unknown, [path, direction]: SortKey): unknown {
   const value = valueAt(doc, path);
   if (value === undefined) return null;
   if (!Array.isArray(value)) return value;
-  if (value.length === 0) return null;
+  if (value.length === 0) return EMPTY_ARRAY;
   return value.reduce((best, v) => (compareValues(v, best) * direction < 0 ? v : best));
 }
 
@@ -69,6 +71,9 @@ export function sortValues(doc: unknown, keys: SortKey[]): unknown[] {
   return keys.map((key) => sortValue(doc, key));
 }
 
+const EMPTY_ARRAY: readonly unknown[] = Object.freeze([]);
+
+/** MongoDB's comparison order of types (docs: Comparison/Sort Order). */
 function typeRank(value: unknown): number {
   if (value === null || value === undefined) return 1;
   if (typeof value === 'number' || typeof value === 'bigint') return 2;
@@ -88,8 +93,9 @@ export function compareValues(a: unknown, b: unknown): number {
     case 1:
       return 0;
     case 2:
+      return (a as number) < (b as number) ? -1 : (a as number) > (b as number) ? 1 : 0;
     case 3:
-      return (a as number | string) < (b as number | string) ? -1 : (a as number | string) > (b as number | string) ? 1 : 0;
+      return compareStrings(a as string, b as string);
     case 5:
       return compareLists(a as unknown[], b as unknown[]);
     case 6:
@@ -97,11 +103,38 @@ export function compareValues(a: unknown, b: unknown): number {
     case 7:
       return (a as Date).getTime() - (b as Date).getTime();
     default:
-      return compareLists(
-        Object.entries(a as object).flat(),
-        Object.entries(b as object).flat(),
-      );
+      return compareObjects(a as object, b as object);
   }
+}
+
+/** Objects compare field by field in their order: each field's type first, then its name, then its value (as MongoDB). */
+function compareObjects(a: object, b: object): number {
+  const x = Object.entries(a);
+  const y = Object.entries(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const [nameA, valueA] = x[i]!;
+    const [nameB, valueB] = y[i]!;
+    const c = typeRank(valueA) - typeRank(valueB) || compareStrings(nameA, nameB) || compareValues(valueA, valueB);
+    if (c !== 0) return c;
+  }
+  return x.length - y.length;
+}
+
+/**
+ * Compares two strings by code point, as MongoDB's simple binary collation (UTF-8 bytes) does.
+ * JavaScript's `<` compares UTF-16 code units, which puts a character above U+FFFF (an emoji,
+ * stored as a surrogate pair, D800-DFFF) before one in U+E000-U+FFFF; only that case differs.
+ */
+export function compareStrings(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  if (i === n) return a.length < b.length ? -1 : 1;
+  const x = a.charCodeAt(i);
+  const y = b.charCodeAt(i);
+  if (x >= 0xd800 && y >= 0xd800 && x < 0xe000 !== y < 0xe000) return x < 0xe000 ? 1 : -1;
+  return x < y ? -1 : 1;
 }
 
 function compareLists(a: unknown[], b: unknown[]): number {
@@ -119,13 +152,21 @@ export function compareSortValues(a: unknown[], b: unknown[], keys: SortKey[]): 
     const y = b[i];
     // Two strings (names, ids: most sort keys) compare directly, without ranking their types.
     if (typeof x === 'string' && typeof y === 'string') {
-      if (x !== y) return (x < y ? -1 : 1) * keys[i][1];
+      if (x !== y) return compareStrings(x, y) * keys[i][1];
       continue;
     }
-    const c = compareValues(x, y);
+    const c = compareSortValue(x, y);
     if (c !== 0) return c * keys[i][1];
   }
   return 0;
+}
+
+/** Two sort values: as compareValues, but an empty array (what an array field without elements sorts by) comes first. */
+function compareSortValue(x: unknown, y: unknown): number {
+  const emptyX = isEmptyArray(x);
+  const emptyY = isEmptyArray(y);
+  if (emptyX || emptyY) return emptyX === emptyY ? 0 : emptyX ? -1 : 1;
+  return compareValues(x, y);
 }
 
 function signature(keys: SortKey[]): string {
@@ -154,24 +195,68 @@ export function decodeCursor(cursor: string, keys: SortKey[]): unknown[] {
 /**
  * A MongoDB filter matching the documents that sort strictly after `values`:
  * an `$or` over the keys, each branch equal on the keys before it and past the
- * cursor on its own key. Null sorts first, so ascending past null is `$ne: null`,
- * and descending past a value also reaches the null/missing ones.
- * Returns null when nothing can follow.
+ * cursor on its own key. Returns null when nothing can follow.
  */
 export function afterCursorFilter(values: unknown[], keys: SortKey[]): Filter | null {
   const branches: Filter[] = [];
   const equalSoFar: Filter = {};
   keys.forEach(([path, direction], i) => {
     const value = values[i] ?? null;
-    if (direction === 1) {
-      branches.push({ ...equalSoFar, [path]: value === null ? { $ne: null } : { $gt: value } });
-    } else if (value !== null) {
-      branches.push({ ...equalSoFar, [path]: { $lt: value } }, { ...equalSoFar, [path]: null });
-    }
-    equalSoFar[path] = value;
+    for (const past of pastCursor(path, value, direction)) branches.push({ ...equalSoFar, [path]: past });
+    equalSoFar[path] = sortsAs(path, value, direction);
   });
   if (branches.length === 0) return null;
   return branches.length === 1 ? branches[0] : { $or: branches };
+}
+
+/*
+ * A field may hold an array. MongoDB matches a range or an equality when any element does, but
+ * sorts the document by its smallest element ascending and its largest descending, an empty
+ * array before null (`sortValue`). So each condition also keeps out, with `$not` of the opposite
+ * range, a document that another of its elements sorts elsewhere; for a scalar field the extra
+ * conditions change nothing. `_id` is never an array nor null: its conditions stay plain, which
+ * the server answers from its `_id` index.
+ */
+
+/** The condition on `path` of the documents that sort equal to `value`. */
+function sortsAs(path: string, value: unknown, direction: 1 | -1): unknown {
+  if (path === '_id') return value;
+  if (isEmptyArray(value)) return { $size: 0 };
+  // Descending, an array holding null and a value sorts by the value: only all-null arrays are null.
+  if (value === null) return direction === 1 ? null : { $eq: null, $not: { $type: TYPES.map(([, type]) => type) } };
+  return direction === 1 ? { $eq: value, $ne: null, $not: { $lt: value } } : { $eq: value, $not: { $gt: value } };
+}
+
+/** Conditions on `path`, any of which puts a document strictly after `value` in this direction. */
+function pastCursor(path: string, value: unknown, direction: 1 | -1): unknown[] {
+  if (path === '_id') return [direction === 1 ? { $gt: value } : { $lt: value }];
+  const rank = typeRank(value);
+  if (direction === 1) {
+    if (isEmptyArray(value)) return [{ $not: { $size: 0 } }];
+    // Null sorts first (after an empty array): past it is anything else.
+    if (value === null) return [{ $ne: null, $not: { $size: 0 } }];
+    // A range only matches values of its own type: the later types are a branch of their own.
+    const later = TYPES.filter(([r]) => r > rank).map(([, type]) => type);
+    const notLater = ['null', ...TYPES.filter(([r]) => r <= rank).map(([, type]) => type)];
+    return [{ $gt: value, $ne: null, $not: { $lte: value } }, ...(later.length > 0 ? [{ $type: later, $not: { $type: notLater } }] : [])];
+  }
+  // Descending, the earlier types, null and then an empty array come last.
+  if (isEmptyArray(value)) return [];
+  if (value === null) return [{ $size: 0 }];
+  return [{ $lt: value, $not: { $gte: value } }, { $not: { $type: TYPES.filter(([r]) => r >= rank).map(([, type]) => type) } }];
+}
+
+/** MongoDB's names of the types a sort value can have besides null (JSON values; dates on MongoDB), by typeRank. */
+const TYPES: ReadonlyArray<readonly [rank: number, type: string]> = [
+  [2, 'number'],
+  [3, 'string'],
+  [4, 'object'],
+  [6, 'bool'],
+  [7, 'date'],
+];
+
+function isEmptyArray(value: unknown): boolean {
+  return Array.isArray(value) && value.length === 0;
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * Embedded read store: documents persisted in a SQLite file and held in memory
  * (one Map per collection, loaded on first use), queried with MongoDB filter
- * semantics through mingo. Secondary indexes live in memory too: they enforce
- * unique keys and narrow equality queries before mingo tests each candidate.
+ * semantics through mingo (with MongoDB's string order: mingo-query.ts). Secondary
+ * indexes live in memory too: they enforce unique keys and narrow equality queries
+ * before mingo tests each candidate.
  *
  * Every write goes through one path (`Documents.write`): the in-memory changes are
  * made first with an undo log, then persisted in one SQLite transaction; if any op
@@ -11,8 +12,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { Query, update as mingoUpdate } from 'mingo';
+import { update as mingoUpdate } from 'mingo';
 import { compileFilter } from './fast-filter.js';
+import { Query } from './mingo-query.js';
 import { backstopPages, checkpointInBackground } from '../sqlite-checkpointer.js';
 import {
   clampLimit,
@@ -451,7 +453,7 @@ class Documents {
     const pinned = pinnedValues(filter, index.firstPath);
     if (!pinned || pinned.length !== 1) return undefined;
     const fast = compileFilter(filter);
-    const query = fast ? undefined : new Query(filter as never);
+    const query = fast ? undefined : new Query(filter);
     const ids = index.sortedIds(pinned[0]);
     let start = 0;
     if (after) {
@@ -498,7 +500,7 @@ class Documents {
   private matches(state: CollectionState, filter: Filter): Body[] {
     // A compiled predicate for common filters; mingo for everything else.
     const fast = compileFilter(filter);
-    const query = fast || Object.keys(filter).length === 0 ? undefined : new Query(filter as never);
+    const query = fast || Object.keys(filter).length === 0 ? undefined : new Query(filter);
     const found: Body[] = [];
     for (const doc of candidates(state, filter)) {
       if (fast ? fast(doc) : !query || query.test(doc)) found.push(doc);

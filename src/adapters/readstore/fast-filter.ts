@@ -5,6 +5,8 @@
  * lets a search scan 100,000 guests within a request. Anything else returns undefined and
  * the caller falls back to mingo, so semantics never depend on this file being complete.
  */
+import { compareStrings } from './cursor.js';
+
 type Doc = Record<string, unknown>;
 export type Predicate = (doc: Doc) => boolean;
 
@@ -21,12 +23,17 @@ function equals(value: unknown, expected: string | number | boolean | null): boo
   return Array.isArray(value) && value.includes(expected);
 }
 
-/** Range comparison only between values of one type, as MongoDB compares within a type class. */
+/** Range comparison only between values of one type, as MongoDB compares within a type class; strings by code point. */
 function compare(value: unknown, op: string, bound: string | number): boolean {
   const test = (v: unknown) => {
     if (typeof v !== typeof bound || (typeof v !== 'string' && typeof v !== 'number')) return false;
-    const a = v as string | number;
-    return op === '$gt' ? a > bound : op === '$gte' ? a >= bound : op === '$lt' ? a < bound : a <= bound;
+    if (typeof v === 'string') {
+      const c = compareStrings(v, bound as string);
+      return op === '$gt' ? c > 0 : op === '$gte' ? c >= 0 : op === '$lt' ? c < 0 : c <= 0;
+    }
+    const a = v as number;
+    const b = bound as number;
+    return op === '$gt' ? a > b : op === '$gte' ? a >= b : op === '$lt' ? a < b : a <= b;
   };
   return Array.isArray(value) ? value.some(test) : test(value);
 }
@@ -60,8 +67,10 @@ function compileCondition(field: string, condition: unknown): Predicate | undefi
       case '$gte':
       case '$lt':
       case '$lte':
-        if (typeof arg !== 'string' && typeof arg !== 'number') return undefined;
-        parts.push((doc) => compare(doc[field], op, arg));
+        // As MongoDB: $gte/$lte null match what equals null (missing too), $gt/$lt null nothing.
+        if (arg === null) parts.push(op === '$gte' || op === '$lte' ? (doc) => equals(doc[field], null) : () => false);
+        else if (typeof arg !== 'string' && typeof arg !== 'number') return undefined;
+        else parts.push((doc) => compare(doc[field], op, arg));
         break;
       case '$exists':
         if (typeof arg !== 'boolean') return undefined;

@@ -120,9 +120,9 @@ function recordIdOf(principal: Principal, key: string): string {
 
 /**
  * The record that decides the request: ours when we reserved the key, else the earlier one.
- * An expired or abandoned record is deleted and the reservation tried again. Two retries
- * racing over the same expired record can both win; without a conditional update in the
- * read-store port that window cannot be closed, and it needs a retry exactly at expiry.
+ * An expired, failed or abandoned record is taken over by one compare-and-swap on its owner and
+ * state (`Collection.swap`), so of two retries racing over the same stale record exactly one
+ * runs the request; the other finds the winner's record (in progress: 409; done: its answer).
  */
 async function reserve(
   keys: Collection<IdempotencyRecord>,
@@ -142,7 +142,6 @@ async function reserve(
     expiresAt: new Date(at.getTime() + ttlMs).toISOString(),
     lockedUntil: new Date(at.getTime() + inProgressTimeoutMs).toISOString(),
   };
-  // A second attempt follows only a stale record we deleted; whatever it finds decides.
   for (let attempt = 1; ; attempt++) {
     try {
       await keys.updateOne(id, { $setOnInsert: fields }, { upsert: true });
@@ -151,11 +150,17 @@ async function reserve(
       if (!(error instanceof DuplicateKeyError)) throw error;
     }
     const record = await keys.get(id);
-    if (record && (record.owner === owner || attempt > 1 || !isStale(record, fields.createdAt))) return record;
+    if (record && (record.owner === owner || !isStale(record, fields.createdAt))) return record;
+    if (record) {
+      // A retry of a request that failed or was abandoned (not expired) runs it again with its seed.
+      const seed = record.fingerprint === fingerprint && record.expiresAt > fields.createdAt && record.seed ? record.seed : owner;
+      const taken = { ...fields, seed } as Omit<IdempotencyRecord, '_id'>;
+      const { swapped, current } = await keys.swap(id, { owner: record.owner, state: record.state }, taken);
+      if (swapped) return { _id: id, ...taken };
+      // Another retry took the stale record over first (or it was purged): theirs decides.
+      if (current) return current;
+    }
     if (attempt > 2) throw new Error(`could not reserve idempotency key ${id}: it keeps disappearing`);
-    // A retry of a request that failed or was abandoned (not expired) runs it again with its seed.
-    if (record && record.fingerprint === fingerprint && record.expiresAt > fields.createdAt && record.seed) fields.seed = record.seed;
-    if (record) await keys.deleteOne(id);
   }
 }
 

@@ -213,6 +213,9 @@ export function guestsRouter(services: Services): Router {
       method: 'post',
       path: '/checkin/v1/api/guests/:eventId/checkout',
       summary: 'Check a guest (and party) out; they may come in again',
+      description:
+        'Always 200 for a scan that was judged: `result` discharged, or rejected `already_discharged` (a second exit scan of a visit ' +
+        'already checked out). A check-out synced before the check-in it follows (offline devices) is recorded and counted.',
       tags: doorTags,
       params: EventIdParams,
       body: ScanBody,
