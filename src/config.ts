@@ -264,6 +264,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   for (const [name, value] of [['PORT', config.port], ['METRICS_PORT', config.observability.metricsPort]] as const) {
     if (value !== undefined && value > 65_535) problems.push(`${name} must be a port number from 0 to 65535, got ${value}`);
   }
+  // Node looks HOST up only when it listens: 'http://0.0.0.0' or '0.0.0.0:8080' failed there
+  // (getaddrinfo ENOTFOUND, exit 1) with a stack trace that named no variable.
+  if (!listenHost(config.host)) {
+    problems.push(`HOST must be an IP address or a host name to listen on, such as 127.0.0.1, 0.0.0.0 or :: (no scheme, port or brackets; the port is PORT), got ${JSON.stringify(config.host)}`);
+  }
   if (typeof bytes.parse(config.bodyLimit) !== 'number') {
     problems.push(`BODY_LIMIT must be a size such as 16mb, 512kb or a number of bytes, got "${config.bodyLimit}"`);
   }
@@ -366,6 +371,14 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: str
     sendLeaseMs: int('SEND_LEASE_MS', 10_000),
     sweepMs: int('WORKER_SWEEP_MS', 5_000),
   };
+}
+
+/** An address Node's `listen` takes: an IPv4 or IPv6 address, or a host name (RFC 1123 labels). */
+function listenHost(host: string): boolean {
+  if (isIP(host) !== 0) return true;
+  const labels = host.split('.');
+  // A last label of digits only is a mistyped IPv4 address (10.0.0.256), which DNS would be asked for.
+  return host.length <= 253 && labels.every((label) => /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(label)) && !/^\d+$/.test(labels.at(-1)!);
 }
 
 /** Whether `raw` is a URL of one of these schemes (`http:`, ...) with a host. */

@@ -1,4 +1,9 @@
+import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -71,4 +76,29 @@ describe('loadConfig', () => {
     expect(loadConfig({ PUBLIC_URL: 'https://checkin.example.com/' }).publicUrl).toBe('https://checkin.example.com');
     expect(loadConfig({ OIDC_ISSUER: 'https://tenant.auth0.com/', OIDC_AUDIENCE: 'api' }).oidcIssuer).toBe('https://tenant.auth0.com/');
   });
+
+  it('refuses a HOST Node could not listen on, naming it, and takes addresses and host names', () => {
+    // Each of these passed loadConfig and failed at listen: getaddrinfo ENOTFOUND http://0.0.0.0, exit 1, no variable named.
+    for (const host of ['http://0.0.0.0', '0.0.0.0:8080', '[::]', 'my host', '10.0.0.256', '-x.example']) {
+      expect(() => loadConfig({ HOST: host }), host).toThrow(/invalid configuration: HOST must be an IP address or a host name to listen on, such as 127\.0\.0\.1, 0\.0\.0\.0 or ::/);
+    }
+    for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', 'localhost', 'checkin-1.internal.example']) expect(loadConfig({ HOST: host }).host).toBe(host);
+  });
+});
+
+/** The process, as an operator starts it: the same refusal, exit 2 (README, Configuration). */
+describe('the start with a value it cannot use', () => {
+  it('exits 2 naming the variable before it opens anything', async () => {
+    const { MONGO_URL: _m, KAFKA_BROKERS: _k, EVENTSTORE_URL: _e, ...env } = process.env;
+    const dataDir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'config-start-')), 'data');
+    try {
+      const started = promisify(execFile)(process.execPath, ['--import', 'tsx', path.join('src', 'main.ts')], {
+        env: { ...env, HOST: 'http://0.0.0.0', DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+      });
+      await expect(started).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('invalid configuration: HOST must be an IP address or a host name') });
+      expect(fs.existsSync(dataDir)).toBe(false);
+    } finally {
+      fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
+    }
+  }, 120_000);
 });
