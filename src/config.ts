@@ -190,7 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventStoreMaxAppendBytes: int('EVENTSTORE_MAX_APPEND_SIZE', 1_048_576),
     mongoUrl: env.MONGO_URL || undefined,
     mongoDb: env.MONGO_DB || 'checkin',
-    kafkaBrokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean) : undefined,
+    kafkaBrokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()) : undefined,
     kafkaMaxBatchBytes: int('KAFKA_MAX_BATCH_BYTES', defaultKafkaMaxBatchBytes),
     kafkaNamespace: env.KAFKA_NAMESPACE || undefined,
     sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
@@ -268,6 +268,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // (getaddrinfo ENOTFOUND, exit 1) with a stack trace that named no variable.
   if (!listenHost(config.host)) {
     problems.push(`HOST must be an IP address or a host name to listen on, such as 127.0.0.1, 0.0.0.0 or :: (no scheme, port or brackets; the port is PORT), got ${JSON.stringify(config.host)}`);
+  }
+  // kafkajs splits each broker at ':' and dials the two halves: 'http://kafka:9092' is a host 'http' on
+  // port NaN, and 'kafka:abc' port NaN, both found only when the bus never connects. An empty entry
+  // ('kafka-1:9092,' or ',' alone, a template's unset variable) was dropped, and ',' left no broker at all.
+  const wrongBrokers = (config.kafkaBrokers ?? []).filter((broker) => !kafkaBroker(broker));
+  if (wrongBrokers.length > 0) {
+    problems.push(
+      `KAFKA_BROKERS must be comma-separated host:port pairs such as kafka-1:9092,kafka-2:9092 (no scheme, no empty entries, an IPv4 address or a host name), got ${wrongBrokers.map((b) => JSON.stringify(b)).join(', ')}`,
+    );
   }
   if (typeof bytes.parse(config.bodyLimit) !== 'number') {
     problems.push(`BODY_LIMIT must be a size such as 16mb, 512kb or a number of bytes, got "${config.bodyLimit}"`);
@@ -379,6 +388,12 @@ function listenHost(host: string): boolean {
   const labels = host.split('.');
   // A last label of digits only is a mistyped IPv4 address (10.0.0.256), which DNS would be asked for.
   return host.length <= 253 && labels.every((label) => /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(label)) && !/^\d+$/.test(labels.at(-1)!);
+}
+
+/** `host:port` as kafkajs reads a broker (it splits at ':', so no IPv6 address). */
+function kafkaBroker(broker: string): boolean {
+  const match = /^([^:]+):(\d{1,5})$/.exec(broker);
+  return match !== null && listenHost(match[1]!) && Number(match[2]) >= 1 && Number(match[2]) <= 65_535;
 }
 
 /** Whether `raw` is a URL of one of these schemes (`http:`, ...) with a host. */

@@ -84,6 +84,17 @@ describe('loadConfig', () => {
     }
     for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', 'localhost', 'checkin-1.internal.example']) expect(loadConfig({ HOST: host }).host).toBe(host);
   });
+
+  it('refuses KAFKA_BROKERS entries kafkajs cannot dial, naming them, and takes host:port lists', () => {
+    for (const brokers of ['kafka:abc', 'http://kafka:9092', 'kafka-1:9092,,kafka-2:9092', 'kafka-1:9092,', ',', 'kafka', 'kafka:0', 'kafka:65536', '[::1]:9092']) {
+      expect(() => loadConfig({ KAFKA_BROKERS: brokers }), brokers).toThrow(
+        /invalid configuration: KAFKA_BROKERS must be comma-separated host:port pairs such as kafka-1:9092,kafka-2:9092 \(no scheme, no empty entries.*got "/,
+      );
+    }
+    expect(() => loadConfig({ KAFKA_BROKERS: 'ok:9092,http://kafka:9092' })).toThrow(/got "http:\/\/kafka:9092"$/);
+    expect(loadConfig({ KAFKA_BROKERS: '127.0.0.1:19092' }).kafkaBrokers).toEqual(['127.0.0.1:19092']);
+    expect(loadConfig({ KAFKA_BROKERS: 'kafka-1.internal:9092, kafka-2.internal:9093' }).kafkaBrokers).toEqual(['kafka-1.internal:9092', 'kafka-2.internal:9093']);
+  });
 });
 
 /** The process, as an operator starts it: the same refusal, exit 2 (README, Configuration). */
