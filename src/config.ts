@@ -164,15 +164,42 @@ export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 's
 export type Role = 'api' | 'projections' | 'relay' | 'workers' | 'all';
 export const roles: Role[] = ['api', 'projections', 'relay', 'workers', 'all'];
 
+/**
+ * The longest wait a Node timer takes: a longer setTimeout/setInterval fires after 1 ms instead
+ * (TimeoutOverflowWarning), so RETENTION_SWEEP_MS=3000000000 would sweep a thousand times a second.
+ */
+const maxTimerMs = 2_147_483_647;
+
+/** What a whole-number setting takes besides "not negative": its range, and a good value to show. */
+interface WholeRule {
+  min?: number;
+  max?: number;
+  /** The unit and why the bound, said after it ("milliseconds; ..."). */
+  why?: string;
+  /** A good value for the message; default the setting's default. */
+  example?: number;
+}
+
+/** Reads a whole-number setting; a value it cannot take is a problem naming it, the rule and a good value. */
+type WholeReader = (name: string, fallback: number, rule?: WholeRule) => number;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
-  const int = (name: string, fallback: number): number => {
+  const int: WholeReader = (name, fallback, rule = {}) => {
     const raw = env[name];
     if (raw === undefined || raw === '') return fallback;
     const value = Number(raw);
-    if (!Number.isInteger(value) || value < 0) problems.push(`${name} must be a non-negative integer, got "${raw}"`);
+    const example = rule.example ?? fallback;
+    if (!Number.isInteger(value) || value < 0) {
+      problems.push(`${name} must be a non-negative integer such as ${example}, got "${raw}"`);
+    } else if (value < (rule.min ?? 0) || value > (rule.max ?? Infinity)) {
+      const range = `at least ${rule.min ?? 0}${rule.max === undefined ? '' : ` and at most ${rule.max}`}`;
+      problems.push(`${name} must be ${range}${rule.why ? ` (${rule.why})` : ''}, such as ${example}, got ${value}`);
+    }
     return value;
   };
+  /** A setting in milliseconds that a timer waits (at most maxTimerMs). */
+  const ms = (name: string, fallback: number, min: number): number => int(name, fallback, { min, max: maxTimerMs, why: 'milliseconds' });
   const onOff = (name: string, fallback: boolean): boolean => {
     const raw = (env[name] ?? '').trim().toLowerCase();
     if (raw === '') return fallback;
@@ -187,15 +214,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR || './data'),
     logLevel: env.LOG_LEVEL || 'info',
     eventStoreUrl: env.EVENTSTORE_URL || undefined,
-    eventStoreMaxAppendBytes: int('EVENTSTORE_MAX_APPEND_SIZE', 1_048_576),
+    eventStoreMaxAppendBytes: int('EVENTSTORE_MAX_APPEND_SIZE', 1_048_576, { min: 65_536, why: "bytes; the server's default is 1048576" }),
     mongoUrl: env.MONGO_URL || undefined,
     mongoDb: env.MONGO_DB || 'checkin',
     kafkaBrokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()) : undefined,
-    kafkaMaxBatchBytes: int('KAFKA_MAX_BATCH_BYTES', defaultKafkaMaxBatchBytes),
+    kafkaMaxBatchBytes: int('KAFKA_MAX_BATCH_BYTES', defaultKafkaMaxBatchBytes, { min: minKafkaMaxBatchBytes, why: "bytes, and at most the topics' max.message.bytes" }),
     kafkaNamespace: env.KAFKA_NAMESPACE || undefined,
     sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
     workersThread: onOff('WORKERS_THREAD', false),
-    readYourWritesTimeoutMs: int('READ_YOUR_WRITES_TIMEOUT_MS', 2000),
+    readYourWritesTimeoutMs: ms('READ_YOUR_WRITES_TIMEOUT_MS', 2000, 0),
     // Spec Limits: 200 records per call, each with an image "under 50 kB" (68,268 base64 characters)
     // and its other fields, must fit: 200 x 80 kB (docs/identifiers.md, Request bodies).
     bodyLimit: env.BODY_LIMIT || '16mb',
@@ -207,24 +234,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dashboardTokenUrl: env.DASHBOARD_TOKEN_URL || undefined,
     publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : undefined,
     adminApiKey: env.ADMIN_API_KEY || undefined,
-    tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 3600),
+    tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 3600, { min: 1, why: 'seconds; a token of 0 s is expired when issued' }),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 1000),
     sendRateLimitPerMinute: int('SEND_RATE_LIMIT_PER_MINUTE', 300),
-    ...webhookConfig(env, problems),
+    ...webhookConfig(env, problems, int),
     exportDir: path.resolve(env.EXPORT_DIR || path.join(env.DATA_DIR || './data', 'exports')),
-    exportTtlMinutes: int('EXPORT_TTL_MINUTES', 60),
+    exportTtlMinutes: int('EXPORT_TTL_MINUTES', 60, { min: 1, why: 'minutes' }),
     comms: commsConfig(env, problems, int),
     shutdown: {
-      idleGraceMs: int('SHUTDOWN_IDLE_GRACE_MS', 1000),
-      drainTimeoutMs: int('SHUTDOWN_DRAIN_TIMEOUT_MS', 8000),
-      timeoutMs: int('SHUTDOWN_TIMEOUT_MS', 14_000),
+      idleGraceMs: ms('SHUTDOWN_IDLE_GRACE_MS', 1000, 0),
+      drainTimeoutMs: ms('SHUTDOWN_DRAIN_TIMEOUT_MS', 8000, 0),
+      timeoutMs: ms('SHUTDOWN_TIMEOUT_MS', 14_000, 1),
     },
     readStoreMismatch: env.READ_STORE_MISMATCH === 'rebuild' ? 'rebuild' : 'refuse',
     observability: {
       metricsToken: env.METRICS_TOKEN || undefined,
-      metricsPort: env.METRICS_PORT ? int('METRICS_PORT', 0) : undefined,
+      metricsPort: env.METRICS_PORT ? int('METRICS_PORT', 0, { example: 9464 }) : undefined,
       overloadMaxEventLoopDelayMs: int('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 50),
-      overloadRetryAfterSeconds: int('OVERLOAD_RETRY_AFTER_SECONDS', 1),
+      overloadRetryAfterSeconds: int('OVERLOAD_RETRY_AFTER_SECONDS', 1, { min: 1, why: 'seconds' }),
       overloadMinInFlight: int('OVERLOAD_MIN_IN_FLIGHT', 8),
       overloadMaxInFlight: int('OVERLOAD_MAX_IN_FLIGHT', 32),
     },
@@ -283,7 +310,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // pino throws on a level it does not know, which would crash the start without naming the variable.
   if (!logLevels.includes(config.logLevel)) problems.push(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got "${config.logLevel}"`);
-  if (config.eventStoreMaxAppendBytes < 65_536) problems.push('EVENTSTORE_MAX_APPEND_SIZE must be at least 65536 (bytes; the server default is 1048576)');
   // RFC 9068 4: a resource server checks `aud`. Without it, every token of the issuer (ID tokens, tokens for other APIs) would do.
   if (config.oidcIssuer && !config.oidcAudience) {
     problems.push("OIDC_AUDIENCE must be set with OIDC_ISSUER: the API's own identifier, which the provider puts in `aud` of the access tokens meant for it (README, Authentication and roles)");
@@ -294,10 +320,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.observability.metricsToken !== undefined && config.observability.metricsToken.length < 16) {
     problems.push('METRICS_TOKEN must be at least 16 characters');
   }
-  if (config.observability.overloadRetryAfterSeconds < 1) problems.push('OVERLOAD_RETRY_AFTER_SECONDS must be at least 1');
-  if (config.exportTtlMinutes < 1) problems.push('EXPORT_TTL_MINUTES must be at least 1');
-  if (config.kafkaMaxBatchBytes < minKafkaMaxBatchBytes) {
-    problems.push(`KAFKA_MAX_BATCH_BYTES must be at least ${minKafkaMaxBatchBytes} (and at most the topics' max.message.bytes), got ${config.kafkaMaxBatchBytes}`);
+  // Past the whole bound the process exits 1 mid-drain: a request given SHUTDOWN_DRAIN_TIMEOUT_MS to finish never had it.
+  if (config.shutdown.timeoutMs <= config.shutdown.drainTimeoutMs) {
+    problems.push(
+      `SHUTDOWN_TIMEOUT_MS must be more than SHUTDOWN_DRAIN_TIMEOUT_MS (the whole shutdown bounds the drain and the steps after it), such as 14000 with 8000, got ${config.shutdown.timeoutMs} with ${config.shutdown.drainTimeoutMs}`,
+    );
+  }
+  // The floor of requests accepted while overloaded is taken above the cap, so a larger floor would quietly be the cap.
+  const { overloadMinInFlight: floor, overloadMaxInFlight: cap } = config.observability;
+  if (cap > 0 && floor > cap) {
+    problems.push(`OVERLOAD_MIN_IN_FLIGHT must be at most OVERLOAD_MAX_IN_FLIGHT (requests accepted while overloaded, under the cap on all), such as 8 with 32, got ${floor} with ${cap}`);
   }
   if (config.kafkaNamespace !== undefined && !kafkaNamespacePattern.test(config.kafkaNamespace)) {
     problems.push(`KAFKA_NAMESPACE may hold only letters, digits, '.', '_' and '-' (at most 100), got ${JSON.stringify(config.kafkaNamespace)}`);
@@ -309,7 +341,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return config;
 }
 
-function webhookConfig(env: NodeJS.ProcessEnv, problems: string[]): Pick<
+function webhookConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): Pick<
   Config,
   'webhookAllowInsecure' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookEncryptionKeys' | 'webhookEncryptionKeyId'
 > {
@@ -320,8 +352,7 @@ function webhookConfig(env: NodeJS.ProcessEnv, problems: string[]): Pick<
     delays = env.WEBHOOK_RETRY_DELAYS_MS.split(',').map((d) => Number(d.trim()));
     if (delays.some((d) => !Number.isInteger(d) || d < 0)) problems.push('WEBHOOK_RETRY_DELAYS_MS must be comma-separated non-negative integers');
   }
-  const timeout = Number(env.WEBHOOK_TIMEOUT_MS || 10_000);
-  if (!Number.isInteger(timeout) || timeout < 1) problems.push('WEBHOOK_TIMEOUT_MS must be a positive integer');
+  const timeout = int('WEBHOOK_TIMEOUT_MS', 10_000, { min: 1, max: maxTimerMs, why: 'milliseconds' });
   const { keys, keyId } = keyList(env, 'WEBHOOK_ENCRYPTION_KEYS', 'WEBHOOK_ENCRYPTION_KEY_ID', problems);
   return {
     webhookAllowInsecure: insecure === 'true',
@@ -349,23 +380,21 @@ function keyList(env: NodeJS.ProcessEnv, name: string, idName: string, problems:
   return { keys, keyId };
 }
 
-function personalDataConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: string, fallback: number) => number): PersonalDataConfig {
+function personalDataConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): PersonalDataConfig {
   const { keys, keyId } = keyList(env, 'PII_MASTER_KEYS', 'PII_MASTER_KEY_ID', problems);
   const encryption = (env.PII_ENCRYPTION ?? 'on').toLowerCase();
   if (encryption !== 'on' && encryption !== 'off') problems.push('PII_ENCRYPTION must be on or off');
-  const sweep = int('RETENTION_SWEEP_MS', 3_600_000);
-  if (sweep < 1000) problems.push('RETENTION_SWEEP_MS must be at least 1000');
+  const sweep = int('RETENTION_SWEEP_MS', 3_600_000, { min: 1000, max: maxTimerMs, why: 'milliseconds' });
   return { masterKeys: keys, masterKeyId: keyId, encryption: encryption === 'on', retentionSweepMs: sweep };
 }
 
-function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: string, fallback: number) => number): CommsConfig {
+function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): CommsConfig {
   const list = (raw: string | undefined): string[] => (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean);
   const delays = list(env.SEND_RETRY_DELAYS_MS ?? '2000,10000').map(Number);
   if (delays.some((d) => !Number.isInteger(d) || d < 0)) problems.push('SEND_RETRY_DELAYS_MS must be comma-separated non-negative integers');
   const sendingAddress = env.INVITES_SENDING_ADDRESS || 'invites@checkin.localhost';
   if (!/^[^@\s]+@[^@\s]+$/.test(sendingAddress)) problems.push('INVITES_SENDING_ADDRESS must be an email address');
-  const concurrency = int('SEND_CONCURRENCY', 8);
-  if (concurrency < 1) problems.push('SEND_CONCURRENCY must be at least 1');
+  const concurrency = int('SEND_CONCURRENCY', 8, { min: 1, why: 'emails in flight at once' });
   return {
     sendgridApiKey: env.SENDGRID_API_KEY || undefined,
     sendgridBaseUrl: env.SENDGRID_BASE_URL || undefined,
@@ -377,8 +406,12 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: str
     blockedLinkDomains: list(env.SPAM_BLOCKED_DOMAINS).map((d) => d.toLowerCase()),
     sendRetryDelaysMs: delays,
     sendConcurrency: concurrency,
-    sendLeaseMs: int('SEND_LEASE_MS', 10_000),
-    sweepMs: int('WORKER_SWEEP_MS', 5_000),
+    // A lease is renewed every third of it, at most every 100 ms: one under a second lapses between
+    // heartbeats at an ordinary pause, and another worker would take over (and send again) an email
+    // still going out; 0 made every attempt stale at once.
+    sendLeaseMs: int('SEND_LEASE_MS', 10_000, { min: 1000, max: maxTimerMs, why: 'milliseconds; a shorter lease lapses between heartbeats and the email may go out twice' }),
+    // 0 switched the sweep off: a killed worker's sends and deliveries were never taken over.
+    sweepMs: int('WORKER_SWEEP_MS', 5_000, { min: 100, max: maxTimerMs, why: 'milliseconds; the sweep takes over the work of a killed worker' }),
   };
 }
 

@@ -21,9 +21,10 @@ describe('loadConfig', () => {
   });
 
   it('names every invalid variable at once', () => {
-    expect(() => loadConfig({ PORT: 'eighty', RETENTION_SWEEP_MS: '10', EXPORT_TTL_MINUTES: '0' })).toThrow(
-      /PORT must be a non-negative integer.*RETENTION_SWEEP_MS must be at least 1000.*EXPORT_TTL_MINUTES must be at least 1/,
-    );
+    const refusal = () => loadConfig({ PORT: 'eighty', RETENTION_SWEEP_MS: '10', EXPORT_TTL_MINUTES: '0' });
+    expect(refusal).toThrow(/PORT must be a non-negative integer such as 8080, got "eighty"/);
+    expect(refusal).toThrow(/RETENTION_SWEEP_MS must be at least 1000/);
+    expect(refusal).toThrow(/EXPORT_TTL_MINUTES must be at least 1 \(minutes\), such as 60, got 0/);
   });
 
   it('names TRUST_PROXY, BODY_LIMIT and a port out of range instead of crashing at start with a stack trace', () => {
@@ -94,6 +95,47 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ KAFKA_BROKERS: 'ok:9092,http://kafka:9092' })).toThrow(/got "http:\/\/kafka:9092"$/);
     expect(loadConfig({ KAFKA_BROKERS: '127.0.0.1:19092' }).kafkaBrokers).toEqual(['127.0.0.1:19092']);
     expect(loadConfig({ KAFKA_BROKERS: 'kafka-1.internal:9092, kafka-2.internal:9093' }).kafkaBrokers).toEqual(['kafka-1.internal:9092', 'kafka-2.internal:9093']);
+  });
+
+  it('refuses numbers that parse but make no sense, naming the bound and a good value', () => {
+    const refusals: [Record<string, string>, RegExp][] = [
+      // 0 made every send attempt stale at once: another worker took it over and the email could go out twice.
+      [{ SEND_LEASE_MS: '0' }, /SEND_LEASE_MS must be at least 1000 and at most 2147483647 \(milliseconds; a shorter lease lapses between heartbeats.*\), such as 10000, got 0/],
+      // 0 switched the sweep off: a killed worker's sends were never taken over.
+      [{ WORKER_SWEEP_MS: '0' }, /WORKER_SWEEP_MS must be at least 100 .*such as 5000, got 0/],
+      [{ TOKEN_TTL_SECONDS: '0' }, /TOKEN_TTL_SECONDS must be at least 1 \(seconds; a token of 0 s is expired when issued\), such as 3600, got 0/],
+      // 0 exited 1 at once on SIGTERM, and one under the drain cut every drain short.
+      [{ SHUTDOWN_TIMEOUT_MS: '0' }, /SHUTDOWN_TIMEOUT_MS must be at least 1 /],
+      [{ SHUTDOWN_TIMEOUT_MS: '5000' }, /SHUTDOWN_TIMEOUT_MS must be more than SHUTDOWN_DRAIN_TIMEOUT_MS .*such as 14000 with 8000, got 5000 with 8000/],
+      [{ OVERLOAD_MIN_IN_FLIGHT: '64' }, /OVERLOAD_MIN_IN_FLIGHT must be at most OVERLOAD_MAX_IN_FLIGHT .*got 64 with 32/],
+      // Past the longest timer Node fires it after 1 ms: a sweep a thousand times a second.
+      [{ RETENTION_SWEEP_MS: '3000000000' }, /RETENTION_SWEEP_MS must be at least 1000 and at most 2147483647 \(milliseconds\), such as 3600000, got 3000000000/],
+      [{ WEBHOOK_TIMEOUT_MS: '0' }, /WEBHOOK_TIMEOUT_MS must be at least 1 and at most 2147483647 \(milliseconds\), such as 10000, got 0/],
+      [{ READ_YOUR_WRITES_TIMEOUT_MS: '9999999999' }, /READ_YOUR_WRITES_TIMEOUT_MS must be at least 0 and at most 2147483647/],
+      [{ SEND_CONCURRENCY: 'eight' }, /SEND_CONCURRENCY must be a non-negative integer such as 8, got "eight"/],
+      [{ METRICS_PORT: 'x' }, /METRICS_PORT must be a non-negative integer such as 9464, got "x"/],
+    ];
+    for (const [env, message] of refusals) expect(() => loadConfig(env), JSON.stringify(env)).toThrow(message);
+  });
+
+  it('takes the documented zeros that switch something off, and the bounds themselves', () => {
+    const config = loadConfig({
+      RATE_LIMIT_PER_MINUTE: '0',
+      SEND_RATE_LIMIT_PER_MINUTE: '0',
+      OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+      OVERLOAD_MAX_IN_FLIGHT: '0',
+      OVERLOAD_MIN_IN_FLIGHT: '64',
+      SHUTDOWN_IDLE_GRACE_MS: '0',
+      SHUTDOWN_DRAIN_TIMEOUT_MS: '0',
+      SHUTDOWN_TIMEOUT_MS: '1',
+      SEND_LEASE_MS: '1000',
+      WORKER_SWEEP_MS: '100',
+      PORT: '0',
+      METRICS_PORT: '0',
+    });
+    expect(config).toMatchObject({ rateLimitPerMinute: 0, sendRateLimitPerMinute: 0, port: 0, comms: { sendLeaseMs: 1000, sweepMs: 100 } });
+    expect(config.observability).toMatchObject({ overloadMaxInFlight: 0, overloadMinInFlight: 64, metricsPort: 0 });
+    expect(config.shutdown).toEqual({ idleGraceMs: 0, drainTimeoutMs: 0, timeoutMs: 1 });
   });
 });
 
