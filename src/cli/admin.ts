@@ -4,6 +4,7 @@
  *                    [--last-name x] [--company-name x] [--time-zone-id x] [--comms-api-enabled true|false]
  *                    [--sender-trusted true|false]
  *   npm run admin -- set-access <accountId> [--comms-api-enabled true|false] [--sender-trusted true|false]
+ *   npm run admin -- list-accounts
  *   npm run admin -- issue-key <accountId>
  *   npm run admin -- revoke-key <accountId> <keyId>
  *   npm run admin -- rewrap-personal-data-keys
@@ -15,6 +16,8 @@
  */
 import { parseArgs } from 'node:util';
 import { issueSubscriptionKey, registerAccount, revokeSubscriptionKey, setAccountAccess } from '../commands/accounts.js';
+import { findAccount, listAccounts, type AccountSummary } from '../commands/list-accounts.js';
+import type { Config } from '../config.js';
 import type { CommandContext } from '../commands/handle-command.js';
 import type { Services } from '../commands/services.js';
 import { loadConfig } from '../config.js';
@@ -39,6 +42,11 @@ const help: CliHelp = {
         'opens an account; prints its id, client secret and subscription key. --password-stdin reads the password from standard input ' +
         '(npm prints a script\'s arguments, and the process list shows them: a password given as an argument is seen)',
       example: "create-account --email ops@example.com --password-stdin --comms-api-enabled true < passphrase.txt",
+    },
+    {
+      usage: 'list-accounts',
+      does: 'lists every account: id, email, user name, company name, access and the ids of its subscription keys (no secrets)',
+      example: 'list-accounts',
     },
     {
       usage: 'set-access <accountId> [--comms-api-enabled true|false] [--sender-trusted true|false]',
@@ -82,7 +90,7 @@ const help: CliHelp = {
   ],
 };
 
-const commands = ['create-account', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'backup', 'reapply-erasures', 'hold-pending-sends'];
+const commands = ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'backup', 'reapply-erasures', 'hold-pending-sends'];
 
 /** backup, reapply-erasures and hold-pending-sends log their progress as JSON lines on stderr (info unless LOG_LEVEL says otherwise); stdout keeps the result. */
 const progressLogger = () => createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
@@ -93,6 +101,21 @@ const flag = (name: string, value: string | undefined): boolean | undefined => {
   if (value === 'true' || value === 'false') return value === 'true';
   throw new Error(`--${name} takes true or false, not "${value}"; nothing was changed`);
 };
+
+/** Where the commands look for accounts, for a message about one that is not there (the wrong DATA_DIR is the usual cause). */
+const storeDescription = (config: Config): string =>
+  config.eventStoreUrl ? 'the event store at EVENTSTORE_URL' : `the event store in DATA_DIR (${config.dataDir})`;
+
+/** The account an operator named, or a message that says it is not known here and how to list the accounts. */
+async function knownAccount(eventStore: Parameters<typeof findAccount>[0], config: Config, accountId: string): Promise<AccountSummary> {
+  const account = await findAccount(eventStore, accountId);
+  if (!account) {
+    throw new Error(
+      `no account "${accountId}" is known in ${storeDescription(config)}; npm run admin -- list-accounts lists the accounts with their ids. Nothing was changed`,
+    );
+  }
+  return account;
+}
 
 /** The password on standard input, without the line break that ends it (`echo`, a file, a secret manager's pipe). */
 async function passwordFromStdin(): Promise<string> {
@@ -125,6 +148,7 @@ async function main(): Promise<void> {
     },
   });
   const [command, accountId, keyId] = positionals;
+  const accountIdHint = ' (npm run admin -- list-accounts shows the ids)';
   if (!command) {
     // No command at all: the operator is asking what there is (projections and relay default to status).
     process.stderr.write(`admin: no command given\n\n${helpText(help)}`);
@@ -137,6 +161,7 @@ async function main(): Promise<void> {
   if (!command || !commands.includes(command)) {
     throw new Error(`unknown command "${command ?? ''}"; use ${commands.slice(0, -1).join(', ')} or ${commands.at(-1)!} (--help shows examples)`);
   }
+
   if (command === 'backup') {
     // Reads the files only: no platform is opened (it would start the service's own connections).
     if (!accountId) throw new Error('backup needs the folder to copy into: npm run admin -- backup <dir>');
@@ -152,7 +177,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(manifest, null, 2));
     return;
   }
-  requireStore(config, init, { command: `admin ${command}`, initApplies: command !== 'reapply-erasures' && command !== 'hold-pending-sends' });
+  requireStore(config, init, { command: `admin ${command}`, initApplies: !['reapply-erasures', 'hold-pending-sends', 'list-accounts'].includes(command) });
   const platform = createPlatform(config, logger);
   const services: Services = {
     eventStore: platform.eventStore,
@@ -186,19 +211,31 @@ async function main(): Promise<void> {
         });
         break;
       }
+      case 'list-accounts':
+        result = await listAccounts(platform.eventStore);
+        break;
       case 'set-access':
-        if (!accountId) throw new Error('set-access needs the account id');
+        if (!accountId) throw new Error(`set-access needs the account id: npm run admin -- set-access <accountId> --sender-trusted true${accountIdHint}`);
+        await knownAccount(platform.eventStore, config, accountId);
         result = await setAccountAccess(services, context, accountId, {
           ...(values['comms-api-enabled'] !== undefined ? { commsApiEnabled: flag('comms-api-enabled', values['comms-api-enabled']) } : {}),
           ...(values['sender-trusted'] !== undefined ? { senderTrusted: flag('sender-trusted', values['sender-trusted']) } : {}),
         });
         break;
       case 'issue-key':
-        if (!accountId) throw new Error('issue-key needs the account id');
+        if (!accountId) throw new Error(`issue-key needs the account id: npm run admin -- issue-key <accountId>${accountIdHint}`);
+        await knownAccount(platform.eventStore, config, accountId);
         result = await issueSubscriptionKey(services, context, accountId);
         break;
       case 'revoke-key':
-        if (!accountId || !keyId) throw new Error('revoke-key needs the account id and the key id');
+        if (!accountId || !keyId) {
+          throw new Error(`revoke-key needs the account id and the key id: npm run admin -- revoke-key <accountId> <keyId> (npm run admin -- list-accounts shows both)`);
+        }
+        if (!(await knownAccount(platform.eventStore, config, accountId)).subscriptionKeyIds.includes(keyId)) {
+          throw new Error(
+            `account "${accountId}" has no live subscription key "${keyId}" (never issued to it, or revoked already); npm run admin -- list-accounts shows each account's key ids. Nothing was changed`,
+          );
+        }
         await revokeSubscriptionKey(services, context, accountId, keyId);
         result = { revoked: keyId };
         break;

@@ -45,6 +45,29 @@ describe('operator commands: wrong values', () => {
   }, 240_000);
 });
 
+describe('operator commands: an unknown account', () => {
+  it('says an account id is not known here and how to list the accounts, for every command that takes one', async () => {
+    // Before: 'admin: user not found', the users API's words, with nothing to say where to look.
+    const unknown = /no account "no-such-account" is known in the event store in DATA_DIR \(.*operator-commands-.*\); npm run admin -- list-accounts lists the accounts with their ids. Nothing was changed/;
+    for (const args of [['issue-key', 'no-such-account'], ['set-access', 'no-such-account', '--sender-trusted', 'true'], ['revoke-key', 'no-such-account', 'key_1']]) {
+      await expect(cli('admin.ts', args), args.join(' ')).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(unknown) });
+    }
+    await expect(cli('admin.ts', ['revoke-key', accountId, 'no-such-key'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(`account "${accountId}" has no live subscription key "no-such-key" (never issued to it, or revoked already); npm run admin -- list-accounts shows each account's key ids`),
+    });
+  }, 240_000);
+
+  it('lists the accounts from the event store, with their key ids and no secret', async () => {
+    const { stdout } = await cli('admin.ts', ['list-accounts']);
+    const listed = JSON.parse(stdout) as Record<string, unknown>[];
+    expect(listed).toContainEqual(
+      expect.objectContaining({ id: accountId, email: 'ops@example.com', userName: 'ops@example.com', subscriptionKeyIds: [expect.any(String)] }),
+    );
+    expect(stdout).not.toMatch(/secret|hash|sk_|cs_/i);
+  }, 240_000);
+});
+
 describe('operator commands: relay reset', () => {
   it('refuses a position past the event store head, naming the head, and leaves the checkpoint where it was', async () => {
     // Before, the checkpoint moved there and the service then refused to start (checkpoints ahead of this event store's head).
