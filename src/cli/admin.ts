@@ -102,6 +102,9 @@ const flag = (name: string, value: string | undefined): boolean | undefined => {
   throw new Error(`--${name} takes true or false, not "${value}"; nothing was changed`);
 };
 
+/** How many positionals (the command's included) each command takes: more is a mistyped option (`set-access <id> sender-trusted true`). */
+const positionalCount: Record<string, number> = { 'set-access': 2, 'issue-key': 2, 'revoke-key': 3, backup: 2 };
+
 /** Where the commands look for accounts, for a message about one that is not there (the wrong DATA_DIR is the usual cause). */
 const storeDescription = (config: Config): string =>
   config.eventStoreUrl ? 'the event store at EVENTSTORE_URL' : `the event store in DATA_DIR (${config.dataDir})`;
@@ -126,7 +129,7 @@ async function passwordFromStdin(): Promise<string> {
 
 async function main(): Promise<void> {
   const { args, init } = cliStart(help, process.argv.slice(2));
-  const { positionals, values } = parseArgs({
+  const parse = () => parseArgs({
     args,
     allowPositionals: true,
     options: {
@@ -147,6 +150,14 @@ async function main(): Promise<void> {
       'dry-run': { type: 'boolean' },
     },
   });
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse();
+  } catch (error) {
+    // parseArgs names an unknown option or a missing value; say where the options are listed.
+    throw new Error(`${(error as Error).message} (npm run admin -- --help lists each command's options). Nothing was changed`);
+  }
+  const { positionals, values } = parsed;
   const [command, accountId, keyId] = positionals;
   const accountIdHint = ' (npm run admin -- list-accounts shows the ids)';
   if (!command) {
@@ -161,7 +172,10 @@ async function main(): Promise<void> {
   if (!command || !commands.includes(command)) {
     throw new Error(`unknown command "${command ?? ''}"; use ${commands.slice(0, -1).join(', ')} or ${commands.at(-1)!} (--help shows examples)`);
   }
-
+  const extra = positionals.slice(positionalCount[command] ?? 1);
+  if (extra.length > 0) {
+    throw new Error(`${command} does not take ${extra.map((a) => JSON.stringify(a)).join(' ')}; options are written --name value (npm run admin -- --help shows each command's). Nothing was changed`);
+  }
   if (command === 'backup') {
     // Reads the files only: no platform is opened (it would start the service's own connections).
     if (!accountId) throw new Error('backup needs the folder to copy into: npm run admin -- backup <dir>');
@@ -216,6 +230,9 @@ async function main(): Promise<void> {
         break;
       case 'set-access':
         if (!accountId) throw new Error(`set-access needs the account id: npm run admin -- set-access <accountId> --sender-trusted true${accountIdHint}`);
+        if (values['comms-api-enabled'] === undefined && values['sender-trusted'] === undefined) {
+          throw new Error('set-access needs what to switch: --comms-api-enabled true|false and/or --sender-trusted true|false. Nothing was changed');
+        }
         await knownAccount(platform.eventStore, config, accountId);
         result = await setAccountAccess(services, context, accountId, {
           ...(values['comms-api-enabled'] !== undefined ? { commsApiEnabled: flag('comms-api-enabled', values['comms-api-enabled']) } : {}),

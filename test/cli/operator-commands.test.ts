@@ -66,6 +66,26 @@ describe('operator commands: an unknown account', () => {
     );
     expect(stdout).not.toMatch(/secret|hash|sk_|cs_/i);
   }, 240_000);
+
+  it('refuses set-access with nothing to switch, and words where an option belongs, changing nothing', async () => {
+    // Before, both exited 0 having changed nothing: `set-access <id> sender-trusted true` read as no option at all.
+    await expect(cli('admin.ts', ['set-access', accountId])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('set-access needs what to switch: --comms-api-enabled true|false and/or --sender-trusted true|false'),
+    });
+    await expect(cli('admin.ts', ['set-access', accountId, 'sender-trusted', 'true'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('set-access does not take "sender-trusted" "true"; options are written --name value'),
+    });
+    await expect(cli('admin.ts', ['create-account', '--bogus'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/Unknown option '--bogus'.* \(npm run admin -- --help lists each command's options\). Nothing was changed/),
+    });
+    await expect(cli('admin.ts', ['issue-key'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('issue-key needs the account id: npm run admin -- issue-key <accountId> (npm run admin -- list-accounts shows the ids)'),
+    });
+  }, 240_000);
 });
 
 describe('operator commands: relay reset', () => {
