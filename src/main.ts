@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { createServer, type Server } from 'node:http';
+import { isIP } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import type { Bus } from './adapters/bus/port.js';
 import type { EventStore } from './adapters/eventstore/port.js';
@@ -609,7 +610,8 @@ async function startApi(
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `http://${config.host}:${port}`;
+  // An IPv6 HOST (`::`) goes in brackets: `http://:::8080/core` as the dev issuer made every bearer token uncheckable.
+  const url = `http://${isIP(config.host) === 6 ? `[${config.host}]` : config.host}:${port}`;
   devIssuer = `${config.publicUrl ?? url}/core`;
   return { server, url, drain: drain! };
 }
