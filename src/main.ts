@@ -712,7 +712,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 async function main(): Promise<void> {
   const role = (process.argv[2] ?? process.env.ROLE ?? 'all') as Role;
   if (!roles.includes(role)) {
-    console.error(`unknown role "${role}"; use one of: ${roles.join(', ')}`);
+    // Named as it was given: the command line's argument, or the variable (which the message did not name).
+    console.error(
+      process.argv[2] === undefined
+        ? `invalid configuration: ROLE must be one of ${roles.join(', ')}, such as api, got "${role}"`
+        : `unknown role "${role}"; use one of: ${roles.join(', ')}`,
+    );
     process.exit(2);
   }
   let config: Config;

@@ -154,4 +154,14 @@ describe('the start with a value it cannot use', () => {
       fs.rmSync(path.dirname(dataDir), { recursive: true, force: true });
     }
   }, 120_000);
+
+  it('names ROLE when the role came from it', async () => {
+    // Before: 'unknown role "bogus"', which an operator who set ROLE in a unit file could not place.
+    const { MONGO_URL: _m, KAFKA_BROKERS: _k, EVENTSTORE_URL: _e, ...env } = process.env;
+    const started = promisify(execFile)(process.execPath, ['--import', 'tsx', path.join('src', 'main.ts')], { env: { ...env, ROLE: 'bogus', LOG_LEVEL: 'silent' } });
+    await expect(started).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('invalid configuration: ROLE must be one of api, projections, relay, workers, all, such as api, got "bogus"'),
+    });
+  }, 120_000);
 });
