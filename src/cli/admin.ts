@@ -167,8 +167,9 @@ async function main(): Promise<void> {
   }
   // Only events are written here; the service's projections pick them up (they poll the store).
   // Logs go to stderr: stdout is the command's JSON result (LOG_LEVEL=info would mix the platform's lines into it).
-  const logger = createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true }));
+  // The config first: it names a LOG_LEVEL pino does not know, which the logger would refuse in its own words.
   const config = loadConfig();
+  const logger = createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true }));
   if (!command || !commands.includes(command)) {
     throw new Error(`unknown command "${command ?? ''}"; use ${commands.slice(0, -1).join(', ')} or ${commands.at(-1)!} (--help shows examples)`);
   }

@@ -88,6 +88,16 @@ describe('operator commands: an unknown account', () => {
   }, 240_000);
 });
 
+describe('operator commands: configuration', () => {
+  it('names a LOG_LEVEL pino does not know, as the service does', async () => {
+    // Before, admin made its logger before reading the config: 'admin: default level:verbose must be included in custom levels'.
+    await expect(cli('admin.ts', ['list-accounts'], { LOG_LEVEL: 'verbose' })).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('admin: invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'),
+    });
+  }, 240_000);
+});
+
 describe('operator commands: relay reset', () => {
   it('refuses a position past the event store head, naming the head, and leaves the checkpoint where it was', async () => {
     // Before, the checkpoint moved there and the service then refused to start (checkpoints ahead of this event store's head).
