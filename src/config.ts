@@ -279,8 +279,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // Not URLs, these made every bearer token uncheckable (503 identity_provider_unavailable on every
   // request, 'Invalid URL' in a warning) or the dashboard's sign-in fail, with the start looking fine.
-  for (const [name, value] of [['PUBLIC_URL', config.publicUrl], ['OIDC_ISSUER', config.oidcIssuer], ['DASHBOARD_TOKEN_URL', config.dashboardTokenUrl]] as const) {
-    if (value !== undefined && !urlWithHost(value, ['http:', 'https:'])) problems.push(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+  // SENDGRID_BASE_URL the same way: the client joins it with /v3/mail/send, so every send failed instead.
+  for (const [name, value, example] of [
+    ['PUBLIC_URL', config.publicUrl, 'https://checkin.example.com'],
+    ['OIDC_ISSUER', config.oidcIssuer, 'https://login.example.com/'],
+    ['DASHBOARD_TOKEN_URL', config.dashboardTokenUrl, 'https://login.example.com/oauth/token'],
+    ['SENDGRID_BASE_URL', config.comms.sendgridBaseUrl, 'https://api.sendgrid.com'],
+  ] as const) {
+    if (value !== undefined && !urlWithHost(value, ['http:', 'https:'])) problems.push(`${name} must be an http:// or https:// URL such as ${example}, got ${JSON.stringify(value)}`);
+  }
+  // The driver refuses a '.' only when the read store opens (exit 1, no variable named); MongoDB refuses the rest at the first write.
+  if (env.MONGO_DB !== undefined && env.MONGO_DB !== '' && !/^[^/\\. "$*<>:|?\0]{1,63}$/.test(env.MONGO_DB)) {
+    problems.push(`MONGO_DB must be a MongoDB database name such as checkin (at most 63 characters, none of / \\ . " $ * < > : | ? or a space), got ${JSON.stringify(env.MONGO_DB)}`);
+  }
+  // A link's host is compared with each entry and its subdomains: 'https://evil.example' or '*.evil.example' matched nothing.
+  const wrongDomains = config.comms.blockedLinkDomains.filter((domain) => !blockableDomain(domain));
+  if (wrongDomains.length > 0) {
+    problems.push(
+      `SPAM_BLOCKED_DOMAINS must be comma-separated domain names such as evil.example,spam.example (subdomains are blocked with them; no scheme, path or *), got ${wrongDomains.map((d) => JSON.stringify(d)).join(', ')}`,
+    );
   }
   // nodemailer takes any string: without smtp:// a host name (SMTP_URL=mail.example.com) is read as
   // no host at all, and every invitation would go to localhost:587.
@@ -421,6 +438,16 @@ function listenHost(host: string): boolean {
   const labels = host.split('.');
   // A last label of digits only is a mistyped IPv4 address (10.0.0.256), which DNS would be asked for.
   return host.length <= 253 && labels.every((label) => /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(label)) && !/^\d+$/.test(labels.at(-1)!);
+}
+
+/** A domain as the spam check compares links with it (src/comms/link-safety.ts): a host name, IDN and a trailing dot allowed. */
+function blockableDomain(domain: string): boolean {
+  if (/[/:?#@*\\\s]/.test(domain)) return false;
+  try {
+    return listenHost(new URL(`http://${domain}`).hostname.replace(/\.$/, ''));
+  } catch {
+    return false;
+  }
 }
 
 /** `host:port` as kafkajs reads a broker (it splits at ':', so no IPv6 address). */

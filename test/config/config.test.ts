@@ -70,7 +70,7 @@ describe('loadConfig', () => {
 
   it('refuses a PUBLIC_URL, OIDC_ISSUER or DASHBOARD_TOKEN_URL that is not an http(s) URL', () => {
     // PUBLIC_URL=notaurl started, and every API request then answered 503 identity_provider_unavailable.
-    expect(() => loadConfig({ PUBLIC_URL: 'notaurl' })).toThrow(/invalid configuration: PUBLIC_URL must be an http:\/\/ or https:\/\/ URL, got "notaurl"/);
+    expect(() => loadConfig({ PUBLIC_URL: 'notaurl' })).toThrow(/invalid configuration: PUBLIC_URL must be an http:\/\/ or https:\/\/ URL such as https:\/\/checkin\.example\.com, got "notaurl"/);
     expect(() => loadConfig({ PUBLIC_URL: 'checkin.example.com' })).toThrow(/PUBLIC_URL must be/);
     expect(() => loadConfig({ OIDC_ISSUER: 'login.example.com', OIDC_AUDIENCE: 'api' })).toThrow(/OIDC_ISSUER must be an http:\/\/ or https:\/\/ URL/);
     expect(() => loadConfig({ DASHBOARD_TOKEN_URL: 'ftp://x/token' })).toThrow(/DASHBOARD_TOKEN_URL must be/);
@@ -95,6 +95,26 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ KAFKA_BROKERS: 'ok:9092,http://kafka:9092' })).toThrow(/got "http:\/\/kafka:9092"$/);
     expect(loadConfig({ KAFKA_BROKERS: '127.0.0.1:19092' }).kafkaBrokers).toEqual(['127.0.0.1:19092']);
     expect(loadConfig({ KAFKA_BROKERS: 'kafka-1.internal:9092, kafka-2.internal:9093' }).kafkaBrokers).toEqual(['kafka-1.internal:9092', 'kafka-2.internal:9093']);
+  });
+
+  it('refuses a SENDGRID_BASE_URL, MONGO_DB or SPAM_BLOCKED_DOMAINS entry that cannot be used, naming it and a good value', () => {
+    // SENDGRID_BASE_URL=api.sendgrid.com started and every send failed; MONGO_DB=check.in crashed the start
+    // in the driver without naming the variable; SPAM_BLOCKED_DOMAINS=https://evil.example blocked nothing.
+    expect(() => loadConfig({ SENDGRID_BASE_URL: 'api.sendgrid.com' })).toThrow(/invalid configuration: SENDGRID_BASE_URL must be an http:\/\/ or https:\/\/ URL such as https:\/\/api\.sendgrid\.com, got "api\.sendgrid\.com"/);
+    for (const name of ['check.in', 'check in', 'a/b', 'x'.repeat(64), 'a$b']) {
+      expect(() => loadConfig({ MONGO_DB: name }), name).toThrow(/invalid configuration: MONGO_DB must be a MongoDB database name such as checkin/);
+    }
+    for (const domains of ['https://evil.example', 'evil.example,*.spam.example', 'evil.example/path', 'evil example']) {
+      expect(() => loadConfig({ SPAM_BLOCKED_DOMAINS: domains }), domains).toThrow(/invalid configuration: SPAM_BLOCKED_DOMAINS must be comma-separated domain names such as evil\.example,spam\.example .*got "/);
+    }
+    expect(loadConfig({ SENDGRID_BASE_URL: 'http://127.0.0.1:3030' }).comms.sendgridBaseUrl).toBe('http://127.0.0.1:3030');
+    expect(loadConfig({ MONGO_DB: 'fault_1a2b-c3' }).mongoDb).toBe('fault_1a2b-c3');
+    expect(loadConfig({ SPAM_BLOCKED_DOMAINS: 'Evil.Example, bücher.example, spam.example., 192.0.2.1' }).comms.blockedLinkDomains).toEqual([
+      'evil.example',
+      'bücher.example',
+      'spam.example.',
+      '192.0.2.1',
+    ]);
   });
 
   it('refuses numbers that parse but make no sense, naming the bound and a good value', () => {
