@@ -203,11 +203,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const onOff = (name: string, fallback: boolean): boolean => {
     const raw = (env[name] ?? '').trim().toLowerCase();
     if (raw === '') return fallback;
-    if (raw !== 'on' && raw !== 'off') problems.push(`${name} must be on or off, got "${env[name]}"`);
+    if (raw !== 'on' && raw !== 'off') problems.push(`${name} must be on or off, such as ${fallback ? 'on' : 'off'} (the default), got "${env[name]}"`);
     return raw === 'on';
   };
   const synchronous = (env.SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase();
-  if (synchronous !== 'FULL' && synchronous !== 'NORMAL') problems.push(`SQLITE_SYNCHRONOUS must be FULL or NORMAL`);
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL') problems.push(`SQLITE_SYNCHRONOUS must be FULL (the default) or NORMAL, got "${env.SQLITE_SYNCHRONOUS}"`);
   const config: Config = {
     port: int('PORT', 8080),
     host: env.HOST || '127.0.0.1',
@@ -332,10 +332,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push("OIDC_AUDIENCE must be set with OIDC_ISSUER: the API's own identifier, which the provider puts in `aud` of the access tokens meant for it (README, Authentication and roles)");
   }
   if (env.READ_STORE_MISMATCH && !['refuse', 'rebuild'].includes(env.READ_STORE_MISMATCH)) {
-    problems.push(`READ_STORE_MISMATCH must be refuse or rebuild, got "${env.READ_STORE_MISMATCH}"`);
+    problems.push(`READ_STORE_MISMATCH must be refuse (the default) or rebuild, got "${env.READ_STORE_MISMATCH}"`);
   }
   if (config.observability.metricsToken !== undefined && config.observability.metricsToken.length < 16) {
-    problems.push('METRICS_TOKEN must be at least 16 characters');
+    problems.push('METRICS_TOKEN must be at least 16 characters, such as the output of openssl rand -hex 32');
   }
   // Past the whole bound the process exits 1 mid-drain: a request given SHUTDOWN_DRAIN_TIMEOUT_MS to finish never had it.
   if (config.shutdown.timeoutMs <= config.shutdown.drainTimeoutMs) {
@@ -349,10 +349,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(`OVERLOAD_MIN_IN_FLIGHT must be at most OVERLOAD_MAX_IN_FLIGHT (requests accepted while overloaded, under the cap on all), such as 8 with 32, got ${floor} with ${cap}`);
   }
   if (config.kafkaNamespace !== undefined && !kafkaNamespacePattern.test(config.kafkaNamespace)) {
-    problems.push(`KAFKA_NAMESPACE may hold only letters, digits, '.', '_' and '-' (at most 100), got ${JSON.stringify(config.kafkaNamespace)}`);
+    problems.push(`KAFKA_NAMESPACE may hold only letters, digits, '.', '_' and '-' (at most 100), such as staging-eu, got ${JSON.stringify(config.kafkaNamespace)}`);
   }
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
-    problems.push('ADMIN_API_KEY must be at least 16 characters');
+    problems.push('ADMIN_API_KEY must be at least 16 characters, such as the output of openssl rand -hex 32');
   }
   if (problems.length > 0) throw new Error(`invalid configuration: ${problems.join('; ')}`);
   return config;
@@ -363,11 +363,15 @@ function webhookConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeRea
   'webhookAllowInsecure' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookEncryptionKeys' | 'webhookEncryptionKeyId'
 > {
   const insecure = (env.WEBHOOK_ALLOW_INSECURE ?? 'false').toLowerCase();
-  if (insecure !== 'true' && insecure !== 'false') problems.push('WEBHOOK_ALLOW_INSECURE must be true or false');
+  if (insecure !== 'true' && insecure !== 'false') problems.push(`WEBHOOK_ALLOW_INSECURE must be true or false (the default), got "${env.WEBHOOK_ALLOW_INSECURE}"`);
   let delays: number[] | undefined;
   if (env.WEBHOOK_RETRY_DELAYS_MS) {
-    delays = env.WEBHOOK_RETRY_DELAYS_MS.split(',').map((d) => Number(d.trim()));
-    if (delays.some((d) => !Number.isInteger(d) || d < 0)) problems.push('WEBHOOK_RETRY_DELAYS_MS must be comma-separated non-negative integers');
+    // An empty entry ('5000,,60000') read as 0 ms, a retry at once that nobody asked for.
+    const entries = env.WEBHOOK_RETRY_DELAYS_MS.split(',').map((d) => d.trim());
+    delays = entries.map(Number);
+    if (entries.some((d) => d === '') || delays.some((d) => !Number.isInteger(d) || d < 0)) {
+      problems.push(`WEBHOOK_RETRY_DELAYS_MS must be comma-separated non-negative integers (milliseconds) such as 5000,30000,120000, got "${env.WEBHOOK_RETRY_DELAYS_MS}"`);
+    }
   }
   const timeout = int('WEBHOOK_TIMEOUT_MS', 10_000, { min: 1, max: maxTimerMs, why: 'milliseconds' });
   const { keys, keyId } = keyList(env, 'WEBHOOK_ENCRYPTION_KEYS', 'WEBHOOK_ENCRYPTION_KEY_ID', problems);
@@ -388,19 +392,25 @@ function keyList(env: NodeJS.ProcessEnv, name: string, idName: string, problems:
       const cut = entry.indexOf(':');
       const id = entry.slice(0, cut).trim();
       const key = parseKey(entry.slice(cut + 1));
-      if (cut <= 0 || !key) problems.push(`${name}: each entry must be <id>:<32-byte key in base64 or hex>`);
+      // The key is a secret: the message names the entry by its id, and only one short enough not to be a key written first.
+      if (cut <= 0 || !key) {
+        const which = cut > 0 && id.length <= 20 ? `the key of "${id}" is not 32 bytes` : 'an entry is not <id>:<key>';
+        problems.push(`${name}: each entry must be <id>:<32-byte key in base64 or hex>, such as k1:<output of openssl rand -base64 32>; ${which}`);
+      }
       return { id, key: key ?? Buffer.alloc(0) };
     });
   }
   const keyId = env[idName] || undefined;
-  if (keyId && !keys?.some((k) => k.id === keyId)) problems.push(`${idName} must name a key in ${name}`);
+  if (keyId && !keys?.some((k) => k.id === keyId)) {
+    problems.push(`${idName} must name a key in ${name}${keys ? ` (${keys.map((k) => JSON.stringify(k.id)).join(', ')})` : ', which is not set'}, got ${JSON.stringify(keyId)}`);
+  }
   return { keys, keyId };
 }
 
 function personalDataConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): PersonalDataConfig {
   const { keys, keyId } = keyList(env, 'PII_MASTER_KEYS', 'PII_MASTER_KEY_ID', problems);
   const encryption = (env.PII_ENCRYPTION ?? 'on').toLowerCase();
-  if (encryption !== 'on' && encryption !== 'off') problems.push('PII_ENCRYPTION must be on or off');
+  if (encryption !== 'on' && encryption !== 'off') problems.push(`PII_ENCRYPTION must be on (the default) or off, got "${env.PII_ENCRYPTION}"`);
   const sweep = int('RETENTION_SWEEP_MS', 3_600_000, { min: 1000, max: maxTimerMs, why: 'milliseconds' });
   return { masterKeys: keys, masterKeyId: keyId, encryption: encryption === 'on', retentionSweepMs: sweep };
 }
@@ -408,9 +418,11 @@ function personalDataConfig(env: NodeJS.ProcessEnv, problems: string[], int: Who
 function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): CommsConfig {
   const list = (raw: string | undefined): string[] => (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean);
   const delays = list(env.SEND_RETRY_DELAYS_MS ?? '2000,10000').map(Number);
-  if (delays.some((d) => !Number.isInteger(d) || d < 0)) problems.push('SEND_RETRY_DELAYS_MS must be comma-separated non-negative integers');
+  if (delays.some((d) => !Number.isInteger(d) || d < 0)) {
+    problems.push(`SEND_RETRY_DELAYS_MS must be comma-separated non-negative integers (milliseconds) such as 2000,10000, got "${env.SEND_RETRY_DELAYS_MS}"`);
+  }
   const sendingAddress = env.INVITES_SENDING_ADDRESS || 'invites@checkin.localhost';
-  if (!/^[^@\s]+@[^@\s]+$/.test(sendingAddress)) problems.push('INVITES_SENDING_ADDRESS must be an email address');
+  if (!/^[^@\s]+@[^@\s]+$/.test(sendingAddress)) problems.push(`INVITES_SENDING_ADDRESS must be an email address such as invites@example.com, got ${JSON.stringify(sendingAddress)}`);
   const concurrency = int('SEND_CONCURRENCY', 8, { min: 1, why: 'emails in flight at once' });
   return {
     sendgridApiKey: env.SENDGRID_API_KEY || undefined,

@@ -117,6 +117,32 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('says in every other refusal what was given and a value that works, never echoing a secret', () => {
+    const refusals: [Record<string, string>, string][] = [
+      [{ SQLITE_SYNCHRONOUS: 'OFF' }, 'SQLITE_SYNCHRONOUS must be FULL (the default) or NORMAL, got "OFF"'],
+      [{ WORKERS_THREAD: 'yes' }, 'WORKERS_THREAD must be on or off, such as off (the default), got "yes"'],
+      [{ PII_ENCRYPTION: 'no' }, 'PII_ENCRYPTION must be on (the default) or off, got "no"'],
+      [{ WEBHOOK_ALLOW_INSECURE: 'yes' }, 'WEBHOOK_ALLOW_INSECURE must be true or false (the default), got "yes"'],
+      // An empty entry read as a 0 ms retry.
+      [{ WEBHOOK_RETRY_DELAYS_MS: '5000,,60000' }, 'WEBHOOK_RETRY_DELAYS_MS must be comma-separated non-negative integers (milliseconds) such as 5000,30000,120000, got "5000,,60000"'],
+      [{ SEND_RETRY_DELAYS_MS: '2s,10s' }, 'SEND_RETRY_DELAYS_MS must be comma-separated non-negative integers (milliseconds) such as 2000,10000, got "2s,10s"'],
+      [{ INVITES_SENDING_ADDRESS: 'invites' }, 'INVITES_SENDING_ADDRESS must be an email address such as invites@example.com, got "invites"'],
+      [{ READ_STORE_MISMATCH: 'drop' }, 'READ_STORE_MISMATCH must be refuse (the default) or rebuild, got "drop"'],
+      [{ KAFKA_NAMESPACE: 'staging eu' }, 'such as staging-eu, got "staging eu"'],
+      [{ PII_MASTER_KEYS: 'k1:tooshort' }, 'PII_MASTER_KEYS: each entry must be <id>:<32-byte key in base64 or hex>, such as k1:<output of openssl rand -base64 32>; the key of "k1" is not 32 bytes'],
+      [{ PII_MASTER_KEYS: `k1:${'a'.repeat(64)}`, PII_MASTER_KEY_ID: 'k2' }, 'PII_MASTER_KEY_ID must name a key in PII_MASTER_KEYS ("k1"), got "k2"'],
+      [{ WEBHOOK_ENCRYPTION_KEY_ID: 'k2' }, 'WEBHOOK_ENCRYPTION_KEY_ID must name a key in WEBHOOK_ENCRYPTION_KEYS, which is not set, got "k2"'],
+      [{ ADMIN_API_KEY: 'short-secret' }, 'ADMIN_API_KEY must be at least 16 characters, such as the output of openssl rand -hex 32'],
+      [{ METRICS_TOKEN: 'short-secret' }, 'METRICS_TOKEN must be at least 16 characters, such as the output of openssl rand -hex 32'],
+    ];
+    for (const [env, message] of refusals) expect(() => loadConfig(env), JSON.stringify(env)).toThrow(message);
+    // A key written before its id (`<key>:k1`) is not repeated in the message.
+    const key = Buffer.alloc(32, 7).toString('base64');
+    expect(() => loadConfig({ WEBHOOK_ENCRYPTION_KEYS: `${key}:k1` })).toThrow(/WEBHOOK_ENCRYPTION_KEYS: .*; an entry is not <id>:<key>$/);
+    expect(() => loadConfig({ WEBHOOK_ENCRYPTION_KEYS: `${key}:k1` })).not.toThrow(key);
+    expect(() => loadConfig({ ADMIN_API_KEY: 'short-secret' })).not.toThrow('short-secret"');
+  });
+
   it('refuses numbers that parse but make no sense, naming the bound and a good value', () => {
     const refusals: [Record<string, string>, RegExp][] = [
       // 0 made every send attempt stale at once: another worker took it over and the email could go out twice.
