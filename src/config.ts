@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import bytes from 'bytes';
@@ -325,6 +326,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (typeof bytes.parse(config.bodyLimit) !== 'number') {
     problems.push(`BODY_LIMIT must be a size such as 16mb, 512kb or a number of bytes, got "${config.bodyLimit}"`);
   }
+  // A file where a folder belongs stopped the start in mkdir (EEXIST, exit 1) without naming the variable.
+  // (OUTBOX_DIR and EXPORT_DIR only when set: by default they are in DATA_DIR, which is named then.)
+  for (const [name, folder, example] of [
+    ['DATA_DIR', config.dataDir, './data'],
+    ['OUTBOX_DIR', env.OUTBOX_DIR && config.comms.outboxDir, './data/outbox'],
+    ['EXPORT_DIR', env.EXPORT_DIR && config.exportDir, './data/exports'],
+  ] as const) {
+    const file = folder ? fileInTheWay(folder) : undefined;
+    if (file) problems.push(`${name} must be a folder, or a path where one can be created, such as ${example}; ${file} is a file`);
+  }
   // pino throws on a level it does not know, which would crash the start without naming the variable.
   if (!logLevels.includes(config.logLevel)) problems.push(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got "${config.logLevel}"`);
   // RFC 9068 4: a resource server checks `aud`. Without it, every token of the issuer (ID tokens, tokens for other APIs) would do.
@@ -442,6 +453,21 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReade
     // 0 switched the sweep off: a killed worker's sends and deliveries were never taken over.
     sweepMs: int('WORKER_SWEEP_MS', 5_000, { min: 100, max: maxTimerMs, why: 'milliseconds; the sweep takes over the work of a killed worker' }),
   };
+}
+
+/** The file that keeps `folder` from being a folder (itself, or a parent of it), if any. */
+function fileInTheWay(folder: string): string | undefined {
+  for (let at = folder; ; at = path.dirname(at)) {
+    let stat: fs.Stats | undefined;
+    try {
+      stat = fs.statSync(at, { throwIfNoEntry: false });
+    } catch (error) {
+      // ENOTDIR: a parent is a file, found further up. Anything else (EACCES) is left to the start to report.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOTDIR') return undefined;
+    }
+    if (stat) return stat.isDirectory() ? undefined : at;
+    if (path.dirname(at) === at) return undefined;
+  }
 }
 
 /** An address Node's `listen` takes: an IPv4 or IPv6 address, or a host name (RFC 1123 labels). */

@@ -143,6 +143,22 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ADMIN_API_KEY: 'short-secret' })).not.toThrow('short-secret"');
   });
 
+  it('refuses a DATA_DIR, OUTBOX_DIR or EXPORT_DIR that is a file, and takes a folder yet to be created', () => {
+    // Before, the start stopped in mkdir: "EEXIST: file already exists, mkdir '...'", exit 1, no variable named.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'config-folders-'));
+    try {
+      const file = path.join(dir, 'a-file');
+      fs.writeFileSync(file, '');
+      for (const name of ['DATA_DIR', 'OUTBOX_DIR', 'EXPORT_DIR']) {
+        expect(() => loadConfig({ [name]: file }), name).toThrow(`invalid configuration: ${name} must be a folder, or a path where one can be created, such as ./data`);
+      }
+      expect(() => loadConfig({ DATA_DIR: path.join(file, 'data') })).toThrow(`DATA_DIR must be a folder, or a path where one can be created, such as ./data; ${file} is a file`);
+      expect(loadConfig({ DATA_DIR: path.join(dir, 'not-yet', 'data') }).dataDir).toBe(path.join(dir, 'not-yet', 'data'));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses numbers that parse but make no sense, naming the bound and a good value', () => {
     const refusals: [Record<string, string>, RegExp][] = [
       // 0 made every send attempt stale at once: another worker took it over and the email could go out twice.
