@@ -271,6 +271,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(`MONGO_URL must be a MongoDB connection string such as mongodb://localhost:27017: ${(error as Error).message}`);
     }
   }
+  // @sendgrid/client only warns on stdout ('API key does not start with "SG."'), and every send then
+  // failed 401: a key id or the secret of another service pasted in. The key is not echoed.
+  if (config.comms.sendgridApiKey !== undefined && !config.comms.sendgridApiKey.trim().startsWith('SG.')) {
+    problems.push('SENDGRID_API_KEY must be a SendGrid API key, which starts with SG. (SendGrid, Settings, API Keys shows it once when created; the key id is not the key)');
+  }
   if (config.comms.sendgridEventPublicKey) {
     try {
       sendgridSignatureVerifier(config.comms.sendgridEventPublicKey);

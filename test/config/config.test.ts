@@ -97,7 +97,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ KAFKA_BROKERS: 'kafka-1.internal:9092, kafka-2.internal:9093' }).kafkaBrokers).toEqual(['kafka-1.internal:9092', 'kafka-2.internal:9093']);
   });
 
-  it('refuses a SENDGRID_BASE_URL, MONGO_DB or SPAM_BLOCKED_DOMAINS entry that cannot be used, naming it and a good value', () => {
+  it('refuses a SENDGRID_BASE_URL, SENDGRID_API_KEY, MONGO_DB or SPAM_BLOCKED_DOMAINS entry that cannot be used, naming it and a good value', () => {
     // SENDGRID_BASE_URL=api.sendgrid.com started and every send failed; MONGO_DB=check.in crashed the start
     // in the driver without naming the variable; SPAM_BLOCKED_DOMAINS=https://evil.example blocked nothing.
     expect(() => loadConfig({ SENDGRID_BASE_URL: 'api.sendgrid.com' })).toThrow(/invalid configuration: SENDGRID_BASE_URL must be an http:\/\/ or https:\/\/ URL such as https:\/\/api\.sendgrid\.com, got "api\.sendgrid\.com"/);
@@ -108,6 +108,10 @@ describe('loadConfig', () => {
       expect(() => loadConfig({ SPAM_BLOCKED_DOMAINS: domains }), domains).toThrow(/invalid configuration: SPAM_BLOCKED_DOMAINS must be comma-separated domain names such as evil\.example,spam\.example .*got "/);
     }
     expect(loadConfig({ SENDGRID_BASE_URL: 'http://127.0.0.1:3030' }).comms.sendgridBaseUrl).toBe('http://127.0.0.1:3030');
+    // The client only warned and every send got 401; the message does not repeat the key.
+    expect(() => loadConfig({ SENDGRID_API_KEY: 'xkeysib-0123456789' })).toThrow('invalid configuration: SENDGRID_API_KEY must be a SendGrid API key, which starts with SG.');
+    expect(() => loadConfig({ SENDGRID_API_KEY: 'xkeysib-0123456789' })).not.toThrow('xkeysib');
+    expect(loadConfig({ SENDGRID_API_KEY: 'SG.abc.def' }).comms.sendgridApiKey).toBe('SG.abc.def');
     expect(loadConfig({ MONGO_DB: 'fault_1a2b-c3' }).mongoDb).toBe('fault_1a2b-c3');
     expect(loadConfig({ SPAM_BLOCKED_DOMAINS: 'Evil.Example, bücher.example, spam.example., 192.0.2.1' }).comms.blockedLinkDomains).toEqual([
       'evil.example',
