@@ -32,6 +32,10 @@ async function main(): Promise<void> {
   const { args, init } = cliStart(help, process.argv.slice(2));
   const [command = 'status', ...names] = args;
   if (command !== 'status' && command !== 'rebuild') throw new Error(`unknown command "${command}"; use rebuild [name ...] or status (--help shows examples)`);
+  // `status guests` printed every projection as if the name had been read.
+  if (command === 'status' && names.length > 0) {
+    throw new Error(`status takes no names, it lists every projection (${names.map((n) => JSON.stringify(n)).join(' ')} given); rebuild takes names (--help shows examples)`);
+  }
   const config = loadConfig();
   requireStore(config, init);
   // Logs go to stderr: stdout is the command's result (LOG_LEVEL=info would mix the platform's lines into it).

@@ -108,6 +108,24 @@ describe('operator commands: relay reset', () => {
     expect((await cli('relay.ts', ['status'])).stdout).toMatch(/^relay checkpoint none;/);
   }, 240_000);
 
+  it('refuses words the command does not take, and a missing position, saying what to write', async () => {
+    // Before, `relay status 42` ran status and `reset 42 43` moved the checkpoint to 42, both exiting 0.
+    await expect(cli('relay.ts', ['status', '42'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('status does not take "42"; use status, or reset <position> (--help shows examples). Nothing was changed'),
+    });
+    await expect(cli('relay.ts', ['reset', '-1', '0'])).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('reset does not take "0"') });
+    await expect(cli('relay.ts', ['reset'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('such as npm run relay -- reset -1; npm run relay -- status shows the checkpoint'),
+    });
+    await expect(cli('projections.ts', ['status', 'guests'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('status takes no names, it lists every projection ("guests" given)'),
+    });
+    expect((await cli('relay.ts', ['status'])).stdout).toMatch(/^relay checkpoint none;/);
+  }, 240_000);
+
   it('keeps its log lines on stderr at any LOG_LEVEL: stdout is the one-line result', async () => {
     const { stdout, stderr } = await cli('relay.ts', ['status'], { LOG_LEVEL: 'info' });
     expect(stdout.trim().split('\n')).toEqual([expect.stringMatching(/^relay checkpoint none;/)]);
