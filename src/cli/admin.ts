@@ -30,7 +30,7 @@ import { holdPendingSends } from '../commands/hold-pending-sends.js';
 import { projectionsHolder } from '../projections/holder.js';
 import { reapplyErasures } from '../commands/reapply-erasures.js';
 import { backupDataDir } from './backup.js';
-import { cliStart, helpText, requireStore, type CliHelp } from './common.js';
+import { cliStart, commandLogLevel, helpText, requireStore, type CliHelp } from './common.js';
 
 const help: CliHelp = {
   name: 'admin',
@@ -93,7 +93,7 @@ const help: CliHelp = {
 const commands = ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'backup', 'reapply-erasures', 'hold-pending-sends'];
 
 /** backup, reapply-erasures and hold-pending-sends log their progress as JSON lines on stderr (info unless LOG_LEVEL says otherwise); stdout keeps the result. */
-const progressLogger = () => createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
+const progressLogger = () => createLogger(commandLogLevel('info'), destination({ dest: 2, sync: true }));
 
 /** A true|false option: anything else is refused, naming the option (a `yes` read as false would switch access off). */
 const flag = (name: string, value: string | undefined): boolean | undefined => {
@@ -169,7 +169,7 @@ async function main(): Promise<void> {
   // Logs go to stderr: stdout is the command's JSON result (LOG_LEVEL=info would mix the platform's lines into it).
   // The config first: it names a LOG_LEVEL pino does not know, which the logger would refuse in its own words.
   const config = loadConfig();
-  const logger = createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true }));
+  const logger = createLogger(commandLogLevel('warn'), destination({ dest: 2, sync: true }));
   if (!command || !commands.includes(command)) {
     throw new Error(`unknown command "${command ?? ''}"; use ${commands.slice(0, -1).join(', ')} or ${commands.at(-1)!} (--help shows examples)`);
   }

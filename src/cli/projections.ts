@@ -13,7 +13,7 @@ import { createPlatform, projections } from '../main.js';
 import { ProjectionRunner } from '../projections/runner.js';
 import { createLogger } from '../shared/logger.js';
 import { claimProjections, describeHolder, type HolderDoc } from '../projections/holder.js';
-import { cliStart, requireStore, type CliHelp } from './common.js';
+import { cliStart, commandLogLevel, requireStore, type CliHelp } from './common.js';
 
 const help: CliHelp = {
   name: 'projections',
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   requireStore(config, init);
   // Logs go to stderr: stdout is the command's result (LOG_LEVEL=info would mix the platform's lines into it).
-  const logger = createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true }));
+  const logger = createLogger(commandLogLevel('warn'), destination({ dest: 2, sync: true }));
   const platform = createPlatform(config, logger);
   try {
     const runner = new ProjectionRunner(platform.eventStore, platform.readStore, projections, logger);
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
       const head = await platform.eventStore.headPosition({ streamPrefixes: selected.flatMap((p) => p.filter.streamPrefixes ?? ['']) });
       // Progress as JSON lines on stderr, as backup and reapply-erasures log theirs: a bar drawn only on a
       // terminal said nothing in a log file or a CI job. One line a second at most, and the first and last.
-      const progress = createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
+      const progress = createLogger(commandLogLevel('info'), destination({ dest: 2, sync: true }));
       const projectionNames = names.length > 0 ? names : projections.map((p) => p.name);
       progress.info({ projections: projectionNames, head }, 'projections rebuild: started');
       const started = Date.now();

@@ -10,7 +10,7 @@ import { createPlatform } from '../main.js';
 import { destination } from 'pino';
 import { createLogger } from '../shared/logger.js';
 import { relayCheckpoint } from '../workers/relay.js';
-import { cliStart, requireStore, type CliHelp } from './common.js';
+import { cliStart, commandLogLevel, requireStore, type CliHelp } from './common.js';
 
 const help: CliHelp = {
   name: 'relay',
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   requireStore(config, init);
   // Logs go to stderr: stdout is the command's result (LOG_LEVEL=info would mix the platform's lines into it).
-  const platform = createPlatform(config, createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true })));
+  const platform = createPlatform(config, createLogger(commandLogLevel('warn'), destination({ dest: 2, sync: true })));
   try {
     const current = await platform.readStore.getCheckpoint(relayCheckpoint);
     if (command === 'status') {

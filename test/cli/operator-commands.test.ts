@@ -98,6 +98,14 @@ describe('operator commands: configuration', () => {
   }, 240_000);
 });
 
+describe('operator commands: an empty LOG_LEVEL', () => {
+  it('reads LOG_LEVEL= as unset, as the service does', async () => {
+    // Before: 'relay: default level: must be included in custom levels', exit 1 (an env file with LOG_LEVEL= and no value).
+    expect((await cli('relay.ts', ['status'], { LOG_LEVEL: '' })).stdout).toMatch(/^relay checkpoint none;/);
+    expect(JSON.parse((await cli('admin.ts', ['list-accounts'], { LOG_LEVEL: '' })).stdout)).toContainEqual(expect.objectContaining({ id: accountId }));
+  }, 240_000);
+});
+
 describe('operator commands: relay reset', () => {
   it('refuses a position past the event store head, naming the head, and leaves the checkpoint where it was', async () => {
     // Before, the checkpoint moved there and the service then refused to start (checkpoints ahead of this event store's head).
