@@ -228,7 +228,7 @@ describe('operator commands: help', () => {
     // Before: `unknown command ""` and a list of names, no usage or examples.
     const refused = await cli('admin.ts', []).catch((error: { code: number; stderr: string }) => error);
     expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining('admin: no command given') });
-    for (const command of ['create-account', 'set-access', 'issue-key', 'revoke-key', 'backup', 'reapply-erasures', 'hold-pending-sends']) {
+    for (const command of ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'backup', 'reapply-erasures', 'hold-pending-sends']) {
       expect((refused as { stderr: string }).stderr).toContain(`example: npm run admin -- ${command}`);
     }
   }, 240_000);
