@@ -17,6 +17,7 @@
 import { parseArgs } from 'node:util';
 import { issueSubscriptionKey, registerAccount, revokeSubscriptionKey, setAccountAccess } from '../commands/accounts.js';
 import { findAccount, listAccounts, type AccountSummary } from '../commands/list-accounts.js';
+import { AccountCreateBody } from '../http/schemas/account.js';
 import type { Config } from '../config.js';
 import type { CommandContext } from '../commands/handle-command.js';
 import type { Services } from '../commands/services.js';
@@ -120,6 +121,9 @@ async function knownAccount(eventStore: Parameters<typeof findAccount>[0], confi
   return account;
 }
 
+/** The command-line option of a field of the admin API's body (`timeZoneId` -> `time-zone-id`). */
+const optionName = (field: string): string => field.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+
 /** The password on standard input, without the line break that ends it (`echo`, a file, a secret manager's pipe). */
 async function passwordFromStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -213,7 +217,9 @@ async function main(): Promise<void> {
       case 'create-account': {
         const password = values['password-stdin'] ? await passwordFromStdin() : values.password;
         if (!values.email || !password) throw new Error('create-account needs --email and --password (or --password-stdin with the password on standard input)');
-        result = await registerAccount(services, context, {
+        // The admin API's own schema: without it the command opened accounts the API refuses (an email
+        // 'notanemail', a 300-character name), found wrong only later and far from the cause.
+        const input = AccountCreateBody.safeParse({
           email: values.email,
           password,
           ...(values['user-name'] ? { userName: values['user-name'] } : {}),
@@ -224,6 +230,11 @@ async function main(): Promise<void> {
           commsApiEnabled: flag('comms-api-enabled', values['comms-api-enabled']) ?? false,
           senderTrusted: flag('sender-trusted', values['sender-trusted']) ?? false,
         });
+        if (!input.success) {
+          const wrong = input.error.issues.map((issue) => `--${optionName(String(issue.path[0]))} ${issue.message}`);
+          throw new Error(`create-account: ${wrong.join('; ')} (npm run admin -- --help shows an example). Nothing was changed`);
+        }
+        result = await registerAccount(services, context, input.data);
         break;
       }
       case 'list-accounts':

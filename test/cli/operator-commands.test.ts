@@ -88,6 +88,17 @@ describe('operator commands: an unknown account', () => {
   }, 240_000);
 });
 
+describe('operator commands: create-account', () => {
+  it('refuses what POST /admin/v1/accounts refuses, naming the option, and opens nothing', async () => {
+    // Before, the command opened an account with the email 'notanemail', which the admin API refuses.
+    await expect(cli('admin.ts', ['create-account', '--email', 'notanemail', '--password', 'operator passphrase'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('admin: create-account: --email must be an email address (npm run admin -- --help shows an example). Nothing was changed'),
+    });
+    expect((await cli('admin.ts', ['list-accounts'])).stdout).not.toContain('notanemail');
+  }, 240_000);
+});
+
 describe('operator commands: configuration', () => {
   it('names a LOG_LEVEL pino does not know, as the service does', async () => {
     // Before, admin made its logger before reading the config: 'admin: default level:verbose must be included in custom levels'.
