@@ -106,6 +106,15 @@ const flag = (name: string, value: string | undefined): boolean | undefined => {
 /** How many positionals (the command's included) each command takes: more is a mistyped option (`set-access <id> sender-trusted true`). */
 const positionalCount: Record<string, number> = { 'set-access': 2, 'issue-key': 2, 'revoke-key': 3, backup: 2 };
 
+/** The options each command reads; another is refused (`issue-key <id> --sender-trusted true` switched nothing and exited 0). */
+const optionsOf: Record<string, string[]> = {
+  'create-account': ['email', 'password', 'password-stdin', 'user-name', 'first-name', 'last-name', 'company-name', 'time-zone-id', 'comms-api-enabled', 'sender-trusted'],
+  'set-access': ['comms-api-enabled', 'sender-trusted'],
+  backup: ['include-key-files', 'pages-per-step', 'pause-ms'],
+  'reapply-erasures': ['from'],
+  'hold-pending-sends': ['dry-run'],
+};
+
 /** Where the commands look for accounts, for a message about one that is not there (the wrong DATA_DIR is the usual cause). */
 const storeDescription = (config: Config): string =>
   config.eventStoreUrl ? 'the event store at EVENTSTORE_URL' : `the event store in DATA_DIR (${config.dataDir})`;
@@ -176,6 +185,11 @@ async function main(): Promise<void> {
   const logger = createLogger(commandLogLevel('warn'), destination({ dest: 2, sync: true }));
   if (!command || !commands.includes(command)) {
     throw new Error(`unknown command "${command ?? ''}"; use ${commands.slice(0, -1).join(', ')} or ${commands.at(-1)!} (--help shows examples)`);
+  }
+  const foreign = Object.keys(values).filter((option) => !(optionsOf[command] ?? []).includes(option));
+  if (foreign.length > 0) {
+    const takes = optionsOf[command]?.map((o) => `--${o}`).join(', ');
+    throw new Error(`${command} does not take ${foreign.map((o) => `--${o}`).join(', ')}; ${takes ? `it takes ${takes}` : 'it takes no options'} (npm run admin -- --help). Nothing was changed`);
   }
   const extra = positionals.slice(positionalCount[command] ?? 1);
   if (extra.length > 0) {

@@ -99,6 +99,23 @@ describe('operator commands: create-account', () => {
   }, 240_000);
 });
 
+describe('operator commands: an option of another command', () => {
+  it('is refused, naming what the command takes, and nothing is done', async () => {
+    const keys = async () => (JSON.parse((await cli('admin.ts', ['list-accounts'])).stdout) as { id: string; subscriptionKeyIds: string[] }[]).find((a) => a.id === accountId)!.subscriptionKeyIds;
+    const before = await keys();
+    // Before, it was ignored: issue-key issued a key and exited 0, sender trust unchanged.
+    await expect(cli('admin.ts', ['issue-key', accountId, '--sender-trusted', 'true'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('issue-key does not take --sender-trusted; it takes no options (npm run admin -- --help). Nothing was changed'),
+    });
+    await expect(cli('admin.ts', ['hold-pending-sends', '--dry-run', '--from', 'x'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('hold-pending-sends does not take --from; it takes --dry-run'),
+    });
+    expect(await keys()).toEqual(before);
+  }, 240_000);
+});
+
 describe('operator commands: configuration', () => {
   it('names a LOG_LEVEL pino does not know, as the service does', async () => {
     // Before, admin made its logger before reading the config: 'admin: default level:verbose must be included in custom levels'.
