@@ -199,9 +199,9 @@ async function main(): Promise<void> {
     // Reads the files only: no platform is opened (it would start the service's own connections).
     if (!accountId) throw new Error('backup needs the folder to copy into: npm run admin -- backup <dir>');
     const pagesPerStep = values['pages-per-step'] === undefined ? undefined : Number(values['pages-per-step']);
-    if (pagesPerStep !== undefined && (!Number.isInteger(pagesPerStep) || pagesPerStep < 1)) throw new Error('--pages-per-step needs a positive integer');
+    if (pagesPerStep !== undefined && (!Number.isInteger(pagesPerStep) || pagesPerStep < 1)) throw new Error(`--pages-per-step needs a positive integer such as 1000 (pages of 4 kB a step), not "${values['pages-per-step']}"`);
     const pauseMs = values['pause-ms'] === undefined ? undefined : Number(values['pause-ms']);
-    if (pauseMs !== undefined && (!Number.isInteger(pauseMs) || pauseMs < 0)) throw new Error('--pause-ms needs a whole number of milliseconds');
+    if (pauseMs !== undefined && (!Number.isInteger(pauseMs) || pauseMs < 0)) throw new Error(`--pause-ms needs a whole number of milliseconds such as 10, not "${values['pause-ms']}"`);
     const manifest = await backupDataDir(config, accountId, progressLogger(), {
       ...(pauseMs ? { pauseMs } : {}),
       ...(values['include-key-files'] ? { includeKeyFiles: true } : {}),

@@ -114,6 +114,20 @@ describe('operator commands: an option of another command', () => {
     });
     expect(await keys()).toEqual(before);
   }, 240_000);
+
+  it('names a backup pacing option given a value it cannot use, with one it can', async () => {
+    // Before: '--pages-per-step needs a positive integer', without the value given or one to give.
+    const target = path.join(os.tmpdir(), `operator-backup-${process.pid}`);
+    await expect(cli('admin.ts', ['backup', target, '--pages-per-step', '0'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('--pages-per-step needs a positive integer such as 1000 (pages of 4 kB a step), not "0"'),
+    });
+    await expect(cli('admin.ts', ['backup', target, '--pause-ms', '1s'])).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('--pause-ms needs a whole number of milliseconds such as 10, not "1s"'),
+    });
+    expect(fs.existsSync(target)).toBe(false);
+  }, 240_000);
 });
 
 describe('operator commands: configuration', () => {
