@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import bytes from 'bytes';
@@ -164,38 +165,65 @@ export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 's
 export type Role = 'api' | 'projections' | 'relay' | 'workers' | 'all';
 export const roles: Role[] = ['api', 'projections', 'relay', 'workers', 'all'];
 
+/**
+ * The longest wait a Node timer takes: a longer setTimeout/setInterval fires after 1 ms instead
+ * (TimeoutOverflowWarning), so RETENTION_SWEEP_MS=3000000000 would sweep a thousand times a second.
+ */
+const maxTimerMs = 2_147_483_647;
+
+/** What a whole-number setting takes besides "not negative": its range, and a good value to show. */
+interface WholeRule {
+  min?: number;
+  max?: number;
+  /** The unit and why the bound, said after it ("milliseconds; ..."). */
+  why?: string;
+  /** A good value for the message; default the setting's default. */
+  example?: number;
+}
+
+/** Reads a whole-number setting; a value it cannot take is a problem naming it, the rule and a good value. */
+type WholeReader = (name: string, fallback: number, rule?: WholeRule) => number;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
-  const int = (name: string, fallback: number): number => {
+  const int: WholeReader = (name, fallback, rule = {}) => {
     const raw = env[name];
     if (raw === undefined || raw === '') return fallback;
     const value = Number(raw);
-    if (!Number.isInteger(value) || value < 0) problems.push(`${name} must be a non-negative integer, got "${raw}"`);
+    const example = rule.example ?? fallback;
+    if (!Number.isInteger(value) || value < 0) {
+      problems.push(`${name} must be a non-negative integer such as ${example}, got "${raw}"`);
+    } else if (value < (rule.min ?? 0) || value > (rule.max ?? Infinity)) {
+      const range = `at least ${rule.min ?? 0}${rule.max === undefined ? '' : ` and at most ${rule.max}`}`;
+      problems.push(`${name} must be ${range}${rule.why ? ` (${rule.why})` : ''}, such as ${example}, got ${value}`);
+    }
     return value;
   };
+  /** A setting in milliseconds that a timer waits (at most maxTimerMs). */
+  const ms = (name: string, fallback: number, min: number): number => int(name, fallback, { min, max: maxTimerMs, why: 'milliseconds' });
   const onOff = (name: string, fallback: boolean): boolean => {
     const raw = (env[name] ?? '').trim().toLowerCase();
     if (raw === '') return fallback;
-    if (raw !== 'on' && raw !== 'off') problems.push(`${name} must be on or off, got "${env[name]}"`);
+    if (raw !== 'on' && raw !== 'off') problems.push(`${name} must be on or off, such as ${fallback ? 'on' : 'off'} (the default), got "${env[name]}"`);
     return raw === 'on';
   };
   const synchronous = (env.SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase();
-  if (synchronous !== 'FULL' && synchronous !== 'NORMAL') problems.push(`SQLITE_SYNCHRONOUS must be FULL or NORMAL`);
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL') problems.push(`SQLITE_SYNCHRONOUS must be FULL (the default) or NORMAL, got "${env.SQLITE_SYNCHRONOUS}"`);
   const config: Config = {
     port: int('PORT', 8080),
     host: env.HOST || '127.0.0.1',
     dataDir: path.resolve(env.DATA_DIR || './data'),
     logLevel: env.LOG_LEVEL || 'info',
     eventStoreUrl: env.EVENTSTORE_URL || undefined,
-    eventStoreMaxAppendBytes: int('EVENTSTORE_MAX_APPEND_SIZE', 1_048_576),
+    eventStoreMaxAppendBytes: int('EVENTSTORE_MAX_APPEND_SIZE', 1_048_576, { min: 65_536, why: "bytes; the server's default is 1048576" }),
     mongoUrl: env.MONGO_URL || undefined,
     mongoDb: env.MONGO_DB || 'checkin',
-    kafkaBrokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean) : undefined,
-    kafkaMaxBatchBytes: int('KAFKA_MAX_BATCH_BYTES', defaultKafkaMaxBatchBytes),
+    kafkaBrokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()) : undefined,
+    kafkaMaxBatchBytes: int('KAFKA_MAX_BATCH_BYTES', defaultKafkaMaxBatchBytes, { min: minKafkaMaxBatchBytes, why: "bytes, and at most the topics' max.message.bytes" }),
     kafkaNamespace: env.KAFKA_NAMESPACE || undefined,
     sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
     workersThread: onOff('WORKERS_THREAD', false),
-    readYourWritesTimeoutMs: int('READ_YOUR_WRITES_TIMEOUT_MS', 2000),
+    readYourWritesTimeoutMs: ms('READ_YOUR_WRITES_TIMEOUT_MS', 2000, 0),
     // Spec Limits: 200 records per call, each with an image "under 50 kB" (68,268 base64 characters)
     // and its other fields, must fit: 200 x 80 kB (docs/identifiers.md, Request bodies).
     bodyLimit: env.BODY_LIMIT || '16mb',
@@ -207,24 +235,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dashboardTokenUrl: env.DASHBOARD_TOKEN_URL || undefined,
     publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : undefined,
     adminApiKey: env.ADMIN_API_KEY || undefined,
-    tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 3600),
+    tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 3600, { min: 1, why: 'seconds; a token of 0 s is expired when issued' }),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 1000),
     sendRateLimitPerMinute: int('SEND_RATE_LIMIT_PER_MINUTE', 300),
-    ...webhookConfig(env, problems),
+    ...webhookConfig(env, problems, int),
     exportDir: path.resolve(env.EXPORT_DIR || path.join(env.DATA_DIR || './data', 'exports')),
-    exportTtlMinutes: int('EXPORT_TTL_MINUTES', 60),
+    exportTtlMinutes: int('EXPORT_TTL_MINUTES', 60, { min: 1, why: 'minutes' }),
     comms: commsConfig(env, problems, int),
     shutdown: {
-      idleGraceMs: int('SHUTDOWN_IDLE_GRACE_MS', 1000),
-      drainTimeoutMs: int('SHUTDOWN_DRAIN_TIMEOUT_MS', 8000),
-      timeoutMs: int('SHUTDOWN_TIMEOUT_MS', 14_000),
+      idleGraceMs: ms('SHUTDOWN_IDLE_GRACE_MS', 1000, 0),
+      drainTimeoutMs: ms('SHUTDOWN_DRAIN_TIMEOUT_MS', 8000, 0),
+      timeoutMs: ms('SHUTDOWN_TIMEOUT_MS', 14_000, 1),
     },
     readStoreMismatch: env.READ_STORE_MISMATCH === 'rebuild' ? 'rebuild' : 'refuse',
     observability: {
       metricsToken: env.METRICS_TOKEN || undefined,
-      metricsPort: env.METRICS_PORT ? int('METRICS_PORT', 0) : undefined,
+      metricsPort: env.METRICS_PORT ? int('METRICS_PORT', 0, { example: 9464 }) : undefined,
       overloadMaxEventLoopDelayMs: int('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 50),
-      overloadRetryAfterSeconds: int('OVERLOAD_RETRY_AFTER_SECONDS', 1),
+      overloadRetryAfterSeconds: int('OVERLOAD_RETRY_AFTER_SECONDS', 1, { min: 1, why: 'seconds' }),
       overloadMinInFlight: int('OVERLOAD_MIN_IN_FLIGHT', 8),
       overloadMaxInFlight: int('OVERLOAD_MAX_IN_FLIGHT', 32),
     },
@@ -243,6 +271,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(`MONGO_URL must be a MongoDB connection string such as mongodb://localhost:27017: ${(error as Error).message}`);
     }
   }
+  // @sendgrid/client only warns on stdout ('API key does not start with "SG."'), and every send then
+  // failed 401: a key id or the secret of another service pasted in. The key is not echoed.
+  if (config.comms.sendgridApiKey !== undefined && !config.comms.sendgridApiKey.trim().startsWith('SG.')) {
+    problems.push('SENDGRID_API_KEY must be a SendGrid API key, which starts with SG. (SendGrid, Settings, API Keys shows it once when created; the key id is not the key)');
+  }
   if (config.comms.sendgridEventPublicKey) {
     try {
       sendgridSignatureVerifier(config.comms.sendgridEventPublicKey);
@@ -252,8 +285,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // Not URLs, these made every bearer token uncheckable (503 identity_provider_unavailable on every
   // request, 'Invalid URL' in a warning) or the dashboard's sign-in fail, with the start looking fine.
-  for (const [name, value] of [['PUBLIC_URL', config.publicUrl], ['OIDC_ISSUER', config.oidcIssuer], ['DASHBOARD_TOKEN_URL', config.dashboardTokenUrl]] as const) {
-    if (value !== undefined && !urlWithHost(value, ['http:', 'https:'])) problems.push(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+  // SENDGRID_BASE_URL the same way: the client joins it with /v3/mail/send, so every send failed instead.
+  for (const [name, value, example] of [
+    ['PUBLIC_URL', config.publicUrl, 'https://checkin.example.com'],
+    ['OIDC_ISSUER', config.oidcIssuer, 'https://login.example.com/'],
+    ['DASHBOARD_TOKEN_URL', config.dashboardTokenUrl, 'https://login.example.com/oauth/token'],
+    ['SENDGRID_BASE_URL', config.comms.sendgridBaseUrl, 'https://api.sendgrid.com'],
+  ] as const) {
+    if (value !== undefined && !urlWithHost(value, ['http:', 'https:'])) problems.push(`${name} must be an http:// or https:// URL such as ${example}, got ${JSON.stringify(value)}`);
+  }
+  // The driver refuses a '.' only when the read store opens (exit 1, no variable named); MongoDB refuses the rest at the first write.
+  if (env.MONGO_DB !== undefined && env.MONGO_DB !== '' && !/^[^/\\. "$*<>:|?\0]{1,63}$/.test(env.MONGO_DB)) {
+    problems.push(`MONGO_DB must be a MongoDB database name such as checkin (at most 63 characters, none of / \\ . " $ * < > : | ? or a space), got ${JSON.stringify(env.MONGO_DB)}`);
+  }
+  // A link's host is compared with each entry and its subdomains: 'https://evil.example' or '*.evil.example' matched nothing.
+  const wrongDomains = config.comms.blockedLinkDomains.filter((domain) => !blockableDomain(domain));
+  if (wrongDomains.length > 0) {
+    problems.push(
+      `SPAM_BLOCKED_DOMAINS must be comma-separated domain names such as evil.example,spam.example (subdomains are blocked with them; no scheme, path or *), got ${wrongDomains.map((d) => JSON.stringify(d)).join(', ')}`,
+    );
   }
   // nodemailer takes any string: without smtp:// a host name (SMTP_URL=mail.example.com) is read as
   // no host at all, and every invitation would go to localhost:587.
@@ -264,50 +314,82 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   for (const [name, value] of [['PORT', config.port], ['METRICS_PORT', config.observability.metricsPort]] as const) {
     if (value !== undefined && value > 65_535) problems.push(`${name} must be a port number from 0 to 65535, got ${value}`);
   }
+  // Node looks HOST up only when it listens: 'http://0.0.0.0' or '0.0.0.0:8080' failed there
+  // (getaddrinfo ENOTFOUND, exit 1) with a stack trace that named no variable.
+  if (!listenHost(config.host)) {
+    problems.push(`HOST must be an IP address or a host name to listen on, such as 127.0.0.1, 0.0.0.0 or :: (no scheme, port or brackets; the port is PORT), got ${JSON.stringify(config.host)}`);
+  }
+  // kafkajs splits each broker at ':' and dials the two halves: 'http://kafka:9092' is a host 'http' on
+  // port NaN, and 'kafka:abc' port NaN, both found only when the bus never connects. An empty entry
+  // ('kafka-1:9092,' or ',' alone, a template's unset variable) was dropped, and ',' left no broker at all.
+  const wrongBrokers = (config.kafkaBrokers ?? []).filter((broker) => !kafkaBroker(broker));
+  if (wrongBrokers.length > 0) {
+    problems.push(
+      `KAFKA_BROKERS must be comma-separated host:port pairs such as kafka-1:9092,kafka-2:9092 (no scheme, no empty entries, an IPv4 address or a host name), got ${wrongBrokers.map((b) => JSON.stringify(b)).join(', ')}`,
+    );
+  }
   if (typeof bytes.parse(config.bodyLimit) !== 'number') {
     problems.push(`BODY_LIMIT must be a size such as 16mb, 512kb or a number of bytes, got "${config.bodyLimit}"`);
   }
+  // A file where a folder belongs stopped the start in mkdir (EEXIST, exit 1) without naming the variable.
+  // (OUTBOX_DIR and EXPORT_DIR only when set: by default they are in DATA_DIR, which is named then.)
+  for (const [name, folder, example] of [
+    ['DATA_DIR', config.dataDir, './data'],
+    ['OUTBOX_DIR', env.OUTBOX_DIR && config.comms.outboxDir, './data/outbox'],
+    ['EXPORT_DIR', env.EXPORT_DIR && config.exportDir, './data/exports'],
+  ] as const) {
+    const file = folder ? fileInTheWay(folder) : undefined;
+    if (file) problems.push(`${name} must be a folder, or a path where one can be created, such as ${example}; ${file} is a file`);
+  }
   // pino throws on a level it does not know, which would crash the start without naming the variable.
   if (!logLevels.includes(config.logLevel)) problems.push(`LOG_LEVEL must be one of ${logLevels.join(', ')}, got "${config.logLevel}"`);
-  if (config.eventStoreMaxAppendBytes < 65_536) problems.push('EVENTSTORE_MAX_APPEND_SIZE must be at least 65536 (bytes; the server default is 1048576)');
   // RFC 9068 4: a resource server checks `aud`. Without it, every token of the issuer (ID tokens, tokens for other APIs) would do.
   if (config.oidcIssuer && !config.oidcAudience) {
     problems.push("OIDC_AUDIENCE must be set with OIDC_ISSUER: the API's own identifier, which the provider puts in `aud` of the access tokens meant for it (README, Authentication and roles)");
   }
   if (env.READ_STORE_MISMATCH && !['refuse', 'rebuild'].includes(env.READ_STORE_MISMATCH)) {
-    problems.push(`READ_STORE_MISMATCH must be refuse or rebuild, got "${env.READ_STORE_MISMATCH}"`);
+    problems.push(`READ_STORE_MISMATCH must be refuse (the default) or rebuild, got "${env.READ_STORE_MISMATCH}"`);
   }
   if (config.observability.metricsToken !== undefined && config.observability.metricsToken.length < 16) {
-    problems.push('METRICS_TOKEN must be at least 16 characters');
+    problems.push('METRICS_TOKEN must be at least 16 characters, such as the output of openssl rand -hex 32');
   }
-  if (config.observability.overloadRetryAfterSeconds < 1) problems.push('OVERLOAD_RETRY_AFTER_SECONDS must be at least 1');
-  if (config.exportTtlMinutes < 1) problems.push('EXPORT_TTL_MINUTES must be at least 1');
-  if (config.kafkaMaxBatchBytes < minKafkaMaxBatchBytes) {
-    problems.push(`KAFKA_MAX_BATCH_BYTES must be at least ${minKafkaMaxBatchBytes} (and at most the topics' max.message.bytes), got ${config.kafkaMaxBatchBytes}`);
+  // Past the whole bound the process exits 1 mid-drain: a request given SHUTDOWN_DRAIN_TIMEOUT_MS to finish never had it.
+  if (config.shutdown.timeoutMs <= config.shutdown.drainTimeoutMs) {
+    problems.push(
+      `SHUTDOWN_TIMEOUT_MS must be more than SHUTDOWN_DRAIN_TIMEOUT_MS (the whole shutdown bounds the drain and the steps after it), such as 14000 with 8000, got ${config.shutdown.timeoutMs} with ${config.shutdown.drainTimeoutMs}`,
+    );
+  }
+  // The floor of requests accepted while overloaded is taken above the cap, so a larger floor would quietly be the cap.
+  const { overloadMinInFlight: floor, overloadMaxInFlight: cap } = config.observability;
+  if (cap > 0 && floor > cap) {
+    problems.push(`OVERLOAD_MIN_IN_FLIGHT must be at most OVERLOAD_MAX_IN_FLIGHT (requests accepted while overloaded, under the cap on all), such as 8 with 32, got ${floor} with ${cap}`);
   }
   if (config.kafkaNamespace !== undefined && !kafkaNamespacePattern.test(config.kafkaNamespace)) {
-    problems.push(`KAFKA_NAMESPACE may hold only letters, digits, '.', '_' and '-' (at most 100), got ${JSON.stringify(config.kafkaNamespace)}`);
+    problems.push(`KAFKA_NAMESPACE may hold only letters, digits, '.', '_' and '-' (at most 100), such as staging-eu, got ${JSON.stringify(config.kafkaNamespace)}`);
   }
   if (config.adminApiKey !== undefined && config.adminApiKey.length < 16) {
-    problems.push('ADMIN_API_KEY must be at least 16 characters');
+    problems.push('ADMIN_API_KEY must be at least 16 characters, such as the output of openssl rand -hex 32');
   }
   if (problems.length > 0) throw new Error(`invalid configuration: ${problems.join('; ')}`);
   return config;
 }
 
-function webhookConfig(env: NodeJS.ProcessEnv, problems: string[]): Pick<
+function webhookConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): Pick<
   Config,
   'webhookAllowInsecure' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookEncryptionKeys' | 'webhookEncryptionKeyId'
 > {
   const insecure = (env.WEBHOOK_ALLOW_INSECURE ?? 'false').toLowerCase();
-  if (insecure !== 'true' && insecure !== 'false') problems.push('WEBHOOK_ALLOW_INSECURE must be true or false');
+  if (insecure !== 'true' && insecure !== 'false') problems.push(`WEBHOOK_ALLOW_INSECURE must be true or false (the default), got "${env.WEBHOOK_ALLOW_INSECURE}"`);
   let delays: number[] | undefined;
   if (env.WEBHOOK_RETRY_DELAYS_MS) {
-    delays = env.WEBHOOK_RETRY_DELAYS_MS.split(',').map((d) => Number(d.trim()));
-    if (delays.some((d) => !Number.isInteger(d) || d < 0)) problems.push('WEBHOOK_RETRY_DELAYS_MS must be comma-separated non-negative integers');
+    // An empty entry ('5000,,60000') read as 0 ms, a retry at once that nobody asked for.
+    const entries = env.WEBHOOK_RETRY_DELAYS_MS.split(',').map((d) => d.trim());
+    delays = entries.map(Number);
+    if (entries.some((d) => d === '') || delays.some((d) => !Number.isInteger(d) || d < 0)) {
+      problems.push(`WEBHOOK_RETRY_DELAYS_MS must be comma-separated non-negative integers (milliseconds) such as 5000,30000,120000, got "${env.WEBHOOK_RETRY_DELAYS_MS}"`);
+    }
   }
-  const timeout = Number(env.WEBHOOK_TIMEOUT_MS || 10_000);
-  if (!Number.isInteger(timeout) || timeout < 1) problems.push('WEBHOOK_TIMEOUT_MS must be a positive integer');
+  const timeout = int('WEBHOOK_TIMEOUT_MS', 10_000, { min: 1, max: maxTimerMs, why: 'milliseconds' });
   const { keys, keyId } = keyList(env, 'WEBHOOK_ENCRYPTION_KEYS', 'WEBHOOK_ENCRYPTION_KEY_ID', problems);
   return {
     webhookAllowInsecure: insecure === 'true',
@@ -326,32 +408,38 @@ function keyList(env: NodeJS.ProcessEnv, name: string, idName: string, problems:
       const cut = entry.indexOf(':');
       const id = entry.slice(0, cut).trim();
       const key = parseKey(entry.slice(cut + 1));
-      if (cut <= 0 || !key) problems.push(`${name}: each entry must be <id>:<32-byte key in base64 or hex>`);
+      // The key is a secret: the message names the entry by its id, and only one short enough not to be a key written first.
+      if (cut <= 0 || !key) {
+        const which = cut > 0 && id.length <= 20 ? `the key of "${id}" is not 32 bytes` : 'an entry is not <id>:<key>';
+        problems.push(`${name}: each entry must be <id>:<32-byte key in base64 or hex>, such as k1:<output of openssl rand -base64 32>; ${which}`);
+      }
       return { id, key: key ?? Buffer.alloc(0) };
     });
   }
   const keyId = env[idName] || undefined;
-  if (keyId && !keys?.some((k) => k.id === keyId)) problems.push(`${idName} must name a key in ${name}`);
+  if (keyId && !keys?.some((k) => k.id === keyId)) {
+    problems.push(`${idName} must name a key in ${name}${keys ? ` (${keys.map((k) => JSON.stringify(k.id)).join(', ')})` : ', which is not set'}, got ${JSON.stringify(keyId)}`);
+  }
   return { keys, keyId };
 }
 
-function personalDataConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: string, fallback: number) => number): PersonalDataConfig {
+function personalDataConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): PersonalDataConfig {
   const { keys, keyId } = keyList(env, 'PII_MASTER_KEYS', 'PII_MASTER_KEY_ID', problems);
   const encryption = (env.PII_ENCRYPTION ?? 'on').toLowerCase();
-  if (encryption !== 'on' && encryption !== 'off') problems.push('PII_ENCRYPTION must be on or off');
-  const sweep = int('RETENTION_SWEEP_MS', 3_600_000);
-  if (sweep < 1000) problems.push('RETENTION_SWEEP_MS must be at least 1000');
+  if (encryption !== 'on' && encryption !== 'off') problems.push(`PII_ENCRYPTION must be on (the default) or off, got "${env.PII_ENCRYPTION}"`);
+  const sweep = int('RETENTION_SWEEP_MS', 3_600_000, { min: 1000, max: maxTimerMs, why: 'milliseconds' });
   return { masterKeys: keys, masterKeyId: keyId, encryption: encryption === 'on', retentionSweepMs: sweep };
 }
 
-function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: string, fallback: number) => number): CommsConfig {
+function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): CommsConfig {
   const list = (raw: string | undefined): string[] => (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean);
   const delays = list(env.SEND_RETRY_DELAYS_MS ?? '2000,10000').map(Number);
-  if (delays.some((d) => !Number.isInteger(d) || d < 0)) problems.push('SEND_RETRY_DELAYS_MS must be comma-separated non-negative integers');
+  if (delays.some((d) => !Number.isInteger(d) || d < 0)) {
+    problems.push(`SEND_RETRY_DELAYS_MS must be comma-separated non-negative integers (milliseconds) such as 2000,10000, got "${env.SEND_RETRY_DELAYS_MS}"`);
+  }
   const sendingAddress = env.INVITES_SENDING_ADDRESS || 'invites@checkin.localhost';
-  if (!/^[^@\s]+@[^@\s]+$/.test(sendingAddress)) problems.push('INVITES_SENDING_ADDRESS must be an email address');
-  const concurrency = int('SEND_CONCURRENCY', 8);
-  if (concurrency < 1) problems.push('SEND_CONCURRENCY must be at least 1');
+  if (!/^[^@\s]+@[^@\s]+$/.test(sendingAddress)) problems.push(`INVITES_SENDING_ADDRESS must be an email address such as invites@example.com, got ${JSON.stringify(sendingAddress)}`);
+  const concurrency = int('SEND_CONCURRENCY', 8, { min: 1, why: 'emails in flight at once' });
   return {
     sendgridApiKey: env.SENDGRID_API_KEY || undefined,
     sendgridBaseUrl: env.SENDGRID_BASE_URL || undefined,
@@ -363,9 +451,52 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: (name: str
     blockedLinkDomains: list(env.SPAM_BLOCKED_DOMAINS).map((d) => d.toLowerCase()),
     sendRetryDelaysMs: delays,
     sendConcurrency: concurrency,
-    sendLeaseMs: int('SEND_LEASE_MS', 10_000),
-    sweepMs: int('WORKER_SWEEP_MS', 5_000),
+    // A lease is renewed every third of it, at most every 100 ms: one under a second lapses between
+    // heartbeats at an ordinary pause, and another worker would take over (and send again) an email
+    // still going out; 0 made every attempt stale at once.
+    sendLeaseMs: int('SEND_LEASE_MS', 10_000, { min: 1000, max: maxTimerMs, why: 'milliseconds; a shorter lease lapses between heartbeats and the email may go out twice' }),
+    // 0 switched the sweep off: a killed worker's sends and deliveries were never taken over.
+    sweepMs: int('WORKER_SWEEP_MS', 5_000, { min: 100, max: maxTimerMs, why: 'milliseconds; the sweep takes over the work of a killed worker' }),
   };
+}
+
+/** The file that keeps `folder` from being a folder (itself, or a parent of it), if any. */
+function fileInTheWay(folder: string): string | undefined {
+  for (let at = folder; ; at = path.dirname(at)) {
+    let stat: fs.Stats | undefined;
+    try {
+      stat = fs.statSync(at, { throwIfNoEntry: false });
+    } catch (error) {
+      // ENOTDIR: a parent is a file, found further up. Anything else (EACCES) is left to the start to report.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOTDIR') return undefined;
+    }
+    if (stat) return stat.isDirectory() ? undefined : at;
+    if (path.dirname(at) === at) return undefined;
+  }
+}
+
+/** An address Node's `listen` takes: an IPv4 or IPv6 address, or a host name (RFC 1123 labels). */
+function listenHost(host: string): boolean {
+  if (isIP(host) !== 0) return true;
+  const labels = host.split('.');
+  // A last label of digits only is a mistyped IPv4 address (10.0.0.256), which DNS would be asked for.
+  return host.length <= 253 && labels.every((label) => /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(label)) && !/^\d+$/.test(labels.at(-1)!);
+}
+
+/** A domain as the spam check compares links with it (src/comms/link-safety.ts): a host name, IDN and a trailing dot allowed. */
+function blockableDomain(domain: string): boolean {
+  if (/[/:?#@*\\\s]/.test(domain)) return false;
+  try {
+    return listenHost(new URL(`http://${domain}`).hostname.replace(/\.$/, ''));
+  } catch {
+    return false;
+  }
+}
+
+/** `host:port` as kafkajs reads a broker (it splits at ':', so no IPv6 address). */
+function kafkaBroker(broker: string): boolean {
+  const match = /^([^:]+):(\d{1,5})$/.exec(broker);
+  return match !== null && listenHost(match[1]!) && Number(match[2]) >= 1 && Number(match[2]) <= 65_535;
 }
 
 /** Whether `raw` is a URL of one of these schemes (`http:`, ...) with a host. */

@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { createServer, type Server } from 'node:http';
+import { isIP } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import type { Bus } from './adapters/bus/port.js';
 import type { EventStore } from './adapters/eventstore/port.js';
@@ -630,7 +631,8 @@ async function startApi(
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `http://${config.host}:${port}`;
+  // An IPv6 HOST (`::`) goes in brackets: `http://:::8080/core` as the dev issuer made every bearer token uncheckable.
+  const url = `http://${isIP(config.host) === 6 ? `[${config.host}]` : config.host}:${port}`;
   devIssuer = `${config.publicUrl ?? url}/core`;
   return { server, url, drain: drain! };
 }
@@ -735,7 +737,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 async function main(): Promise<void> {
   const role = (process.argv[2] ?? process.env.ROLE ?? 'all') as Role;
   if (!roles.includes(role)) {
-    console.error(`unknown role "${role}"; use one of: ${roles.join(', ')}`);
+    // Named as it was given: the command line's argument, or the variable (which the message did not name).
+    console.error(
+      process.argv[2] === undefined
+        ? `invalid configuration: ROLE must be one of ${roles.join(', ')}, such as api, got "${role}"`
+        : `unknown role "${role}"; use one of: ${roles.join(', ')}`,
+    );
     process.exit(2);
   }
   let config: Config;

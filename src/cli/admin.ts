@@ -4,6 +4,7 @@
  *                    [--last-name x] [--company-name x] [--time-zone-id x] [--comms-api-enabled true|false]
  *                    [--sender-trusted true|false]
  *   npm run admin -- set-access <accountId> [--comms-api-enabled true|false] [--sender-trusted true|false]
+ *   npm run admin -- list-accounts
  *   npm run admin -- issue-key <accountId>
  *   npm run admin -- revoke-key <accountId> <keyId>
  *   npm run admin -- rewrap-personal-data-keys
@@ -15,6 +16,9 @@
  */
 import { parseArgs } from 'node:util';
 import { issueSubscriptionKey, registerAccount, revokeSubscriptionKey, setAccountAccess } from '../commands/accounts.js';
+import { findAccount, listAccounts, type AccountSummary } from '../commands/list-accounts.js';
+import { AccountCreateBody } from '../http/schemas/account.js';
+import type { Config } from '../config.js';
 import type { CommandContext } from '../commands/handle-command.js';
 import type { Services } from '../commands/services.js';
 import { loadConfig } from '../config.js';
@@ -27,7 +31,7 @@ import { holdPendingSends } from '../commands/hold-pending-sends.js';
 import { projectionsHolder } from '../projections/holder.js';
 import { reapplyErasures } from '../commands/reapply-erasures.js';
 import { backupDataDir } from './backup.js';
-import { cliStart, helpText, requireStore, type CliHelp } from './common.js';
+import { cliStart, commandLogLevel, helpText, requireStore, type CliHelp } from './common.js';
 
 const help: CliHelp = {
   name: 'admin',
@@ -39,6 +43,11 @@ const help: CliHelp = {
         'opens an account; prints its id, client secret and subscription key. --password-stdin reads the password from standard input ' +
         '(npm prints a script\'s arguments, and the process list shows them: a password given as an argument is seen)',
       example: "create-account --email ops@example.com --password-stdin --comms-api-enabled true < passphrase.txt",
+    },
+    {
+      usage: 'list-accounts',
+      does: 'lists every account: id, email, user name, company name, access and the ids of its subscription keys (no secrets)',
+      example: 'list-accounts',
     },
     {
       usage: 'set-access <accountId> [--comms-api-enabled true|false] [--sender-trusted true|false]',
@@ -82,10 +91,10 @@ const help: CliHelp = {
   ],
 };
 
-const commands = ['create-account', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'backup', 'reapply-erasures', 'hold-pending-sends'];
+const commands = ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'backup', 'reapply-erasures', 'hold-pending-sends'];
 
 /** backup, reapply-erasures and hold-pending-sends log their progress as JSON lines on stderr (info unless LOG_LEVEL says otherwise); stdout keeps the result. */
-const progressLogger = () => createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
+const progressLogger = () => createLogger(commandLogLevel('info'), destination({ dest: 2, sync: true }));
 
 /** A true|false option: anything else is refused, naming the option (a `yes` read as false would switch access off). */
 const flag = (name: string, value: string | undefined): boolean | undefined => {
@@ -93,6 +102,36 @@ const flag = (name: string, value: string | undefined): boolean | undefined => {
   if (value === 'true' || value === 'false') return value === 'true';
   throw new Error(`--${name} takes true or false, not "${value}"; nothing was changed`);
 };
+
+/** How many positionals (the command's included) each command takes: more is a mistyped option (`set-access <id> sender-trusted true`). */
+const positionalCount: Record<string, number> = { 'set-access': 2, 'issue-key': 2, 'revoke-key': 3, backup: 2 };
+
+/** The options each command reads; another is refused (`issue-key <id> --sender-trusted true` switched nothing and exited 0). */
+const optionsOf: Record<string, string[]> = {
+  'create-account': ['email', 'password', 'password-stdin', 'user-name', 'first-name', 'last-name', 'company-name', 'time-zone-id', 'comms-api-enabled', 'sender-trusted'],
+  'set-access': ['comms-api-enabled', 'sender-trusted'],
+  backup: ['include-key-files', 'pages-per-step', 'pause-ms'],
+  'reapply-erasures': ['from'],
+  'hold-pending-sends': ['dry-run'],
+};
+
+/** Where the commands look for accounts, for a message about one that is not there (the wrong DATA_DIR is the usual cause). */
+const storeDescription = (config: Config): string =>
+  config.eventStoreUrl ? 'the event store at EVENTSTORE_URL' : `the event store in DATA_DIR (${config.dataDir})`;
+
+/** The account an operator named, or a message that says it is not known here and how to list the accounts. */
+async function knownAccount(eventStore: Parameters<typeof findAccount>[0], config: Config, accountId: string): Promise<AccountSummary> {
+  const account = await findAccount(eventStore, accountId);
+  if (!account) {
+    throw new Error(
+      `no account "${accountId}" is known in ${storeDescription(config)}; npm run admin -- list-accounts lists the accounts with their ids. Nothing was changed`,
+    );
+  }
+  return account;
+}
+
+/** The command-line option of a field of the admin API's body (`timeZoneId` -> `time-zone-id`). */
+const optionName = (field: string): string => field.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 
 /** The password on standard input, without the line break that ends it (`echo`, a file, a secret manager's pipe). */
 async function passwordFromStdin(): Promise<string> {
@@ -103,7 +142,7 @@ async function passwordFromStdin(): Promise<string> {
 
 async function main(): Promise<void> {
   const { args, init } = cliStart(help, process.argv.slice(2));
-  const { positionals, values } = parseArgs({
+  const parse = () => parseArgs({
     args,
     allowPositionals: true,
     options: {
@@ -124,7 +163,16 @@ async function main(): Promise<void> {
       'dry-run': { type: 'boolean' },
     },
   });
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse();
+  } catch (error) {
+    // parseArgs names an unknown option or a missing value; say where the options are listed.
+    throw new Error(`${(error as Error).message} (npm run admin -- --help lists each command's options). Nothing was changed`);
+  }
+  const { positionals, values } = parsed;
   const [command, accountId, keyId] = positionals;
+  const accountIdHint = ' (npm run admin -- list-accounts shows the ids)';
   if (!command) {
     // No command at all: the operator is asking what there is (projections and relay default to status).
     process.stderr.write(`admin: no command given\n\n${helpText(help)}`);
@@ -132,18 +180,28 @@ async function main(): Promise<void> {
   }
   // Only events are written here; the service's projections pick them up (they poll the store).
   // Logs go to stderr: stdout is the command's JSON result (LOG_LEVEL=info would mix the platform's lines into it).
-  const logger = createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true }));
+  // The config first: it names a LOG_LEVEL pino does not know, which the logger would refuse in its own words.
   const config = loadConfig();
+  const logger = createLogger(commandLogLevel('warn'), destination({ dest: 2, sync: true }));
   if (!command || !commands.includes(command)) {
     throw new Error(`unknown command "${command ?? ''}"; use ${commands.slice(0, -1).join(', ')} or ${commands.at(-1)!} (--help shows examples)`);
+  }
+  const foreign = Object.keys(values).filter((option) => !(optionsOf[command] ?? []).includes(option));
+  if (foreign.length > 0) {
+    const takes = optionsOf[command]?.map((o) => `--${o}`).join(', ');
+    throw new Error(`${command} does not take ${foreign.map((o) => `--${o}`).join(', ')}; ${takes ? `it takes ${takes}` : 'it takes no options'} (npm run admin -- --help). Nothing was changed`);
+  }
+  const extra = positionals.slice(positionalCount[command] ?? 1);
+  if (extra.length > 0) {
+    throw new Error(`${command} does not take ${extra.map((a) => JSON.stringify(a)).join(' ')}; options are written --name value (npm run admin -- --help shows each command's). Nothing was changed`);
   }
   if (command === 'backup') {
     // Reads the files only: no platform is opened (it would start the service's own connections).
     if (!accountId) throw new Error('backup needs the folder to copy into: npm run admin -- backup <dir>');
     const pagesPerStep = values['pages-per-step'] === undefined ? undefined : Number(values['pages-per-step']);
-    if (pagesPerStep !== undefined && (!Number.isInteger(pagesPerStep) || pagesPerStep < 1)) throw new Error('--pages-per-step needs a positive integer');
+    if (pagesPerStep !== undefined && (!Number.isInteger(pagesPerStep) || pagesPerStep < 1)) throw new Error(`--pages-per-step needs a positive integer such as 1000 (pages of 4 kB a step), not "${values['pages-per-step']}"`);
     const pauseMs = values['pause-ms'] === undefined ? undefined : Number(values['pause-ms']);
-    if (pauseMs !== undefined && (!Number.isInteger(pauseMs) || pauseMs < 0)) throw new Error('--pause-ms needs a whole number of milliseconds');
+    if (pauseMs !== undefined && (!Number.isInteger(pauseMs) || pauseMs < 0)) throw new Error(`--pause-ms needs a whole number of milliseconds such as 10, not "${values['pause-ms']}"`);
     const manifest = await backupDataDir(config, accountId, progressLogger(), {
       ...(pauseMs ? { pauseMs } : {}),
       ...(values['include-key-files'] ? { includeKeyFiles: true } : {}),
@@ -152,7 +210,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(manifest, null, 2));
     return;
   }
-  requireStore(config, init, { command: `admin ${command}`, initApplies: command !== 'reapply-erasures' && command !== 'hold-pending-sends' });
+  requireStore(config, init, { command: `admin ${command}`, initApplies: !['reapply-erasures', 'hold-pending-sends', 'list-accounts'].includes(command) });
   const platform = createPlatform(config, logger);
   const services: Services = {
     eventStore: platform.eventStore,
@@ -173,7 +231,9 @@ async function main(): Promise<void> {
       case 'create-account': {
         const password = values['password-stdin'] ? await passwordFromStdin() : values.password;
         if (!values.email || !password) throw new Error('create-account needs --email and --password (or --password-stdin with the password on standard input)');
-        result = await registerAccount(services, context, {
+        // The admin API's own schema: without it the command opened accounts the API refuses (an email
+        // 'notanemail', a 300-character name), found wrong only later and far from the cause.
+        const input = AccountCreateBody.safeParse({
           email: values.email,
           password,
           ...(values['user-name'] ? { userName: values['user-name'] } : {}),
@@ -184,21 +244,41 @@ async function main(): Promise<void> {
           commsApiEnabled: flag('comms-api-enabled', values['comms-api-enabled']) ?? false,
           senderTrusted: flag('sender-trusted', values['sender-trusted']) ?? false,
         });
+        if (!input.success) {
+          const wrong = input.error.issues.map((issue) => `--${optionName(String(issue.path[0]))} ${issue.message}`);
+          throw new Error(`create-account: ${wrong.join('; ')} (npm run admin -- --help shows an example). Nothing was changed`);
+        }
+        result = await registerAccount(services, context, input.data);
         break;
       }
+      case 'list-accounts':
+        result = await listAccounts(platform.eventStore);
+        break;
       case 'set-access':
-        if (!accountId) throw new Error('set-access needs the account id');
+        if (!accountId) throw new Error(`set-access needs the account id: npm run admin -- set-access <accountId> --sender-trusted true${accountIdHint}`);
+        if (values['comms-api-enabled'] === undefined && values['sender-trusted'] === undefined) {
+          throw new Error('set-access needs what to switch: --comms-api-enabled true|false and/or --sender-trusted true|false. Nothing was changed');
+        }
+        await knownAccount(platform.eventStore, config, accountId);
         result = await setAccountAccess(services, context, accountId, {
           ...(values['comms-api-enabled'] !== undefined ? { commsApiEnabled: flag('comms-api-enabled', values['comms-api-enabled']) } : {}),
           ...(values['sender-trusted'] !== undefined ? { senderTrusted: flag('sender-trusted', values['sender-trusted']) } : {}),
         });
         break;
       case 'issue-key':
-        if (!accountId) throw new Error('issue-key needs the account id');
+        if (!accountId) throw new Error(`issue-key needs the account id: npm run admin -- issue-key <accountId>${accountIdHint}`);
+        await knownAccount(platform.eventStore, config, accountId);
         result = await issueSubscriptionKey(services, context, accountId);
         break;
       case 'revoke-key':
-        if (!accountId || !keyId) throw new Error('revoke-key needs the account id and the key id');
+        if (!accountId || !keyId) {
+          throw new Error(`revoke-key needs the account id and the key id: npm run admin -- revoke-key <accountId> <keyId> (npm run admin -- list-accounts shows both)`);
+        }
+        if (!(await knownAccount(platform.eventStore, config, accountId)).subscriptionKeyIds.includes(keyId)) {
+          throw new Error(
+            `account "${accountId}" has no live subscription key "${keyId}" (never issued to it, or revoked already); npm run admin -- list-accounts shows each account's key ids. Nothing was changed`,
+          );
+        }
         await revokeSubscriptionKey(services, context, accountId, keyId);
         result = { revoked: keyId };
         break;

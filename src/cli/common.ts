@@ -59,3 +59,9 @@ export function requireStore(config: Config, init: boolean, options: { command?:
         : `; ${options.command ?? 'this command'} has nothing to do on an empty store, so --init does not apply to it.`),
   );
 }
+
+/**
+ * The commands' log level: LOG_LEVEL, else theirs (`warn`, or `info` for progress lines). Empty counts
+ * as unset, as it does for the service: `LOG_LEVEL=` made pino refuse ('default level: must be included').
+ */
+export const commandLogLevel = (fallback: 'warn' | 'info'): string => process.env.LOG_LEVEL || fallback;

@@ -15,7 +15,7 @@ import { createLogger } from '../shared/logger.js';
 import { claimProjections, describeHolder, type HolderDoc } from '../projections/holder.js';
 import { loggedRebuild } from '../projections/rebuild-log.js';
 import { recordedVersion, versionOf } from '../projections/versions.js';
-import { cliStart, requireStore, type CliHelp } from './common.js';
+import { cliStart, commandLogLevel, requireStore, type CliHelp } from './common.js';
 
 const help: CliHelp = {
   name: 'projections',
@@ -34,10 +34,14 @@ async function main(): Promise<void> {
   const { args, init } = cliStart(help, process.argv.slice(2));
   const [command = 'status', ...names] = args;
   if (command !== 'status' && command !== 'rebuild') throw new Error(`unknown command "${command}"; use rebuild [name ...] or status (--help shows examples)`);
+  // `status guests` printed every projection as if the name had been read.
+  if (command === 'status' && names.length > 0) {
+    throw new Error(`status takes no names, it lists every projection (${names.map((n) => JSON.stringify(n)).join(' ')} given); rebuild takes names (--help shows examples)`);
+  }
   const config = loadConfig();
   requireStore(config, init);
   // Logs go to stderr: stdout is the command's result (LOG_LEVEL=info would mix the platform's lines into it).
-  const logger = createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true }));
+  const logger = createLogger(commandLogLevel('warn'), destination({ dest: 2, sync: true }));
   const platform = createPlatform(config, logger);
   try {
     const runner = new ProjectionRunner(platform.eventStore, platform.readStore, projections, logger);
@@ -61,7 +65,7 @@ async function main(): Promise<void> {
     try {
       // Progress as JSON lines on stderr, as backup and reapply-erasures log theirs: a bar drawn only on a
       // terminal said nothing in a log file or a CI job.
-      const progress = createLogger(process.env.LOG_LEVEL ?? 'info', destination({ dest: 2, sync: true }));
+      const progress = createLogger(commandLogLevel('info'), destination({ dest: 2, sync: true }));
       const { events, seconds } = await loggedRebuild(runner, platform.eventStore, names, progress, 'projections rebuild', () => {
         if (lost !== undefined) {
           throw new Error(

@@ -10,7 +10,7 @@ import { createPlatform } from '../main.js';
 import { destination } from 'pino';
 import { createLogger } from '../shared/logger.js';
 import { relayCheckpoint } from '../workers/relay.js';
-import { cliStart, requireStore, type CliHelp } from './common.js';
+import { cliStart, commandLogLevel, requireStore, type CliHelp } from './common.js';
 
 const help: CliHelp = {
   name: 'relay',
@@ -29,12 +29,17 @@ const relayFilter = { streamPrefixes: relayRoutes.flatMap((route) => route.filte
 
 async function main(): Promise<void> {
   const { args, init } = cliStart(help, process.argv.slice(2));
-  const [command = 'status', value] = args;
+  const [command = 'status', value, ...extra] = args;
   if (command !== 'status' && command !== 'reset') throw new Error(`unknown command "${command}"; use status or reset <position> (--help shows examples)`);
+  // A word past what the command takes was ignored: `relay status 42` read as status, `reset 42 43` moved to 42.
+  const ignored = command === 'status' ? args.slice(1) : extra;
+  if (ignored.length > 0) {
+    throw new Error(`${command} does not take ${ignored.map((a) => JSON.stringify(a)).join(' ')}; use status, or reset <position> (--help shows examples). Nothing was changed`);
+  }
   const config = loadConfig();
   requireStore(config, init);
   // Logs go to stderr: stdout is the command's result (LOG_LEVEL=info would mix the platform's lines into it).
-  const platform = createPlatform(config, createLogger(process.env.LOG_LEVEL ?? 'warn', destination({ dest: 2, sync: true })));
+  const platform = createPlatform(config, createLogger(commandLogLevel('warn'), destination({ dest: 2, sync: true })));
   try {
     const current = await platform.readStore.getCheckpoint(relayCheckpoint);
     if (command === 'status') {
@@ -47,7 +52,9 @@ async function main(): Promise<void> {
     }
     const position = Number(value);
     if (value === undefined || !Number.isInteger(position) || position < -1) {
-      throw new Error('reset needs a position: an integer >= -1 (-1 re-publishes all history)');
+      throw new Error(
+        'reset needs a position: an integer >= -1 (-1 re-publishes all history), such as npm run relay -- reset -1; npm run relay -- status shows the checkpoint and the last event. Nothing was changed',
+      );
     }
     // A checkpoint past the store's last event would make every role refuse to start (checkpoints ahead of the event store).
     const storeHead = await (platform.eventStore.endPosition?.() ?? platform.eventStore.headPosition());
