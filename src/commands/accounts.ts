@@ -2,8 +2,8 @@ import { accountDecider, accountStream, type AccountProfile } from '../domain/ac
 import { DomainError } from '../domain/decider.js';
 import { checkPasswordPolicy } from '../domain/password-policy.js';
 import { reservationDecider, reservationKey, usernameStream, type ReservationCommand } from '../domain/reservation.js';
-import type { AccountDoc } from '../projections/accounts.js';
-import { newId } from '../shared/ids.js';
+import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
+import { newId, scopedKey } from '../shared/ids.js';
 import { hashPassword, newSecret, sha256, verifyPassword } from '../shared/secrets.js';
 import { caselessKey } from '../shared/text-key.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
@@ -76,6 +76,7 @@ export async function registerAccount(
       senderTrusted: input.senderTrusted ?? false,
     },
   };
+  await checkUsernameFree(services, profile.userName, clientId);
   // The user name is claimed in the same batch, before the account (src/commands/batch-intents.ts).
   const results = await withUsername(profile.userName, () =>
     handleCommands(services.eventStore, [usernameClaim(profile.userName, 'account', clientId, 1), register], { ...context, tenantId: clientId }),
@@ -102,6 +103,22 @@ export function usernameClaim(userName: string, ownerType: 'account' | 'team_mem
     partOf,
     undo: { type: 'Release', key: userName, ownerId } satisfies ReservationCommand,
   };
+}
+
+/**
+ * A user name that another account or team member holds in the read models (keyed by caselessKey
+ * since user names are one in either Unicode form) is taken, whatever its reservation stream says:
+ * a name reserved before then has its reservation under the earlier key (the name lower-cased as
+ * sent, decomposed say), which a claim of the other form does not meet (docs/operations.md, Upgrades).
+ * `ownerId` is the claim's owner (the client id, or the client and team member id scoped).
+ */
+export async function checkUsernameFree(services: Services, userName: string, ownerId: string): Promise<void> {
+  const key = caselessKey(userName.trim());
+  const account = await accounts(services).findOne({ userNameLower: key });
+  const member = await services.readStore.collection<TeamMemberDoc>('team_members').findOne({ userNameLower: key });
+  if ((account && account._id !== ownerId) || (member && scopedKey(member.clientId, teamMemberIdOf(member)) !== ownerId)) {
+    throw new DomainError('conflict', `the user name ${userName} is taken`, { code: 'username_taken' });
+  }
 }
 
 /** Runs a batch with a user name claim; a taken name is the spec's 409 username_taken. */
@@ -153,6 +170,7 @@ export async function updateUser(
     decider: accountDecider,
     command: { type: 'UpdateProfile', clientId: context.tenantId, changes },
   };
+  if (renamed) await checkUsernameFree(services, changes.userName!, context.tenantId);
   // A new user name is claimed before the profile changes; the old one is released after.
   const items: BatchItem[] = renamed
     ? [

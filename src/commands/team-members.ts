@@ -5,7 +5,7 @@ import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projecti
 import { isUuid, newId, normalizeId, scopedKey } from '../shared/ids.js';
 import { hashPassword, verifyPassword } from '../shared/secrets.js';
 import { caselessKey } from '../shared/text-key.js';
-import { usernameClaim, withUsername } from './accounts.js';
+import { checkUsernameFree, usernameClaim, withUsername } from './accounts.js';
 import { handleCommands, lastPosition, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -89,6 +89,7 @@ export async function registerTeamMember(
   // another client's team member (ids are scoped per client) or an account (owner: its bare id)
   // with this id must find the name taken, not take it too.
   const owner = scopedKey(context.tenantId, teamMemberId);
+  await checkUsernameFree(services, profile.userName, owner);
   const results = await withUsername(profile.userName, () =>
     handleCommands(services.eventStore, [usernameClaim(profile.userName, 'team_member', owner, 1), register], context),
   );

@@ -289,8 +289,12 @@ export interface GuestState {
   blockedDate?: string;
   blockedReason?: string;
   lastAdmission?: LastAdmission;
-  /** A check-out recorded before its visit's check-in was known (offline devices syncing out of order). */
-  openExit?: OpenExit;
+  /**
+   * Check-outs recorded before their visits' check-ins were known (offline devices syncing out of
+   * order), oldest first: an exit device that syncs a guest's two visits before the entry device
+   * leaves two waiting, each for the check-in of its own visit.
+   */
+  openExits?: OpenExit[];
   /** Set once the guest's personal data is erased: nothing but another erase is accepted after. */
   erased?: { at: string; by: string; reason: string };
   /** The guest's valid signed ticket, if any. */
@@ -439,7 +443,8 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
       if (d.closesExit) {
         // A visit that has ended: whether the guest is inside, and the undo chain, stay as they are.
         const admitted = d.closesExit.latest ? d.at : state.admitted;
-        return remember({ ...state, admitted, admittedPlusOnes: d.admittedPlusOnes, openExit: undefined }, scanNonceKey('in', d), outcome);
+        const openExits = (state.openExits ?? []).filter((exit) => exit.scanId !== d.closesExit!.scanId);
+        return remember({ ...state, admitted, admittedPlusOnes: d.admittedPlusOnes, openExits }, scanNonceKey('in', d), outcome);
       }
       return remember({
         ...state,
@@ -477,7 +482,7 @@ function evolve(state: GuestState, event: GuestEvent): GuestState {
       if (d.entryUnknown) {
         const { scanId, at, people, scannedBy, gate, device } = d;
         const openExit: OpenExit = { scanId, at, people, scannedBy, ...(gate !== undefined ? { gate } : {}), ...(device !== undefined ? { device } : {}), ...(state.discharged ? { since: state.discharged } : {}) };
-        return remember({ ...state, discharged: d.at, openExit }, scanNonceKey('out', d), outcome);
+        return remember({ ...state, discharged: d.at, openExits: [...(state.openExits ?? []), openExit] }, scanNonceKey('out', d), outcome);
       }
       return remember({ ...state, inside: false, discharged: d.at, lastAdmission: undefined }, scanNonceKey('out', d), outcome);
     }
@@ -606,15 +611,15 @@ export const deviceClockSkewMs = 5 * 60_000;
 const before = (at: number, recorded: string | undefined): boolean => recorded !== undefined && at < Date.parse(recorded) - deviceClockSkewMs;
 
 /**
- * The check-out recorded before its check-in that a check-in made at `at` belongs to: the check-in
- * is no later than the check-out (within the clock skew) and after the check-out before it.
+ * The check-out recorded before its check-in that a check-in made at `at` belongs to: the first
+ * waiting check-out no earlier than the check-in (within the clock skew) and after the check-out
+ * before it. The first: a visit ends at the first exit after its entry, so of two waiting
+ * check-outs the earlier one is this check-in's, and the later one waits for the next check-in.
  */
 function closesOpenExit(at: number, state: GuestState): OpenExit | undefined {
-  const exit = state.openExit;
-  if (!exit || at > Date.parse(exit.at) + deviceClockSkewMs || before(at, exit.since)) return undefined;
   // A scan no earlier than the current visit (within the skew) is a scan of that visit.
   if (state.inside && !before(at, state.admitted)) return undefined;
-  return exit;
+  return (state.openExits ?? []).find((exit) => at <= Date.parse(exit.at) + deviceClockSkewMs && !before(at, exit.since));
 }
 
 /** A time `a` later than `b` (either may be absent). */

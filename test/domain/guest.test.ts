@@ -166,6 +166,27 @@ describe('guest decider: undo, check-out, upsert', () => {
     given([registered(), exit]).when(checkIn({ scan: { at: '2026-11-21T12:06:00.000Z' } })).then([{ type: 'GuestAdmitted', data: { guestEntered: true, people: 1 } }]);
   });
 
+  it('keeps every exit that waits for its check-in: of two visits synced exits first, each check-in closes its own visit', () => {
+    const exit = (scanId: string, at: string): GuestEvent => ({ type: 'GuestDischarged', data: { ...ids, ...scan({ scanId, at }), people: 1, entryUnknown: true } });
+    const exits = [registered(), exit('o1', '2026-11-21T10:03:00.000Z'), exit('o2', '2026-11-21T10:23:00.000Z')];
+    // The first visit's check-in closes the first exit (the second waits for the second visit's check-in).
+    given(exits)
+      .when(checkIn({ scan: { scanId: 'i1', at: '2026-11-21T10:00:00.000Z' } }))
+      .then([{ type: 'GuestAdmitted', data: { scanId: 'i1', closesExit: { scanId: 'o1' } } }]);
+    const firstClosed: GuestEvent = { ...admitted({ scanId: 'i1', at: '2026-11-21T10:00:00.000Z', closesExit: { scanId: 'o1', at: '2026-11-21T10:03:00.000Z', scannedBy: scan().scannedBy, people: 0, latest: true } }) };
+    given([...exits, firstClosed])
+      .when(checkIn({ scan: { scanId: 'i2', at: '2026-11-21T10:20:00.000Z' } }))
+      .then([{ type: 'GuestAdmitted', data: { scanId: 'i2', closesExit: { scanId: 'o2' } } }]);
+    // Either check-in first: the other still finds its exit.
+    given(exits)
+      .when(checkIn({ scan: { scanId: 'i2', at: '2026-11-21T10:20:00.000Z' } }))
+      .then([{ type: 'GuestAdmitted', data: { scanId: 'i2', closesExit: { scanId: 'o2' } } }]);
+    const secondClosed: GuestEvent = { ...admitted({ scanId: 'i2', at: '2026-11-21T10:20:00.000Z', closesExit: { scanId: 'o2', at: '2026-11-21T10:23:00.000Z', scannedBy: scan().scannedBy, people: 0, latest: true } }) };
+    given([...exits, secondClosed])
+      .when(checkIn({ scan: { scanId: 'i1', at: '2026-11-21T10:00:00.000Z' } }))
+      .then([{ type: 'GuestAdmitted', data: { scanId: 'i1', closesExit: { scanId: 'o1', latest: false } } }]);
+  });
+
   it('rejects a second exit scan of a visit already checked out (within the clock skew of that check-out): already_discharged, recorded', () =>
     given([registered(), admitted(), { type: 'GuestDischarged', data: { ...ids, ...scan({ scanId: 'o1', at: '2026-11-21T11:00:00.000Z' }), people: 1 } }])
       .when({ type: 'CheckOut', scan: scan({ scanId: 'o2', at: '2026-11-21T11:04:00.000Z' }) })

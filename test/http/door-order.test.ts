@@ -112,6 +112,30 @@ describe('a check-out synced before the check-in it follows', () => {
     });
   });
 
+  it('of two visits, the exit device syncing both before the entry device: every scan counted in its own visit, as if synced in order', async () => {
+    // Entry device a scans 17:00 and 17:20, exit device b 17:03 and 17:23; b syncs all it has first.
+    const [a, b] = await Promise.all([teamMember(), teamMember()]);
+    const scan = (direction: Scan['direction'], at: string, by: typeof a): Scan => ({ direction, body: { barcode: 'ORD-5', at, device: by === a ? 'a' : 'b' }, by: by.headers });
+    const [in1, out1, in2, out2] = [scan('checkin', '2026-06-01T17:00:00Z', a), scan('checkout', '2026-06-01T17:03:00Z', b), scan('checkin', '2026-06-01T17:20:00Z', a), scan('checkout', '2026-06-01T17:23:00Z', b)];
+    const outcomes = [];
+    for (const order of [[in1, out1, in2, out2], [out1, out2, in1, in2]]) {
+      const eventId = await newEvent(alice);
+      expect((await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Twice', barcode: 'ORD-5' }])).status).toBe(200);
+      const answers = [];
+      for (const s of order) answers.push((await send(eventId, s!)).body.result);
+      expect(answers.sort()).toEqual(['admitted', 'admitted', 'discharged', 'discharged']);
+      outcomes.push(await outcome(eventId, [a, b]));
+    }
+    const [inOrder, exitsFirst] = outcomes;
+    expect(exitsFirst).toEqual(inOrder);
+    expect(exitsFirst).toMatchObject({
+      guest: { admitted: '2026-06-01T17:20:00.000Z', discharged: '2026-06-01T17:23:00.000Z' },
+      stats: { admitted: 1, insideNow: { guests: 0, people: 0 } },
+      team: [{ checkedIn: 2, checkedOut: 0 }, { checkedIn: 0, checkedOut: 2 }],
+      timeline: { admissions: 2, admitted: 2, exits: 2, insideNow: 0 },
+    });
+  });
+
   it('a second exit scan of a visit already checked out is answered 200 rejected already_discharged, recorded, and counts no exit', async () => {
     const eventId = await newEvent(alice);
     await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ firstName: 'Twice', barcode: 'ORD-4' }]);

@@ -146,6 +146,27 @@ describe.each(stores)('Unicode-equivalent text on the %s', (_name, env) => {
       expect(weak.body.code).toBe('weak_password');
     });
 
+    it('a user name reserved decomposed before names were keyed on NFC stays taken in the composed form', async () => {
+      const userName = nfd(`Zoë.${randomUUID().slice(0, 6)}`);
+      expect((await member(userName)).status).toBe(200);
+      // Its reservation as the release before this one made it: under the name lower-cased as sent (decomposed), none under its NFC key.
+      const { eventStore } = service.platform;
+      const metadata = { tenantId: alice.id, actor: { type: 'system' as const, id: 'test' }, correlationId: randomUUID(), occurredAt: new Date().toISOString() };
+      const stream = `username-${nfc(userName).toLowerCase()}`;
+      const [reserved] = await eventStore.readStream(stream);
+      await eventStore.append(stream, [{ id: randomUUID(), type: 'KeyReleased', data: { key: userName, ownerId: reserved!.data.ownerId }, metadata }], reserved!.revision);
+      await eventStore.append(`username-${userName.toLowerCase()}`, [{ id: randomUUID(), type: 'KeyReserved', data: reserved!.data, metadata }], 'no_stream');
+      for (const copy of [nfc(userName), nfc(userName).toUpperCase()]) {
+        const taken = await member(copy);
+        expect(taken.status, JSON.stringify(taken.body)).toBe(409);
+        expect(taken.body.code).toBe('username_taken');
+      }
+      const admin = { authorization: `Bearer ${adminKey}` };
+      const account = await request(service.url, 'POST', '/admin/v1/accounts', { email: `zoe${randomUUID().slice(0, 8)}@example.com`, password: 'correct horse battery staple', userName: nfc(userName) }, admin);
+      expect(account.status, JSON.stringify(account.body)).toBe(409);
+      expect(account.body.code).toBe('username_taken');
+    });
+
     it('an account renamed to its own name in the other form keeps the name reserved and signs in by either form', async () => {
       const userName = nfc(`Émile.${randomUUID().slice(0, 6)}`);
       const admin = { authorization: `Bearer ${adminKey}` };
