@@ -354,6 +354,36 @@ describe.each(stores)('Idempotency-Key on POST (DESIGN.md section 5), %s', (_nam
     }
   });
 
+  it('purging leaves a key that a retry took over after the purge read it expired', async () => {
+    await send({ to: 'ann@example.com' }, 'purge-race');
+    clock = new Date(clock.getTime() + TTL_MS);
+    // The retry arrives between the purge's read of the expired record and its delete.
+    const retryDuringPurge = new Proxy(store, {
+      get(target, property, receiver) {
+        if (property !== 'collection') return Reflect.get(target, property, receiver) as unknown;
+        return (name: string) => {
+          const inner = target.collection(name);
+          return new Proxy(inner, {
+            get(collection, method, innerReceiver) {
+              if (method !== 'stream') return Reflect.get(collection, method, innerReceiver) as unknown;
+              return async function* (...args: Parameters<typeof inner.stream>) {
+                for await (const doc of inner.stream(...args)) {
+                  expect((await send({ to: 'ann@example.com' }, 'purge-race')).body?.run).toBe(2);
+                  yield doc;
+                }
+              };
+            },
+          });
+        };
+      },
+    });
+    expect(await purgeExpiredIdempotencyKeys(retryDuringPurge, clock)).toBe(0);
+    const again = await send({ to: 'ann@example.com' }, 'purge-race');
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body?.run).toBe(2);
+    expect(runs).toBe(2);
+  });
+
   it('purges expired keys', async () => {
     await send({ to: 'ann@example.com' }, 'purge-me');
     expect(await purgeExpiredIdempotencyKeys(store, clock)).toBe(0);

@@ -267,13 +267,17 @@ function replay(res: Response, record: IdempotencyRecord): void {
   else res.send(body);
 }
 
-/** Deletes expired records; the read-store port has no TTL index, so call this now and then. */
+/**
+ * Deletes expired records; the read-store port has no TTL index, so call this now and then.
+ * Each delete is a compare-and-swap on the record as read: a retry that took the expired key
+ * over in between (`reserve`) keeps its fresh record.
+ */
 export async function purgeExpiredIdempotencyKeys(readStore: ReadStore, at: Date = new Date()): Promise<number> {
   const keys = readStore.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION);
   let purged = 0;
   for await (const record of keys.stream({ expiresAt: { $lte: at.toISOString() } })) {
-    await keys.deleteOne(record._id);
-    purged++;
+    const { swapped } = await keys.swap(record._id, { owner: record.owner, state: record.state }, null);
+    if (swapped) purged++;
   }
   return purged;
 }
