@@ -46,6 +46,8 @@ describe.each(stores)('Idempotency-Key on POST (DESIGN.md section 5), %s', (_nam
   let clock: Date;
   let runs: number;
   let release: () => void;
+  /** Per run of /stalls: lets that run answer. */
+  let stalled: Record<number, () => void>;
   let closeServer: () => Promise<void>;
 
   beforeEach(async () => {
@@ -68,6 +70,14 @@ describe.each(stores)('Idempotency-Key on POST (DESIGN.md section 5), %s', (_nam
       runs++;
       await gate;
       res.status(201).json({ run: runs });
+    });
+    // The first two runs wait until the test lets them answer; the first one then fails (5xx).
+    stalled = {};
+    app.post('/stalls', async (_req, res, next) => {
+      const run = ++runs;
+      if (run <= 2) await new Promise<void>((resolve) => (stalled[run] = resolve));
+      if (run === 1) return next(new Error('the event store went away'));
+      res.status(201).json({ run });
     });
     app.post('/fails-once', (_req, res, next) => {
       runs++;
@@ -95,6 +105,7 @@ describe.each(stores)('Idempotency-Key on POST (DESIGN.md section 5), %s', (_nam
 
   afterEach(async () => {
     release();
+    for (const answer of Object.values(stalled)) answer();
     await closeServer();
     await dropStore();
     await store.close();
@@ -222,6 +233,28 @@ describe.each(stores)('Idempotency-Key on POST (DESIGN.md section 5), %s', (_nam
     expect((await retry).status).toBe(201);
   });
 
+  it('an abandoned first attempt that ends after a retry took its key over leaves the retry’s record alone', async () => {
+    // The first attempt is abandoned (10 minutes in progress), a retry takes the key over and
+    // runs; then the first one ends with a 5xx. That must not free the key under the running
+    // retry: a third attempt is 409 in progress, and afterwards replays the retry's answer.
+    const first = post('/stalls', {}, { 'idempotency-key': 'late' });
+    await expect.poll(() => runs).toBe(1);
+    clock = new Date(clock.getTime() + 10 * 60 * 1000);
+    const retry = post('/stalls', {}, { 'idempotency-key': 'late' });
+    await expect.poll(() => runs).toBe(2);
+    stalled[1]!();
+    expect((await first).status).toBe(500);
+    const third = await post('/stalls', {}, { 'idempotency-key': 'late' });
+    expect(third.status).toBe(409);
+    expect(third.body?.code).toBe('idempotency_key_in_progress');
+    stalled[2]!();
+    expect((await retry).body).toEqual({ run: 2 });
+    const replayed = await post('/stalls', {}, { 'idempotency-key': 'late' });
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+    expect(replayed.body).toEqual({ run: 2 });
+    expect(runs).toBe(2);
+  });
+
   it('refuses a key that is empty, longer than 255 or not printable ASCII with 400 validation_error', async () => {
     for (const key of ['x'.repeat(256), 'tab\there', 'naïve']) {
       const reply = await send({}, key);
@@ -319,6 +352,36 @@ describe.each(stores)('Idempotency-Key on POST (DESIGN.md section 5), %s', (_nam
     } finally {
       await new Promise((resolve) => server.close(() => resolve(undefined)));
     }
+  });
+
+  it('purging leaves a key that a retry took over after the purge read it expired', async () => {
+    await send({ to: 'ann@example.com' }, 'purge-race');
+    clock = new Date(clock.getTime() + TTL_MS);
+    // The retry arrives between the purge's read of the expired record and its delete.
+    const retryDuringPurge = new Proxy(store, {
+      get(target, property, receiver) {
+        if (property !== 'collection') return Reflect.get(target, property, receiver) as unknown;
+        return (name: string) => {
+          const inner = target.collection(name);
+          return new Proxy(inner, {
+            get(collection, method, innerReceiver) {
+              if (method !== 'stream') return Reflect.get(collection, method, innerReceiver) as unknown;
+              return async function* (...args: Parameters<typeof inner.stream>) {
+                for await (const doc of inner.stream(...args)) {
+                  expect((await send({ to: 'ann@example.com' }, 'purge-race')).body?.run).toBe(2);
+                  yield doc;
+                }
+              };
+            },
+          });
+        };
+      },
+    });
+    expect(await purgeExpiredIdempotencyKeys(retryDuringPurge, clock)).toBe(0);
+    const again = await send({ to: 'ann@example.com' }, 'purge-race');
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body?.run).toBe(2);
+    expect(runs).toBe(2);
   });
 
   it('purges expired keys', async () => {

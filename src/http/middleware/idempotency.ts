@@ -86,7 +86,7 @@ export function idempotency(readStore: ReadStore, options: IdempotencyOptions = 
     const record = await reserve(keys, id, owner, fingerprint, now(), ttlMs, inProgressTimeoutMs);
     if (record.owner === owner) {
       res.locals.idempotencySeed = `${id}\n${record.seed ?? record.owner}`;
-      recordResponse(req, res, keys, id);
+      recordResponse(req, res, keys, record);
       return next();
     }
     if (record.fingerprint !== fingerprint) {
@@ -189,7 +189,8 @@ function canonicalJson(value: unknown): string {
  * has its answer and retries gets the replay, never "in progress". A 5xx releases the key
  * (keeping its seed): the retry the error asks for runs the request again.
  */
-function recordResponse(req: Request, res: Response, keys: Collection<IdempotencyRecord>, id: string): void {
+function recordResponse(req: Request, res: Response, keys: Collection<IdempotencyRecord>, reserved: IdempotencyRecord): void {
+  const id = reserved._id;
   const chunks: Buffer[] = [];
   let size = 0;
   const keep = (chunk: unknown, encoding: unknown): void => {
@@ -215,7 +216,7 @@ function recordResponse(req: Request, res: Response, keys: Collection<Idempotenc
     ended = true;
     keep(args[0], args[1]);
     const body = size <= MAX_STORED_BODY_BYTES ? Buffer.concat(chunks) : undefined;
-    settle(res, keys, id, body)
+    settle(res, keys, reserved, body)
       .catch((error: unknown) => req.log?.error({ err: error, idempotencyKey: id }, 'could not store the idempotent response'))
       .finally(() => end(...args));
     return res;
@@ -230,22 +231,29 @@ export const doNotStoreResponse = (res: Response): void => {
   res.locals.doNotStoreResponse = true;
 };
 
-async function settle(res: Response, keys: Collection<IdempotencyRecord>, id: string, body: Buffer | undefined): Promise<void> {
+/**
+ * Stores the outcome on the record this request reserved, by a compare-and-swap on its owner:
+ * a request that was taken for abandoned and whose key a retry took over while it still ran
+ * changes nothing when it ends (its 5xx would free the key under the running retry, its answer
+ * would be replayed in place of the retry's).
+ */
+async function settle(res: Response, keys: Collection<IdempotencyRecord>, reserved: IdempotencyRecord, body: Buffer | undefined): Promise<void> {
+  const { _id: id, ...record } = reserved;
+  const ours = { owner: record.owner, state: 'pending' as const };
   // A 5xx frees the key for the retry it asks for, but keeps the seed: the request may still be applied.
-  if (res.statusCode >= 500) return void (await keys.updateOne(id, { $set: { state: 'failed' } }));
-  if (body === undefined || res.locals.doNotStoreResponse === true) return keys.deleteOne(id);
+  if (res.statusCode >= 500) return void (await keys.swap(id, ours, { ...record, state: 'failed' }));
+  if (body === undefined || res.locals.doNotStoreResponse === true) return void (await keys.swap(id, ours, null));
   const contentType = res.get('Content-Type');
   const location = res.get('Location');
   const encoding = contentType === undefined || /json|^text\//i.test(contentType) ? 'utf8' : 'base64';
-  await keys.updateOne(id, {
-    $set: {
-      state: 'done',
-      status: res.statusCode,
-      body: body.toString(encoding),
-      bodyEncoding: encoding,
-      ...(contentType !== undefined ? { contentType } : {}),
-      ...(location !== undefined ? { location } : {}),
-    },
+  await keys.swap(id, ours, {
+    ...record,
+    state: 'done',
+    status: res.statusCode,
+    body: body.toString(encoding),
+    bodyEncoding: encoding,
+    ...(contentType !== undefined ? { contentType } : {}),
+    ...(location !== undefined ? { location } : {}),
   });
 }
 
@@ -259,13 +267,17 @@ function replay(res: Response, record: IdempotencyRecord): void {
   else res.send(body);
 }
 
-/** Deletes expired records; the read-store port has no TTL index, so call this now and then. */
+/**
+ * Deletes expired records; the read-store port has no TTL index, so call this now and then.
+ * Each delete is a compare-and-swap on the record as read: a retry that took the expired key
+ * over in between (`reserve`) keeps its fresh record.
+ */
 export async function purgeExpiredIdempotencyKeys(readStore: ReadStore, at: Date = new Date()): Promise<number> {
   const keys = readStore.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION);
   let purged = 0;
   for await (const record of keys.stream({ expiresAt: { $lte: at.toISOString() } })) {
-    await keys.deleteOne(record._id);
-    purged++;
+    const { swapped } = await keys.swap(record._id, { owner: record.owner, state: record.state }, null);
+    if (swapped) purged++;
   }
   return purged;
 }
