@@ -360,7 +360,10 @@ export async function startService(
             if (projectionsLost) throw new Error('another process took the read store\'s projections over during the upgrade rebuild; this one stops projecting');
           });
         }
+        // Taken over meanwhile (onLost stopped a runner that was not running yet): do not start it.
+        if (projectionsLost || stopping) return;
         await runner.start();
+        if (projectionsLost) await runner.stop();
       },
       logger,
     );
