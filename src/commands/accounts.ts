@@ -1,4 +1,4 @@
-import { accountDecider, accountStream, type AccountProfile } from '../domain/account.js';
+import { accountDecider, accountStream, isPathlessUserName, pathlessUserNameMessage, type AccountProfile } from '../domain/account.js';
 import { DomainError } from '../domain/decider.js';
 import { checkPasswordPolicy } from '../domain/password-policy.js';
 import { reservationDecider, reservationKey, usernameStream, type ReservationCommand } from '../domain/reservation.js';
@@ -170,6 +170,10 @@ export async function updateUser(
     decider: accountDecider,
     command: { type: 'UpdateProfile', clientId: context.tenantId, changes },
   };
+  // Only a new name: an account named `.` or `..` before they were refused keeps its own.
+  if (renamed && isPathlessUserName(changes.userName!)) {
+    throw new DomainError('validation_error', `userName ${pathlessUserNameMessage}`, { errors: [{ path: 'userName', message: pathlessUserNameMessage }] });
+  }
   if (renamed) await checkUsernameFree(services, changes.userName!, context.tenantId);
   // A new user name is claimed before the profile changes; the old one is released after.
   const items: BatchItem[] = renamed

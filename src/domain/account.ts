@@ -16,6 +16,14 @@ export interface AccountProfile {
   retentionDays?: number | null;
 }
 
+/**
+ * `.` and `..`: the two user names no URL path can carry (clients resolve them as dot segments,
+ * percent-encoded too), so `GET /checkin/v1/api/teammembers/user/{username}/events` could never
+ * name them (docs/identifiers.md, "Ids in paths"). Refused where a name is made or changed to one.
+ */
+export const isPathlessUserName = (userName: string): boolean => userName === '.' || userName === '..';
+export const pathlessUserNameMessage = 'must not be . or ..: a URL path cannot carry them (GET /checkin/v1/api/teammembers/user/{username}/events)';
+
 export type AccountEvent =
   | {
       type: 'AccountRegistered';

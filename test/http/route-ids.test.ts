@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminKey, createClient, request, startTestService, type Client, type Reply, type TestService } from '../support/service.js';
+import { registerAccount } from '../../src/commands/accounts.js';
+import { adminKey, clientToken, createClient, request, startTestService, type Client, type Reply, type TestService } from '../support/service.js';
 
 /**
  * Every path parameter takes any id the spec allows, on every route (docs/identifiers.md, "Ids in
@@ -328,6 +330,24 @@ describe('team members and user names in paths', () => {
       const account = await request(service.url, 'POST', '/admin/v1/accounts', { email: `dots-${Date.now()}@example.com`, password, userName }, { authorization: `Bearer ${adminKey}` });
       expectRefused(account, 'userName', `account ${JSON.stringify(userName)}`);
     }
+  });
+
+  it('an account named . before the names were refused PUTs its read-back user unchanged; it cannot be renamed to ..', async () => {
+    // Opened through the commands layer, which does not refuse the name (as accounts were opened before the HTTP schema did).
+    const context = { tenantId: '', actor: { type: 'system' as const, id: 'test' }, correlationId: randomUUID(), now: new Date() };
+    const email = `dot-${randomUUID().slice(0, 8)}@example.com`;
+    const legacy = await registerAccount(service.services, context, { email, password, userName: '.' });
+    const headers = { authorization: `Bearer ${await clientToken(service.url, legacy.id, legacy.clientSecret)}`, 'ocp-apim-subscription-key': legacy.subscriptionKey };
+    const read = await request(service.url, 'GET', `/users/v1/api/users/email?email=${enc(email)}`, undefined, headers);
+    expect(read.status, JSON.stringify(read.body)).toBe(200);
+    expect(read.body.userName).toBe('.');
+    for (const body of [read.body, { ...read.body, userName: ' . ', companyName: 'Dots Ltd' }]) {
+      const put = await request(service.url, 'PUT', '/users/v1/api/user', body, headers);
+      expect(put.status, JSON.stringify(put.body)).toBe(204);
+    }
+    expectRefused(await request(service.url, 'PUT', '/users/v1/api/user', { ...read.body, userName: '..' }, headers), 'userName', 'renamed to ..');
+    const after = await request(service.url, 'GET', `/users/v1/api/users/email?email=${enc(email)}`, undefined, headers);
+    expect(after.body).toMatchObject({ userName: '.', companyName: 'Dots Ltd' });
   });
 
   it('a user name path no user has is 404; one that is not valid percent-encoding is 400 naming username', async () => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
 import { Email, Guid, nullAsAbsent, PlainId, retentionDays, TimeZoneId, timeZoneName, VisibleText } from './common.js';
+import { isPathlessUserName, pathlessUserNameMessage } from '../../domain/account.js';
 import { ex } from './example-values.js';
 
 /** Spec: User and Team member fields typed string take any string, kept as given. */
@@ -60,16 +61,9 @@ export const UserResponse = registry.register(
   }),
 );
 
-/**
- * A user name (a client's or a team member's): visible text, and not `.` or `..`, the two names no
- * URL path can carry (clients resolve them as dot segments, percent-encoded too), so
- * `GET /checkin/v1/api/teammembers/user/{username}/events` could never name them
- * (docs/identifiers.md, "Ids in paths").
- */
+/** A new user name (a client's or a team member's): visible text, and not `.` or `..` (isPathlessUserName). */
 const UserName = (max?: number) =>
-  VisibleText(max).refine((v) => v !== '.' && v !== '..', {
-    message: 'must not be . or ..: a URL path cannot carry them (GET /checkin/v1/api/teammembers/user/{username}/events)',
-  }).openapi({ not: { enum: ['.', '..'] } });
+  VisibleText(max).refine((v) => !isPathlessUserName(v), { message: pathlessUserNameMessage }).openapi({ not: { enum: ['.', '..'] } });
 
 export const UserEmailQuery = z.object({ email: VisibleText() });
 
@@ -81,7 +75,12 @@ export const UserUpdateBody = registry.register(
     // and .NET and Java serializers write null for every property left unset (docs/api.md, Bodies).
     firstName: nullAsAbsent(name),
     lastName: nullAsAbsent(name),
-    userName: nullAsAbsent(UserName()),
+    // `.` and `..` are refused by updateUser only as a new name: an account that holds one from
+    // before they were refused sends its read-back answer unchanged (docs/api.md, Bodies).
+    userName: nullAsAbsent(VisibleText().openapi({
+      not: { enum: ['.', '..'] },
+      description: 'Not `.` or `..` (400), unless it is the name the account already has (an account named so before they were refused)',
+    })),
     // Not empty: GET /users/v1/api/users/email finds the user by it.
     email: nullAsAbsent(anyEmail.min(1)),
     timeZoneId: nullAsAbsent(timeZoneName()),
