@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { update as mingoUpdate } from 'mingo';
+import { Query as MingoQuery, update as mingoUpdate } from 'mingo';
 import { MongoClient } from 'mongodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MessageChannel } from 'node:worker_threads';
@@ -169,6 +169,46 @@ describe('embedded read store', () => {
       );
       expect({ update, result: actual }).toEqual({ update, result: expected });
       if (expected === 'error') expect(await collection.get('x')).toEqual({ _id: 'x', ...base });
+    }
+    await store.close();
+  });
+
+  // Embedded only: FerretDB (the MongoDB server the contract runs against here) takes $expr with
+  // $first, $sum and $type only; $gt, $eq, $add, $size and the rest are "not implemented" there.
+  it('$expr compares fields and computed values as MongoDB does, and every filter finds what mingo\'s own Query finds', async () => {
+    const store = new EmbeddedReadStore(':memory:');
+    const collection = store.collection('expressions');
+    const docs = [
+      { _id: 'a', admitted: 3, plusOnes: 2, tags: ['vip'], name: 'Ann', at: '2026-01-01T10:00:00.000Z' },
+      { _id: 'b', admitted: 1, plusOnes: 2, tags: [], name: 'bob', at: '2026-01-02T10:00:00.000Z' },
+      { _id: 'c', admitted: 2, plusOnes: 2, tags: ['vip', 'press'], name: 'Cy' },
+    ];
+    await store.applyBatch(docs.map(({ _id, ...doc }) => ({ kind: 'replace', collection: collection.name, id: _id, doc })));
+    const find = async (filter: Record<string, unknown>) => (await collection.find(filter as never, { sort: { _id: 1 } })).items.map((doc) => doc._id);
+    expect(await find({ $expr: { $gt: ['$admitted', '$plusOnes'] } })).toEqual(['a']);
+    expect(await find({ $expr: { $gte: ['$admitted', '$plusOnes'] } })).toEqual(['a', 'c']);
+    expect(await find({ $expr: { $lt: ['$admitted', '$plusOnes'] } })).toEqual(['b']);
+    expect(await find({ $expr: { $lte: ['$admitted', { $subtract: ['$plusOnes', 1] }] } })).toEqual(['b']);
+    expect(await find({ $expr: { $eq: [{ $size: '$tags' }, 0] } })).toEqual(['b']);
+    expect(await find({ $expr: { $ne: ['$admitted', '$plusOnes'] } })).toEqual(['a', 'b']);
+    expect(await find({ $and: [{ tags: 'vip' }, { $expr: { $lt: [{ $add: ['$admitted', 1] }, { $multiply: ['$plusOnes', 2] }] } }] })).toEqual(['c']);
+    expect(await collection.count({ $expr: { $gt: ['$admitted', 1] } } as never)).toBe(2);
+    expect((await collection.findOne({ $expr: { $eq: [{ $toLower: '$name' }, 'bob'] } } as never))?._id).toBe('b');
+    // Any filter without a string range: as mingo's default Query (which the store used before mingo-query.ts).
+    const filters: Record<string, unknown>[] = [
+      { $expr: { $and: [{ $gt: ['$admitted', 1] }, { $in: ['press', '$tags'] }] } },
+      { $expr: { $cond: [{ $isArray: '$tags' }, { $gt: [{ $size: '$tags' }, 1] }, false] } },
+      { $expr: { $eq: [{ $ifNull: ['$at', 'none'] }, 'none'] } },
+      { $expr: { $eq: [{ $max: '$tags' }, 'vip'] } },
+      { tags: { $elemMatch: { $eq: 'press' } } },
+      { tags: { $size: 1 }, name: { $regex: '^a', $options: 'i' } },
+      { admitted: { $mod: [2, 1] } },
+      { at: { $exists: false } },
+      { $nor: [{ admitted: { $gt: 1 } }] },
+    ];
+    for (const filter of filters) {
+      const expected = docs.filter((doc) => new MingoQuery(filter as never).test(doc)).map((doc) => doc._id);
+      expect({ filter, found: await find(filter) }).toEqual({ filter, found: expected });
     }
     await store.close();
   });
