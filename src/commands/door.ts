@@ -17,14 +17,13 @@ import type { AccountDoc } from '../projections/accounts.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
 import { newSortableId } from '../shared/ids.js';
 import { getEvent } from './events.js';
-import { findGuestByIdOrCustomId, findOwnGuest } from './guest-lookup.js';
+import { customIdMatch, findGuestByIdOrCustomId, findOwnGuest } from './guest-lookup.js';
 import { guests, toGuestView, type GuestView } from './guests.js';
 import { findTeamMember } from './team-members.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 import { checkTicket } from '../tickets/event-keys.js';
 import { looksLikeTicket, withoutScannerPadding } from '../tickets/ticket-code.js';
-import { caselessKey } from '../shared/text-key.js';
 
 /** How long after a check-in it can be undone (README "Door operations"). */
 export const undoWindowMs = 5 * 60_000;
@@ -135,7 +134,7 @@ async function findGuests(services: Services, clientId: string, eventId: string,
   const filter =
     lookup.barcode !== undefined
       ? { barcode: lookup.barcode, clientId, eventId }
-      : { customIdLower: caselessKey(lookup.customId!), clientId, eventId };
+      : { customIdLower: customIdMatch(lookup.customId!), clientId, eventId };
   // Read-only: callers read the documents' ids and fields (toGuestView copies what it shows).
   const found = (await guests(services).find(filter, { limit: 10, readOnly: true })).items;
   // A barcode is any string and matches exactly first; a scanner in keyboard mode adds CR, LF or Tab

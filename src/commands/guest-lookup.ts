@@ -3,6 +3,7 @@ import { guestKey } from '../domain/guest.js';
 import { erasedCustomIdKey, reservationKey } from '../domain/reservation.js';
 import type { GuestDoc } from '../projections/guests.js';
 import { isUuid } from '../shared/ids.js';
+import { caselessKey } from '../shared/text-key.js';
 import { guests } from './guests.js';
 import type { Services } from './services.js';
 
@@ -18,6 +19,18 @@ export async function findOwnGuest(services: Services, clientId: string, guestId
   if (doc) return doc;
   const legacy = await guests(services).get(guestId.toLowerCase());
   return legacy && legacy.clientId === clientId ? legacy : null;
+}
+
+/**
+ * The `customIdLower` a customId sent names, on the guest routes and at the door alike: the
+ * customId without the white space around it (as its reservation keys it, so ` C-1 ` and `C-1`
+ * are one customId of an event), or exactly as sent, for a guest stored with that white space
+ * (the read model keeps it in `customIdLower`).
+ */
+export function customIdMatch(value: string): string | { $in: string[] } {
+  const trimmed = reservationKey(value);
+  const asSent = caselessKey(value);
+  return trimmed === asSent ? trimmed : { $in: [trimmed, asSent] };
 }
 
 /**
@@ -39,7 +52,7 @@ export async function findGuestByIdOrCustomId(
     const doc = await findOwnGuest(services, clientId, value);
     if (doc && (eventId === undefined || doc.eventId === eventId)) return doc;
   }
-  const filter = { customIdLower: reservationKey(value), clientId, ...(eventId !== undefined ? { eventId } : {}) };
+  const filter = { customIdLower: customIdMatch(value), clientId, ...(eventId !== undefined ? { eventId } : {}) };
   const { items } = await guests(services).find(filter, { limit: 2 });
   if (items.length === 0) throw new DomainError('not_found', 'guest not found: no guest of yours has this id or customId');
   if (items.length > 1) {

@@ -166,3 +166,31 @@ describe('validity windows on the event’s clocks across DST changes (wall time
     expect((await scan(eventId, 'checkin', { barcode: 'DST-4', at: '2026-10-25T02:30:00' })).body.at).toBe('2026-10-25T00:30:00.000Z');
   });
 });
+
+describe('a customId sent with white space around it (a scanning app that pads what it read)', () => {
+  it('finds the guest at the door as on the guest routes: its customId with or without the spaces it was stored with', async () => {
+    const eventId = await newEvent(alice);
+    const created = await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [
+      { firstName: 'Plain', customId: 'CRM-7' },
+      { firstName: 'Padded', customId: ' CRM-8 ' },
+    ]);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const read = (customId: string) => alice.call('GET', `/checkin/v1/api/guest/${encodeURIComponent(customId)}?eventId=${eventId}`);
+    for (const [customId, firstName] of [['  crm-7 ', 'Plain'], ['CRM-7', 'Plain'], [' CRM-8 ', 'Padded']]) {
+      const route = await read(customId!);
+      expect(route.status, `route ${JSON.stringify(customId)}: ${JSON.stringify(route.body)}`).toBe(200);
+      expect(route.body.firstName).toBe(firstName);
+      const checkin = await scan(eventId, 'checkin', { customId });
+      expect(checkin.body, `door ${JSON.stringify(customId)}`).toMatchObject({ result: 'admitted', guest: { firstName } });
+      expect((await scan(eventId, 'checkout', { customId })).body, `door ${JSON.stringify(customId)}`).toMatchObject({ result: 'discharged' });
+    }
+    // By guestId, a value that is no guest id is tried as a customId, the same way.
+    expect((await scan(eventId, 'checkin', { guestId: ' CRM-7 ' })).body).toMatchObject({ result: 'admitted', guest: { firstName: 'Plain' } });
+    const blocked = await alice.call('POST', `/checkin/v1/api/guests/${eventId}/block`, { customIds: [' crm-8 '], reason: 'test' });
+    expect(blocked.status, JSON.stringify(blocked.body)).toBe(200);
+    // One customId of the event with or without the spaces: no second guest takes it.
+    const again = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Other', customId: ' CRM-7 ' });
+    expect(again.status, JSON.stringify(again.body)).toBe(409);
+    expect((await guestsOf(eventId)).length).toBe(2);
+  });
+});
