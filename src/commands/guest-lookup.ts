@@ -3,7 +3,6 @@ import { guestKey } from '../domain/guest.js';
 import { erasedCustomIdKey, reservationKey } from '../domain/reservation.js';
 import type { GuestDoc } from '../projections/guests.js';
 import { isUuid } from '../shared/ids.js';
-import { caselessKey } from '../shared/text-key.js';
 import { guests } from './guests.js';
 import type { Services } from './services.js';
 
@@ -23,14 +22,11 @@ export async function findOwnGuest(services: Services, clientId: string, guestId
 
 /**
  * The `customIdLower` a customId sent names, on the guest routes and at the door alike: the
- * customId without the white space around it (as its reservation keys it, so ` C-1 ` and `C-1`
- * are one customId of an event), or exactly as sent, for a guest stored with that white space
- * (the read model keeps it in `customIdLower`).
+ * customId without the white space around it, Unicode NFC, lower-cased, as its reservation keys
+ * it and the guests read model stores it (` C-1 ` and `c-1` are one customId of an event).
  */
-export function customIdMatch(value: string): string | { $in: string[] } {
-  const trimmed = reservationKey(value);
-  const asSent = caselessKey(value);
-  return trimmed === asSent ? trimmed : { $in: [trimmed, asSent] };
+export function customIdMatch(value: string): string {
+  return reservationKey(value);
 }
 
 /**

@@ -5,6 +5,7 @@ import type { Projection } from './projection.js';
 import { scopedKey } from '../shared/ids.js';
 import { personalGuestFields } from '../domain/personal-data.js';
 import { caselessKey } from '../shared/text-key.js';
+import { reservationKey } from '../domain/reservation.js';
 
 /**
  * `guests`: one document per guest; every guest query reads it (docs/read-models.md). `_id` is
@@ -92,7 +93,8 @@ const lowerFields = (details: GuestDetails) => ({
   ...(details.firstName !== undefined ? { firstNameLower: caselessKey(details.firstName) } : {}),
   ...(details.otherNames !== undefined ? { otherNamesLower: caselessKey(details.otherNames) } : {}),
   ...(details.email !== undefined ? { emailLower: caselessKey(details.email) } : {}),
-  ...(details.customId !== undefined ? { customIdLower: caselessKey(details.customId) } : {}),
+  // Keyed as its reservation keys it, without the white space around it (` C-1 ` and `C-1` are one customId).
+  ...(details.customId !== undefined ? { customIdLower: reservationKey(details.customId) } : {}),
   ...(details.additionalInfo !== undefined ? { additionalInfoLower: caselessKey(details.additionalInfo) } : {}),
 });
 
@@ -349,7 +351,7 @@ function applyDoor(event: StoredEvent & DoorEvent): WriteOp[] {
 
 export const guestsProjection: Projection = {
   name: 'guests',
-  /** 2: the …Lower keys and tagList are NFC (caselessKey), with otherNamesLower and additionalInfoLower. */
+  /** 2: the …Lower keys and tagList are NFC (caselessKey), with otherNamesLower and additionalInfoLower; customIdLower without the white space around the customId. */
   version: 2,
   filter: { streamPrefixes: ['guest-', 'door-'] },
   collections: [

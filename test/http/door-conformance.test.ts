@@ -176,7 +176,7 @@ describe('a customId sent with white space around it (a scanning app that pads w
     ]);
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const read = (customId: string) => alice.call('GET', `/checkin/v1/api/guest/${encodeURIComponent(customId)}?eventId=${eventId}`);
-    for (const [customId, firstName] of [['  crm-7 ', 'Plain'], ['CRM-7', 'Plain'], [' CRM-8 ', 'Padded']]) {
+    for (const [customId, firstName] of [['  crm-7 ', 'Plain'], ['CRM-7', 'Plain'], [' CRM-8 ', 'Padded'], ['crm-8', 'Padded']]) {
       const route = await read(customId!);
       expect(route.status, `route ${JSON.stringify(customId)}: ${JSON.stringify(route.body)}`).toBe(200);
       expect(route.body.firstName).toBe(firstName);
@@ -192,5 +192,12 @@ describe('a customId sent with white space around it (a scanning app that pads w
     const again = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Other', customId: ' CRM-7 ' });
     expect(again.status, JSON.stringify(again.body)).toBe(409);
     expect((await guestsOf(eventId)).length).toBe(2);
+    // A retried create of the padded guest, same content: the guest it made, not a conflict.
+    const padded = { eventId, firstName: 'Retry', customId: ' CRM-9 ' };
+    const first = await alice.call('POST', '/checkin/v1/api/guest', padded);
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const retried = await alice.call('POST', '/checkin/v1/api/guest', padded);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.body.id).toBe(first.body.id);
   });
 });
