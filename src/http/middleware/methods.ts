@@ -14,13 +14,18 @@ export interface KnownRoute {
 interface Pattern {
   matches: (path: string) => boolean;
   methods: Set<string>;
+  /** How many parameters the path has: the fewest name the resource `/openapi.json` documents at a path. */
+  params: number;
 }
 
 /**
  * 405 and OPTIONS for the declared routes. A path several patterns match takes the methods of
  * each of them: a literal route names the path only for the methods it defines, so
  * `/event/export` is the export for POST and the event "export" of `/event/:id` for GET
- * (docs/identifiers.md, "Ids in paths"). Paths no route matches are left to the 404 handler.
+ * (docs/identifiers.md, "Ids in paths"). `Allow` lists the methods of the resource the document
+ * describes at that path, the pattern with the fewest parameters (`/event/export`: POST), as a
+ * client reading `/openapi.json` expects; a GET there still reaches the event. Paths no route
+ * matches are left to the 404 handler.
  */
 export function methodGuard(routes: KnownRoute[]): RequestHandler {
   const patterns = new Map<string, Pattern>();
@@ -28,7 +33,7 @@ export function methodGuard(routes: KnownRoute[]): RequestHandler {
     let pattern = patterns.get(route.path);
     if (!pattern) {
       const path = routePath(route);
-      pattern = { matches: (p) => path.match(p) !== undefined, methods: new Set() };
+      pattern = { matches: (p) => path.match(p) !== undefined, methods: new Set(), params: (route.path.match(/[:*]/g) ?? []).length };
       patterns.set(route.path, pattern);
     }
     pattern.methods.add(route.method.toUpperCase());
@@ -43,10 +48,16 @@ export function methodGuard(routes: KnownRoute[]): RequestHandler {
     const matching = all.filter((p) => p.matches(path));
     let found: { allow: string; methods: Set<string> } | null = null;
     if (matching.length > 0) {
-      const methods = new Set(matching.flatMap((p) => [...p.methods]));
-      if (methods.has('GET')) methods.add('HEAD');
-      methods.add('OPTIONS');
-      const allow = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => methods.has(m)).join(', ');
+      const withHeadAndOptions = (list: Pattern[]) => {
+        const methods = new Set(list.flatMap((p) => [...p.methods]));
+        if (methods.has('GET')) methods.add('HEAD');
+        methods.add('OPTIONS');
+        return methods;
+      };
+      const methods = withHeadAndOptions(matching);
+      const fewest = Math.min(...matching.map((p) => p.params));
+      const documented = withHeadAndOptions(matching.filter((p) => p.params === fewest));
+      const allow = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => documented.has(m)).join(', ');
       found = { allow, methods };
     }
     if (byPath.size >= 5_000) byPath.clear();
