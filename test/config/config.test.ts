@@ -24,7 +24,7 @@ describe('loadConfig', () => {
     const refusal = () => loadConfig({ PORT: 'eighty', RETENTION_SWEEP_MS: '10', EXPORT_TTL_MINUTES: '0' });
     expect(refusal).toThrow(/PORT must be a non-negative integer such as 8080, got "eighty"/);
     expect(refusal).toThrow(/RETENTION_SWEEP_MS must be at least 1000/);
-    expect(refusal).toThrow(/EXPORT_TTL_MINUTES must be at least 1 \(minutes\), such as 60, got 0/);
+    expect(refusal).toThrow(/EXPORT_TTL_MINUTES must be at least 1 and at most 525600 \(minutes, a year at most.*\), such as 60, got 0/);
   });
 
   it('names TRUST_PROXY, BODY_LIMIT and a port out of range instead of crashing at start with a stack trace', () => {
@@ -169,7 +169,10 @@ describe('loadConfig', () => {
       [{ SEND_LEASE_MS: '0' }, /SEND_LEASE_MS must be at least 1000 and at most 2147483647 \(milliseconds; a shorter lease lapses between heartbeats.*\), such as 10000, got 0/],
       // 0 switched the sweep off: a killed worker's sends were never taken over.
       [{ WORKER_SWEEP_MS: '0' }, /WORKER_SWEEP_MS must be at least 100 .*such as 5000, got 0/],
-      [{ TOKEN_TTL_SECONDS: '0' }, /TOKEN_TTL_SECONDS must be at least 1 \(seconds; a token of 0 s is expired when issued\), such as 3600, got 0/],
+      [{ TOKEN_TTL_SECONDS: '0' }, /TOKEN_TTL_SECONDS must be at least 1 and at most 31536000 \(seconds, a year at most; a token of 0 s is expired when issued\), such as 3600, got 0/],
+      // An expiry past the calendar's end (8.64e15 ms) made every export a 500 (RangeError: Invalid time value).
+      [{ EXPORT_TTL_MINUTES: '1000000000000' }, /EXPORT_TTL_MINUTES must be at least 1 and at most 525600 \(minutes, a year at most.*\), such as 60, got 1000000000000/],
+      [{ TOKEN_TTL_SECONDS: '99999999999' }, /TOKEN_TTL_SECONDS must be at least 1 and at most 31536000/],
       // 0 exited 1 at once on SIGTERM, and one under the drain cut every drain short.
       [{ SHUTDOWN_TIMEOUT_MS: '0' }, /SHUTDOWN_TIMEOUT_MS must be at least 1 /],
       [{ SHUTDOWN_TIMEOUT_MS: '5000' }, /SHUTDOWN_TIMEOUT_MS must be more than SHUTDOWN_DRAIN_TIMEOUT_MS .*such as 14000 with 8000, got 5000 with 8000/],
