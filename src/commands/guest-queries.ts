@@ -1,4 +1,3 @@
-import { compareStrings } from '../adapters/readstore/cursor.js';
 import type { Filter } from '../adapters/readstore/port.js';
 import { INT32_MAX } from '../domain/guest.js';
 import { eventKey, getEvent } from './events.js';
@@ -7,6 +6,7 @@ import type { Services } from './services.js';
 import type { GuestDoc, ScanDoc } from '../projections/guests.js';
 import { teamMemberIdOf, type TeamMemberDoc } from '../projections/accounts.js';
 import { caselessKey } from '../shared/text-key.js';
+import { compareStrings } from '../shared/text-order.js';
 
 /** A literal text as a case-insensitive regex: the caller's text is never a pattern. */
 const literal = (text: string) => ({ $regex: text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), $options: 'i' });
