@@ -10,6 +10,7 @@
 import { destination } from 'pino';
 import { loadConfig } from '../config.js';
 import { createPlatform, projections } from '../main.js';
+import { checkpointName } from '../projections/projection.js';
 import { ProjectionRunner } from '../projections/runner.js';
 import { createLogger } from '../shared/logger.js';
 import { claimProjections, describeHolder, type HolderDoc } from '../projections/holder.js';
@@ -48,7 +49,7 @@ async function main(): Promise<void> {
     if (command === 'status') {
       for (const projection of projections) {
         const head = await platform.eventStore.headPosition(projection.filter);
-        const position = (await platform.readStore.getCheckpoint(`projection:${projection.name}`)) ?? -1;
+        const position = (await platform.readStore.getCheckpoint(checkpointName(projection))) ?? -1;
         const built = position >= 0 ? ((await recordedVersion(platform.readStore, projection.name)) ?? 1) : versionOf(projection);
         const version = built === versionOf(projection) ? `version ${built}` : `version ${built}, code ${versionOf(projection)}: rebuilt at the next start`;
         console.log(`${projection.name.padEnd(14)} position ${position}  head ${head}  lag ${Math.max(0, head - position)}  ${version}`);

@@ -19,3 +19,6 @@ export interface Projection {
   collections: { name: string; indexes: IndexSpec[] }[];
   apply(event: StoredEvent): WriteOp[];
 }
+
+/** The read-store checkpoint of a projection: where its read models have applied the events up to. */
+export const checkpointName = (projection: { name: string }): string => `projection:${projection.name}`;

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { matchesFilter, type EventFilter, type EventStore, type Subscription } from '../adapters/eventstore/port.js';
 import type { Checkpoint, ReadStore, WriteOp } from '../adapters/readstore/port.js';
 import type { Logger } from '../shared/logger.js';
-import type { Projection } from './projection.js';
+import { checkpointName, type Projection } from './projection.js';
 import { backoffMs, sleep } from '../shared/backoff.js';
 import { byTrace, runInCarriedTrace } from '../observability/trace.js';
 import { outdatedProjections, recordVersions, type OutdatedProjection } from './versions.js';
@@ -250,7 +250,6 @@ export class ProjectionRunner {
   }
 }
 
-const checkpointName = (projection: Projection): string => `projection:${projection.name}`;
 
 /** The union of the projections' stream filters (a projection without prefixes reads every stream). */
 const filterOf = (projections: Projection[]): EventFilter => ({ streamPrefixes: projections.flatMap((p) => p.filter.streamPrefixes ?? ['']) });

@@ -19,7 +19,7 @@
 import type { EventStore } from '../adapters/eventstore/port.js';
 import type { ReadStore } from '../adapters/readstore/port.js';
 import type { Logger } from '../shared/logger.js';
-import type { Projection } from './projection.js';
+import { checkpointName, type Projection } from './projection.js';
 
 export const identityCollection = 'service_identity';
 export const eventStoreIdentityId = 'event-store';
@@ -59,7 +59,7 @@ export async function checkStoreIdentity(check: IdentityCheck): Promise<{ record
   const head = await eventStore.headPosition();
   const first = head >= 0 ? await firstEvent(eventStore) : undefined;
   const recorded = await identities.get(eventStoreIdentityId);
-  const names = [...check.projections.map((p) => `projection:${p.name}`), ...check.otherCheckpoints];
+  const names = [...check.projections.map(checkpointName), ...check.otherCheckpoints];
   const checkpoints = await Promise.all(names.map(async (name) => ({ name, position: (await readStore.getCheckpoint(name)) ?? -1 })));
   const end = eventStore.endPosition ? await eventStore.endPosition() : head;
   const ahead = checkpoints.filter((c) => c.position > end);

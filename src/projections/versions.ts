@@ -13,7 +13,7 @@
  * A projection with no checkpoint has built nothing yet; it is recorded at its current version.
  */
 import type { ReadStore } from '../adapters/readstore/port.js';
-import type { Projection } from './projection.js';
+import { checkpointName, type Projection } from './projection.js';
 import { identityCollection } from './store-identity.js';
 
 export interface ProjectionVersionDoc {
@@ -34,14 +34,13 @@ export interface OutdatedProjection {
 
 export const versionOf = (projection: Projection): number => projection.version ?? 1;
 const docId = (name: string): string => `projection-version:${name}`;
-const checkpointName = (name: string): string => `projection:${name}`;
 
 /** The projections with read models built by another version than this code's. */
 export async function outdatedProjections(readStore: ReadStore, projections: Projection[]): Promise<OutdatedProjection[]> {
   const versions = readStore.collection<ProjectionVersionDoc>(identityCollection);
   const outdated: OutdatedProjection[] = [];
   for (const projection of projections) {
-    const checkpoint = await readStore.getCheckpoint(checkpointName(projection.name));
+    const checkpoint = await readStore.getCheckpoint(checkpointName(projection));
     if (checkpoint === null || checkpoint < 0) continue;
     const built = (await versions.get(docId(projection.name)))?.version ?? 1;
     if (built !== versionOf(projection)) outdated.push({ name: projection.name, built, current: versionOf(projection) });

@@ -14,3 +14,13 @@ export function compareStrings(a: string, b: string): number {
   if (x >= 0xd800 && y >= 0xd800 && x < 0xe000 !== y < 0xe000) return x < 0xe000 ? 1 : -1;
   return x < y ? -1 : 1;
 }
+
+export type RangeOperator = '$gt' | '$gte' | '$lt' | '$lte';
+
+/** Whether a comparison's result (negative, 0, positive: value against bound) satisfies a range operator. */
+export const rangeHolds: Record<RangeOperator, (order: number) => boolean> = {
+  $gt: (order) => order > 0,
+  $gte: (order) => order >= 0,
+  $lt: (order) => order < 0,
+  $lte: (order) => order <= 0,
+};

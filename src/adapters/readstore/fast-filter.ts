@@ -5,7 +5,7 @@
  * lets a search scan 100,000 guests within a request. Anything else returns undefined and
  * the caller falls back to mingo, so semantics never depend on this file being complete.
  */
-import { compareStrings } from './cursor.js';
+import { compareStrings, rangeHolds, type RangeOperator } from '../../shared/text-order.js';
 
 type Doc = Record<string, unknown>;
 export type Predicate = (doc: Doc) => boolean;
@@ -27,13 +27,10 @@ function equals(value: unknown, expected: string | number | boolean | null): boo
 function compare(value: unknown, op: string, bound: string | number): boolean {
   const test = (v: unknown) => {
     if (typeof v !== typeof bound || (typeof v !== 'string' && typeof v !== 'number')) return false;
-    if (typeof v === 'string') {
-      const c = compareStrings(v, bound as string);
-      return op === '$gt' ? c > 0 : op === '$gte' ? c >= 0 : op === '$lt' ? c < 0 : c <= 0;
-    }
-    const a = v as number;
-    const b = bound as number;
-    return op === '$gt' ? a > b : op === '$gte' ? a >= b : op === '$lt' ? a < b : a <= b;
+    const [a, b] = [v as number, bound as number];
+    // NaN when either is NaN: no operator holds, as with < and >.
+    const order = typeof v === 'string' ? compareStrings(v, bound as string) : a < b ? -1 : a > b ? 1 : a === b ? 0 : NaN;
+    return rangeHolds[op as RangeOperator](order);
   };
   return Array.isArray(value) ? value.some(test) : test(value);
 }

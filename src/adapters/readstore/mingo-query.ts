@@ -17,16 +17,8 @@ import * as windowOperators from 'mingo/operators/window';
 import { Query as MingoQuery } from 'mingo/query';
 import type { Options } from 'mingo/types';
 import { resolve } from 'mingo/util';
-import { compareStrings } from './cursor.js';
+import { compareStrings, rangeHolds, type RangeOperator } from '../../shared/text-order.js';
 
-type RangeOperator = '$gt' | '$gte' | '$lt' | '$lte';
-
-const holds: Record<RangeOperator, (order: number) => boolean> = {
-  $gt: (order) => order > 0,
-  $gte: (order) => order >= 0,
-  $lt: (order) => order < 0,
-  $lte: (order) => order <= 0,
-};
 
 /** A range operator: by code point for a string bound (any element of an array value may match), else mingo's. */
 function range(operator: RangeOperator) {
@@ -36,7 +28,7 @@ function range(operator: RangeOperator) {
     if (typeof bound !== 'string') return mingos(selector, bound, options);
     return (doc: Record<string, unknown>): boolean => {
       const value: unknown = resolve(doc, selector, { unwrapArray: true });
-      const test = (v: unknown) => typeof v === 'string' && holds[operator](compareStrings(v, bound));
+      const test = (v: unknown) => typeof v === 'string' && rangeHolds[operator](compareStrings(v, bound));
       return Array.isArray(value) ? value.some(test) : test(value);
     };
   };
