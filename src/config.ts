@@ -184,12 +184,15 @@ interface WholeRule {
 /** Reads a whole-number setting; a value it cannot take is a problem naming it, the rule and a good value. */
 type WholeReader = (name: string, fallback: number, rule?: WholeRule) => number;
 
+/** A whole number written in decimal digits, else NaN: Number() would also read 1e3, 0x10 and 0b1, numbers nobody meant to write. */
+const wholeNumber = (text: string): number => (/^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN);
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
   const int: WholeReader = (name, fallback, rule = {}) => {
     const raw = env[name];
     if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
+    const value = wholeNumber(raw);
     const example = rule.example ?? fallback;
     if (!Number.isInteger(value) || value < 0) {
       problems.push(`${name} must be a non-negative integer such as ${example}, got "${raw}"`);
@@ -384,7 +387,7 @@ function webhookConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeRea
   if (env.WEBHOOK_RETRY_DELAYS_MS) {
     // An empty entry ('5000,,60000') read as 0 ms, a retry at once that nobody asked for.
     const entries = env.WEBHOOK_RETRY_DELAYS_MS.split(',').map((d) => d.trim());
-    delays = entries.map(Number);
+    delays = entries.map(wholeNumber);
     if (entries.some((d) => d === '') || delays.some((d) => !Number.isInteger(d) || d < 0)) {
       problems.push(`WEBHOOK_RETRY_DELAYS_MS must be comma-separated non-negative integers (milliseconds) such as 5000,30000,120000, got "${env.WEBHOOK_RETRY_DELAYS_MS}"`);
     }
@@ -433,7 +436,7 @@ function personalDataConfig(env: NodeJS.ProcessEnv, problems: string[], int: Who
 
 function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): CommsConfig {
   const list = (raw: string | undefined): string[] => (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean);
-  const delays = list(env.SEND_RETRY_DELAYS_MS ?? '2000,10000').map(Number);
+  const delays = list(env.SEND_RETRY_DELAYS_MS ?? '2000,10000').map(wholeNumber);
   if (delays.some((d) => !Number.isInteger(d) || d < 0)) {
     problems.push(`SEND_RETRY_DELAYS_MS must be comma-separated non-negative integers (milliseconds) such as 2000,10000, got "${env.SEND_RETRY_DELAYS_MS}"`);
   }

@@ -55,7 +55,7 @@ import { exportSettings, sweepExpiredExports } from './commands/export.js';
 import { createWebhookDispatcher } from './workers/webhook-dispatcher.js';
 import { ProjectionRunner } from './projections/runner.js';
 import { loggedRebuild } from './projections/rebuild-log.js';
-import type { Projection } from './projections/projection.js';
+import { checkpointName, type Projection } from './projections/projection.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { createLogger, type Logger } from './shared/logger.js';
 import { Relay } from './workers/relay.js';
@@ -694,7 +694,7 @@ async function pollCheckpoints(eventStore: EventStore, readStore: ReadStore, pos
   const head = await withTimeout(eventStore.headPosition(filter), timeoutMs).catch(() => position);
   position = Math.min(position, head);
   while (Date.now() < deadline) {
-    const positions = await Promise.all(projections.map((p) => readStore.getCheckpoint(`projection:${p.name}`)));
+    const positions = await Promise.all(projections.map((p) => readStore.getCheckpoint(checkpointName(p))));
     if (positions.every((p) => (p ?? -1) >= position)) return;
     await sleep(20);
   }

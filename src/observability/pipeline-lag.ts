@@ -6,6 +6,7 @@
 import type { Bus } from '../adapters/bus/port.js';
 import type { EventFilter, EventStore } from '../adapters/eventstore/port.js';
 import type { ReadStore } from '../adapters/readstore/port.js';
+import { checkpointName } from '../projections/projection.js';
 import type { PipelineProbe } from './metrics.js';
 
 export interface PipelineParts {
@@ -42,7 +43,7 @@ export function pipelineProbe(parts: PipelineParts): PipelineProbe {
     async projections() {
       const [heads, checkpoints] = await Promise.all([
         Promise.all(parts.projections.map((p) => parts.eventStore.headPosition(p.filter))),
-        Promise.all(parts.projections.map(async (p) => (await parts.readStore.getCheckpoint(`projection:${p.name}`)) ?? -1)),
+        Promise.all(parts.projections.map(async (p) => (await parts.readStore.getCheckpoint(checkpointName(p))) ?? -1)),
       ]);
       const caughtUp = (i: number) => checkpoints[i]! >= heads[i]!;
       const age = await ages(checkpoints.filter((_, i) => !caughtUp(i)), Math.max(...heads));

@@ -1,5 +1,5 @@
 import type { Services } from '../commands/services.js';
-import type { Projection } from '../projections/projection.js';
+import { checkpointName, type Projection } from '../projections/projection.js';
 import type { Logger } from '../shared/logger.js';
 
 /**
@@ -15,7 +15,7 @@ export async function readModelCatchesUp(
   const position = await services.eventStore.headPosition(projection.filter);
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   while (Date.now() < deadline && !options.isStopped()) {
-    const checkpoint = await services.readStore.getCheckpoint(`projection:${projection.name}`);
+    const checkpoint = await services.readStore.getCheckpoint(checkpointName(projection));
     if ((checkpoint ?? -1) >= position) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -183,6 +183,13 @@ describe('loadConfig', () => {
       [{ READ_YOUR_WRITES_TIMEOUT_MS: '9999999999' }, /READ_YOUR_WRITES_TIMEOUT_MS must be at least 0 and at most 2147483647/],
       [{ SEND_CONCURRENCY: 'eight' }, /SEND_CONCURRENCY must be a non-negative integer such as 8, got "eight"/],
       [{ METRICS_PORT: 'x' }, /METRICS_PORT must be a non-negative integer such as 9464, got "x"/],
+      // Number() reads these as 1000, 16, 1 and 2: a whole-number setting takes decimal digits only.
+      [{ SEND_CONCURRENCY: '1e3' }, /SEND_CONCURRENCY must be a non-negative integer such as 8, got "1e3"/],
+      [{ PORT: '0x1f90' }, /PORT must be a non-negative integer such as 8080, got "0x1f90"/],
+      [{ RATE_LIMIT_PER_MINUTE: '0b1' }, /RATE_LIMIT_PER_MINUTE must be a non-negative integer/],
+      [{ METRICS_PORT: '2.0' }, /METRICS_PORT must be a non-negative integer such as 9464, got "2.0"/],
+      [{ WEBHOOK_RETRY_DELAYS_MS: '5e3,3e4' }, /WEBHOOK_RETRY_DELAYS_MS must be comma-separated non-negative integers/],
+      [{ SEND_RETRY_DELAYS_MS: '0x7d0' }, /SEND_RETRY_DELAYS_MS must be comma-separated non-negative integers/],
     ];
     for (const [env, message] of refusals) expect(() => loadConfig(env), JSON.stringify(env)).toThrow(message);
   });
