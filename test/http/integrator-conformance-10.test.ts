@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, newEvent, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
 
 /**
@@ -70,5 +70,34 @@ describe('Guest.correlationId, "echoed in the webhook payload": the guest’s ow
     const [, cleared] = await receiver.waitFor(2, 30_000);
     expect(cleared!.body.data.templateId).toBe(second);
     expect(cleared!.body.data).not.toHaveProperty('correlationId');
+  });
+});
+
+describe('The OpenAPI document types the comms GUIDs as the spec does (Comms template id; the webhook body’s guest, template and tracking GUIDs)', () => {
+  it('CommsTemplateResponse.id, as CommsTemplate.id in the request, and the ids of sends, invitations and comms events are uuid', async () => {
+    const doc = (await request(service.url, 'GET', '/openapi.json')).body;
+    const { schemas } = doc.components;
+    expect(schemas.CommsTemplate.properties.id.format).toBe('uuid');
+    expect(schemas.CommsTemplateResponse.properties.id.format).toBe('uuid');
+    const send = schemas.CommsSendResult.properties;
+    expect([send.templateId.format, send.invitations.items.properties.attendeeId.format, send.invitations.items.properties.attendeeInvitationId.format]).toEqual(['uuid', 'uuid', 'uuid']);
+    for (const field of ['attendeeInvitationId', 'attendeeId', 'templateId']) {
+      expect(schemas.Invitation.properties[field].format, `Invitation.${field}`).toBe('uuid');
+      expect(schemas.CommsEvent.properties.data.properties[field].format, `CommsEvent.data.${field}`).toBe('uuid');
+    }
+  });
+
+  it('every webhook’s body types data.attendeeId, data.templateId and data.attendeeInvitationId uuid, as it does id', async () => {
+    const doc = (await request(service.url, 'GET', '/openapi.json')).body;
+    const webhooks = Object.entries(doc.webhooks as Record<string, { post: { requestBody: { content: Record<string, { schema: any }> } } }>);
+    expect(webhooks).toHaveLength(10);
+    for (const [type, entry] of webhooks) {
+      const schema = entry.post.requestBody.content['application/json']!.schema;
+      const body = schema.$ref ? doc.components.schemas[schema.$ref.split('/').at(-1)] : schema;
+      expect(body.properties.id.format, `${type} id`).toBe('uuid');
+      for (const field of ['attendeeId', 'templateId', 'attendeeInvitationId']) {
+        expect(body.properties.data.properties[field].format, `${type} data.${field}`).toBe('uuid');
+      }
+    }
   });
 });
