@@ -526,12 +526,15 @@ function withoutNulls(details: GuestDetailsChange): GuestDetails {
  * A send is requested when a guest is created naming a template, or when a record names a
  * template other than the guest's current one: a CRM sync that repeats the same record does
  * not send the invitation again (decideMerge: unless the guest's last invitation was requested
- * without a usable email and the guest now has another). `email`: the guest's email after this decision.
+ * without a usable email and the guest now has another). `email` and `correlationId`: the
+ * guest's after this decision (spec: Guest.correlationId is echoed in the webhook payload, so a
+ * record that leaves it out keeps the guest's own).
  */
 function invitationFor(
   command: { guestId: string; eventId: string; invitationId: string; details: GuestDetailsChange },
   previousTemplate: string | undefined,
   email: string | null | undefined,
+  correlationId: string | null | undefined = command.details.correlationId,
 ): GuestEvent[] {
   const templateId = command.details.commsTemplateId;
   if (!templateId || templateId === previousTemplate) return [];
@@ -543,7 +546,7 @@ function invitationFor(
         eventId: command.eventId,
         attendeeInvitationId: command.invitationId,
         templateId,
-        ...(command.details.correlationId ? { correlationId: command.details.correlationId } : {}),
+        ...(correlationId ? { correlationId } : {}),
         ...(!email ? { noEmail: true as const } : isEmailAddress(email) ? {} : { invalidEmail: true as const }),
       },
     },
@@ -759,7 +762,8 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
   const email = changes.email ?? state.details.email;
   const lacked = state.invitationLackedAddress;
   const retry = lacked !== undefined && Boolean(email) && email !== lacked.email;
-  events.push(...invitationFor(command, retry ? undefined : state.details.commsTemplateId, email));
+  const correlationId = command.details.correlationId !== undefined ? command.details.correlationId : state.details.correlationId;
+  events.push(...invitationFor(command, retry ? undefined : state.details.commsTemplateId, email, correlationId));
   return events;
 }
 

@@ -61,9 +61,10 @@ for (const type of commsEventTypes) {
       type: z.literal(type),
       createdAt: z.string().openapi({ format: 'date-time', description: 'When the event happened (UTC, milliseconds)' }),
       data: z.object({
-        attendeeId: z.string().openapi({ description: 'The guest id' }),
-        templateId: z.string(),
-        attendeeInvitationId: z.string().openapi({ description: 'The invitation email’s tracking id' }),
+        // Spec, Body shape: the guest GUID, the template GUID, the server-side tracking GUID.
+        attendeeId: z.string().openapi({ format: 'uuid', description: 'The guest id' }),
+        templateId: z.string().openapi({ format: 'uuid', description: 'The template id' }),
+        attendeeInvitationId: z.string().openapi({ format: 'uuid', description: 'The invitation email’s tracking id' }),
         status: z.literal(type.slice('comms.'.length)),
         error: errorTypes.has(type) ? z.string() : z.null(),
         correlationId: z.string().optional().openapi({ description: 'The caller’s correlationId, when one was given' }),

@@ -56,7 +56,7 @@ export const TemplateBody = registry.register(
 export const TemplateResponse = registry.register(
   'CommsTemplateResponse',
   z.object({
-    id: z.string(),
+    id: z.string().openapi({ format: 'uuid' }),
     eventId: z.string(),
     name: z.string(),
     html: z.string(),
@@ -109,8 +109,10 @@ const InvitationStatus = z.enum(['requested', 'sending', 'retrying', 'sent', 'fa
 export const SendResponse = registry.register(
   'CommsSendResult',
   z.object({
-    templateId: z.string(),
-    invitations: z.array(z.object({ attendeeId: z.string(), attendeeInvitationId: z.string(), status: z.literal('requested') })),
+    templateId: z.string().openapi({ format: 'uuid' }),
+    invitations: z.array(
+      z.object({ attendeeId: z.string().openapi({ format: 'uuid' }), attendeeInvitationId: z.string().openapi({ format: 'uuid' }), status: z.literal('requested') }),
+    ),
   }).openapi({
     example: { templateId: ex.templateId, invitations: [{ attendeeId: ex.guestId, attendeeInvitationId: ex.invitationId, status: 'requested' }] },
   }),
@@ -119,10 +121,10 @@ export const SendResponse = registry.register(
 export const InvitationResponse = registry.register(
   'Invitation',
   z.object({
-    attendeeInvitationId: z.string(),
+    attendeeInvitationId: z.string().openapi({ format: 'uuid' }),
     eventId: z.string(),
-    attendeeId: z.string(),
-    templateId: z.string(),
+    attendeeId: z.string().openapi({ format: 'uuid' }),
+    templateId: z.string().openapi({ format: 'uuid' }),
     correlationId: z.string().optional(),
     status: InvitationStatus,
     attempts: z.number(),

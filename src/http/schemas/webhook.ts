@@ -134,9 +134,9 @@ export const CommsEventResponse = registry.register(
     type: z.string(),
     createdAt: z.string(),
     data: z.object({
-      attendeeId: z.string(),
-      templateId: z.string(),
-      attendeeInvitationId: z.string(),
+      attendeeId: z.string().openapi({ format: 'uuid' }),
+      templateId: z.string().openapi({ format: 'uuid' }),
+      attendeeInvitationId: z.string().openapi({ format: 'uuid' }),
       status: z.string(),
       error: z.string().nullable(),
       correlationId: z.string().optional(),
