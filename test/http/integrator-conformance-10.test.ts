@@ -45,3 +45,20 @@ describe('Event.id: null is "not given", as in every optional field of a body', 
     expect(member.status, JSON.stringify(member.body)).toBe(200);
   });
 });
+
+describe('Guest.createdBy ("User who created the guest") is kept by every later record', () => {
+  it('upsert and the create-or-upsert batch never rewrite it; a record that creates the guest sets it', async () => {
+    const eventId = await newEvent(alice);
+    const created = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ada', customId: 'CRM-1', createdBy: 'jane@crm' });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const id = created.body.id as string;
+
+    expect((await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ id, createdBy: 'sync-bot', lastName: 'Lovelace' }])).status).toBe(204);
+    const batch = await alice.call('POST', `/checkin/v1/api/guests/${eventId}`, [{ customId: 'CRM-1', createdBy: 'other-bot' }, { customId: 'CRM-2', createdBy: 'sync-bot' }]);
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    expect(batch.body.map((g: { createdBy: string }) => g.createdBy)).toEqual(['jane@crm', 'sync-bot']);
+
+    const read = (await alice.call('GET', `/checkin/v1/api/guest/${id}`)).body;
+    expect([read.lastName, read.createdBy]).toEqual(['Lovelace', 'jane@crm']);
+  });
+});
