@@ -744,8 +744,9 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
   }
   const changes = Object.fromEntries(
     Object.entries(command.details).filter(
-      // null removes a bound: a change only when the guest has one.
-      ([key, value]) => value !== undefined && (state.details[key as keyof GuestDetails] ?? null) !== value,
+      // null removes a bound: a change only when the guest has one. createdBy (spec: "User who
+      // created the guest") is a fact of the create: a later record does not rewrite it.
+      ([key, value]) => key !== 'createdBy' && value !== undefined && (state.details[key as keyof GuestDetails] ?? null) !== value,
     ),
   ) as GuestDetailsChange;
   const events: GuestEvent[] = [];

@@ -322,6 +322,14 @@ describe('guest decider: undo, check-out, upsert', () => {
     given([first]).when(register({ details: { firstName: 'Ada', createdBy: 'c1' }, imported: { admitted: '2026-11-21T09:00:00.000Z' } })).thenFails('guest_exists');
   });
 
+  it('upsert never rewrites createdBy: who created the guest is a fact of the create', () => {
+    const merge = (details: GuestDetails): GuestCommand => ({ type: 'MergeGuest', invitationId: 'i1', guestId: 'g1', clientId: 'c1', eventId: 'e1', details, replaceTags: false });
+    given([registered({ createdBy: 'c1' })]).when(merge({ createdBy: 'crm-sync' })).then([]);
+    const [changed] = guestDecider.decide(merge({ createdBy: 'crm-sync', lastName: 'King' }), guestDecider.evolve(guestDecider.initialState(), registered({ createdBy: 'c1' })));
+    expect(changed).toMatchObject({ type: 'GuestDetailsChanged' });
+    expect((changed!.data as { changes: unknown }).changes).toEqual({ lastName: 'King' });
+  });
+
   it('decides nothing for an upsert that changes nothing', () =>
     given([registered()])
       .when({ type: 'MergeGuest', invitationId: 'i1', guestId: 'g1', clientId: 'c1', eventId: 'e1', details: { firstName: 'Ada' }, replaceTags: false })

@@ -119,7 +119,7 @@ export const TeamMemberBody = registry.register(
     password,
     // Required, and any string: "" too (nothing looks a team member up by email).
     email: anyEmail.openapi({ example: 'door3@example.com' }),
-    id: nullAsAbsent(PlainId).openapi({ description: 'Team member id, any string of 1-128 characters; generated when absent or null' }),
+    id: nullAsAbsent(PlainId).openapi({ type: ['string', 'null'], description: 'Team member id, any string of 1-128 characters; generated when absent or null' }),
     firstName: nullAsAbsent(name),
     lastName: nullAsAbsent(name),
     canForce: nullAsAbsent(z.boolean())

@@ -18,7 +18,11 @@ const eventExample = {
 export const EventBody = registry.register(
   'Event',
   z.object({
-    id: PlainId.optional().openapi({ description: 'Event id, any string of 1-128 characters (scoped to the caller); generated when absent. An existing id updates that event.' }),
+    // null is "not given", as in every optional field: a new event with an id of the service's making.
+    id: nullAsAbsent(PlainId).openapi({
+      type: ['string', 'null'],
+      description: 'Event id, any string of 1-128 characters (scoped to the caller); generated when absent or null. An existing id updates that event.',
+    }),
     // Spec: string, required. Any string, kept as given ("" and white space too: docs/api.md, Strings).
     title: z.string(),
     startTime: DateTime,

@@ -25,6 +25,7 @@ export const ExportBody = registry.register(
     ...EventBody.shape,
     // Optional as in the spec's Event; null is "not given", as in the body's other optional fields.
     id: nullAsAbsent(PlainId).openapi({
+      type: ['string', 'null'],
       description:
         'The event to export (an event of the caller). Absent: the caller’s one event with this title, startTime and endTime (the same instants); none is 404, several are 409 `ambiguous_event` (send the id)',
     }),

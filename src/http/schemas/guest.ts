@@ -65,7 +65,9 @@ export const GuestBody = registry.register(
     additionalInfo: optional(text()),
     barcode: optional(text()),
     tags: optional(text()),
-    createdBy: optional(text()),
+    createdBy: optional(text()).openapi({
+      description: 'Taken when the record creates the guest (absent: the caller’s User id); a later upsert does not change it',
+    }),
     admitted: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (an imported admission); upsert never changes it' }),
     blockedDate: optional(DateTime).openapi({ description: 'Taken when the record creates the guest; upsert never changes it' }),
     blockedReason: optional(text()).openapi({
