@@ -8,7 +8,7 @@ z.config({
   customError: (issue) => {
     if (issue.code === 'invalid_type' && issue.input === undefined) return 'required';
     if (issue.code === 'invalid_type' && issue.input === null) {
-      return `must be ${/^[aeiou]/.test(issue.expected) ? 'an' : 'a'} ${issue.expected}, not null (leave an optional field out instead)`;
+      return `must be ${/^[aeiou]/.test(issue.expected) ? 'an' : 'a'} ${issue.expected}, not null (a required field needs a value; an optional one that takes no null is left out)`;
     }
     if (issue.code === 'too_small' && issue.origin === 'string' && Number(issue.minimum) === 1) return 'must not be empty';
     return undefined;

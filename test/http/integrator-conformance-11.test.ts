@@ -97,3 +97,14 @@ describe('changepassword: which sessions a sign-out-all ends', () => {
     expect([(await asToken(dashboard)).status, (await asToken(door)).status]).toEqual([401, 200]);
   });
 });
+
+describe('a null where a value is required says so (it told the caller to leave an optional field out)', () => {
+  it('POST /guest with eventId null and a team member with email null name the field as required', async () => {
+    const guest = await alice.call('POST', '/checkin/v1/api/guest', { eventId: null, firstName: 'Nell' });
+    expect(guest.status).toBe(400);
+    expect(guest.body.errors).toEqual([{ path: 'eventId', message: 'must be a string, not null (a required field needs a value; an optional one that takes no null is left out)' }]);
+    const member = await alice.call('POST', '/checkin/v1/api/teammember', { userName: `null-email-${Date.now()}`, password: 'a-long-password-1', email: null });
+    expect(member.status).toBe(400);
+    expect(member.body.errors).toEqual([{ path: 'email', message: expect.stringContaining('a required field needs a value') }]);
+  });
+});
