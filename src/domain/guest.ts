@@ -126,6 +126,7 @@ export type GuestEvent =
         admittedPlusOnes: number;
         /** People through the door with this scan. */
         people: number;
+        /** `force` overrode a block or the validity window (false when the scan forced nothing). */
         forced: boolean;
         /** Server time the check-in was recorded: the undo window runs from it. */
         recordedAt: string;
@@ -633,7 +634,7 @@ const later = (a: string, b: string | undefined): boolean => b === undefined || 
  * before the check-out (it is the first scan of that visit: a group brings all its plus ones,
  * anyone else the count the scan names), and the check-out gains the plus ones that came in.
  */
-function closingAdmission(command: Extract<GuestCommand, { type: 'CheckIn' }>, state: GuestState, exit: OpenExit): GuestEvent[] {
+function closingAdmission(command: Extract<GuestCommand, { type: 'CheckIn' }>, state: GuestState, exit: OpenExit, forced: boolean): GuestEvent[] {
   const { scan } = command;
   const allowed = state.details.plusOnes ?? 0;
   const plusOnesAdmitted = Math.max(0, Math.min(state.details.isGroup ? allowed : (command.plusOnes ?? 0), allowed));
@@ -651,7 +652,7 @@ function closingAdmission(command: Extract<GuestCommand, { type: 'CheckIn' }>, s
         plusOnesAdmitted,
         admittedPlusOnes: latest ? plusOnesAdmitted : state.admittedPlusOnes,
         people,
-        forced: command.force,
+        forced,
         recordedAt: command.recordedAt,
         closesExit: { ...exitScan, people: Math.max(0, people - exitPeople), latest },
       },
@@ -694,12 +695,13 @@ function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, stat
   const closes = closesOpenExit(at, state);
   // The guest came in and left since this scan was made: it admits no one now (force neither).
   if (!closes && !state.inside && before(at, state.discharged)) return reject('already_admitted');
-  if (!command.force) {
-    if (state.blockedDate) return reject('blocked');
-    if (state.details.validFrom && at < Date.parse(state.details.validFrom)) return reject('not_yet_valid');
-    if (state.details.validTo && at > Date.parse(state.details.validTo)) return reject('expired');
-  }
-  if (closes) return closingAdmission(command, state, closes);
+  // What `force` overrides: a block and the validity window (both ends included). An admission is
+  // `forced` only when it overrode one of them: a force flag left on where nothing bars the guest
+  // is an ordinary admission, so the forced admissions analysts count are the real overrides.
+  const barred = barredBy(at, state);
+  if (barred && !command.force) return reject(barred);
+  const forced = barred !== undefined;
+  if (closes) return closingAdmission(command, state, closes, forced);
   const allowed = state.details.plusOnes ?? 0;
   const left = state.inside ? allowed - state.admittedPlusOnes : allowed;
   // A group comes in whole with the guest (spec, isGroup: "all plus ones are checked in together
@@ -719,11 +721,19 @@ function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, stat
         plusOnesAdmitted,
         admittedPlusOnes: (guestEntered ? 0 : state.admittedPlusOnes) + plusOnesAdmitted,
         people: (guestEntered ? 1 : 0) + plusOnesAdmitted,
-        forced: command.force,
+        forced,
         recordedAt: command.recordedAt,
       },
     },
   ];
+}
+
+/** Why a check-in at `at` is refused unless forced: a block, or the scan outside the guest's validFrom-validTo. */
+function barredBy(at: number, state: GuestState): 'blocked' | 'not_yet_valid' | 'expired' | undefined {
+  if (state.blockedDate) return 'blocked';
+  if (state.details.validFrom && at < Date.parse(state.details.validFrom)) return 'not_yet_valid';
+  if (state.details.validTo && at > Date.parse(state.details.validTo)) return 'expired';
+  return undefined;
 }
 
 function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, state: GuestState): GuestEvent[] {
@@ -873,7 +883,9 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
         ];
       }
       case 'Block':
-        if (state.blockedDate && state.blockedReason === command.reason) return [];
+        // A guest already blocked stays blocked as it is unless the block gives another reason: a
+        // bulk block without one (or with "", a form's blank field) does not wipe the reason door staff see.
+        if (state.blockedDate && (!command.reason || state.blockedReason === command.reason)) return [];
         return [{ type: 'GuestBlocked', data: { ...ids, reason: command.reason, at: command.at } }];
       case 'Unblock':
         return state.blockedDate ? [{ type: 'GuestUnblocked', data: { ...ids, at: command.at } }] : [];

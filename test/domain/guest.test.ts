@@ -69,6 +69,19 @@ describe('guest decider: check-in', () => {
       { type: 'GuestScanRejected', data: { reason: 'blocked', blockedReason: 'unpaid' } },
     ]);
     given([registered(), blocked]).when(checkIn({ force: true })).then([{ type: 'GuestAdmitted', data: { forced: true } }]);
+    // Nothing to override: an ordinary admission, whatever flag the app sent.
+    given([registered()]).when(checkIn({ force: true })).then([{ type: 'GuestAdmitted', data: { forced: false } }]);
+    given([registered({ validTo: '2026-11-21T09:00:00.000Z' })]).when(checkIn({ force: true })).then([{ type: 'GuestAdmitted', data: { forced: true } }]);
+  });
+
+  it('a block of a guest blocked already keeps it unless it gives another reason', () => {
+    const blocked: GuestEvent = { type: 'GuestBlocked', data: { ...ids, reason: 'fraud', at: '2026-11-20T00:00:00.000Z' } };
+    given([registered(), blocked]).when({ type: 'Block', reason: '', at: '2026-11-21T00:00:00.000Z' }).then([]);
+    given([registered(), blocked]).when({ type: 'Block', reason: 'fraud', at: '2026-11-21T00:00:00.000Z' }).then([]);
+    given([registered(), blocked]).when({ type: 'Block', reason: 'refund', at: '2026-11-21T00:00:00.000Z' }).then([
+      { type: 'GuestBlocked', data: { reason: 'refund' } },
+    ]);
+    given([registered()]).when({ type: 'Block', reason: '', at: '2026-11-21T00:00:00.000Z' }).then([{ type: 'GuestBlocked', data: { reason: '' } }]);
   });
 
   it('rejects before validFrom and after validTo, judged by the scan time', () => {

@@ -245,7 +245,7 @@ export const ScanBody = registry.register(
         .openapi({ description: 'What the scanner read: a barcode or a signed ticket (`T1.…`); CR, LF, Tab or spaces around a signed ticket are ignored' }),
       customId: PlainId.optional(),
       plusOnes: Int32Count.optional().openapi({ description: 'Plus ones entering with this scan' }),
-      force: z.boolean().optional().openapi({ description: 'Override of block and validity: the client, or a team member with canForce (else 403)' }),
+      force: z.boolean().optional().openapi({ description: 'Override of block and validity on a check-in: the client, or a team member with canForce (else 403); ignored on a check-out' }),
       nonce: z.string().min(1).max(200).optional().openapi({ description: 'A repeat with the same nonce returns the first result' }),
       at: DateTime.optional().openapi({ description: 'Scan time of an offline scanner (default: now)' }),
       gate: z.string().max(100).optional(),
@@ -362,7 +362,7 @@ export const ScanRecord = registry.register(
       plusOnesAdmitted: z.number().int().optional(),
       annulled: z.boolean().optional().openapi({ description: 'True when the check-in was undone' }),
       annulledAt: z.string().optional().openapi({ description: 'When the check-in was undone' }),
-      forced: z.literal(true).optional().openapi({ description: 'An admission sent with force (a door manager overriding a block or validity); absent otherwise' }),
+      forced: z.literal(true).optional().openapi({ description: 'An admission whose force overrode a block or the validity window; absent otherwise (also when force was sent and nothing barred the guest)' }),
       lookup: z
         .object({ guestId: z.string().optional(), barcode: z.string().optional(), customId: z.string().optional() })
         .optional()
