@@ -332,8 +332,8 @@ function summaryRows(event: EventView, stats: Stats, zone: ZoneChoice, now: Date
 }
 
 /**
- * `<title> <kind> <UTC time>.<ext>`, with what file systems refuse replaced. A lone surrogate (a
- * title may hold one, or the cut at 100 may split an emoji) has no UTF-8 form: the download's
+ * `<title> <kind> <UTC time>.<ext>`, with what file systems refuse replaced and leading dots left
+ * out. A lone surrogate (a title may hold one, or the cut at 100 may split an emoji) has no UTF-8 form: the download's
  * `filename*` could not be written, so it is replaced too, and the cut never splits a pair.
  */
 function fileNameOf(title: string, at: Date, extension: string, kind: string): string {
@@ -341,6 +341,8 @@ function fileNameOf(title: string, at: Date, extension: string, kind: string): s
     title
       .replace(/[\u0000-\u001f\u007f<>:"/\\|?*]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '_')
       .replace(/\s+/g, ' ')
+      // A leading dot hides the saved file on macOS and Linux (".Gala guests ….csv").
+      .replace(/^[.\s]+/, '')
       .trim()
       .slice(0, 100)
       .replace(/[\uD800-\uDBFF]$/, '') || 'event';

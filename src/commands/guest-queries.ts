@@ -1,6 +1,8 @@
 import type { Filter } from '../adapters/readstore/port.js';
 import { INT32_MAX } from '../domain/guest.js';
 import { eventKey, getEvent } from './events.js';
+import { timeZoneOf } from './export.js';
+import { localClock } from './timeline.js';
 import { guests, guestViewJson, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
 import type { GuestDoc, ScanDoc } from '../projections/guests.js';
@@ -122,7 +124,11 @@ interface TeamStatsDoc {
  * the client itself when it scanned; sorted by username without regard to case.
  */
 export async function teamStats(services: Services, clientId: string, eventId: string, bucketMinutes: number) {
-  await getEvent(services, clientId, eventId);
+  const event = await getEvent(services, clientId, eventId);
+  // Buckets follow the event's clock as the timeline's do (docs/analytics.md, "Which clock"), so an
+  // hour or a day here is the same span as the timeline's: on UTC's they were not (a day in
+  // Berlin from 01:00, an hour in Kolkata from half past).
+  const { name: timeZone } = await timeZoneOf(services, clientId, event);
   const docs = new Map<string, TeamStatsDoc>();
   for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ clientId, eventId })) {
     docs.set(doc.teamMemberId, doc);
@@ -144,9 +150,15 @@ export async function teamStats(services: Services, clientId: string, eventId: s
   });
   const stats: unknown[] = [];
   for (const doc of sorted) {
+    const minutes = Object.entries(doc.activity ?? {}).map(([key, count]) => [Number(key.slice(1)), count] as const);
+    const clock = localClock(
+      timeZone,
+      minutes.reduce((low, [m]) => Math.min(low, m), Infinity),
+      minutes.reduce((high, [m]) => Math.max(high, m), -Infinity),
+    );
     const buckets = new Map<number, number>();
-    for (const [key, count] of Object.entries(doc.activity ?? {})) {
-      const start = Math.floor(Number(key.slice(1)) / bucketMinutes) * bucketMinutes;
+    for (const [minute, count] of minutes) {
+      const start = clock.utcMinute(Math.floor(clock.wallMinute(minute) / bucketMinutes) * bucketMinutes);
       buckets.set(start, (buckets.get(start) ?? 0) + count);
     }
     stats.push({

@@ -245,7 +245,7 @@ const STEADY_SPAN_MINUTES = 14 * 24 * 60;
  * clock change in it, the usual case) it is one subtraction; otherwise each minute asks Intl.
  * A wall time the clocks show twice maps to its first instant; one they skip, to the change.
  */
-function localClock(timeZone: string, firstMinute: number, lastMinute: number) {
+export function localClock(timeZone: string, firstMinute: number, lastMinute: number) {
   const toWall = wallClock(timeZone);
   const offsetAt = (minute: number) => (toWall(new Date(minute * 60_000)).getTime() - minute * 60_000) / 60_000;
   const steady =

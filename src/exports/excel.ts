@@ -176,20 +176,33 @@ async function writeWorkbook<Row>(
   return rows;
 }
 
+/**
+ * The first wall time every spreadsheet reads alike. Excel counts 1900 as a leap year (Lotus
+ * 1-2-3's error, kept for compatibility), so its serial numbers before 1 March 1900 are a day off
+ * from everyone else's: 1900-01-01 would show as 1900-01-02 in Excel (and 28 February as a 29th
+ * that never was), while LibreOffice and openpyxl read them otherwise. Dates run to 9999 (#### after).
+ */
+const FIRST_DATE = Date.UTC(1900, 2, 1);
+const LAST_DATE = Date.UTC(10000, 0, 1);
+
+/** A wall time a date cell shows the same in every spreadsheet, or undefined: the time is then written as text. */
+function dateCell(wall: Date): Date | undefined {
+  const time = wall.getTime();
+  return time >= FIRST_DATE && time < LAST_DATE ? wall : undefined;
+}
+
 function cellValue(kind: string, value: string | number | boolean | undefined, toWall: (instant: Date) => Date): XlsxValue {
   if (value === undefined) return null;
   if (kind === 'timestamp' && typeof value === 'string') {
     const instant = new Date(value);
     if (Number.isNaN(instant.getTime())) return neutralise(value);
-    const wall = toWall(instant);
-    // Spreadsheet dates run from 1900 to 9999: a wall time outside stays ISO 8601 text rather than show as ####.
-    const year = wall.getUTCFullYear();
-    return year < 1900 || year > 9999 ? neutralise(value) : wall;
+    // Outside the dates every spreadsheet shows alike: ISO 8601 text, as the API answers it.
+    return dateCell(toWall(instant)) ?? neutralise(value);
   }
   return typeof value === 'string' ? neutralise(value) : value;
 }
 
 function summaryValue(value: SummaryValue, toWall: (instant: Date) => Date): XlsxValue {
-  if (value instanceof Date) return toWall(value);
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : (dateCell(toWall(value)) ?? value.toISOString());
   return typeof value === 'string' ? neutralise(value) : value;
 }

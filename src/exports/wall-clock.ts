@@ -34,7 +34,11 @@ export function isoInZone(timeZone: string): (instant: Date) => string {
   const toWall = wallClock(timeZone);
   return (instant) => {
     const wall = toWall(instant);
-    const offsetMinutes = Math.round((wall.getTime() - instant.getTime()) / 60_000);
+    const offsetMs = wall.getTime() - instant.getTime();
+    // ISO 8601 offsets are whole minutes: a local mean time of seconds (Kolkata's +05:21:10
+    // until 1941, Amsterdam's +00:19:32 until 1937) written as +05:21 would name another instant.
+    if (offsetMs % 60_000 !== 0) return instant.toISOString();
+    const offsetMinutes = offsetMs / 60_000;
     const sign = offsetMinutes < 0 ? '-' : '+';
     const abs = Math.abs(offsetMinutes);
     const offset = `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;

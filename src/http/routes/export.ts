@@ -160,9 +160,13 @@ export async function sendExport(res: Response, file: ExportFile): Promise<void>
   }
 }
 
-/** RFC 6266: an ASCII `filename` for old clients and the exact name as RFC 8187 `filename*`. */
+/**
+ * RFC 6266: an ASCII `filename` for old clients and the exact name as RFC 8187 `filename*`. The
+ * fallback has no `%` either: some clients percent-decode it (RFC 6266, appendix D), so a title
+ * "100%Fab" would be saved with a byte 0xFA where the title had "%Fa".
+ */
 function attachment(fileName: string): string {
-  const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  const ascii = fileName.replace(/[^\x20-\x7e]|["\\%]/g, '_');
   const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }

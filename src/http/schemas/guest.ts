@@ -433,7 +433,7 @@ export const TeamStatsResponse = registry.register(
         checkedOut: Int32.openapi({ description: `People checked out; at most ${INT32_MAX} (int32), where a larger count stops` }),
         checkedInActivity: z.array(
           z.object({
-            admitted: z.string().openapi({ description: 'Start of the bucket (UTC)' }),
+            admitted: z.string().openapi({ description: "Start of the bucket (a UTC instant); buckets follow the event's clock, as the timeline's do" }),
             admittedCount: Int32.openapi({ description: `People checked in during the bucket; at most ${INT32_MAX} (int32)` }),
           }),
         ),
