@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
 import { startSmtpServer, type SmtpTestServer } from '../support/smtp-server.js';
 import { eventually, type Receiver } from '../webhooks/receiver.js';
 import { invitedGuest } from '../support/flows.js';
@@ -82,5 +82,21 @@ describe('a mail server refusal that quotes the recipient', () => {
     expect(JSON.stringify(dead)).toContain('personal data was erased');
     expect(JSON.stringify(dead).toLowerCase()).not.toContain(email);
     expect(receiver.deliveries).toHaveLength(1);
+  }, 90_000);
+});
+
+describe('a correlationId that holds the guest’s email (a CRM that correlates by address)', () => {
+  it('is replaced in the guest’s read model by its erasure (the events keep it, as docs/personal-data.md says)', async () => {
+    const email = `corr.${randomUUID().slice(0, 8)}@example.com`;
+    const client = await createClient(service);
+    const eventId = await newEvent(client);
+    const created = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ann', email, correlationId: email });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect(created.body).toMatchObject({ email, correlationId: email });
+    const guestId = created.body.id as string;
+    const erased = await client.call('POST', `/checkin/v1/api/guest/${guestId}/erase`, { reason: 'art. 17' });
+    expect(erased.status, JSON.stringify(erased.body)).toBe(200);
+    expect((await client.call('GET', `/checkin/v1/api/guest/${guestId}`)).body.correlationId).toBe('[erased]');
+    expect(filesHolding(service.dataDir, [email]).filter((file) => !file.startsWith('events.sqlite'))).toEqual([]);
   }, 90_000);
 });
