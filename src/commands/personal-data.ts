@@ -316,6 +316,8 @@ async function scrubGuestReadModels(services: Services, doc: GuestDoc, values: P
     const kept = Object.fromEntries(Object.entries(rest).filter(([key]) => !personal.has(key)));
     await guests(services).replaceOne(_id, { ...kept, erased: true } as Omit<GuestDoc, '_id'>);
   }
+  // What the projection keeps (tags, a block reason, a correlationId a CRM filled with the email) loses the guest's values too.
+  await scrubCollection(services, 'guests', { _id: doc._id }, values.needles);
 }
 
 /**

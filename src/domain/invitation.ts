@@ -83,7 +83,8 @@ export type InvitationEvent =
   | { type: 'SendLeaseRenewed'; data: { attendeeInvitationId: string; attempt: number; leaseUntil: string } }
   | {
       type: 'SendAttemptFailed';
-      data: { attendeeInvitationId: string; attempt: number; code: SendFailureCode; error: string; retryAt: string };
+      /** `attendeeId` names the guest whose data key seals `error` (it may quote the address); events before it lack it. */
+      data: { attendeeInvitationId: string; attendeeId?: string; attempt: number; code: SendFailureCode; error: string; retryAt: string };
     }
   | {
       type: 'SendSucceeded';
@@ -207,9 +208,9 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
         ];
       case 'RecordAttemptFailed': {
         if (state.status !== 'sending' || command.attempt !== state.attempts) return [];
-        const { attendeeInvitationId } = state.ids;
+        const { attendeeInvitationId, attendeeId } = state.ids;
         if (!command.permanent && command.retryAt) {
-          const data = { attendeeInvitationId, attempt: command.attempt, code: command.code, error: command.error, retryAt: command.retryAt };
+          const data = { attendeeInvitationId, attendeeId, attempt: command.attempt, code: command.code, error: command.error, retryAt: command.retryAt };
           return [{ type: 'SendAttemptFailed', data }];
         }
         return [failed(state, command.code, command.error, command.permanent, command.at)];

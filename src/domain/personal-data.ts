@@ -63,7 +63,12 @@ export const personalDataRules: readonly PersonalDataRule[] = [
   // The customId reservation's key (its stream is named by a keyed hash of it: src/domain/reservation.ts).
   { streamPrefix: 'guestcustomid-', types: ['KeyReserved', 'KeyReleased'], fields: ['key'], owner: (d, client) => dataKeyId(client, d.ownerId) },
   { streamPrefix: 'invitation-', types: ['SendStarted', 'SendSucceeded'], fields: ['to'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
-  { streamPrefix: 'invitation-', types: ['ProviderEventReceived'], fields: ['email'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
+  // A provider's error or bounce reason may quote the recipient ('550 5.1.1 <ann@example.com>: User unknown'):
+  // sealed like the address itself. SendAttemptFailed events written before they named `attendeeId` stay as written.
+  { streamPrefix: 'invitation-', types: ['SendAttemptFailed', 'SendFailed'], fields: ['error'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
+  { streamPrefix: 'invitation-', types: ['ProviderEventReceived'], fields: ['email', 'reason'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
+  // The webhook body of a comms.failed or comms.dropped, whose error may quote the recipient (the dispatcher sets attendeeId then).
+  { streamPrefix: 'webhookdelivery-', types: ['WebhookDeliveryScheduled'], fields: ['body'], owner: (d, client) => dataKeyId(client, d.attendeeId) },
   { streamPrefix: 'door-', types: ['UnmatchedScanRejected'], fields: ['lookup'], owner: (d, client) => unmatchedScanKeyId(client, d.scanId) },
   // An intent too large for one append is written in parts (`batchlog-parts-<batchId>`), each a slice of the items' JSON.
   { streamPrefix: 'batchlog', types: ['BatchStarted', 'BatchIntentPart'], fields: ['items'], owner: (d, client) => batchIntentKeyId(client, d.batchId) },

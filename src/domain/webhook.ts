@@ -136,7 +136,7 @@ export const commsSourceEventTypes = [
 export const commsSourceStreamPrefixes = ['webhook-', 'invitation-'];
 
 const providerEvents = ['delivered', 'opened', 'bounced', 'dropped', 'spam_reported', 'unsubscribed'];
-const nilGuid = '00000000-0000-0000-0000-000000000000';
+export const nilGuid = '00000000-0000-0000-0000-000000000000';
 
 /** The parts of a stored event the mapping reads. */
 export interface SourceEvent {
@@ -193,7 +193,8 @@ export function commsEventOf(source: SourceEvent): CommsEvent | undefined {
       attendeeInvitationId: text(d.attendeeInvitationId) ?? nilGuid,
       status,
       // Spec: set only when the status is failed or dropped.
-      error: status === 'failed' || status === 'dropped' ? (text(d.error) ?? text(d.reason) ?? 'unknown error') : null,
+      // An erased guest's error and reason no longer open (they may quote the address); a failure keeps its code.
+      error: status === 'failed' || status === 'dropped' ? (text(d.error) ?? text(d.reason) ?? text(d.code) ?? 'unknown error') : null,
       ...(correlationId ? { correlationId } : {}),
     },
   };
@@ -218,8 +219,14 @@ export type AttemptOutcome =
 export interface DeliverySource {
   clientId: string;
   eventType: CommsEventType;
-  /** The exact body every attempt sends. */
+  /** The exact body every attempt sends (absent once `attendeeId`'s guest is erased: it was sealed with its key). */
   body: string;
+  /**
+   * Set when the body carries an error (comms.failed, comms.dropped), which may quote the
+   * recipient: the guest whose data key seals `body` (docs/personal-data.md). Deliveries
+   * scheduled before it hold their body as written.
+   */
+  attendeeId?: string;
   sourceEventId: string;
   sourceStream: string;
   sourceRevision: number;

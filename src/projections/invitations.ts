@@ -118,7 +118,13 @@ export const invitationsProjection: Projection = {
         return [step('sending', { attempts: event.data.attempt, ...recipient(event.data.to) }, { type: 'attempt_started', at, attempt: event.data.attempt })];
       case 'SendAttemptFailed':
         return [
-          step('retrying', { error: event.data.error }, { type: 'attempt_failed', at, attempt: event.data.attempt, detail: `${event.data.code}: ${event.data.error}; retry at ${event.data.retryAt}` }),
+          // An erased guest's error opens no more (it may quote the address: docs/personal-data.md); its code stays.
+          step('retrying', { error: event.data.error ?? event.data.code }, {
+            type: 'attempt_failed',
+            at,
+            attempt: event.data.attempt,
+            detail: `${event.data.code}: ${event.data.error ?? '[erased]'}; retry at ${event.data.retryAt}`,
+          }),
         ];
       case 'SendSucceeded': {
         const d = event.data;
@@ -126,7 +132,7 @@ export const invitationsProjection: Projection = {
         return [step('sent', set, { type: 'sent', at, attempt: d.attempt }, { unset: ['error'] })];
       }
       case 'SendFailed':
-        return [step('failed', { error: event.data.error }, { type: 'failed', at, detail: event.data.error })];
+        return [step('failed', { error: event.data.error ?? event.data.code }, { type: 'failed', at, detail: event.data.error ?? event.data.code })];
       case 'SendSkipped':
         return [step(undefined, {}, { type: 'skipped', at, detail: event.data.reason }, { inc: { skips: 1 } })];
       case 'ProviderEventReceived': {

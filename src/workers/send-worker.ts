@@ -377,7 +377,8 @@ export class SendWorker implements Worker {
         return;
       case 'SendFailed':
         metrics?.countSend('failed', event.data.code);
-        this.logger.warn({ invitationId, code: event.data.code, error: event.data.error }, 'invitation send failed');
+        // A mail server's refusal often quotes the recipient ('550 5.1.1 <ann@example.com>: ...'): logs keep no guest's address.
+        this.logger.warn({ invitationId, code: event.data.code, error: withoutAddresses(event.data.error) }, 'invitation send failed');
         return;
       case 'SendSkipped':
         metrics?.countSend('skipped', event.data.reason);
@@ -396,3 +397,6 @@ export class SendWorker implements Worker {
     return this.services.clock.now().toISOString();
   }
 }
+
+/** Email addresses in a text (a provider's error) replaced by `[Redacted]`, for a log line (docs/personal-data.md). */
+export const withoutAddresses = (text: string): string => text.replace(/[^\s<>()[\]"',;:@]+@[^\s<>()[\]"',;:@]+/g, '[Redacted]');

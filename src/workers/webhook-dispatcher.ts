@@ -1,8 +1,9 @@
 import type { Bus, BusMessage, Consumer } from '../adapters/bus/port.js';
+import type { EventStore, StoredEvent } from '../adapters/eventstore/port.js';
 import { handleCommand } from '../commands/handle-command.js';
 import type { Services } from '../commands/services.js';
 import type { WebhookSettings } from '../commands/webhooks.js';
-import { commsEventOf, deliveryDecider, deliveryStream, derivedId, webhookBody } from '../domain/webhook.js';
+import { commsEventOf, deliveryDecider, deliveryStream, derivedId, nilGuid, webhookBody } from '../domain/webhook.js';
 import type { WebhookDoc } from '../projections/webhooks.js';
 import { eventOfMessage } from './event-message.js';
 import { topics } from './topics.js';
@@ -70,7 +71,7 @@ export class WebhookDispatcher implements Worker {
       executor.enqueue(deliveryId, clientId, Date.now());
       return;
     }
-    const event = commsEventOf(stored);
+    const event = commsEventOf(await withErrorOpened(stored, this.services.eventStore));
     if (!event) return;
     // The webhook as of this event: the read models have caught up with it.
     await this.services.readYourWrites(stored.position);
@@ -87,6 +88,8 @@ export class WebhookDispatcher implements Worker {
           clientId: event.clientId,
           eventType: event.type,
           body: webhookBody(event),
+          // An error may quote the recipient: such a body is sealed with the guest's key.
+          ...(event.data.error !== null && event.data.attendeeId !== nilGuid ? { attendeeId: event.data.attendeeId } : {}),
           sourceEventId: stored.id,
           sourceStream: stored.streamName,
           sourceRevision: stored.revision,
@@ -114,3 +117,17 @@ export const createWebhookDispatcher = (
   settings: WebhookSettings,
   metrics?: Pick<Metrics, 'countWebhookAttempt'>,
 ): WebhookDispatcher => new WebhookDispatcher(bus, services, settings, metrics);
+
+/**
+ * The bus carries events sealed (docs/personal-data.md): a failure's `error` and a bounce's
+ * `reason`, which may quote the recipient, are sealed with the guest's key. The comms events that
+ * carry an error (comms.failed, comms.dropped: spec, data.error) take it from the event read back
+ * from the event store, which opens it; the others need nothing sealed.
+ */
+async function withErrorOpened(stored: StoredEvent, eventStore: EventStore): Promise<StoredEvent> {
+  const data = stored.data as Record<string, unknown> | undefined;
+  const carriesError = stored.type === 'SendFailed' || (stored.type === 'ProviderEventReceived' && data?.event === 'dropped');
+  if (!carriesError || data?.personalData === undefined) return stored;
+  const [opened] = await eventStore.readStream(stored.streamName, { fromRevision: stored.revision, maxCount: 1 });
+  return opened && opened.id === stored.id ? opened : stored;
+}

@@ -179,6 +179,9 @@ export class DeliveryExecutor {
     let outcome: AttemptOutcome;
     if (!webhook) {
       outcome = { kind: 'error', error: 'the webhook was deleted', retryable: false };
+    } else if (typeof state.body !== 'string') {
+      // A body that quoted the recipient is sealed with the guest's key; the guest was erased since (docs/personal-data.md).
+      outcome = { kind: 'error', error: "the guest's personal data was erased: this comms event is not sent again", retryable: false };
     } else {
       let secret: string | undefined;
       try {
