@@ -23,7 +23,7 @@ import {
 import { derivedId } from '../domain/webhook.js';
 import type { AccountDoc } from '../projections/accounts.js';
 import { findOwnGuest } from '../commands/guest-lookup.js';
-import { guestIdOf } from '../projections/guests.js';
+import { guestIdOf, guestStreamOf } from '../projections/guests.js';
 import { invitationsProjection, suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
 import type { TemplateDoc } from '../projections/templates.js';
 import type { Logger } from '../shared/logger.js';
@@ -75,7 +75,7 @@ function attemptFailure(error: unknown): { code: SendFailureCode; error: string;
 }
 
 type Refusal = { refuse: SendFailureCode; error: string };
-type Prepared = { message: MailMessage; attachPdf: boolean; templateName: string };
+type Prepared = { message: MailMessage; attachPdf: boolean; templateName: string; guestStream: string };
 
 /**
  * The send worker (spec: check-in rule 1, Events comms.sent/failed/skipped): a consumer group
@@ -265,6 +265,9 @@ export class SendWorker implements Worker {
         };
       }
       const receipt = await this.settings.mailer.send(message);
+      // An erasure while this email was made cleaned the outbox before its file existed (the
+      // address was read before the erasure): the file goes now (docs/personal-data.md).
+      if (this.settings.mailer.discard && (await this.erased(prepared.guestStream))) await this.settings.mailer.discard(receipt);
       await this.decide(clientId, invitationId, {
         type: 'RecordSent',
         attempt,
@@ -279,6 +282,12 @@ export class SendWorker implements Worker {
     } finally {
       clearInterval(heartbeat);
     }
+  }
+
+  /** Whether the guest's stream records its erasure (read from the store, not from a read model that may lag). */
+  private async erased(guestStream: string): Promise<boolean> {
+    const events = await this.services.eventStore.readStream(guestStream, { personalData: false });
+    return events.some((event) => event.type === 'GuestErased');
   }
 
   private async recordFailure(invitationId: string, clientId: string, attempt: number, error: unknown): Promise<void> {
@@ -335,7 +344,7 @@ export class SendWorker implements Worker {
     // Checked after merging: a guest's own data in a link (href="{{additionalInfo}}") must pass too.
     const unsafe = unsafeLinks(message.html, this.settings.linkPolicy);
     if (unsafe.length > 0) return { refuse: 'spam_check_failed', error: unsafe.map((u) => `${u.url}: ${u.reason}`).join('; ') };
-    return { message, attachPdf: template.attachPdf, templateName: template.name };
+    return { message, attachPdf: template.attachPdf, templateName: template.name, guestStream: guestStreamOf(guest) };
   }
 
   private async load(invitationId: string): Promise<InvitationState> {

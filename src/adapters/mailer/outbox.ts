@@ -71,6 +71,12 @@ export class OutboxMailer implements Mailer {
     return receipt;
   }
 
+  async discard(receipt: MailReceipt): Promise<void> {
+    // The receipt names a file of this folder (`send`'s own file name), never a path.
+    if (path.basename(receipt.providerMessageId) !== receipt.providerMessageId) throw new Error(`outbox: not a message file name: ${receipt.providerMessageId}`);
+    await fs.rm(path.join(this.dir, receipt.providerMessageId), { force: true });
+  }
+
   async close(): Promise<void> {}
 }
 

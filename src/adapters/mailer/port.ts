@@ -81,5 +81,10 @@ export interface Mailer {
   readonly kind: 'outbox' | 'sendgrid' | 'smtp';
   /** Resolves once the provider accepted the message; rejects with MailerError otherwise. */
   send(message: MailMessage): Promise<MailReceipt>;
+  /**
+   * Removes what this adapter keeps of a message it took (the outbox's file), for a guest erased
+   * while the message was being handed over. Adapters that keep nothing of a sent message lack it.
+   */
+  discard?(receipt: MailReceipt): Promise<void>;
   close(): Promise<void>;
 }
