@@ -24,6 +24,8 @@ export class ProjectionRunner {
   private subscription?: Subscription;
   private loop?: Promise<void>;
   private running = false;
+  /** From start until the runner first reaches the head it found then: what it logs when done. */
+  private catchingUp?: { position: number; head: number; events: number; startedAt: number };
   /** While `rebuild` runs: what it rebuilds and how far it is (readiness reports it). */
   private rebuildingNow?: RebuildProgress & { projections: string[] };
 
@@ -49,6 +51,14 @@ export class ProjectionRunner {
       this.readStore,
       this.projections.filter((p) => (this.checkpoints.get(p.name) ?? -1) < 0),
     );
+    // Behind at start (a crash or stop during an import, a new projection): said now and when
+    // caught up, so a long catch-up is visible in the log (its batches log `projections applied`).
+    const position = this.position();
+    const head = await this.eventStore.headPosition(this.filter).catch(() => undefined);
+    if (head !== undefined && head > position) {
+      this.catchingUp = { position, head, events: 0, startedAt: Date.now() };
+      this.logger.info({ position, head }, 'projections catching up');
+    }
     this.running = true;
     this.loop = this.runForever();
   }
@@ -195,6 +205,7 @@ export class ProjectionRunner {
           await this.applyBatch(batch.events, batch.position, this.projections);
           this.logApplied(batch.events);
           failures = 0;
+          if (this.catchingUp) this.noteCatchUp(batch.events.length, batch.position);
         }
         if (!this.running) break;
         // The store ended the subscription (a server restart, a dropped connection): subscribe again.
@@ -237,6 +248,16 @@ export class ProjectionRunner {
     );
     for (const { projection } of moved) this.checkpoints.set(projection.name, position);
     this.progress.emit('progress');
+  }
+
+  /** Counts a catch-up's events; at the head found at start, logs `projections caught up`. */
+  private noteCatchUp(events: number, position: number): void {
+    const catchingUp = this.catchingUp!;
+    catchingUp.events += events;
+    if (position < catchingUp.head) return;
+    this.catchingUp = undefined;
+    const { head, startedAt } = catchingUp;
+    this.logger.info({ from: catchingUp.position, head, events: catchingUp.events, seconds: (Date.now() - startedAt) / 1000 }, 'projections caught up');
   }
 
   /** One line per request whose events the live loop applied, in that request's trace (a rebuild logs none). */

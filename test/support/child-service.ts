@@ -80,7 +80,10 @@ export async function spawnService(
           // How far the child got: its last log lines, and whether it is still alive.
           const last = logs.slice(-8).map((l) => JSON.stringify(l).slice(0, 300));
           const alive = child.exitCode === null && child.signalCode === null;
-          reject(new Error(`no matching log line within ${timeoutMs} ms (pid ${child.pid}, ${alive ? 'still running' : 'exited'}); last log lines: ${last.join(' | ') || 'none'}; stderr: ${service.stderr.slice(-2000)}`));
+          // A log line can be held back by a blocked event loop (pino writes asynchronously): what
+          // the threads were doing tells a busy loop (main R) from one waiting in a system call.
+          const threads = alive ? `; threads: ${threadStates(child.pid!)}` : '';
+          reject(new Error(`no matching log line within ${timeoutMs} ms (pid ${child.pid}, ${alive ? 'still running' : 'exited'})${threads}; last log lines: ${last.join(' | ') || 'none'}; stderr: ${service.stderr.slice(-2000)}`));
         }, timeoutMs);
         if (!check()) waiters.add(check as () => void);
       }),
@@ -122,6 +125,46 @@ export async function spawnService(
     service.url = line.url as string;
   }
   return service;
+}
+
+/** x86-64 numbers of the system calls a blocked thread is likely in (elsewhere the number is shown). */
+const syscallNames: Record<string, string> = {
+  '0': 'read', '1': 'write', '7': 'poll', '35': 'nanosleep', '72': 'fcntl', '74': 'fsync', '75': 'fdatasync',
+  '202': 'futex', '230': 'clock_nanosleep', '232': 'epoll_wait', '281': 'epoll_pwait',
+};
+
+/**
+ * A running process's threads from Linux's /proc: `main` (the event loop's thread) with its state
+ * (R running or runnable, S sleeping, D waiting for the disk), CPU seconds and the system call it
+ * is in (`running` or `user code` when in none), then the other threads counted by state and
+ * call. `main R 41.2s running` is a busy event loop, `main S 0.4s fsync` one waiting for the
+ * disk. `unknown` where /proc cannot be read.
+ */
+export function threadStates(pid: number): string {
+  try {
+    const describe = (tid: string) => {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const seconds = (Number(fields[11]) + Number(fields[12])) / 100;
+      let call = 'unknown';
+      try {
+        const number = fs.readFileSync(`/proc/${pid}/task/${tid}/syscall`, 'utf8').trim().split(' ')[0]!;
+        call = number === 'running' ? 'running' : number === '-1' ? 'user code' : process.arch === 'x64' ? (syscallNames[number] ?? `syscall ${number}`) : `syscall ${number}`;
+      } catch {
+        // not readable (permissions): state and CPU time still tell
+      }
+      return `${fields[0]} ${seconds.toFixed(1)}s ${call}`;
+    };
+    const others = new Map<string, number>();
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      if (tid === String(pid)) continue;
+      const state = describe(tid).replace(/ [\d.]+s /, ' ');
+      others.set(state, (others.get(state) ?? 0) + 1);
+    }
+    return `main ${describe(String(pid))}; others: ${[...others].map(([state, n]) => `${n}x ${state}`).join(', ')}`;
+  } catch {
+    return 'unknown (no /proc)';
+  }
 }
 
 function withoutServerUrls(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

@@ -406,6 +406,11 @@ export class SqliteEventStore implements EventStore {
           position = scannedTo;
           const events = rows.filter(filter).map(toEvent);
           yield { events, position };
+          // A full batch: more follow (a catch-up after a restart, a rebuild). Every read here and
+          // every write of a read-store subscriber completes synchronously, so without a turn of
+          // the event loop between batches the whole catch-up ran as one task: the service did
+          // not listen, answer or write a log line until it was done (docs/operations.md).
+          if (rows.length >= batchSize) await new Promise((resolve) => setImmediate(resolve));
         }
       } finally {
         store.appended.off('append', onAppend);
