@@ -12,6 +12,8 @@ export interface DevIdentityProviderOptions {
   issuer: () => string;
   /** Where the private signing JWK lives (created with mode 0600 on first start). */
   keyFile: string;
+  /** The key already read from keyFile (the composition root shares it with the token verifier). */
+  signingKey?: SigningKey;
   credentials: CredentialVerifier;
   /** Access token lifetime; default 3600. */
   tokenTtlSeconds?: number;
@@ -28,7 +30,7 @@ export interface DevIdentityProviderOptions {
 export function createDevIdentityProvider(options: DevIdentityProviderOptions): Router {
   const ttl = options.tokenTtlSeconds ?? 3600;
   if (!Number.isInteger(ttl) || ttl <= 0) throw new Error(`tokenTtlSeconds must be a positive integer, got ${ttl}`);
-  const key = loadOrCreateSigningKey(options.keyFile);
+  const key = options.signingKey ?? loadOrCreateSigningKey(options.keyFile);
   const issueAccessToken = accessTokenIssuer({ ...options, ttl, key });
 
   const router = express.Router();

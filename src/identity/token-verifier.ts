@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions, type JWTVerifyResult } from 'jose';
+import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions, type JWTVerifyResult } from 'jose';
 import { allowInsecureRequests, ClientError, discovery } from 'openid-client';
 import type { TokenSubject } from './credentials.js';
 import { createRemoteKeySet, KeysUnavailableError } from './remote-key-set.js';
@@ -55,6 +55,13 @@ export interface TokenVerifierOptions {
    * (`https://example.com/tenant`), Entra ID sends app roles as a `roles` array.
    */
   claimNames?: { tenant?: string; role?: string };
+  /**
+   * The issuer's keys when the issuer runs in this process (the built-in dev provider): no
+   * discovery and no fetch, `iss` must equal issuer(). Its own keys fetched over HTTP through
+   * PUBLIC_URL made every token uncheckable where the service cannot reach itself by that URL
+   * (behind a proxy, a remapped container port).
+   */
+  localKeys?: JSONWebKeySet;
   /** Allows a plain-http issuer and JWKS (the dev provider only). */
   allowInsecureIssuer?: boolean;
   /** Tolerated clock skew for exp/nbf; default 5. */
@@ -97,7 +104,10 @@ const resourceServerClientId = 'checkin-service';
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
   const now = options.now ?? (() => new Date());
   const backoffMs = (options.retryAfterFailureSec ?? providerRetryAfterSec) * 1000;
-  const issuerKeys = retryAfterFailure(() => discoverIssuer(options, () => now().getTime()), backoffMs, () => now().getTime());
+  const localKeys = options.localKeys ? createLocalJWKSet(options.localKeys) : undefined;
+  const issuerKeys = localKeys
+    ? async (): Promise<IssuerKeys> => ({ issuer: options.issuer(), keys: localKeys })
+    : retryAfterFailure(() => discoverIssuer(options, () => now().getTime()), backoffMs, () => now().getTime());
   const cache = new VerifiedTokenCache(options.cacheSize ?? 10_000);
 
   return {
