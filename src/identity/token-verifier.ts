@@ -243,13 +243,28 @@ async function verifySignedToken(token: string, context: VerifyContext): Promise
     throw new InvalidTokenError('wrong type', { detail: 'the token is not an access token (header typ)' });
   }
   const { sub, iat, exp } = payload;
-  const tenant = payload[context.tenantClaim];
+  const tenant = claimValue(payload, context.tenantClaim);
   // jose has checked that iat and exp are numbers; sub is only known to be present.
   if (typeof sub !== 'string' || sub === '') throw claimError('sub', 'a non-empty string');
   if (typeof tenant !== 'string' || tenant === '') throw claimError(context.tenantClaim, 'a non-empty string: the account id');
-  const role = roleOf(payload[context.roleClaim]);
+  const role = roleOf(claimValue(payload, context.roleClaim));
   if (!role) throw claimError(context.roleClaim, '"client" or "team_member" (or an array holding exactly one of them)');
   return Object.freeze({ sub, tenant, role, iat: iat!, exp: exp!, claims: Object.freeze(payload) });
+}
+
+/**
+ * A claim by its name; when no top-level claim has that exact name (an Auth0 namespaced claim is
+ * a URL with dots), a dotted name is a path into nested objects: Keycloak keeps its realm roles in
+ * `realm_access.roles` and a client's in `resource_access.<client>.roles`.
+ */
+function claimValue(payload: JWTPayload, name: string): unknown {
+  if (Object.hasOwn(payload, name)) return payload[name];
+  let value: unknown = payload;
+  for (const segment of name.split('.')) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, segment)) return undefined;
+    value = (value as Record<string, unknown>)[segment];
+  }
+  return value;
 }
 
 /** The role a claim names: the value itself, or the one of the two an array of roles (Entra ID's `roles`) holds. */

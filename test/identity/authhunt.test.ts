@@ -3,6 +3,8 @@ import { SignJWT } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreateSigningKey } from '../../src/identity/signing-key.js';
+import { createTokenVerifier, InvalidTokenError } from '../../src/identity/token-verifier.js';
+import { newKey, signToken, standardClaims, startProviderStub, type ProviderStub, type TestKey } from './oidc-provider-stub.js';
 import { createClient, request, startTestService, type Client, type TestService } from '../support/service.js';
 
 /**
@@ -114,5 +116,42 @@ describe('the dev provider and the API with a standard OAuth client (openid-clie
     });
     expect(reply.status).toBe(401);
     expect(reply.headers.get('www-authenticate')).toContain('error="invalid_token"');
+  });
+});
+
+describe("claim names with a path (Keycloak's realm_access.roles)", () => {
+  let provider: ProviderStub;
+  let rsa: TestKey;
+  beforeAll(async () => {
+    provider = await startProviderStub();
+    rsa = await newKey('RS256');
+    provider.jwks = { keys: [rsa.publicJwk] };
+  });
+  afterAll(() => provider.close());
+
+  const verifierWith = (claimNames: { tenant?: string; role?: string }) =>
+    createTokenVerifier({ issuer: () => provider.base, audience: 'checkin-api', allowInsecureIssuer: true, cacheSize: 0, claimNames });
+  const keycloakClaims = (extra: Record<string, unknown>) => {
+    const claims: Record<string, unknown> = { ...standardClaims(provider.base), ...extra };
+    delete claims.role;
+    return claims;
+  };
+
+  it('reads a role from a nested claim named by a dotted path, as Keycloak issues realm and client roles', async () => {
+    const realmRoles = keycloakClaims({ realm_access: { roles: ['default-roles-test', 'offline_access', 'client'] } });
+    expect(await verifierWith({ role: 'realm_access.roles' }).verify(await signToken(rsa, realmRoles))).toMatchObject({ role: 'client' });
+    const clientRoles = keycloakClaims({ resource_access: { 'checkin-api': { roles: ['team_member'] }, account: { roles: ['manage-account'] } } });
+    expect(await verifierWith({ role: 'resource_access.checkin-api.roles' }).verify(await signToken(rsa, clientRoles))).toMatchObject({
+      role: 'team_member',
+    });
+  });
+
+  it('prefers a top-level claim whose name has dots (Auth0 namespaced claims), and refuses a path that leads nowhere', async () => {
+    const tenant = 'acct-42';
+    const claims = keycloakClaims({ 'https://checkin.example/role': 'client', tenant });
+    expect(await verifierWith({ role: 'https://checkin.example/role' }).verify(await signToken(rsa, claims))).toMatchObject({ tenant, role: 'client' });
+    const missing = await verifierWith({ role: 'realm_access.roles' }).verify(await signToken(rsa, keycloakClaims({ realm_access: 'client' }))).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(InvalidTokenError);
+    expect((missing as InvalidTokenError).message).toContain('realm_access.roles');
   });
 });
