@@ -84,6 +84,11 @@ describe('the dev provider and the API with a standard OAuth client (openid-clie
     });
   });
 
+  it("the discovery document lists 'none' among the token endpoint's client authentication methods (checkin-app is a public client)", async () => {
+    const config = await discover('checkin-app', oidc.None());
+    expect(config.serverMetadata().token_endpoint_auth_methods_supported).toEqual(expect.arrayContaining(['client_secret_post', 'client_secret_basic', 'none']));
+  });
+
   it('password grant for the check-in app (a public client, no secret) gives a token the API accepts', async () => {
     const app = await discover('checkin-app', oidc.None());
     const tokens = await oidc.genericGrantRequest(app, 'password', { username: client.email, password: client.password });
