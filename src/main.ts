@@ -30,6 +30,7 @@ import { openSqliteFile } from './adapters/sqlite-file.js';
 import { MongoClient } from 'mongodb';
 import { accountCredentials } from './commands/credentials.js';
 import { createDevIdentityProvider } from './identity/dev-provider.js';
+import { loadOrCreateSigningKey } from './identity/signing-key.js';
 import { createTokenVerifier } from './identity/token-verifier.js';
 import { accountsProjection, teamMembersProjection } from './projections/accounts.js';
 import { eventsProjection } from './projections/events.js';
@@ -570,11 +571,14 @@ async function startApi(
   // The issuer URL of the dev provider depends on the port actually bound (0 = ephemeral).
   let devIssuer = '';
   const issuer = () => config.oidcIssuer ?? devIssuer;
+  const devKeyFile = path.join(config.dataDir, 'identity', 'signing-key.json');
+  // The dev provider's tokens are checked against its key in this process, not fetched through PUBLIC_URL.
+  const devKey = config.oidcIssuer ? undefined : loadOrCreateSigningKey(devKeyFile);
   const verifier = createTokenVerifier({
     issuer,
     ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
     claimNames: { tenant: config.oidcTenantClaim, role: config.oidcRoleClaim },
-    allowInsecureIssuer: !config.oidcIssuer,
+    ...(devKey ? { localKeys: { keys: [devKey.publicJwk] } } : {}),
   });
   const overload = new OverloadGuard({
     maxEventLoopDelayMs: config.observability.overloadMaxEventLoopDelayMs,
@@ -596,7 +600,8 @@ async function startApi(
       ? undefined
       : createDevIdentityProvider({
           issuer,
-          keyFile: path.join(config.dataDir, 'identity', 'signing-key.json'),
+          keyFile: devKeyFile,
+          ...(devKey ? { signingKey: devKey } : {}),
           credentials: accountCredentials(services),
           tokenTtlSeconds: config.tokenTtlSeconds,
           ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),

@@ -20,6 +20,16 @@ const unauthorized = (message: string, error: 'invalid_token' | 'invalid_request
     'WWW-Authenticate': `Bearer realm="checkin-service"${error ? `, error="${error}"` : ''}`,
   });
 
+/**
+ * A valid token with a missing or wrong subscription key. The challenge names the key (in the
+ * form Azure API Management, whose header this is, uses), not the token: error="invalid_token"
+ * would make OAuth client libraries throw a good token away and ask for a new one, to no avail.
+ */
+const subscriptionKeyRefused = (message: string) =>
+  new HttpError(401, 'unauthorized', message, undefined, {
+    'WWW-Authenticate': 'AzureApiManagementKey realm="checkin-service", name="Ocp-Apim-Subscription-Key", type="header"',
+  });
+
 /** The token could not be checked because the identity provider's metadata or keys could not be read: not the caller's fault. */
 const providerUnavailable = () =>
   new HttpError(
@@ -93,13 +103,13 @@ export function authenticate(verifier: BearerVerifier, services: Services): Requ
       return next(verifyFailure(error, services.logger, logged));
     }
     const key = req.get('ocp-apim-subscription-key');
-    if (!key) return next(unauthorized('the Ocp-Apim-Subscription-Key header is required', 'invalid_request'));
+    if (!key) return next(subscriptionKeyRefused('the Ocp-Apim-Subscription-Key header (subscription key) is required'));
     // Read-only: the account is only read here and by later middleware (res.locals.account).
     const account = await accounts.get(token.tenant, { readOnly: true });
     if (!account) return next(unauthorized('the token names an unknown client'));
     // Compare against every live key so the time taken does not tell which one nearly matched.
     const keyMatches = Object.values(account.subscriptionKeys ?? {}).reduce((ok, hash) => sameSecret(key, hash) || ok, false);
-    if (!keyMatches) return next(unauthorized('the subscription key is not valid for this client'));
+    if (!keyMatches) return next(subscriptionKeyRefused('the subscription key is not valid for this client'));
     if (token.role === 'client' && account.sessionsValidAfter && isSignIn(token) && issuedAtMs(token) < Date.parse(account.sessionsValidAfter)) {
       return next(unauthorized('this session was signed out by a password change; get a new token'));
     }

@@ -12,6 +12,8 @@ export interface DevIdentityProviderOptions {
   issuer: () => string;
   /** Where the private signing JWK lives (created with mode 0600 on first start). */
   keyFile: string;
+  /** The key already read from keyFile (the composition root shares it with the token verifier). */
+  signingKey?: SigningKey;
   credentials: CredentialVerifier;
   /** Access token lifetime; default 3600. */
   tokenTtlSeconds?: number;
@@ -28,7 +30,7 @@ export interface DevIdentityProviderOptions {
 export function createDevIdentityProvider(options: DevIdentityProviderOptions): Router {
   const ttl = options.tokenTtlSeconds ?? 3600;
   if (!Number.isInteger(ttl) || ttl <= 0) throw new Error(`tokenTtlSeconds must be a positive integer, got ${ttl}`);
-  const key = loadOrCreateSigningKey(options.keyFile);
+  const key = options.signingKey ?? loadOrCreateSigningKey(options.keyFile);
   const issueAccessToken = accessTokenIssuer({ ...options, ttl, key });
 
   const router = express.Router();
@@ -58,7 +60,7 @@ function discoveryDocument(issuer: string) {
     jwks_uri: `${base}/.well-known/jwks`,
     token_endpoint: `${base}/connect/token`,
     grant_types_supported: ['client_credentials', 'password'],
-    token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
+    token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic', 'none'],
     id_token_signing_alg_values_supported: ['RS256'],
     response_types_supported: ['token'],
     subject_types_supported: ['public'],

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions, type JWTVerifyResult } from 'jose';
+import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions, type JWTVerifyResult } from 'jose';
 import { allowInsecureRequests, ClientError, discovery } from 'openid-client';
 import type { TokenSubject } from './credentials.js';
 import { createRemoteKeySet, KeysUnavailableError } from './remote-key-set.js';
@@ -55,6 +55,13 @@ export interface TokenVerifierOptions {
    * (`https://example.com/tenant`), Entra ID sends app roles as a `roles` array.
    */
   claimNames?: { tenant?: string; role?: string };
+  /**
+   * The issuer's keys when the issuer runs in this process (the built-in dev provider): no
+   * discovery and no fetch, `iss` must equal issuer(). Its own keys fetched over HTTP through
+   * PUBLIC_URL made every token uncheckable where the service cannot reach itself by that URL
+   * (behind a proxy, a remapped container port).
+   */
+  localKeys?: JSONWebKeySet;
   /** Allows a plain-http issuer and JWKS (the dev provider only). */
   allowInsecureIssuer?: boolean;
   /** Tolerated clock skew for exp/nbf; default 5. */
@@ -97,7 +104,10 @@ const resourceServerClientId = 'checkin-service';
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
   const now = options.now ?? (() => new Date());
   const backoffMs = (options.retryAfterFailureSec ?? providerRetryAfterSec) * 1000;
-  const issuerKeys = retryAfterFailure(() => discoverIssuer(options, () => now().getTime()), backoffMs, () => now().getTime());
+  const localKeys = options.localKeys ? createLocalJWKSet(options.localKeys) : undefined;
+  const issuerKeys = localKeys
+    ? async (): Promise<IssuerKeys> => ({ issuer: options.issuer(), keys: localKeys })
+    : retryAfterFailure(() => discoverIssuer(options, () => now().getTime()), backoffMs, () => now().getTime());
   const cache = new VerifiedTokenCache(options.cacheSize ?? 10_000);
 
   return {
@@ -233,13 +243,28 @@ async function verifySignedToken(token: string, context: VerifyContext): Promise
     throw new InvalidTokenError('wrong type', { detail: 'the token is not an access token (header typ)' });
   }
   const { sub, iat, exp } = payload;
-  const tenant = payload[context.tenantClaim];
+  const tenant = claimValue(payload, context.tenantClaim);
   // jose has checked that iat and exp are numbers; sub is only known to be present.
   if (typeof sub !== 'string' || sub === '') throw claimError('sub', 'a non-empty string');
   if (typeof tenant !== 'string' || tenant === '') throw claimError(context.tenantClaim, 'a non-empty string: the account id');
-  const role = roleOf(payload[context.roleClaim]);
+  const role = roleOf(claimValue(payload, context.roleClaim));
   if (!role) throw claimError(context.roleClaim, '"client" or "team_member" (or an array holding exactly one of them)');
   return Object.freeze({ sub, tenant, role, iat: iat!, exp: exp!, claims: Object.freeze(payload) });
+}
+
+/**
+ * A claim by its name; when no top-level claim has that exact name (an Auth0 namespaced claim is
+ * a URL with dots), a dotted name is a path into nested objects: Keycloak keeps its realm roles in
+ * `realm_access.roles` and a client's in `resource_access.<client>.roles`.
+ */
+function claimValue(payload: JWTPayload, name: string): unknown {
+  if (Object.hasOwn(payload, name)) return payload[name];
+  let value: unknown = payload;
+  for (const segment of name.split('.')) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, segment)) return undefined;
+    value = (value as Record<string, unknown>)[segment];
+  }
+  return value;
 }
 
 /** The role a claim names: the value itself, or the one of the two an array of roles (Entra ID's `roles`) holds. */

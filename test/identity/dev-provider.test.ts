@@ -36,7 +36,7 @@ describe('dev identity provider', () => {
       jwks_uri: `${server.issuer}/.well-known/jwks`,
       token_endpoint: `${server.issuer}/connect/token`,
       grant_types_supported: ['client_credentials', 'password'],
-      token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
+      token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic', 'none'],
       id_token_signing_alg_values_supported: ['RS256'],
       response_types_supported: ['token'],
       subject_types_supported: ['public'],
