@@ -199,6 +199,32 @@ export interface RunningService {
   stop(onStep?: (step: string) => void): Promise<void>;
 }
 
+/**
+ * A master key removed from PII_MASTER_KEYS while data keys are still wrapped under it (before
+ * `rewrap-personal-data-keys` moved them) left the service up and ready, its guests' personal data
+ * unreadable and customId writes failing 500. The start is refused instead, naming each missing
+ * key id. A key store that does not answer within 5 s is not waited for (as the stream-name key below).
+ */
+async function masterKeysChecked(platform: Platform, logger: Logger): Promise<void> {
+  if (!platform.dataKeys) return;
+  const check = platform.dataKeys.missingMasterKeys();
+  let missing: { masterKeyId: string; count: number }[] | undefined;
+  try {
+    missing = await Promise.race([check, new Promise<undefined>((resolve) => void setTimeout(() => resolve(undefined), 5_000).unref())]);
+  } catch (error) {
+    logger.warn({ err: error }, 'could not check on start that PII_MASTER_KEYS holds every master key the stored data keys are wrapped under');
+    return;
+  }
+  check.catch(() => {});
+  if (!missing || missing.length === 0) return;
+  await platform.close();
+  const which = missing.map((m) => `"${m.masterKeyId}" (${m.count} data keys)`).join(', ');
+  throw new Error(
+    `PII_MASTER_KEYS lacks master keys that stored data keys are wrapped under: ${which}. Without them those guests' personal data does not open. ` +
+      'Add them back (next to the current key), then run npm run admin -- rewrap-personal-data-keys before removing them (docs/personal-data.md, Rotation)',
+  );
+}
+
 export async function startService(
   config: Config,
   role: Role = 'all',
@@ -207,6 +233,7 @@ export async function startService(
   const logger = options.logger ?? createLogger(config.logLevel);
   const metrics = new Metrics(logger);
   const platform = createPlatform(config, logger, metrics, options.wrapEventStore);
+  await masterKeysChecked(platform, logger);
   // Made on the first start of a version that hashes customId stream names: events created
   // after it cannot hold a reservation under the legacy name (src/commands/guests.ts). Not
   // awaited: a key store that is down at start must not stop the process (it is made on first
