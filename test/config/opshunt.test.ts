@@ -36,3 +36,25 @@ describe('EVENTSTORE_URL with an option the client ignores', () => {
     expect(warn).not.toHaveBeenCalled();
   });
 });
+
+describe('a wrong value is shown without its password', () => {
+  const problem = (env: Record<string, string>): string => {
+    try {
+      loadConfig({ ...env, DATA_DIR: '/tmp/opshunt-config-data' });
+    } catch (thrown) {
+      return (thrown as Error).message;
+    }
+    return '';
+  };
+
+  it('a URL with a mistyped scheme, and a broker written with credentials, keep the rest and hide the password', () => {
+    expect(problem({ SENDGRID_BASE_URL: 'htps//apiuser:Sup3rS3cretPass@sendgrid.internal' })).toContain(
+      'SENDGRID_BASE_URL must be an http:// or https:// URL such as https://api.sendgrid.com, got "htps//apiuser:***@sendgrid.internal"',
+    );
+    expect(problem({ PUBLIC_URL: 'ftp://ops:Sup3rS3cretPass@checkin.example.com' })).toContain('got "ftp://ops:***@checkin.example.com"');
+    expect(problem({ KAFKA_BROKERS: 'kafka-1:9092,svc:Sup3rS3cretPass@kafka-2:9092' })).toContain('got "svc:***@kafka-2:9092"');
+    for (const env of [{ SENDGRID_BASE_URL: 'htps//apiuser:Sup3rS3cretPass@x' }, { KAFKA_BROKERS: 'svc:Sup3rS3cretPass@kafka-2:9092' }]) {
+      expect(problem(env)).not.toContain('Sup3rS3cretPass');
+    }
+  });
+});
