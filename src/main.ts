@@ -80,7 +80,8 @@ import { EmbeddedKeyStore } from './adapters/keystore/embedded.js';
 import { MongoKeyStore } from './adapters/keystore/mongo.js';
 import { DataKeys } from './personal-data/data-keys.js';
 import { sealedEventStore } from './personal-data/sealed-event-store.js';
-import { keyringOf, loadOrCreateKeyFile } from './shared/encryption.js';
+import { keyringOf, loadOrCreateKeyFile, type Keyring } from './shared/encryption.js';
+import type { WebhookDoc } from './projections/webhooks.js';
 import { RetentionWorker } from './workers/retention.js';
 import type { PersonalDataSettings } from './commands/personal-data.js';
 
@@ -225,6 +226,32 @@ async function masterKeysChecked(platform: Platform, logger: Logger): Promise<vo
   );
 }
 
+/**
+ * A key removed from WEBHOOK_ENCRYPTION_KEYS while webhook secrets are still encrypted under it:
+ * each delivery of those accounts failed, and nothing said so before the first one. Logged at
+ * error on start, naming the key ids (not refused: a key lost for good is recovered by the
+ * accounts rotating their secrets, docs/webhooks.md). Read from the webhooks read model, in the background.
+ */
+async function webhookKeysChecked(services: Services, keyring: Keyring, logger: Logger): Promise<void> {
+  const missing = new Map<string, number>();
+  try {
+    const outside = { keyId: { $nin: [...keyring.keys.keys()] } };
+    for await (const doc of services.readStore.collection<WebhookDoc>('webhooks').stream(outside, { readOnly: true })) {
+      missing.set(doc.keyId, (missing.get(doc.keyId) ?? 0) + 1);
+    }
+  } catch (error) {
+    logger.warn({ err: error }, 'could not check on start that WEBHOOK_ENCRYPTION_KEYS holds every key the stored webhook secrets are encrypted under');
+    return;
+  }
+  if (missing.size === 0) return;
+  const which = [...missing].map(([keyId, count]) => `"${keyId}" (${count} webhooks)`).join(', ');
+  logger.error(
+    { missingKeyIds: Object.fromEntries(missing) },
+    `WEBHOOK_ENCRYPTION_KEYS lacks keys that stored webhook secrets are encrypted under: ${which}. Their deliveries fail until the key is added back ` +
+      '(then npm run admin -- reencrypt-secrets moves them to the current key) or each such account rotates its secret (docs/webhooks.md)',
+  );
+}
+
 export async function startService(
   config: Config,
   role: Role = 'all',
@@ -278,6 +305,7 @@ export async function startService(
     },
     secretsKeyring: webhookSettings(config).keyring,
   };
+  if (runs('workers')) void webhookKeysChecked(services, webhookSettings(config).keyring, logger);
 
   if (config.trustProxy === true) {
     // express then takes the leftmost X-Forwarded-For address: behind a proxy that appends to the header, the client writes it.

@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clientToken, createClient, startTestService, type TestService } from '../support/service.js';
 import { newTicketEvent, newTicketedGuest } from '../support/tickets.js';
+import { loggedLines } from '../support/log-lines.js';
 
 const run = promisify(execFile);
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'opshunt-'));
@@ -94,7 +95,18 @@ describe('reencrypt-secrets: rotating WEBHOOK_ENCRYPTION_KEYS', () => {
     await service.close();
     service = undefined;
 
-    // Too early: k2 dropped while everything is under it. The command says which key id is still needed.
+    // Too early: k2 dropped while everything is under it. The start says so at once, naming it (before: the first delivery failed)...
+    const { logger, lines } = loggedLines('warn');
+    service = await startTestService({ WEBHOOK_ALLOW_INSECURE: 'true', ...keys(`k3:${k3}`, 'k3') }, { dataDir, logger });
+    for (let i = 0; i < 500 && !lines.some((l) => l.level === 50); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(lines).toContainEqual(expect.objectContaining({
+      level: 50,
+      missingKeyIds: { k2: 1 },
+      msg: expect.stringContaining('WEBHOOK_ENCRYPTION_KEYS lacks keys that stored webhook secrets are encrypted under: "k2" (1 webhooks)'),
+    }));
+    await service.close();
+    service = undefined;
+    // ...and the command says which key id is still needed.
     await expect(admin(['reencrypt-secrets'], keys(`k3:${k3}`, 'k3'))).rejects.toMatchObject({
       code: 1,
       stderr: expect.stringContaining('stored secrets are encrypted under key ids the keyring does not hold: "k2" (1 webhook secrets, 1 ticket keys)'),

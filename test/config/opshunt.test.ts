@@ -53,7 +53,7 @@ describe('a wrong value is shown without its password', () => {
     );
     expect(problem({ PUBLIC_URL: 'ftp://ops:Sup3rS3cretPass@checkin.example.com' })).toContain('got "ftp://ops:***@checkin.example.com"');
     expect(problem({ KAFKA_BROKERS: 'kafka-1:9092,svc:Sup3rS3cretPass@kafka-2:9092' })).toContain('got "svc:***@kafka-2:9092"');
-    for (const env of [{ SENDGRID_BASE_URL: 'htps//apiuser:Sup3rS3cretPass@x' }, { KAFKA_BROKERS: 'svc:Sup3rS3cretPass@kafka-2:9092' }]) {
+    for (const env of [{ SENDGRID_BASE_URL: 'htps//apiuser:Sup3rS3cretPass@x' }, { KAFKA_BROKERS: 'svc:Sup3rS3cretPass@kafka-2:9092' }] as Record<string, string>[]) {
       expect(problem(env)).not.toContain('Sup3rS3cretPass');
     }
   });
