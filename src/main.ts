@@ -240,7 +240,8 @@ async function webhookKeysChecked(services: Services, keyring: Keyring, logger: 
       missing.set(doc.keyId, (missing.get(doc.keyId) ?? 0) + 1);
     }
   } catch (error) {
-    logger.warn({ err: error }, 'could not check on start that WEBHOOK_ENCRYPTION_KEYS holds every key the stored webhook secrets are encrypted under');
+    // A read store that is down (or closing) is reported by /readyz and the projections; this check is a hint only.
+    logger.debug({ err: error }, 'could not check on start that WEBHOOK_ENCRYPTION_KEYS holds every key the stored webhook secrets are encrypted under');
     return;
   }
   if (missing.size === 0) return;
