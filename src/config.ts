@@ -7,6 +7,7 @@ import { sendgridSignatureVerifier } from './adapters/mailer/sendgrid-events.js'
 import { connectionStringProblem } from './adapters/eventstore/esdb.js';
 import { defaultKafkaMaxBatchBytes, kafkaNamespacePattern, minKafkaMaxBatchBytes } from './adapters/bus/kafka.js';
 import { parseKey } from './shared/encryption.js';
+import { withoutCredentials } from './shared/without-credentials.js';
 
 /** The one config reader (README, Configuration). Only the composition root and the CLIs call it. */
 export interface Config {
@@ -271,7 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     try {
       new MongoClient(config.mongoUrl);
     } catch (error) {
-      problems.push(`MONGO_URL must be a MongoDB connection string such as mongodb://localhost:27017: ${(error as Error).message}`);
+      problems.push(`MONGO_URL must be a MongoDB connection string such as mongodb://localhost:27017: ${withoutCredentials((error as Error).message)}`);
     }
   }
   // @sendgrid/client only warns on stdout ('API key does not start with "SG."'), and every send then
@@ -295,7 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ['DASHBOARD_TOKEN_URL', config.dashboardTokenUrl, 'https://login.example.com/oauth/token'],
     ['SENDGRID_BASE_URL', config.comms.sendgridBaseUrl, 'https://api.sendgrid.com'],
   ] as const) {
-    if (value !== undefined && !urlWithHost(value, ['http:', 'https:'])) problems.push(`${name} must be an http:// or https:// URL such as ${example}, got ${JSON.stringify(value)}`);
+    if (value !== undefined && !urlWithHost(value, ['http:', 'https:'])) problems.push(`${name} must be an http:// or https:// URL such as ${example}, got ${shown(value)}`);
   }
   // The driver refuses a '.' only when the read store opens (exit 1, no variable named); MongoDB refuses the rest at the first write.
   if (env.MONGO_DB !== undefined && env.MONGO_DB !== '' && !/^[^/\\. "$*<>:|?\0]{1,63}$/.test(env.MONGO_DB)) {
@@ -328,7 +329,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const wrongBrokers = (config.kafkaBrokers ?? []).filter((broker) => !kafkaBroker(broker));
   if (wrongBrokers.length > 0) {
     problems.push(
-      `KAFKA_BROKERS must be comma-separated host:port pairs such as kafka-1:9092,kafka-2:9092 (no scheme, no empty entries, an IPv4 address or a host name), got ${wrongBrokers.map((b) => JSON.stringify(b)).join(', ')}`,
+      `KAFKA_BROKERS must be comma-separated host:port pairs such as kafka-1:9092,kafka-2:9092 (no scheme, no empty entries, an IPv4 address or a host name), got ${wrongBrokers.map(shown).join(', ')}`,
     );
   }
   if (typeof bytes.parse(config.bodyLimit) !== 'number') {
@@ -402,6 +403,13 @@ function webhookConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeRea
     webhookEncryptionKeyId: keyId,
   };
 }
+
+/**
+ * A wrong value as a problem shows it, without a password: `user:secret@` before a host (a URL with
+ * a mistyped scheme, `htps//user:secret@host`, a broker written `user:secret@kafka:9092`) is
+ * shown `user:***@`, as withoutCredentials does for a well-formed URL.
+ */
+const shown = (value: string): string => JSON.stringify(withoutCredentials(value).replace(/(^|[\s/,])([^\s/:@,]*):[^\s/@,]+@/g, '$1$2:***@'));
 
 /** `<NAME>=id:key,...` and `<NAME>_ID`: a keyring's keys as configured (32-byte keys). */
 function keyList(env: NodeJS.ProcessEnv, name: string, idName: string, problems: string[]) {

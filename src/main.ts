@@ -81,7 +81,8 @@ import { EmbeddedKeyStore } from './adapters/keystore/embedded.js';
 import { MongoKeyStore } from './adapters/keystore/mongo.js';
 import { DataKeys } from './personal-data/data-keys.js';
 import { sealedEventStore } from './personal-data/sealed-event-store.js';
-import { keyringOf, loadOrCreateKeyFile } from './shared/encryption.js';
+import { keyringOf, loadOrCreateKeyFile, type Keyring } from './shared/encryption.js';
+import type { WebhookDoc } from './projections/webhooks.js';
 import { RetentionWorker } from './workers/retention.js';
 import type { PersonalDataSettings } from './commands/personal-data.js';
 
@@ -200,6 +201,59 @@ export interface RunningService {
   stop(onStep?: (step: string) => void): Promise<void>;
 }
 
+/**
+ * A master key removed from PII_MASTER_KEYS while data keys are still wrapped under it (before
+ * `rewrap-personal-data-keys` moved them) left the service up and ready, its guests' personal data
+ * unreadable and customId writes failing 500. The start is refused instead, naming each missing
+ * key id. A key store that does not answer within 5 s is not waited for (as the stream-name key below).
+ */
+async function masterKeysChecked(platform: Platform, logger: Logger): Promise<void> {
+  if (!platform.dataKeys) return;
+  const check = platform.dataKeys.missingMasterKeys();
+  let missing: { masterKeyId: string; count: number }[] | undefined;
+  try {
+    missing = await Promise.race([check, new Promise<undefined>((resolve) => void setTimeout(() => resolve(undefined), 5_000).unref())]);
+  } catch (error) {
+    logger.warn({ err: error }, 'could not check on start that PII_MASTER_KEYS holds every master key the stored data keys are wrapped under');
+    return;
+  }
+  check.catch(() => {});
+  if (!missing || missing.length === 0) return;
+  await platform.close();
+  const which = missing.map((m) => `"${m.masterKeyId}" (${m.count} data keys)`).join(', ');
+  throw new Error(
+    `PII_MASTER_KEYS lacks master keys that stored data keys are wrapped under: ${which}. Without them those guests' personal data does not open. ` +
+      'Add them back (next to the current key), then run npm run admin -- rewrap-personal-data-keys before removing them (docs/personal-data.md, Rotation)',
+  );
+}
+
+/**
+ * A key removed from WEBHOOK_ENCRYPTION_KEYS while webhook secrets are still encrypted under it:
+ * each delivery of those accounts failed, and nothing said so before the first one. Logged at
+ * error on start, naming the key ids (not refused: a key lost for good is recovered by the
+ * accounts rotating their secrets, docs/webhooks.md). Read from the webhooks read model, in the background.
+ */
+async function webhookKeysChecked(services: Services, keyring: Keyring, logger: Logger): Promise<void> {
+  const missing = new Map<string, number>();
+  try {
+    const outside = { keyId: { $nin: [...keyring.keys.keys()] } };
+    for await (const doc of services.readStore.collection<WebhookDoc>('webhooks').stream(outside, { readOnly: true })) {
+      missing.set(doc.keyId, (missing.get(doc.keyId) ?? 0) + 1);
+    }
+  } catch (error) {
+    // A read store that is down (or closing) is reported by /readyz and the projections; this check is a hint only.
+    logger.debug({ err: error }, 'could not check on start that WEBHOOK_ENCRYPTION_KEYS holds every key the stored webhook secrets are encrypted under');
+    return;
+  }
+  if (missing.size === 0) return;
+  const which = [...missing].map(([keyId, count]) => `"${keyId}" (${count} webhooks)`).join(', ');
+  logger.error(
+    { missingKeyIds: Object.fromEntries(missing) },
+    `WEBHOOK_ENCRYPTION_KEYS lacks keys that stored webhook secrets are encrypted under: ${which}. Their deliveries fail until the key is added back ` +
+      '(then npm run admin -- reencrypt-secrets moves them to the current key) or each such account rotates its secret (docs/webhooks.md)',
+  );
+}
+
 export async function startService(
   config: Config,
   role: Role = 'all',
@@ -208,6 +262,7 @@ export async function startService(
   const logger = options.logger ?? createLogger(config.logLevel);
   const metrics = new Metrics(logger);
   const platform = createPlatform(config, logger, metrics, options.wrapEventStore);
+  await masterKeysChecked(platform, logger);
   // Made on the first start of a version that hashes customId stream names: events created
   // after it cannot hold a reservation under the legacy name (src/commands/guests.ts). Not
   // awaited: a key store that is down at start must not stop the process (it is made on first
@@ -252,6 +307,7 @@ export async function startService(
     },
     secretsKeyring: webhookSettings(config).keyring,
   };
+  if (runs('workers')) void webhookKeysChecked(services, webhookSettings(config).keyring, logger);
 
   if (config.trustProxy === true) {
     // express then takes the leftmost X-Forwarded-For address: behind a proxy that appends to the header, the client writes it.

@@ -8,10 +8,11 @@
  *   npm run admin -- issue-key <accountId>
  *   npm run admin -- revoke-key <accountId> <keyId>
  *   npm run admin -- rewrap-personal-data-keys
+ *   npm run admin -- reencrypt-secrets
  *   npm run admin -- backup <dir> [--include-key-files] [--pages-per-step n] [--pause-ms n]
  *   npm run admin -- reapply-erasures [--from <file>]
  *   npm run admin -- hold-pending-sends [--dry-run]
- * Prints JSON. Secrets are shown once. backup, reapply-erasures and hold-pending-sends log progress on stderr
+ * Prints JSON. Secrets are shown once. backup, reapply-erasures, hold-pending-sends and reencrypt-secrets log progress on stderr
  * (docs/operations.md, Backups and restores).
  */
 import { parseArgs } from 'node:util';
@@ -30,6 +31,8 @@ import { destination } from 'pino';
 import { holdPendingSends } from '../commands/hold-pending-sends.js';
 import { projectionsHolder } from '../projections/holder.js';
 import { reapplyErasures } from '../commands/reapply-erasures.js';
+import { reencryptSecrets } from '../commands/reencrypt-secrets.js';
+import { webhookSettings } from '../commands/webhooks.js';
 import { backupDataDir } from './backup.js';
 import { cliStart, commandLogLevel, helpText, requireStore, type CliHelp } from './common.js';
 
@@ -62,6 +65,14 @@ const help: CliHelp = {
       example: 'rewrap-personal-data-keys',
     },
     {
+      usage: 'reencrypt-secrets',
+      does:
+        'encrypts every webhook signing secret and every event\'s current ticket signing key again with the current secrets key (WEBHOOK_ENCRYPTION_KEY_ID); ' +
+        'then the old key can be removed from WEBHOOK_ENCRYPTION_KEYS (docs/webhooks.md). Progress as JSON lines on stderr; safe to stop and run again. ' +
+        'Exits 1 naming each key id that stored secrets still need and the keyring lacks',
+      example: 'reencrypt-secrets',
+    },
+    {
       usage: 'backup <dir> [--include-key-files] [--pages-per-step n] [--pause-ms n]',
       does:
         'copies the embedded SQLite files of DATA_DIR into <dir> (new or empty, outside DATA_DIR) while the service runs, with SQLite\'s online backup: ' +
@@ -91,7 +102,7 @@ const help: CliHelp = {
   ],
 };
 
-const commands = ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'backup', 'reapply-erasures', 'hold-pending-sends'];
+const commands = ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'reencrypt-secrets', 'backup', 'reapply-erasures', 'hold-pending-sends'];
 
 /** backup, reapply-erasures and hold-pending-sends log their progress as JSON lines on stderr (info unless LOG_LEVEL says otherwise); stdout keeps the result. */
 const progressLogger = () => createLogger(commandLogLevel('info'), destination({ dest: 2, sync: true }));
@@ -210,7 +221,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(manifest, null, 2));
     return;
   }
-  requireStore(config, init, { command: `admin ${command}`, initApplies: !['reapply-erasures', 'hold-pending-sends', 'list-accounts'].includes(command) });
+  requireStore(config, init, { command: `admin ${command}`, initApplies: !['reapply-erasures', 'hold-pending-sends', 'list-accounts', 'reencrypt-secrets'].includes(command) });
   const platform = createPlatform(config, logger);
   const services: Services = {
     eventStore: platform.eventStore,
@@ -319,8 +330,38 @@ async function main(): Promise<void> {
       }
       case 'rewrap-personal-data-keys':
         if (!platform.dataKeys) throw new Error('personal data is not encrypted here (PII_ENCRYPTION=off): there are no data keys to re-wrap');
-        result = { rewrapped: await platform.dataKeys.rotate() };
+        {
+          // Progress on stderr: a store of a million guests takes minutes, and a stopped run resumes where it left off.
+          const progress = progressLogger();
+          const before = await platform.dataKeys.missingMasterKeys();
+          progress.info({ toRewrap: await platform.dataKeys.countNotUnderCurrent() }, 'rewrap-personal-data-keys: started');
+          if (before.length > 0) {
+            const which = before.map((m) => `"${m.masterKeyId}" (${m.count} data keys)`).join(', ');
+            throw new Error(`data keys are wrapped under master keys PII_MASTER_KEYS does not hold: ${which}; add them back next to the current key and run again. Nothing was changed`);
+          }
+          result = { rewrapped: await platform.dataKeys.rotate(500, (p) => progress.info(p, 'rewrap-personal-data-keys: progress')) };
+        }
         break;
+      case 'reencrypt-secrets': {
+        const progress = progressLogger();
+        const done = await reencryptSecrets(services, webhookSettings(config).keyring, context, {
+          onProgress: (p) => progress.info(p, 'reencrypt-secrets: progress'),
+        });
+        console.log(JSON.stringify(done, null, 2));
+        if (done.missingKeys.length > 0 || done.failed.length > 0) {
+          const missing = done.missingKeys.map((m) => `"${m.keyId}" (${m.webhookSecrets} webhook secrets, ${m.ticketKeys} ticket keys)`);
+          throw new Error(
+            [
+              missing.length > 0
+                ? `stored secrets are encrypted under key ids the keyring does not hold: ${missing.join(', ')}. Put those keys back into WEBHOOK_ENCRYPTION_KEYS and run reencrypt-secrets again; ` +
+                  'without them those webhooks cannot be signed until the account rotates its secret, and those events issue no tickets until their ticket keys are rotated'
+                : '',
+              done.failed.length > 0 ? `${done.failed.length} secrets did not decrypt (a different key under the same id?): ${done.failed.map((f) => f.stream).join(', ')}` : '',
+            ].filter(Boolean).join('; '),
+          );
+        }
+        return;
+      }
       default:
         throw new Error(`unknown command "${command ?? ''}" (--help shows examples)`);
     }

@@ -11,7 +11,7 @@ import {
   type StoredSecret,
 } from '../domain/webhook.js';
 import type { CommsEventDoc, DeliveryDoc, WebhookDoc } from '../projections/webhooks.js';
-import { encrypt, keyringOf, loadOrCreateKeyFile, type Keyring } from '../shared/encryption.js';
+import { decrypt, encrypt, keyringOf, loadOrCreateKeyFile, type Keyring } from '../shared/encryption.js';
 import { newId } from '../shared/ids.js';
 import { newSecret } from '../shared/secrets.js';
 import { checkUrlForm, resolveUrl, systemResolver, UrlRefusedError, type Resolver, type UrlPolicy } from '../shared/url-guard.js';
@@ -292,4 +292,30 @@ export async function listCommsEvents(
     })),
     ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}),
   };
+}
+
+/**
+ * An operator's keyring rotation (`npm run admin -- reencrypt-secrets`): the account's webhook
+ * secret, unchanged, encrypted again under the current keyring key, so the old key can go.
+ */
+export async function reencryptWebhookSecret(
+  services: Services,
+  keyring: Keyring,
+  context: CommandContext,
+  clientId: string,
+): Promise<'reencrypted' | 'current' | 'none' | { missingKeyId: string }> {
+  let state = webhookDecider.initialState();
+  for (const event of await services.eventStore.readStream(webhookStream(clientId))) state = webhookDecider.evolve(state, event as never);
+  if (state.status !== 'configured') return 'none';
+  if (state.keyId === keyring.currentKeyId) return 'current';
+  if (!keyring.keys.has(state.keyId)) return { missingKeyId: state.keyId };
+  const plaintext = decrypt(keyring, { ciphertext: state.encryptedSecret, keyId: state.keyId }, secretContext(clientId));
+  const again = encrypt(keyring, plaintext, secretContext(clientId));
+  const result = await handleCommand(services.eventStore, webhookDecider, webhookStream(clientId), {
+    type: 'ReencryptWebhookSecret',
+    clientId,
+    from: state.encryptedSecret,
+    secret: { encryptedSecret: again.ciphertext, keyId: again.keyId },
+  }, context);
+  return result.events.length > 0 ? 'reencrypted' : 'current';
 }

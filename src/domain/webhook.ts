@@ -24,6 +24,8 @@ export type WebhookEvent =
   | { type: 'WebhookConfigured'; data: { clientId: string; url: string } & StoredSecret }
   | { type: 'WebhookUrlChanged'; data: { clientId: string; url: string; previousUrl: string } }
   | { type: 'WebhookSecretRotated'; data: { clientId: string } & StoredSecret }
+  /** The same secret encrypted again under another keyring key (an operator's key rotation); not a new secret. */
+  | { type: 'WebhookSecretReencrypted'; data: { clientId: string } & StoredSecret }
   | { type: 'WebhookDeleted'; data: { clientId: string; url: string } }
   | { type: 'WebhookTestRequested'; data: { clientId: string; correlationId?: string } };
 
@@ -31,6 +33,11 @@ export type WebhookCommand =
   /** `secret` is a freshly generated one; it is used only when no webhook exists (rules 2 and 4). */
   | { type: 'ConfigureWebhook'; clientId: string; url: string; secret: StoredSecret }
   | { type: 'RotateWebhookSecret'; clientId: string; secret: StoredSecret }
+  /**
+   * `from` is the ciphertext that was decrypted to make `secret`: a rotation in between makes
+   * it stale, and then nothing is written (the new secret is already under the current key).
+   */
+  | { type: 'ReencryptWebhookSecret'; clientId: string; from: string; secret: StoredSecret }
   | { type: 'DeleteWebhook'; clientId: string }
   | { type: 'RequestWebhookTest'; clientId: string; correlationId?: string };
 
@@ -50,6 +57,7 @@ export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent>
       case 'WebhookUrlChanged':
         return state.status === 'configured' ? { ...state, url: event.data.url } : state;
       case 'WebhookSecretRotated':
+      case 'WebhookSecretReencrypted':
         return state.status === 'configured'
           ? { ...state, encryptedSecret: event.data.encryptedSecret, keyId: event.data.keyId }
           : state;
@@ -66,6 +74,10 @@ export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent>
       if (state.status === 'none') return [{ type: 'WebhookConfigured', data: { clientId, url: command.url, ...command.secret } }];
       if (state.url === command.url) return [];
       return [{ type: 'WebhookUrlChanged', data: { clientId, url: command.url, previousUrl: state.url } }];
+    }
+    if (command.type === 'ReencryptWebhookSecret') {
+      if (state.status !== 'configured' || state.encryptedSecret !== command.from) return [];
+      return [{ type: 'WebhookSecretReencrypted', data: { clientId, ...command.secret } }];
     }
     if (state.status !== 'configured') throw noWebhook();
     switch (command.type) {

@@ -150,8 +150,19 @@ export class DataKeys {
     await this.store.purgeDeleted();
   }
 
+  /** Master key ids that stored data keys are wrapped under and PII_MASTER_KEYS lacks, with how many keys each. */
+  missingMasterKeys(): Promise<{ masterKeyId: string; count: number }[]> {
+    return this.store.countWrappedOutside([...this.master.keys.keys()]);
+  }
+
+  /** How many data keys are wrapped under another master key than the current one (what a rewrap has to do). */
+  async countNotUnderCurrent(): Promise<number> {
+    const others = await this.store.countWrappedOutside([this.master.currentKeyId]);
+    return others.reduce((sum, m) => sum + m.count, 0);
+  }
+
   /** Re-wraps keys wrapped under older master keys with the current one; returns how many. */
-  async rotate(batchSize = 500): Promise<number> {
+  async rotate(batchSize = 500, onProgress?: (progress: { rewrapped: number }) => void): Promise<number> {
     let done = 0;
     for (;;) {
       const rows = await this.store.wrappedUnder(this.master.currentKeyId, batchSize);
@@ -161,6 +172,7 @@ export class DataKeys {
         await this.store.rewrap(row.guestId, rewrapped.wrapped!, rewrapped.masterKeyId!);
       }
       done += rows.length;
+      onProgress?.({ rewrapped: done });
     }
   }
 

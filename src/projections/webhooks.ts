@@ -81,6 +81,9 @@ export const webhooksProjection: Projection = {
         return update({ url: event.data.url });
       case 'WebhookSecretRotated':
         return update({ encryptedSecret: event.data.encryptedSecret, keyId: event.data.keyId, secretRotatedAt: at });
+      case 'WebhookSecretReencrypted':
+        // The client's secret is unchanged: neither updatedAt nor secretRotatedAt moves.
+        return [{ kind: 'update', collection: 'webhooks', id, update: { $set: { encryptedSecret: event.data.encryptedSecret, keyId: event.data.keyId } } }];
       case 'WebhookDeleted':
         return [{ kind: 'delete', collection: 'webhooks', id }];
       default:

@@ -186,3 +186,32 @@ export function ticketKeyViews(state: TicketKeysState, event: { endTime: string 
     ...(key.retiredAt ? { retiredAt: key.retiredAt, verifiesUntil: event.endTime } : {}),
   }));
 }
+
+/** What re-encrypting one stored secret under the keyring's current key came to. */
+export type ReencryptOutcome = 'reencrypted' | 'current' | 'none' | { missingKeyId: string };
+
+/**
+ * An operator's keyring rotation (`npm run admin -- reencrypt-secrets`): the event's current
+ * private key encrypted again under the current keyring key. Retired keys only verify (their
+ * public half), so their private halves are left as they are and need no key any more.
+ */
+export async function reencryptTicketKey(services: Services, context: CommandContext, clientId: string, eventId: string): Promise<ReencryptOutcome> {
+  const keyring = requireKeyring(services);
+  const key = currentTicketKey(await readTicketKeys(services.eventStore, clientId, eventId));
+  if (!key) return 'none';
+  if (key.encryptionKeyId === keyring.currentKeyId) return 'current';
+  if (!keyring.keys.has(key.encryptionKeyId)) return { missingKeyId: key.encryptionKeyId };
+  const keyContext = privateKeyContext(clientId, eventId, key.keyId);
+  const pkcs8 = decrypt(keyring, { ciphertext: key.encryptedPrivateKey, keyId: key.encryptionKeyId }, keyContext);
+  const again = encrypt(keyring, pkcs8, keyContext);
+  const result = await handleCommand(services.eventStore, ticketKeyDecider, ticketKeysStream(clientId, normalizeId(eventId)), {
+    type: 'ReencryptTicketKey',
+    clientId,
+    eventId: normalizeId(eventId),
+    keyId: key.keyId,
+    from: key.encryptedPrivateKey,
+    encryptedPrivateKey: again.ciphertext,
+    encryptionKeyId: again.keyId,
+  }, context);
+  return result.events.length > 0 ? 'reencrypted' : 'current';
+}

@@ -34,7 +34,11 @@ describe.skipIf(!url)('MongoDB key store: majority write and read concerns (MONG
       expect(await store.insert([{ guestId: 'g1', wrapped: 'other', masterKeyId: 'm1', createdAt: at }])).toEqual(new Set());
       expect(await store.get(['g1'])).toEqual([{ guestId: 'g1', wrapped: 'k1', masterKeyId: 'm1', createdAt: at }]);
       expect(await store.wrappedUnder('m2', 10)).toHaveLength(1);
+      // The start's check that PII_MASTER_KEYS opens every stored key (docs/personal-data.md, Rotation).
+      expect(await store.countWrappedOutside(['m2'])).toEqual([{ masterKeyId: 'm1', count: 1 }]);
+      expect(await store.countWrappedOutside(['m1', 'm2'])).toEqual([]);
       await store.rewrap('g1', 'k2', 'm2');
+      expect(await store.countWrappedOutside(['m2'])).toEqual([]);
       await store.erase('g1', at);
       expect(await store.get(['g1'])).toEqual([{ guestId: 'g1', createdAt: at, erasedAt: at }]);
       const writes = sent.filter((e) => e.commandName === 'update');

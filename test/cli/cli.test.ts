@@ -72,7 +72,7 @@ describe('operator command lines', () => {
 describe('operator command lines: help and refusals', () => {
   it('lists every subcommand with an example under --help', async () => {
     const expected: Record<string, string[]> = {
-      'admin.ts': ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'backup', 'reapply-erasures'],
+      'admin.ts': ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'reencrypt-secrets', 'backup', 'reapply-erasures'],
       'projections.ts': ['status', 'rebuild'],
       'relay.ts': ['status', 'reset'],
     };

@@ -45,12 +45,21 @@ type Recorded = NonNullable<ResolvedEvent['event']> & { position?: { commit: big
 
 /** Why a connection string is not one the client accepts, or undefined when it is (for config validation). */
 export function connectionStringProblem(connectionString: string): string | undefined {
+  // The parser console.warns an option it ignores (a mistyped `tsl=false`, `tlsVerifyCert=false`)
+  // with the whole connection string under it, password included, outside the structured log; and
+  // the start went on without the setting. Its first line becomes the problem instead. The parse is
+  // synchronous, so nothing else runs while console.warn is replaced.
+  const warnings: string[] = [];
+  const warn = console.warn;
+  console.warn = (message?: unknown) => void warnings.push(String(message).split('\n')[0]!);
   try {
     parseConnectionString(connectionString);
-    return undefined;
   } catch (error) {
     return (error as Error).message.split('\n')[0];
+  } finally {
+    console.warn = warn;
   }
+  return warnings.length > 0 ? `${warnings.join(' ')} Remove or correct that option (the client would ignore it)` : undefined;
 }
 
 /** The server's correlation projection ($by_correlation_id) follows these two metadata fields. */

@@ -228,6 +228,16 @@ export class EmbeddedKeyStore implements KeyStore {
     return rows.map(fromRow);
   }
 
+  async countWrappedOutside(masterKeyIds: string[]): Promise<{ masterKeyId: string; count: number }[]> {
+    const rows = this.db
+      .prepare(
+        `SELECT master_key_id AS masterKeyId, COUNT(*) AS count FROM personal_data_keys
+         WHERE wrapped IS NOT NULL AND master_key_id NOT IN (SELECT value FROM json_each(?)) GROUP BY master_key_id ORDER BY master_key_id`,
+      )
+      .all(JSON.stringify(masterKeyIds)) as { masterKeyId: string; count: number }[];
+    return rows;
+  }
+
   async rewrap(guestId: string, wrapped: string, masterKeyId: string): Promise<void> {
     this.synced(() =>
       this.db.prepare('UPDATE personal_data_keys SET wrapped = ?, master_key_id = ? WHERE guest_id = ? AND wrapped IS NOT NULL').run(wrapped, masterKeyId, guestId),

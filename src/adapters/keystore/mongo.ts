@@ -68,6 +68,17 @@ export class MongoKeyStore implements KeyStore {
     return docs.map(fromDoc);
   }
 
+  async countWrappedOutside(masterKeyIds: string[]): Promise<{ masterKeyId: string; count: number }[]> {
+    const groups = await this.keys
+      .aggregate<{ _id: string; count: number }>([
+        { $match: { wrapped: { $type: 'string' }, masterKeyId: { $nin: masterKeyIds } } },
+        { $group: { _id: '$masterKeyId', count: { $sum: 1 } } },
+        { $sort: { _id: 1 } },
+      ])
+      .toArray();
+    return groups.map((g) => ({ masterKeyId: g._id, count: g.count }));
+  }
+
   async rewrap(guestId: string, wrapped: string, masterKeyId: string): Promise<void> {
     await this.keys.updateOne({ _id: guestId, wrapped: { $type: 'string' } }, { $set: { wrapped, masterKeyId } });
   }

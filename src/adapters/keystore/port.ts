@@ -34,6 +34,8 @@ export interface KeyStore {
   erase(guestId: string, at: string): Promise<void>;
   /** Rows wrapped under another master key than `currentMasterKeyId` (rotation). */
   wrappedUnder(notMasterKeyId: string, limit: number): Promise<StoredDataKey[]>;
+  /** How many keys are wrapped under each master key id that is none of `masterKeyIds` (the start's check that the keyring opens them). */
+  countWrappedOutside(masterKeyIds: string[]): Promise<{ masterKeyId: string; count: number }[]>;
   /** Replaces a key's wrapping (rotation), only while the row still holds a key. */
   rewrap(guestId: string, wrapped: string, masterKeyId: string): Promise<void>;
   /** Makes deleted bytes unrecoverable from the files (embedded: WAL checkpoint; secure_delete is on). */
