@@ -87,6 +87,8 @@ export interface Config {
   readStoreMismatch: 'refuse' | 'rebuild';
   /** Metrics and load shedding (docs/operations.md); see observabilityConfig. */
   observability: ObservabilityConfig;
+  /** The HTTP server behind load balancers and for browsers (docs/operations.md, "HTTP behind load balancers and for browsers"). */
+  http: HttpConfig;
   /** Crypto-shredding and retention of guests' personal data (docs/personal-data.md). */
   personalData: PersonalDataConfig;
 }
@@ -103,6 +105,19 @@ export interface PersonalDataConfig {
   encryption: boolean;
   /** RETENTION_SWEEP_MS: how often the retention worker looks for events past their retention (default 1 h). */
   retentionSweepMs: number;
+}
+
+export interface HttpConfig {
+  /**
+   * HTTP_KEEP_ALIVE_TIMEOUT_MS: how long an idle kept-alive connection stays open (default 65000).
+   * Longer than the idle timeout of the load balancer in front (AWS ALB and nginx 60 s), so the
+   * balancer, never Node, closes an idle connection: one Node closes as the balancer reuses it is a 502.
+   */
+  keepAliveTimeoutMs: number;
+  /** HTTP_COMPRESSION: gzip or brotli for answers of 1 KiB or more that the client accepts so (on or off; default on). */
+  compression: boolean;
+  /** CORS_ORIGINS: the browser origins (`https://door.example.com`) that may call the API; empty: no CORS headers. */
+  corsOrigins: string[];
 }
 
 export interface ShutdownConfig {
@@ -261,6 +276,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       overloadMaxInFlight: int('OVERLOAD_MAX_IN_FLIGHT', 32),
     },
     personalData: personalDataConfig(env, problems, int),
+    http: {
+      keepAliveTimeoutMs: int('HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000, {
+        min: 1000,
+        // The header timeout is set a second above it, and both are timers.
+        max: maxTimerMs - 1000,
+        why: 'milliseconds, longer than the idle timeout of the load balancer in front: AWS ALB and nginx 60 s, Google Cloud 600 s',
+      }),
+      compression: onOff('HTTP_COMPRESSION', true),
+      corsOrigins: parseOrigins(env.CORS_ORIGINS, problems),
+    },
   };
   if (config.eventStoreUrl) {
     const problem = connectionStringProblem(config.eventStoreUrl);
@@ -518,6 +543,44 @@ function urlWithHost(raw: string, schemes: readonly string[]): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * CORS_ORIGINS: comma-separated origins, each as a browser sends it in `Origin` (scheme, host and
+ * a port other than the scheme's default; no path). A trailing `/` is dropped and the scheme and
+ * host are lowercased, as browsers send them; `https://x.example/app` names no origin, and `*`
+ * or `null` would let any page (or any sandboxed one) in: each is refused naming the entry.
+ * Schemes other than http(s) are taken for app shells (`capacitor://localhost`).
+ */
+function parseOrigins(raw: string | undefined, problems: string[]): string[] {
+  const entries = (raw ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  const origins: string[] = [];
+  const wrong: string[] = [];
+  for (const entry of entries) {
+    const origin = originOf(entry);
+    if (origin) origins.push(origin);
+    else wrong.push(entry);
+  }
+  if (wrong.length > 0) {
+    problems.push(
+      `CORS_ORIGINS must be comma-separated origins such as https://door.example.com,http://localhost:5173 (scheme, host and port only; no path, no * or null), got ${wrong.map((w) => JSON.stringify(w)).join(', ')}`,
+    );
+  }
+  return [...new Set(origins)];
+}
+
+/** `entry` as a browser serializes its origin, or undefined when it is not one. */
+function originOf(entry: string): string | undefined {
+  // scheme://host[:port], at most a trailing slash: nothing else is in an Origin header (no user, path or query).
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#@\s]+\/?$/i.test(entry)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    return undefined;
+  }
+  if (url.host === '') return undefined;
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : `${url.protocol}//${url.host}`;
 }
 
 /** The names Express's `trust proxy` (proxy-addr) takes for ranges. */

@@ -65,6 +65,8 @@ import { workersThread, workersThreadPossible } from './workers/thread.js';
 import type { Worker } from './workers/worker.js';
 import { backoffMs, sleep } from './shared/backoff.js';
 import { trackForDrain, type HttpDrain } from './http/drain.js';
+import { keepAliveFor } from './http/keep-alive.js';
+import { withCors } from './http/cors.js';
 import { claimProjections, describeHolder, type Holding } from './projections/holder.js';
 import { checkStoreIdentity, StoreMismatchError, type IdentityCheck } from './projections/store-identity.js';
 import { Metrics } from './observability/metrics.js';
@@ -648,6 +650,7 @@ async function startApi(
   const app = createApp({
     services,
     metrics: { registry: metrics, ...(config.observability.metricsToken ? { token: config.observability.metricsToken } : {}) },
+    compression: config.http.compression,
     readiness: () => readiness(platform, runner),
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
@@ -686,9 +689,18 @@ async function startApi(
   every(3_600_000, 'idempotency key purge', () => purgeExpiredIdempotencyKeys(platform.readStore), closers, services.logger);
   every(60_000, 'export sweep', () => sweepExpiredExports(services, exportSettings(config)), closers, services.logger);
   let drain: HttpDrain | undefined;
+  // The overload guard answers before the app while the process cannot keep up (src/http/middleware/overload.ts);
+  // CORS comes before both, so that its refusals carry the CORS headers too (src/http/cors.ts).
+  const guarded = overload.handler(app);
+  const { corsOrigins } = config.http;
+  const handler =
+    corsOrigins.length === 0
+      ? guarded
+      : withCors(guarded, { origins: corsOrigins, onPreflight: (route, seconds) => metrics.observeHttp(route, 'OPTIONS', 204, seconds) });
   const server = await new Promise<Server>((resolve, reject) => {
-    // The overload guard answers before the app while the process cannot keep up (src/http/middleware/overload.ts).
-    const s = createServer(overload.handler(app)).listen(config.port, config.host, () => resolve(s));
+    const s = createServer(handler);
+    keepAliveFor(s, config.http.keepAliveTimeoutMs);
+    s.listen(config.port, config.host, () => resolve(s));
     answerClientErrors(s);
     drain = trackForDrain(s);
     s.once('error', reject);

@@ -3,7 +3,8 @@
  * route, measured bare / scans / bare back to back in one run, without the 100,000-guest import of
  * `npm run bench -- checkin` (a quick before/after check of one change on a shared machine).
  * Same load as the checkin suite: 50 connections, a different guest's barcode per scan,
- * SQLITE_SYNCHRONOUS=FULL.
+ * SQLITE_SYNCHRONOUS=FULL. BENCH_ACCEPT_ENCODING (e.g. `gzip, deflate, br`, as phones' HTTP clients
+ * send it) adds that header to every scan.
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -13,7 +14,10 @@ import { load } from '../support.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 20_000);
 const seconds = Number(process.argv[2] ?? 8);
-const { service, eventId, headers, bodies } = await doorWithGuests(GUESTS);
+const door = await doorWithGuests(GUESTS);
+const { service, eventId, bodies } = door;
+const acceptEncoding = process.env.BENCH_ACCEPT_ENCODING;
+const headers = acceptEncoding ? { ...door.headers, 'accept-encoding': acceptEncoding } : door.headers;
 const before = await bareRoute({ connections: 50, durationSec: 5 });
 const elu = performance.eventLoopUtilization();
 const cpu = process.cpuUsage();

@@ -11,6 +11,7 @@ import type { RateLimits } from './middleware/rate-limit.js';
 import { declaredLengthLimit, jsonOnly, verifyUtf8 } from './middleware/body-guards.js';
 import { methodGuard } from './middleware/methods.js';
 import { onlyUnder, routersFor } from './middleware/dispatch.js';
+import { compressAnswers } from './middleware/compression.js';
 import { declaredRoutes } from './route.js';
 import { docsRouter } from './docs-page.js';
 import { adminAuth, adminRouter } from './routes/admin.js';
@@ -67,12 +68,22 @@ export interface AppOptions {
   comms?: { linkPolicy: LinkPolicy; domains: DomainAuthenticator; sendgridEventPublicKey?: string };
   /** Mounts GET /metrics and observes every request (docs/operations.md "Metrics"). */
   metrics?: { registry: Metrics; token?: string };
+  /** HTTP_COMPRESSION: gzip or brotli for answers of 1 KiB or more, as the client accepts (docs/operations.md "Compression"). */
+  compression?: boolean;
 }
 
 const apiAreas = ['/checkin/v1', '/comms/v1', '/users/v1', '/admin/v1'];
 
 export function createApp(options: AppOptions): Express {
   const { services } = options;
+  const routers = [eventsRouter(services), guestsRouter(services), ticketsRouter(services), teamMembersRouter(services), usersRouter(services)];
+  if (options.webhooks) routers.push(webhooksRouter(services, options.webhooks));
+  if (options.exports) routers.push(exportRouter(services, options.exports));
+  if (options.personalData) routers.push(personalDataRouter(services, options.personalData));
+  routers.push(analyticsRouter(services, options.exports));
+  if (options.comms) routers.push(commsRouter(services, options.comms.linkPolicy), sendingDomainRouter(services, options.comms.domains));
+  const admin = options.adminApiKey ? adminRouter(services) : undefined;
+  const known = declaredRoutes(admin ? [...routers, admin] : routers);
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy);
@@ -80,6 +91,8 @@ export function createApp(options: AppOptions): Express {
   app.set('logger', services.logger);
   app.use(traceContext);
   if (options.metrics) app.use(httpMetrics(options.metrics.registry));
+  // Before everything that answers, the idempotency middleware included: it stores the plain answer.
+  if (options.compression) app.use(compressAnswers(known));
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
     const readiness = await options.readiness();
@@ -114,15 +127,8 @@ export function createApp(options: AppOptions): Express {
 
   if (options.comms?.sendgridEventPublicKey) app.use(providerEventsRouter(services, options.comms.sendgridEventPublicKey));
 
-  const routers = [eventsRouter(services), guestsRouter(services), ticketsRouter(services), teamMembersRouter(services), usersRouter(services)];
-  if (options.webhooks) routers.push(webhooksRouter(services, options.webhooks));
-  if (options.exports) routers.push(exportRouter(services, options.exports));
-  if (options.personalData) routers.push(personalDataRouter(services, options.personalData));
-  routers.push(analyticsRouter(services, options.exports));
-  if (options.comms) routers.push(commsRouter(services, options.comms.linkPolicy), sendingDomainRouter(services, options.comms.domains));
-  const admin = options.adminApiKey ? adminRouter(services) : undefined;
   // Before authentication: which methods a path takes is public (it is in /openapi.json).
-  app.use(methodGuard(declaredRoutes(admin ? [...routers, admin] : routers)));
+  app.use(methodGuard(known));
   // Every API answer is one caller's data (guests' personal data, secrets shown once): no cache
   // keeps it, a browser's own included. A route that says otherwise sets its own.
   app.use(apiAreas, (_req, res, next) => {

@@ -29,8 +29,23 @@ export async function sendJsonArray<T>(
   let first = true;
   let started = false;
   let gone = false;
-  const onClose = () => (gone = true);
+  // One 'drain' listener for the whole answer, added at the first wait: with compression on,
+  // `res.on('drain')` lands on the compression stream, where `res.off` cannot reach it, so a
+  // listener per wait would pile up there.
+  let wake: (() => void) | undefined;
+  let listening = false;
+  const onDrain = () => wake?.();
+  const onClose = () => {
+    gone = true;
+    wake?.();
+  };
   res.once('close', onClose);
+  /** Resolves when the response can take more, or is closed ('drain' never comes to a closed one). */
+  const drainedOrClosed = () => {
+    if (!listening) res.on('drain', onDrain);
+    listening = true;
+    return new Promise<void>((resolve) => (wake = resolve));
+  };
   try {
     for (;;) {
       const next = await iterator.next();
@@ -46,7 +61,10 @@ export async function sendJsonArray<T>(
         }
         const flushed = res.write(buffer);
         buffer = '';
-        if (!flushed && !gone) await drainedOrClosed(res);
+        if (!flushed && !gone) {
+          await drainedOrClosed();
+          wake = undefined;
+        }
       }
     }
     if (gone) return;
@@ -60,19 +78,7 @@ export async function sendJsonArray<T>(
     throw error;
   } finally {
     res.off('close', onClose);
+    if (listening) res.off('drain', onDrain);
     if (gone) await iterator.return?.();
   }
-}
-
-/** Resolves when the response can take more, or is closed ('drain' never comes to a closed one). */
-function drainedOrClosed(res: Response): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }

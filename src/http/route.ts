@@ -48,6 +48,12 @@ export interface RouteSpec<B extends ZodType, Q extends ZodType, P extends ZodTy
   /** Error statuses this route can answer, for the document. */
   errors?: number[];
   /**
+   * Answered without compression, the middleware not even entered (middleware/compression.ts):
+   * for the door's scans, whose answers are a few hundred bytes, or a guest's photo (base64 of a
+   * JPEG, which compresses by a quarter at most), where every scan would pay for the wrapping.
+   */
+  uncompressed?: true;
+  /**
    * The time zone (IANA or Windows name) in which the request's date-times without an offset
    * are read, from the raw request (e.g. the event's); the client's zone, else UTC, when it
    * gives none.
@@ -70,7 +76,8 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
   handler: (input: RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>) => Promise<unknown>,
 ): void {
   register(spec);
-  declared.set(router, [...(declared.get(router) ?? []), { method: spec.method, path: spec.path, ...(spec.params ? { params: spec.params } : {}) }]);
+  const known: KnownRoute = { method: spec.method, path: spec.path, ...(spec.params ? { params: spec.params } : {}), ...(spec.uncompressed ? { uncompressed: true } : {}) };
+  declared.set(router, [...(declared.get(router) ?? []), known]);
   const roles = spec.roles ?? ['client'];
   const handle: RequestHandler = async (req, res) => {
     if (spec.secured !== false && !roles.includes(principalOf(res).role)) {

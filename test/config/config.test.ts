@@ -241,3 +241,30 @@ describe('the start with a value it cannot use', () => {
     });
   }, 120_000);
 });
+
+/** docs/operations.md "Browsers (CORS)" and "Compression". */
+describe('loadConfig: CORS_ORIGINS and HTTP_COMPRESSION', () => {
+  it('reads origins as browsers send them: a trailing slash dropped, scheme and host lowercased, the default port left out', () => {
+    expect(loadConfig({}).http.corsOrigins).toEqual([]);
+    expect(loadConfig({ CORS_ORIGINS: ' https://Door.Example.com/ ,http://localhost:5173,https://x.example:443,capacitor://localhost,' }).http.corsOrigins).toEqual([
+      'https://door.example.com',
+      'http://localhost:5173',
+      'https://x.example',
+      'capacitor://localhost',
+    ]);
+  });
+
+  it('refuses what is no origin, a wildcard or null, naming each entry', () => {
+    for (const entry of ['*', 'null', 'door.example.com', 'https://door.example.com/app', 'https://door.example.com?x=1', 'https://user@door.example.com', 'https://']) {
+      expect(() => loadConfig({ CORS_ORIGINS: `https://ok.example,${entry}` }), entry).toThrow(
+        new RegExp(`invalid configuration: CORS_ORIGINS must be comma-separated origins such as https://door.example.com,http://localhost:5173 .*got ${JSON.stringify(entry).replace(/[.*?/]/g, '\\$&')}$`),
+      );
+    }
+  });
+
+  it('takes HTTP_COMPRESSION on (the default) or off', () => {
+    expect(loadConfig({}).http.compression).toBe(true);
+    expect(loadConfig({ HTTP_COMPRESSION: 'OFF' }).http.compression).toBe(false);
+    expect(() => loadConfig({ HTTP_COMPRESSION: 'gzip' })).toThrow(/HTTP_COMPRESSION must be on or off, such as on \(the default\), got "gzip"/);
+  });
+});

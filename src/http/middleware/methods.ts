@@ -9,6 +9,8 @@ export interface KnownRoute {
   path: string;
   /** The route's params schema: a route whose schema refuses a path's values yields it to one that takes them (dispatch.ts). */
   params?: ZodType;
+  /** Answered without compression, the middleware not even entered (RouteSpec `uncompressed`). */
+  uncompressed?: boolean;
 }
 
 interface Pattern {

@@ -204,6 +204,7 @@ export function guestsRouter(services: Services): Router {
       roles: [...door],
       errors: [403, 404],
       timeZone,
+      uncompressed: true,
     },
     ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'in'),
   );
@@ -223,6 +224,7 @@ export function guestsRouter(services: Services): Router {
       roles: [...door],
       errors: [404, 409],
       timeZone,
+      uncompressed: true,
     },
     ({ params, body, res }) => scan(services, ctx(res), params.eventId, body, 'out'),
   );
@@ -238,6 +240,7 @@ export function guestsRouter(services: Services): Router {
       response: UndoResponse,
       roles: [...door],
       errors: [404, 409],
+      uncompressed: true,
     },
     ({ params, body, res }) => undoCheckIn(services, ctx(res), params.eventId, body),
   );
