@@ -59,13 +59,16 @@ export const guestColumns: readonly Column[] = [
 ];
 
 /**
- * CSV/formula injection (OWASP): text a spreadsheet could read as a formula gets a leading
- * apostrophe, so it is shown as typed and never evaluated. The same characters as
- * csv-stringify's `escape_formulas`, including the full-width forms Apple Numbers folds.
+ * CSV/formula injection (OWASP): text a spreadsheet could read as a formula. The same characters
+ * as csv-stringify's `escape_formulas`, including the full-width forms Apple Numbers folds.
  */
 const formulaStart = /^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
 
-export const neutralise = (text: string): string => (formulaStart.test(text) ? `'${text}` : text);
+/** Whether a spreadsheet could read the text as a formula (the xlsx writer marks such cells text: quotePrefix). */
+export const looksLikeFormula = (text: string): boolean => formulaStart.test(text);
+
+/** For CSV, which has no cell types: a leading apostrophe, so the text is shown as typed and never evaluated. */
+export const neutralise = (text: string): string => (looksLikeFormula(text) ? `'${text}` : text);
 
 /**
  * A semicolon followed (past any quotes) by a formula's first character. A spreadsheet whose list

@@ -2,7 +2,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { createWriteStream } from 'node:fs';
 import type { GuestDoc } from '../projections/guests.js';
-import { guestColumns, neutralise, type Column } from './columns.js';
+import { guestColumns, type Column } from './columns.js';
 import { wallClock } from './wall-clock.js';
 import type { ExcelMessage, ExcelTask } from './excel-task.js';
 import { XlsxWorkbook, type XlsxValue } from './xlsx-stream.js';
@@ -168,7 +168,7 @@ async function writeWorkbook<Row>(
 
   const summary = workbook.addSheet('Summary', { columns: [{ width: 40 }, { width: 40 }] });
   for (const [label, value] of options.summary(rows)) {
-    const behind = summary.addRow([neutralise(label), summaryValue(value, toWall)]);
+    const behind = summary.addRow([label, summaryValue(value, toWall)]);
     if (behind) await behind;
   }
   await summary.end();
@@ -195,14 +195,14 @@ function cellValue(kind: string, value: string | number | boolean | undefined, t
   if (value === undefined) return null;
   if (kind === 'timestamp' && typeof value === 'string') {
     const instant = new Date(value);
-    if (Number.isNaN(instant.getTime())) return neutralise(value);
+    if (Number.isNaN(instant.getTime())) return value;
     // Outside the dates every spreadsheet shows alike: ISO 8601 text, as the API answers it.
-    return dateCell(toWall(instant)) ?? neutralise(value);
+    return dateCell(toWall(instant)) ?? value;
   }
-  return typeof value === 'string' ? neutralise(value) : value;
+  return value;
 }
 
 function summaryValue(value: SummaryValue, toWall: (instant: Date) => Date): XlsxValue {
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : (dateCell(toWall(value)) ?? value.toISOString());
-  return typeof value === 'string' ? neutralise(value) : value;
+  return value;
 }

@@ -17,6 +17,7 @@ import { once } from 'node:events';
 import { PassThrough, type Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { ZipFile } from 'yazl';
+import { looksLikeFormula } from './columns.js';
 
 /**
  * A cell: text, number, boolean, a wall-clock time (a Date read through its UTC fields), or empty
@@ -44,6 +45,8 @@ export const DATE_FORMAT = 'yyyy-mm-dd hh:mm:ss';
 /** Style ids (cellXfs) in styles.xml below. */
 const DATE_STYLE = 1;
 const BOLD_STYLE = 2;
+/** Text a spreadsheet could read as a formula: quotePrefix keeps it text, also when a user edits the cell, and shows it exactly as written. */
+const QUOTED_STYLE = 3;
 
 /**
  * deflate level 1 (what exceljs's archiver used too). zlib's default, 6, made a 100,000-row sheet
@@ -153,7 +156,8 @@ export class XlsxSheet {
       const style = this.styles[i] ? ` s="${this.styles[i]}"` : '';
       if (typeof value === 'string') {
         const text = cellText(value);
-        xml += `<c r="${ref}"${style} t="inlineStr"><is><t${spaced(text)}>${textXml(text)}</t></is></c>`;
+        const textStyle = looksLikeFormula(text) ? ` s="${QUOTED_STYLE}"` : style;
+        xml += `<c r="${ref}"${textStyle} t="inlineStr"><is><t${spaced(text)}>${textXml(text)}</t></is></c>`;
       }
       else if (typeof value === 'number') xml += Number.isFinite(value) ? `<c r="${ref}"${style}><v>${value}</v></c>` : '';
       else if (typeof value === 'boolean') xml += `<c r="${ref}"${style} t="b"><v>${value ? 1 : 0}</v></c>`;
@@ -294,7 +298,7 @@ function coreXml(creator: string, at: Date): string {
   );
 }
 
-/** Cell formats: 0 plain, 1 (DATE_STYLE) date and time, 2 (BOLD_STYLE) bold text. */
+/** Cell formats: 0 plain, 1 (DATE_STYLE) date and time, 2 (BOLD_STYLE) bold text, 3 (QUOTED_STYLE) text with quotePrefix. */
 const STYLES_XML =
   `${XML_DECLARATION}<styleSheet xmlns="${MAIN_NS}">` +
   `<numFmts count="1"><numFmt numFmtId="164" formatCode="${DATE_FORMAT}"/></numFmts>` +
@@ -302,8 +306,9 @@ const STYLES_XML =
   '<fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill></fills>' +
   '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>' +
   '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>' +
-  '<cellXfs count="3"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>' +
+  '<cellXfs count="4"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>' +
   '<xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>' +
-  '<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/></cellXfs>' +
+  '<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/>' +
+  '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" quotePrefix="1"/></cellXfs>' +
   '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>' +
   '</styleSheet>';

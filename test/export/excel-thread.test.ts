@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import ExcelJS from 'exceljs';
+import { quotePrefixedCells } from '../support/xlsx-quoted.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Column } from '../../src/exports/columns.js';
 import { writeExcel } from '../../src/exports/excel.js';
@@ -41,9 +42,12 @@ describe('Excel on a pool thread', () => {
     const sheet = workbook.getWorksheet('Guests')!;
     expect(sheet.rowCount).toBe(5_322);
     expect(sheet.getRow(5_322).getCell(1).value).toBe(5_320);
-    // Wall time in Berlin (CEST), a date cell; formula-like text neutralised.
+    // Wall time in Berlin (CEST), a date cell; formula-like text exact, in a quotePrefix cell.
     expect(sheet.getRow(2).getCell(2).value).toEqual(new Date('2026-07-01T12:00:00Z'));
-    expect(sheet.getRow(3).getCell(3).value).toBe("'=SUM(A1)");
+    expect(sheet.getRow(3).getCell(3).value).toBe('=SUM(A1)');
+    const quoted = await quotePrefixedCells(fs.readFileSync(file));
+    expect(quoted).toContain('C3');
+    expect(quoted).not.toContain('C2');
     expect(workbook.getWorksheet('Summary')!.getRow(1).values).toEqual([undefined, 'Guests', 5_321]);
   });
 

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import ExcelJS from 'exceljs';
+import { quotePrefixedCells } from '../support/xlsx-quoted.js';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepExpiredExports } from '../../src/commands/export.js';
@@ -161,6 +162,8 @@ describe('CSV export (spec: POST /checkin/v1/api/event/export)', () => {
 describe('Excel export', () => {
   let workbook: ExcelJS.Workbook;
   let reply: Awaited<ReturnType<Client['call']>>;
+  /** Cells of the guest sheet marked quotePrefix: text kept text, shown exactly as written. */
+  let quoted: string[];
 
   beforeAll(async () => {
     reply = await exportCall(alice, eventBody(), '?type=excel');
@@ -169,6 +172,7 @@ describe('Excel export', () => {
     expect(file.headers.get('content-type')).toBe(XLSX);
     workbook = new ExcelJS.Workbook();
     await workbook.xlsx.load(file.bytes as unknown as ArrayBuffer);
+    quoted = await quotePrefixedCells(file.bytes);
   });
 
   it('is EXCEL for any case of type, named .xlsx', () => {
@@ -187,7 +191,7 @@ describe('Excel export', () => {
     expect(sheet.rowCount).toBe(5);
   });
 
-  it('round-trips text exactly, neutralises formula-like text, and types integers and booleans', () => {
+  it('round-trips text exactly (formula-like text too, marked quotePrefix instead of an apostrophe), and types integers and booleans', () => {
     const sheet = workbook.getWorksheet('Guests')!;
     const rows = expected.map((_, i) => sheet.getRow(i + 2));
     for (const [i, guest] of expected.entries()) {
@@ -197,7 +201,11 @@ describe('Excel export', () => {
         if (value === undefined || value === null) expect(cell.value, name).toBeNull();
         else if (['admitted', 'blockedDate', 'validFrom', 'validTo', 'discharged'].includes(name)) expect(cell.type, name).toBe(ExcelJS.ValueType.Date);
         // XML turns a carriage return into a line feed; everything else comes back as written.
-        else if (typeof value === 'string') expect(cell.value, name).toBe(neutralised(value).replace(/\r/g, '\n'));
+        else if (typeof value === 'string') {
+          expect(cell.value, name).toBe(value.replace(/\r/g, '\n'));
+          // Formula-like text is a quotePrefix cell (never evaluated, also when edited); other text is not.
+          expect(quoted.includes(cell.address), `${name} ${cell.address}`).toBe(neutralised(value) !== value);
+        }
         else expect(cell.value, name).toBe(value);
       }
     }
@@ -208,7 +216,8 @@ describe('Excel export', () => {
     expect(zoe.getCell('S').type).toBe(ExcelJS.ValueType.Boolean);
     expect(zoe.getCell('S').value).toBe(true);
     const evil = rows[expected.findIndex((g) => g.barcode === '-12')]!;
-    expect(evil.getCell('B').value).toBe(`'=HYPERLINK("http://evil.example","click")`);
+    expect(evil.getCell('B').value).toBe(`=HYPERLINK("http://evil.example","click")`);
+    expect(quoted).toContain(evil.getCell('B').address);
     expect(evil.getCell('B').type).toBe(ExcelJS.ValueType.String);
   });
 
