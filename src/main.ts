@@ -13,7 +13,7 @@ import { SqliteEventStore } from './adapters/eventstore/sqlite.js';
 import { withoutCredentials } from './shared/without-credentials.js';
 import { BatchCompleter } from './workers/batch-completer.js';
 import { EsdbEventStore } from './adapters/eventstore/esdb.js';
-import { EmbeddedReadStore } from './adapters/readstore/embedded.js';
+import { EmbeddedReadStore, type CollectionLoaded } from './adapters/readstore/embedded.js';
 import { MongoReadStore } from './adapters/readstore/mongo.js';
 import { EmbeddedBus } from './adapters/bus/embedded.js';
 import { KafkaBus } from './adapters/bus/kafka.js';
@@ -120,6 +120,11 @@ export interface Platform {
 }
 
 /** The key store (a MongoDB collection when MONGO_URL is set, else a SQLite file) and the master keyring. */
+/** The embedded read store's collection loads: at info when one held a start up (a quarter second or more), else at debug. */
+function logCollectionLoaded(logger: Logger): (loaded: CollectionLoaded) => void {
+  return (loaded) => logger[loaded.ms >= 250 ? 'info' : 'debug'](loaded, 'read store collection loaded into memory');
+}
+
 function createDataKeys(config: Config, logger: Logger, embeddedEvents?: SqliteEventStore): DataKeys | undefined {
   const { personalData } = config;
   if (!personalData.encryption) return undefined;
@@ -155,7 +160,7 @@ export function createPlatform(
   const eventStore = dataKeys ? sealedEventStore(observed, dataKeys, { logger: logger.child({ adapter: 'personal-data' }) }) : observed;
   const readStore = givenReadStore ?? (config.mongoUrl
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
-    : new EmbeddedReadStore(file('read-models.sqlite')));
+    : new EmbeddedReadStore(file('read-models.sqlite'), { onCollectionLoaded: logCollectionLoaded(logger) }));
   const bus = config.kafkaBrokers
     ? new KafkaBus({
         brokers: config.kafkaBrokers,

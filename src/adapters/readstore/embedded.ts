@@ -65,14 +65,24 @@ const SCHEMA = `
   );
 `;
 
+/** A collection read from the file into memory (its first use in this process): how many documents, in how long. */
+export interface CollectionLoaded {
+  collection: string;
+  documents: number;
+  ms: number;
+}
+
 export class EmbeddedReadStore implements ReadStore {
   readonly kind = 'embedded';
   private readonly documents: Documents;
   /** WAL checkpoints in a background thread (src/adapters/sqlite-checkpointer.ts), not inside projection commits. */
   private readonly checkpoints: { release(): Promise<void> };
 
-  constructor(readonly path: string) {
-    this.documents = new Documents(openDatabase(path));
+  constructor(
+    readonly path: string,
+    options: { onCollectionLoaded?: (loaded: CollectionLoaded) => void } = {},
+  ) {
+    this.documents = new Documents(openDatabase(path), options.onCollectionLoaded);
     this.checkpoints = checkpointInBackground(path, 'NORMAL');
   }
 
@@ -243,7 +253,10 @@ class Documents {
     return !result || result.busy === 0;
   }
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly onLoaded?: (loaded: CollectionLoaded) => void,
+  ) {
     this.sql = {
       loadDocs: db.prepare<[string], [string, string]>('SELECT id, body FROM readstore_docs WHERE collection = ?').raw(),
       loadIndexes: db.prepare<[string], { spec: string }>('SELECT spec FROM readstore_indexes WHERE collection = ?'),
@@ -303,6 +316,7 @@ class Documents {
   state(name: string): CollectionState {
     let state = this.states.get(name);
     if (state) return state;
+    const started = performance.now();
     const docs = new Map<string, Body>();
     for (const [id, body] of this.sql.loadDocs.iterate(name)) docs.set(id, JSON.parse(body) as Body);
     state = { name, docs, indexes: new Map() };
@@ -312,6 +326,8 @@ class Documents {
       state.indexes.set(index.spec.name, index);
     }
     this.states.set(name, state);
+    // Synchronous and as long as the collection is large (a restart's first requests wait on it): said, so a slow start has a name.
+    this.onLoaded?.({ collection: name, documents: docs.size, ms: Math.round(performance.now() - started) });
     return state;
   }
 
