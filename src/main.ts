@@ -331,6 +331,7 @@ export async function startService(
       ? // The bus consumers on a thread of their own; retention (a sweep every few minutes) stays here.
         [workersThread(platform, services, config, metrics), retentionWorker(services, config)]
       : createWorkers(platform, services, config, metrics);
+  if (runs('workers')) metrics.countsWorkers();
   // Multi-stream batches on EventStoreDB: finish those a crashed writer left (src/commands/batch-intents.ts).
   const completer =
     runs('api') && !platform.eventStore.atomicBatches

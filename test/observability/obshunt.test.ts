@@ -98,3 +98,20 @@ describe('the request log line', () => {
     }
   }, 120_000);
 });
+
+describe('counters a Prometheus alert reads with rate() or increase()', () => {
+  it('are exported at 0 before their first increment in a process that runs the workers', async () => {
+    const service = await startTestService();
+    try {
+      const text = await (await fetch(`${service.url}/metrics`)).text();
+      const series = (line: string) => text.split('\n').includes(line);
+      for (const probe of ['projections', 'relay', 'consumers', 'webhook_deliveries']) {
+        expect(series(`metrics_probe_failures_total{probe="${probe}"} 0`), probe).toBe(true);
+      }
+      for (const outcome of ['delivered', 'failed', 'error']) expect(series(`webhook_attempts_total{outcome="${outcome}"} 0`), outcome).toBe(true);
+      expect(series('invitation_sends_total{outcome="sent",code=""} 0')).toBe(true);
+    } finally {
+      await service.close();
+    }
+  }, 120_000);
+});
