@@ -331,6 +331,7 @@ export async function startService(
       ? // The bus consumers on a thread of their own; retention (a sweep every few minutes) stays here.
         [workersThread(platform, services, config, metrics), retentionWorker(services, config)]
       : createWorkers(platform, services, config, metrics);
+  if (runs('workers')) metrics.countsWorkers();
   // Multi-stream batches on EventStoreDB: finish those a crashed writer left (src/commands/batch-intents.ts).
   const completer =
     runs('api') && !platform.eventStore.atomicBatches
@@ -804,6 +805,10 @@ async function readiness(platform: Platform, runner?: ProjectionRunner): Promise
   if (rebuilding) {
     const { projections: names, position, head, events } = rebuilding;
     checks.projections = { ok: false, error: `rebuilding ${names.join(', ')} (read models built by another version of their code)`, rebuilding: names, position, head, events };
+  } else if (runner?.catchingUpTo) {
+    // Behind at start (a crash, a stop during an import): answers would miss data until caught up.
+    const { position, head } = runner.catchingUpTo;
+    checks.projections = { ok: false, error: `catching up after start: at ${position}, head was ${head} at start`, catchingUp: true, position, head, lag: Math.max(0, head - position) };
   } else if (runner && eventStore.ok && lag) checks.projections = { ok: true, ...lag };
   return { ready: Object.values(checks).every((c) => c.ok), checks };
 }

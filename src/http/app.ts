@@ -35,7 +35,7 @@ import { dashboardRouter, type DashboardOptions } from '../dashboard/page.js';
 import type { DomainAuthenticator } from '../adapters/domains/port.js';
 import type { Metrics } from '../observability/metrics.js';
 import { traceContext } from './middleware/trace-context.js';
-import { httpMetrics } from './middleware/http-metrics.js';
+import { httpMetrics, routeLabel } from './middleware/http-metrics.js';
 import { metricsEndpoint } from './routes/metrics.js';
 
 export interface Readiness {
@@ -107,6 +107,9 @@ export function createApp(options: AppOptions): Express {
         redact: ['req.headers.authorization', 'req.headers["ocp-apim-subscription-key"]', 'res.headers["x-next-cursor"]'],
         // Personal data in URLs (search text, cursors, customIds) is not logged: a log line cannot be erased.
         serializers: { req: redactRequestUrl },
+        // The route template, as in the metrics' `route` label: a log pipeline groups by it (the URL holds ids).
+        customSuccessObject: (req, _res, fields) => ({ ...fields, route: routeLabel(req as express.Request) }),
+        customErrorObject: (req, _res, _error, fields) => ({ ...fields, route: routeLabel(req as express.Request) }),
       }),
     );
   }

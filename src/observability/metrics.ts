@@ -15,7 +15,10 @@ export interface PipelineProbe {
 }
 
 export type SendOutcome = 'sent' | 'failed' | 'skipped' | 'attempt_failed';
-export type WebhookAttemptOutcome = 'delivered' | 'failed' | 'error';
+const webhookAttemptOutcomes = ['delivered', 'failed', 'error'] as const;
+export type WebhookAttemptOutcome = (typeof webhookAttemptOutcomes)[number];
+/** The scrape-time reads, as `metrics_probe_failures_total` names them. */
+const pipelineProbes = ['projections', 'relay', 'consumers', 'webhook_deliveries'] as const;
 
 const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -82,6 +85,16 @@ export class Metrics {
   /** Reads pipeline lag and backlogs from the stores at each scrape. */
   watchPipeline(probe: PipelineProbe): void {
     this.probe = probe;
+    for (const name of pipelineProbes) this.probeFailures.inc({ probe: name }, 0);
+  }
+
+  /**
+   * This process runs the workers: their counters' known series start at 0, so `rate()` and
+   * `increase()` see the first send or attempt (a series born at 1 shows no increase).
+   */
+  countsWorkers(): void {
+    for (const outcome of webhookAttemptOutcomes) this.webhookAttempts.inc({ outcome }, 0);
+    this.sends.inc({ outcome: 'sent', code: '' }, 0);
   }
 
   observeHttp(route: string, method: string, status: number, seconds: number): void {
@@ -148,7 +161,7 @@ export class Metrics {
   }
 
   /** One probe: its gauges are set, or cleared for this scrape (NaN, or no series): a stale or zero figure would mislead. */
-  private async read<T>(name: string, get: () => Promise<T>, set: (value: T) => void, clear: () => void): Promise<void> {
+  private async read<T>(name: (typeof pipelineProbes)[number], get: () => Promise<T>, set: (value: T) => void, clear: () => void): Promise<void> {
     try {
       set(await get());
     } catch (error) {

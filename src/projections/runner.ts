@@ -80,6 +80,11 @@ export class ProjectionRunner {
     return this.rebuildingNow;
   }
 
+  /** From start until the runner first reaches the head it found then (readiness reports it). */
+  get catchingUpTo(): { position: number; head: number } | undefined {
+    return this.catchingUp && { position: this.position(), head: this.catchingUp.head };
+  }
+
   /** The position every projection has processed through. */
   position(): number {
     return Math.min(...this.projections.map((p) => this.checkpoints.get(p.name) ?? -1));
