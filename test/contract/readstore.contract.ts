@@ -219,6 +219,17 @@ export function readStoreContract(
         await expect(collection.find({}, { cursor: 'garbage' })).rejects.toThrow(InvalidCursorError);
       });
 
+      it('a cursor made for another filter is rejected; the same filter in another key order takes it', async () => {
+        const collection = await pagingCollection();
+        const filter = { n: { $gte: 3, $lt: 20 }, lastName: 'Brown' };
+        const { nextCursor } = await collection.find(filter, { sort: { score: 1 }, limit: 1 });
+        expect(nextCursor).toEqual(expect.any(String));
+        await expect(collection.find({ n: { $gte: 4, $lt: 20 }, lastName: 'Brown' }, { sort: { score: 1 }, cursor: nextCursor })).rejects.toThrow(InvalidCursorError);
+        await expect(collection.find({}, { sort: { score: 1 }, cursor: nextCursor })).rejects.toThrow(InvalidCursorError);
+        const same = await collection.find({ lastName: 'Brown', n: { $lt: 20, $gte: 3 } }, { sort: { score: 1 }, cursor: nextCursor });
+        expect(same.items.length).toBeGreaterThan(0);
+      });
+
       it('limit defaults to 100 and is capped at 1000', async () => {
         const collection = store.collection(fresh('many'));
         const ops: WriteOp[] = Array.from({ length: 1005 }, (_, i) => ({ kind: 'replace', collection: collection.name, id: `m${i}`, doc: { i } }));

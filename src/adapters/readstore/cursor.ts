@@ -8,6 +8,7 @@
  * elements of one type (plus null): the MongoDB adapter turns a cursor into range filters, and
  * MongoDB range operators only compare values of the same type.
  */
+import { createHash } from 'node:crypto';
 import type { Doc, Filter, Sort } from './port.js';
 import { compareStrings } from '../../shared/text-order.js';
 
@@ -155,24 +156,45 @@ function compareSortValue(x: unknown, y: unknown): number {
   return compareValues(x, y);
 }
 
-function signature(keys: SortKey[]): string {
-  return keys.map(([path, direction]) => `${path}:${direction}`).join(',');
+/**
+ * What a cursor is bound to: the sort and, when given, the filter (a hash of it), so that a
+ * cursor is accepted only by the query that returned it. Another event's, another client's or
+ * another filter's cursor would otherwise page that other query from a position it never held.
+ */
+function signature(keys: SortKey[], filter?: Filter): string {
+  const sort = keys.map(([path, direction]) => `${path}:${direction}`).join(',');
+  if (filter === undefined) return sort;
+  return `${sort}|${createHash('sha256').update(canonicalJson(filter)).digest('base64url').slice(0, 16)}`;
 }
 
-/** An opaque cursor holding the last item's sort values (ending with its `_id`). */
-export function encodeCursor(values: unknown[], keys: SortKey[]): string {
-  return Buffer.from(JSON.stringify([signature(keys), ...values]), 'utf8').toString('base64url');
+/** JSON with object keys sorted, so that equal filters built in any key order hash alike. */
+function canonicalJson(value: unknown): string {
+  if (value instanceof RegExp) return JSON.stringify(String(value));
+  if (value instanceof Date) return JSON.stringify(value.toISOString());
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }
 
-/** The sort values a cursor holds; InvalidCursorError unless it was made for the same sort. */
-export function decodeCursor(cursor: string, keys: SortKey[]): unknown[] {
+/** An opaque cursor holding the last item's sort values (ending with its `_id`), bound to the sort and the filter. */
+export function encodeCursor(values: unknown[], keys: SortKey[], filter?: Filter): string {
+  return Buffer.from(JSON.stringify([signature(keys, filter), ...values]), 'utf8').toString('base64url');
+}
+
+/** The sort values a cursor holds; InvalidCursorError unless it was made for the same sort and filter. */
+export function decodeCursor(cursor: string, keys: SortKey[], filter?: Filter): unknown[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     throw new InvalidCursorError();
   }
-  if (!Array.isArray(parsed) || parsed.length !== keys.length + 1 || parsed[0] !== signature(keys)) {
+  if (!Array.isArray(parsed) || parsed.length !== keys.length + 1 || parsed[0] !== signature(keys, filter)) {
     throw new InvalidCursorError();
   }
   return parsed.slice(1);

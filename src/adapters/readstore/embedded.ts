@@ -425,7 +425,7 @@ class Documents {
   find(name: string, filter: Filter, options: FindOptions): Page<Doc> {
     const keys = sortKeys(options.sort);
     const limit = clampLimit(options.limit);
-    const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, keys);
+    const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, keys, filter);
     const state = this.state(name);
     // A rare text found through a substring index beats reading a whole group in order.
     const contains = substringCandidates(state, filter);
@@ -443,7 +443,7 @@ class Documents {
     const last = page[page.length - 1];
     return {
       items: page.map(({ doc }) => project(options.readOnly ? doc : copy(doc), options.projection)),
-      ...(ranked.length > limit && last ? { nextCursor: encodeCursor(last.values, keys) } : {}),
+      ...(ranked.length > limit && last ? { nextCursor: encodeCursor(last.values, keys, filter) } : {}),
     };
   }
 
@@ -495,7 +495,7 @@ class Documents {
     const last = page[page.length - 1];
     return {
       items: page.map((doc) => project(options.readOnly ? doc : copy(doc), options.projection)),
-      ...(more && last ? { nextCursor: encodeCursor(sortValues(last, keys), keys) } : {}),
+      ...(more && last ? { nextCursor: encodeCursor(sortValues(last, keys), keys, filter) } : {}),
     };
   }
 

@@ -220,10 +220,12 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
   async find(filter: Filter, options: FindOptions = {}): Promise<Page<T>> {
     const keys = sortKeys(options.sort);
     const limit = clampLimit(options.limit);
+    // The cursor is bound to the filter as the caller gave it (as the embedded store binds it).
+    const given = filter;
     filter = serverFilter(filter);
     let query = filter;
     if (options.cursor !== undefined) {
-      const after = afterCursorFilter(decodeCursor(options.cursor, keys), keys);
+      const after = afterCursorFilter(decodeCursor(options.cursor, keys, given), keys);
       if (!after) return { items: [] };
       query = Object.keys(filter).length === 0 ? after : { $and: [filter, after] };
     }
@@ -237,7 +239,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     const last = page[page.length - 1];
     return {
       items: page.map((doc) => project(doc, wanted)),
-      ...(docs.length > limit && last ? { nextCursor: encodeCursor(sortValues(last, keys), keys) } : {}),
+      ...(docs.length > limit && last ? { nextCursor: encodeCursor(sortValues(last, keys), keys, given) } : {}),
     };
   }
 
