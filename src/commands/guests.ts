@@ -69,6 +69,8 @@ interface StoredGuestView extends GuestDetails {
   blockedDate?: string;
   blockedReason?: string;
   discharged?: string;
+  /** The guest's last change (details, tags, ticket, block, door): a sync's next `changedSince`. */
+  updated?: string;
   /** Issue 14: set once the guest's personal data is erased (its personal fields are then null). */
   erased?: boolean;
   erasedAt?: string;
@@ -90,6 +92,7 @@ export function toGuestView(doc: GuestDoc): GuestView {
   for (const field of ['tags', 'admitted', 'blockedDate', 'blockedReason', 'discharged'] as const) {
     if (doc[field] !== undefined) view[field] = doc[field];
   }
+  if (doc.updated !== undefined) view.updated = doc.updated;
   // Issue 14: an erased guest keeps its ids, times and counts; its personal fields are null.
   if (doc.erased) {
     for (const field of erasedViewFields) view[field] = null;

@@ -155,6 +155,10 @@ export const GuestResponse = registry.register(
     customId: erasable(),
     commsTemplateId: unsetIsNull().openapi({ format: 'uuid' }),
     correlationId: unsetIsNull(),
+    updated: z.string().optional().openapi({
+      format: 'date-time',
+      description: 'The guest’s last change (details, tags, ticket, block, check-in or out): a sync’s next `changedSince` is the newest `updated` it read',
+    }),
     erased: z.literal(true).optional().openapi({ description: 'Present once the guest’s personal data is erased (POST …/guest/{id}/erase, retention); its personal fields are then null' }),
     erasedAt: z.string().optional().openapi({ format: 'date-time', description: 'When the personal data was erased' }),
   }).openapi({
@@ -166,7 +170,7 @@ export const GuestResponse = registry.register(
 /** A guest as answered: every field of the spec's Guest, in its order. */
 function guestResponseExample(changes: Record<string, unknown> = {}) {
   const given: Record<string, unknown> = { ...guestExample(), createdBy: ex.clientId, admittedPlusOnes: 0, ...changes };
-  return withEveryField(given, guestFields);
+  return { ...withEveryField(given, guestFields), updated: changes.admitted ?? ex.created };
 }
 const admittedGuestExample = guestResponseExample({ admitted: ex.scannedAt, admittedPlusOnes: 1 });
 
