@@ -119,12 +119,12 @@ export interface Platform {
   close(): Promise<void>;
 }
 
-/** The key store (a MongoDB collection when MONGO_URL is set, else a SQLite file) and the master keyring. */
 /** The embedded read store's collection loads: at info when one held a start up (a quarter second or more), else at debug. */
 function logCollectionLoaded(logger: Logger): (loaded: CollectionLoaded) => void {
   return (loaded) => logger[loaded.ms >= 250 ? 'info' : 'debug'](loaded, 'read store collection loaded into memory');
 }
 
+/** The key store (a MongoDB collection when MONGO_URL is set, else a SQLite file) and the master keyring. */
 function createDataKeys(config: Config, logger: Logger, embeddedEvents?: SqliteEventStore): DataKeys | undefined {
   const { personalData } = config;
   if (!personalData.encryption) return undefined;

@@ -276,7 +276,6 @@ export class ProjectionRunner {
   }
 }
 
-
 /** The union of the projections' stream filters (a projection without prefixes reads every stream). */
 const filterOf = (projections: Projection[]): EventFilter => ({ streamPrefixes: projections.flatMap((p) => p.filter.streamPrefixes ?? ['']) });
 

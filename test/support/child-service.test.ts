@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { threadStates } from './child-service.js';
 
 /** What a fault test's wait reports when it gives up: whether the child's event loop was busy or waiting. */
+// Linux only: the report reads /proc/<pid>/task (elsewhere threadStates answers nothing to check).
 describe.runIf(process.platform === 'linux')('threadStates', () => {
   let pids: number[] = [];
   afterEach(() => {
