@@ -241,6 +241,20 @@ export function eventStoreContract(name: string, makeStore: () => Promise<EventS
       });
     }
 
+    it('answers a retried append with its own events\' revision, and a partly stored retry with a conflict', async () => {
+      const store = await makeStore();
+      const s = stream();
+      const retried = [newEvent('One'), newEvent('Two')];
+      const written = await store.append(s, retried, 'no_stream');
+      await store.append(s, [newEvent('Later')], 1);
+      // EventStoreDB answers a retry with the revision of the retried events: a command that caches
+      // its fold at that revision then conflicts with 'Later' instead of deciding without it.
+      const again = await store.append(s, retried, 'no_stream');
+      expect(again).toEqual({ nextRevision: 1, position: written.position });
+      await expect(store.append(s, [retried[0]!, newEvent('Three')], 'no_stream')).rejects.toBeInstanceOf(ConcurrencyError);
+      expect((await store.readStream(s)).map((e) => e.type)).toEqual(['One', 'Two', 'Later']);
+    });
+
     it('hands a slow consumer batches of at most batchSize, in order, missing and repeating nothing', async () => {
       const store = await makeStore();
       const category = `slow${randomUUID().slice(0, 8)}`;

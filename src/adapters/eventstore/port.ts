@@ -57,7 +57,10 @@ export interface StreamAppend {
 }
 
 export interface AppendResult {
-  /** Revision of the last event now in the stream. */
+  /**
+   * Revision of the last event this append wrote; for a retry of an append already stored (the
+   * same event ids), the revision of its last event, which the stream may have moved past since.
+   */
   nextRevision: number;
   /** Global position of the last appended (or already stored) event. */
   position: number;

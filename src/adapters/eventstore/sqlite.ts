@@ -296,13 +296,22 @@ export class SqliteEventStore implements EventStore {
 
   private appendInTransaction(streamName: string, events: NewEvent[], expected: ExpectedRevision, rows: Row[]): AppendResult {
     const last = this.statements.lastRevision.get(streamName)?.revision ?? null;
-    // An event id already stored means this append is a retry of one that succeeded.
+    const actual = last === null ? 'no_stream' : last;
+    // An event id already stored means this append is a retry of one that succeeded. As
+    // EventStoreDB answers it: the revision and position of the retried events themselves (not
+    // the stream's end, which a cached fold would otherwise take as including later writes), and
+    // a conflict when only some of the events are stored, or stored elsewhere.
     const first = events[0] && this.statements.byId.get(events[0].id);
     if (first) {
-      const lastId = this.statements.byId.get(events[events.length - 1]!.id) ?? first;
-      return { nextRevision: last ?? -1, position: lastId.position };
+      let stored = first;
+      for (let i = 1; i < events.length; i++) {
+        const next = this.statements.byId.get(events[i]!.id);
+        if (!next || next.stream !== first.stream || next.revision !== first.revision + i) throw new ConcurrencyError(streamName, expected, actual);
+        stored = next;
+      }
+      if (first.stream !== streamName) throw new ConcurrencyError(streamName, expected, actual);
+      return { nextRevision: stored.revision, position: stored.position };
     }
-    const actual = last === null ? 'no_stream' : last;
     const ok =
       expected === 'any' ||
       (expected === 'no_stream' && last === null) ||
