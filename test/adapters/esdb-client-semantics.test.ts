@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { ErrorType, type EventStoreDBClient } from '@eventstore/db-client';
 import { unpackToCommandError } from '@eventstore/db-client/dist/streams/appendToStream/unpackError.js';
+import { prepareStreamMetadata } from '@eventstore/db-client/dist/streams/utils/streamMetadata.js';
 import { Status } from '@eventstore/db-client/generated/status_pb.js';
 import { Any } from 'google-protobuf/google/protobuf/any_pb.js';
 import { Empty } from 'google-protobuf/google/protobuf/empty_pb.js';
@@ -98,9 +99,10 @@ function fakeClient(all: { position: number; stream: string; type?: string }[], 
       return subscription;
     },
     readAll: (options: { fromPosition: 'end' | { commit: bigint }; maxCount: number }) => {
-      // Backwards from a position, that position included (the adapter must not count it twice).
+      // Backwards from a position, that position excluded, as the server reads (AllReader.cs,
+      // ReadAllEventsBackwardInternal: an event at or after the position is skipped).
       const below = options.fromPosition === 'end' ? Number.POSITIVE_INFINITY : Number(options.fromPosition.commit);
-      const page = all.filter((e) => e.position <= below).sort((a, b) => b.position - a.position).slice(0, options.maxCount);
+      const page = all.filter((e) => e.position < below).sort((a, b) => b.position - a.position).slice(0, options.maxCount);
       return readable(page.map((e) => resolved(e.position, e.stream, e.type)));
     },
     readStream: () => readable([], true),
@@ -361,12 +363,16 @@ describe('EventStoreDB adapter: an append the server did not take', () => {
 describe('EventStoreDB adapter: $maxAge', () => {
   it("sets a stream's $maxAge keeping its other metadata, and writes nothing when it is already that", async () => {
     const written: { stream: string; metadata: Record<string, unknown> }[] = [];
-    let stored: Record<string, unknown> | undefined = { acl: { $r: ['$admins'] } };
+    // As the server keeps it: the last `$metadata` event of `$$batchlog`, in its own field names.
+    let stored: Record<string, unknown> = { $acl: { $r: ['$admins'] } };
     const client = {
-      getStreamMetadata: async (streamName: string) => ({ streamName, metadata: stored }),
+      readStream: (streamName: string) => {
+        const event = { ...resolved(1, streamName, '$metadata').event, data: stored, metadata: undefined, isJson: true };
+        return readable(streamName === '$$batchlog' ? [{ event }] : []);
+      },
       setStreamMetadata: async (stream: string, metadata: Record<string, unknown>) => {
         written.push({ stream, metadata });
-        stored = metadata;
+        stored = prepareStreamMetadata(metadata);
         return { success: true, nextExpectedRevision: 0n, position: { commit: 1n, prepare: 1n } };
       },
       dispose: async () => {},
@@ -374,6 +380,6 @@ describe('EventStoreDB adapter: $maxAge', () => {
     const store = new EsdbEventStore('esdb://localhost:2113?tls=false', { client: client as unknown as EventStoreDBClient });
     await store.setMaxAge('batchlog', 2_592_000);
     await store.setMaxAge('batchlog', 2_592_000);
-    expect(written).toEqual([{ stream: 'batchlog', metadata: { acl: { $r: ['$admins'] }, maxAge: 2_592_000 } }]);
+    expect(written).toEqual([{ stream: 'batchlog', metadata: { acl: { readRoles: ['$admins'] }, maxAge: 2_592_000 } }]);
   });
 });

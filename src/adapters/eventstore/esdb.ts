@@ -18,8 +18,10 @@ import {
   type AppendExpectedRevision,
   type Position,
   type ResolvedEvent,
+  type StreamMetadata,
 } from '@eventstore/db-client';
 import { parseConnectionString } from '@eventstore/db-client/dist/Client/parseConnectionString.js';
+import { readStreamMetadata } from '@eventstore/db-client/dist/streams/utils/streamMetadata.js';
 import {
   AppendTooLargeError,
   checkAppendSizesAgainst,
@@ -52,12 +54,18 @@ export function connectionStringProblem(connectionString: string): string | unde
   const warnings: string[] = [];
   const warn = console.warn;
   console.warn = (message?: unknown) => void warnings.push(String(message).split('\n')[0]!);
+  let options: { throwOnAppendFailure?: boolean };
   try {
-    parseConnectionString(connectionString);
+    options = parseConnectionString(connectionString) as { throwOnAppendFailure?: boolean };
   } catch (error) {
     return (error as Error).message.split('\n')[0];
   } finally {
     console.warn = warn;
+  }
+  // With it the client answers a wrong expected revision with `{ success: false }` instead of
+  // throwing (batchAppend.ts), and every conflict would pass as a successful append.
+  if (options.throwOnAppendFailure === false) {
+    return 'throwOnAppendFailure=false makes the client report a concurrency conflict as a successful append; remove it';
   }
   return warnings.length > 0 ? `${warnings.join(' ')} Remove or correct that option (the client would ignore it)` : undefined;
 }
@@ -189,12 +197,30 @@ export class EsdbEventStore implements EventStore {
 
   async setMaxAge(streamName: string, seconds: number): Promise<void> {
     try {
-      const { metadata } = await this.client.getStreamMetadata(streamName);
+      const metadata = await this.streamMetadata(streamName);
       if (metadata?.maxAge === seconds) return;
       await this.client.setStreamMetadata(streamName, { ...metadata, maxAge: seconds });
     } catch (error) {
       throw toPortError(error, `set the $maxAge of ${streamName}`);
     }
+  }
+
+  /**
+   * The stream's metadata as the client's `getStreamMetadata` reads it (the last event of its
+   * `$$` stream), within the read deadline: the client's own read has none (its reads ask gRPC for
+   * an infinite deadline whatever the options say), so a stalled server held `setMaxAge`, and with
+   * it the completer's start and a request writing an intent in parts, for ever.
+   */
+  private async streamMetadata(streamName: string): Promise<StreamMetadata | undefined> {
+    let last: ResolvedEvent | undefined;
+    try {
+      const read = this.client.readStream(`$$${streamName}`, { direction: BACKWARDS, fromRevision: END, maxCount: 1 });
+      await this.drain(read, `read the metadata of ${streamName}`, (resolved) => void (last = resolved));
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return undefined;
+      throw error;
+    }
+    return last?.event?.isJson ? readStreamMetadata(last.event.data as never) : undefined;
   }
 
   async append(streamName: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
