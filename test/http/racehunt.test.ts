@@ -96,4 +96,56 @@ describe.each(['embedded store', 'stream by stream, interleaved'] as const)('on 
       }
     });
   });
+  describe('the door, comms and the domain under concurrent calls (pinned as they are)', () => {
+    it('three devices scanning one guest at once: exactly one admission, the others already_admitted', async () => {
+      for (let round = 0; round < rounds; round++) {
+        const barcode = `door-${randomUUID().slice(0, 8)}`;
+        expect((await alice.call('POST', '/checkin/v1/api/guest', { eventId, barcode, firstName: 'Door' })).status).toBe(200);
+        const scans = await Promise.all([0, 1, 2].map(() => alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { barcode })));
+        expect(scans.map((s) => s.status)).toEqual([200, 200, 200]);
+        expect(scans.filter((s) => s.body.result === 'admitted')).toHaveLength(1);
+        expect(scans.filter((s) => s.body.reason === 'already_admitted')).toHaveLength(2);
+      }
+    });
+
+    it('a bulk block racing a scan of that guest: the guest ends blocked, and is admitted only if the scan came first', async () => {
+      for (let round = 0; round < rounds; round++) {
+        const barcode = `blk-${randomUUID().slice(0, 8)}`;
+        const guest = await alice.call('POST', '/checkin/v1/api/guest', { eventId, barcode, firstName: 'Blocked' });
+        const [blocked, scan] = await Promise.all([
+          alice.call('POST', `/checkin/v1/api/guests/${eventId}/block`, { barcodes: [barcode], reason: 'unpaid' }),
+          alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { barcode }),
+        ]);
+        expect(blocked.status).toBe(200);
+        const after = (await alice.call('GET', `/checkin/v1/api/guest/${guest.body.id}`)).body;
+        expect(after.blockedReason).toBe('unpaid');
+        if (scan.body.result === 'admitted') expect(after.admitted).toEqual(expect.any(String));
+        else expect([scan.body.reason, after.admitted]).toEqual(['blocked', null]);
+      }
+    });
+
+    it('one POST /send repeated at once with one Idempotency-Key: one invitation; the others 409 in progress or the first answer', async () => {
+      const template = await alice.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invite', html: '<p>Hi</p>' });
+      for (let round = 0; round < rounds; round++) {
+        const guest = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Mail', email: `mail${round}@example.com` });
+        const key = { 'idempotency-key': randomUUID() };
+        const body = { templateId: template.body.id, attendeeIds: [guest.body.id] };
+        const replies = await Promise.all([0, 1, 2].map(() => alice.call('POST', '/comms/v1/api/comms/send', body, key)));
+        const answered = replies.filter((r) => r.status === 200);
+        expect(replies.every((r) => r.status === 200 || r.body.code === 'idempotency_key_in_progress')).toBe(true);
+        expect(new Set(answered.map((r) => r.body.invitations[0].attendeeInvitationId)).size).toBe(1);
+        const history = (await alice.call('GET', `/checkin/v1/api/guest/${guest.body.id}/history?limit=100`)).body.events as { type: string }[];
+        expect(history.filter((e) => e.type === 'InvitationRequested')).toHaveLength(1);
+      }
+    });
+
+    it('a domain configured twice at once: exactly one 200, the other 409 domain_already_configured', async () => {
+      for (let round = 0; round < 4; round++) {
+        const client = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+        const replies = await Promise.all(['a', 'b'].map((n) => client.call('POST', '/comms/v1/api/comms/domain', { domain: `${n}${round}.example.com` })));
+        expect(replies.map((r) => r.status).sort()).toEqual([200, 409]);
+        expect(replies.find((r) => r.status === 409)!.body.code).toBe('domain_already_configured');
+      }
+    });
+  });
 });
