@@ -180,6 +180,36 @@ export async function saveGuests(
   const nameKey = records.some((r) => r.customId !== undefined) ? await services.dataKeys?.streamNameKey() : undefined;
   // Legacy (plaintext) reservation names exist only in events created before names were hashed.
   const legacyNames = nameKey !== undefined && !(Date.parse(event.created) >= Date.parse(nameKey.since));
+  // A customId another request reserved after this one looked (two CRM syncs, or a create and
+  // its retry, at once): plan again on the guests as they are now, so the record names the
+  // winner's guest as it would have one request later (docs/guests.md, Concurrent requests).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await saveGuestsOnce(services, context, eventId, records, options, nameKey, legacyNames);
+    } catch (error) {
+      if (!(error instanceof DomainError && error.details?.code === 'already_taken')) throw error;
+      if (attempt >= customIdRaceAttempts) {
+        throw new DomainError('conflict', 'customId must be unique within the event', { code: 'custom_id_taken' });
+      }
+      // The winner's guest may not be in the read model yet (on EventStoreDB it is written after its claim).
+      await services.readYourWrites(await services.eventStore.headPosition());
+      await new Promise((resolve) => setTimeout(resolve, 10 * 2 ** attempt));
+    }
+  }
+}
+
+/** How often a batch that lost a customId to a concurrent request is planned again. */
+const customIdRaceAttempts = 5;
+
+async function saveGuestsOnce(
+  services: Services,
+  context: CommandContext,
+  eventId: string,
+  records: GuestInput[],
+  options: { mode: 'create' | 'upsert'; removeObsoleteTags?: boolean },
+  nameKey: StreamNameKey | undefined,
+  legacyNames: boolean,
+): Promise<GuestView[]> {
   const plans = await planGuests(services, context, eventId, records, options.mode, legacyNames);
   await checkInvitations(services, context.tenantId, eventId, plans, options.mode);
   const items: BatchItem[] = [];
@@ -234,10 +264,7 @@ export async function saveGuests(
     items.push(...customIdReservations(context.tenantId, eventId, plan, guestItem, nameKey));
   }
   const results = await handleCommands(services.eventStore, items, context).catch((error: unknown) => {
-    // A customId another request reserved since the plan was made: the same answer as a known holder.
-    if (error instanceof DomainError && error.details?.code === 'already_taken') {
-      throw new DomainError('conflict', 'customId must be unique within the event', { code: 'custom_id_taken' });
-    }
+    // A customId another request reserved since the plan was made (already_taken) is planned again by the caller.
     // Named by customId with other content: another guest for this customId, or a change (the upsert's job).
     if (error instanceof DomainError && error.details?.code === 'guest_exists' && plans.some((p) => p.retriedByCustomId)) {
       throw new DomainError('conflict', 'customId must be unique within the event', {

@@ -224,7 +224,11 @@ export type DeliveryStatus = 'pending' | 'retrying' | 'delivered' | 'failed' | '
 
 /** What one attempt came to: the receiver's status code, or an error before one arrived. */
 export type AttemptOutcome =
-  | { kind: 'response'; statusCode: number }
+  /**
+   * `configChanged`: the webhook's URL or secret changed while the attempt was in flight (a
+   * rotate, a URL change); a refusal of that attempt says nothing about the new one: retried.
+   */
+  | { kind: 'response'; statusCode: number; configChanged?: boolean }
   /** `retryable`: a timeout or connection error is; a refused URL or a deleted webhook is not. */
   | { kind: 'error'; error: string; retryable: boolean };
 
@@ -317,7 +321,7 @@ export function verdictOf(outcome: AttemptOutcome): 'delivered' | 'retry' | 'fin
   if (outcome.kind === 'error') return outcome.retryable ? 'retry' : 'final';
   const code = outcome.statusCode;
   if (code >= 200 && code < 300) return 'delivered';
-  if (code === 408 || code === 429 || code >= 500) return 'retry';
+  if (code === 408 || code === 429 || code >= 500 || outcome.configChanged === true) return 'retry';
   return 'final';
 }
 

@@ -8,6 +8,7 @@ import {
   deliveryStream,
   derivedId,
   isActive,
+  verdictOf,
   type AttemptOutcome,
   type DeliveryCommand,
   type DeliveryState,
@@ -205,6 +206,12 @@ export class DeliveryExecutor {
       }
     }
     if (this.queue.isStopped) return;
+    // A rotate (or URL change) answered while this attempt was signed with the old secret (or sent
+    // to the old URL): the receiver's 401 for the old signature must not end the delivery.
+    if (webhook && outcome!.kind === 'response' && verdictOf(outcome!) === 'final') {
+      const now = await readStore.collection<WebhookDoc>('webhooks').get(state.clientId);
+      if (now && (now.url !== webhook.url || now.encryptedSecret !== webhook.encryptedSecret)) outcome = { ...outcome!, configChanged: true };
+    }
 
     const attempt = state.attempts + 1;
     const verdict = outcome!.kind === 'error' ? 'error' : outcome!.statusCode >= 200 && outcome!.statusCode < 300 ? 'delivered' : 'failed';
