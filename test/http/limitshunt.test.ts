@@ -314,3 +314,45 @@ describe('the source IP behind a proxy (spec: Limits, per source IP)', () => {
     expect(await statuses(() => '203.0.113.78:50000', 1)).toEqual([401]);
   }, 60_000);
 });
+
+describe('500 and 429 as the document states them (spec: Errors)', () => {
+  let service: TestService | undefined;
+  afterAll(() => service?.close());
+
+  it('lists 500 internal_error on every operation, and 429 rate_limit with its Retry-After header, as the service answers them', async () => {
+    let failing = false;
+    service = await startTestService({}, {
+      // An event store that throws something no mapper knows: the unexpected error of the Errors table.
+      wrapEventStore: (store) =>
+        new Proxy(store, {
+          get(target, property, receiver) {
+            const value = Reflect.get(target, property, receiver);
+            if (typeof value !== 'function') return value;
+            if (property !== 'append' && property !== 'appendMany') return value.bind(target);
+            return (...args: unknown[]) => {
+              if (failing) throw new Error('SQLITE_CORRUPT: database disk image is malformed (/var/lib/checkin/events.sqlite)');
+              return value.apply(target, args);
+            };
+          },
+        }),
+    });
+    const alice = await createClient(service);
+    const eventId = await newEvent(alice);
+    failing = true;
+    const failed = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ada' });
+    failing = false;
+    expectErrorShape(failed, 500, 'internal_error', 'unexpected error');
+    expect(failed.body.message).toMatch(/retry/);
+    expect(JSON.stringify(failed.body)).not.toMatch(/SQLITE|sqlite|\/var\//);
+
+    const document = (await request(service.url, 'GET', '/openapi.json')).body;
+    const ops = await operations(service.url);
+    for (const op of ops) {
+      const responses = document.paths[op.path][op.method.toLowerCase()].responses;
+      const what = `${op.method} ${op.path}`;
+      expect(responses['500']?.content?.['application/json']?.example, what).toEqual({ code: failed.body.code, message: failed.body.message });
+      expect(responses['429']?.content?.['application/json']?.example?.code, what).toBe('rate_limit');
+      expect(responses['429']?.headers?.['Retry-After']?.required, what).toBe(true);
+    }
+  }, 60_000);
+});
