@@ -356,3 +356,37 @@ describe('500 and 429 as the document states them (spec: Errors)', () => {
     }
   }, 60_000);
 });
+
+describe('a request refused with 429 writes nothing (spec: Limits)', () => {
+  let service: TestService | undefined;
+  afterAll(() => service?.close());
+
+  it('sends over the send limit and creates over the whole-API limit change nothing; a send counts against both', async () => {
+    service = await startTestService({ RATE_LIMIT_PER_MINUTE: '20', SEND_RATE_LIMIT_PER_MINUTE: '1', TRUST_PROXY: 'loopback' });
+    // The setup runs from loopback's own budget; the client under test is 198.51.100.9.
+    const alice = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+    const eventId = await newEvent(alice);
+    const guestId = '7a1c2a9e-3b4d-4c5e-8f70-112233445566';
+    await alice.call('POST', '/checkin/v1/api/guest', { id: guestId, eventId, firstName: 'Ada', email: 'ada@example.com' });
+    const template = await alice.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invite', html: '<p>Hello</p>' });
+    const from = { 'x-forwarded-for': '198.51.100.9' };
+    const send = () => alice.call('POST', '/comms/v1/api/comms/send', { templateId: template.body.id, attendeeIds: [guestId] }, from);
+
+    const first = await send();
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const refusedSend = await send();
+    expectErrorShape(refusedSend, 429, 'rate_limit', 'second send');
+    expect(Number(refusedSend.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // Both sends counted against the whole-API budget of 20: after 17 more requests, one is left.
+    for (let i = 0; i < 17; i++) expect((await alice.call('GET', `/checkin/v1/api/event/${eventId}`, undefined, from)).status).toBe(200);
+    expect((await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Bo' }, from)).status).toBe(200);
+    const refusedCreate = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Cy' }, from);
+    expectErrorShape(refusedCreate, 429, 'rate_limit', 'create over the whole-API limit');
+    expect(refusedCreate.headers.get('retry-after')).toBe('60');
+
+    const invitations = await alice.call('GET', `/comms/v1/api/comms/invitations?eventId=${encodeURIComponent(eventId)}`);
+    expect(invitations.body.items).toHaveLength(1);
+    const guests = await alice.call('GET', `/checkin/v1/api/guests/${eventId}`);
+    expect(guests.body.items.map((g: { firstName: string }) => g.firstName).sort()).toEqual(['Ada', 'Bo']);
+  }, 60_000);
+});
