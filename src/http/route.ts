@@ -155,6 +155,7 @@ const errorText: Record<number, string> = {
   422: 'Unprocessable',
   429: 'Rate limit: retry after `Retry-After` seconds',
   431: 'Request line or headers too large',
+  500: 'Unexpected server error (`internal_error`): retry; the message never carries the cause, report the `X-Request-Id` if it persists',
   503: 'Unavailable, retry after `Retry-After` seconds: `overloaded` (the service), `store_unavailable` (the event store) or `identity_provider_unavailable` (the bearer token could not be checked)',
 };
 
@@ -171,6 +172,7 @@ const errorCodes: Record<number, string> = {
   422: 'unprocessable',
   429: 'rate_limit',
   431: 'request_header_fields_too_large',
+  500: 'internal_error',
   503: 'unavailable',
 };
 
@@ -182,8 +184,19 @@ function errorExample(status: number): unknown {
       errors: [{ path: 'startTime', message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-11-21T10:00:00Z' }],
     };
   }
+  if (status === 500) return { code: 'internal_error', message: 'an unexpected error happened; retry, and report the request id if it persists' };
+  if (status === 429) return { code: 'rate_limit', message: 'too many requests from this source IP; retry in 60 s' };
   return { code: errorCodes[status] ?? 'error', message: errorText[status] ?? 'error' };
 }
+
+/** Every 429 says when to come back (src/http/middleware/rate-limit.ts). */
+const rateLimitHeaders = {
+  'Retry-After': {
+    description: 'Seconds until the source IP may send again: the rest of the 60-second block, or of the send window',
+    required: true,
+    schema: { type: 'integer', minimum: 1 },
+  },
+} as const;
 
 /** The example a schema carries (`.openapi({ example })`), an array of its element's, or undefined. */
 export function exampleOf(schema: ZodType | undefined): unknown {
@@ -209,8 +222,9 @@ function register(spec: RouteSpec<ZodType, ZodType, ZodType>): void {
   const secured = spec.secured !== false || admin;
   // Every request can meet the rate limit and the header size limit; a body can be too large or not JSON.
   const clientOnly = secured && !admin && !(spec.roles ?? ['client']).includes('team_member');
-  // Any request may also meet the overload guard, an unreachable event store or (secured) identity provider: 503.
-  const errors = [...new Set([400, ...(secured ? [401] : []), ...(clientOnly ? [403] : []), ...(spec.errors ?? []), ...(spec.body ? [413, 415] : []), 429, 431, 503])];
+  // Any request may also meet the overload guard, an unreachable event store or (secured) identity provider: 503;
+  // and, like any service, an unexpected error: 500 (spec, Errors: "unexpected server error; retry").
+  const errors = [...new Set([400, ...(secured ? [401] : []), ...(clientOnly ? [403] : []), ...(spec.errors ?? []), ...(spec.body ? [413, 415] : []), 429, 431, 500, 503])];
   const bodyExample = spec.bodyExample ?? exampleOf(spec.body);
   const responseExample = spec.responseExample ?? exampleOf(spec.response);
   const config: RouteConfig = {
@@ -254,6 +268,7 @@ function register(spec: RouteSpec<ZodType, ZodType, ZodType>): void {
           status,
           {
             description: errorText[status] ?? 'Error',
+            ...(status === 429 ? { headers: rateLimitHeaders } : {}),
             content: { 'application/json': { schema: ErrorBody, example: errorExample(status) } },
           },
         ]),

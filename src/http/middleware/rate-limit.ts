@@ -155,8 +155,21 @@ function isSend(req: Request): boolean {
  * address of it for every request.
  */
 function sourceIp(req: Request): string {
-  const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+  const ip = withoutPort(req.ip ?? req.socket.remoteAddress ?? 'unknown');
   return isIPv6(ip) ? ipv6Prefix64(ip) : ip;
+}
+
+/**
+ * Some proxies write the client's address with its source port in X-Forwarded-For (Azure
+ * Application Gateway: `203.0.113.7:51234`, `[2001:db8::7]:51234`), and express's `req.ip`
+ * keeps the entry as written. Counted as it is, every new connection of a client would be a
+ * new source with a fresh budget; the port is not part of the source IP.
+ */
+function withoutPort(ip: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(ip);
+  if (bracketed) return bracketed[1]!;
+  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(ip);
+  return v4 ? v4[1]! : ip;
 }
 
 /** `2001:db8:7:1::ff` -> `2001:db8:7:1::/64`; an IPv4-mapped address (`::ffff:192.0.2.1`) is its IPv4 address. */
