@@ -5,8 +5,9 @@ import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projecti
 import { isUuid, newId, normalizeId, scopedKey } from '../shared/ids.js';
 import { hashPassword, verifyPassword } from '../shared/secrets.js';
 import { caselessKey } from '../shared/text-key.js';
+import { reservationDecider, usernameStream, type ReservationCommand } from '../domain/reservation.js';
 import { checkUsernameFree, usernameClaim, withUsername } from './accounts.js';
-import { handleCommands, lastPosition, type CommandContext } from './handle-command.js';
+import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
 /** A team member as responses show it: the spec's fields without the password. */
@@ -95,6 +96,37 @@ export async function registerTeamMember(
   );
   await services.readYourWrites(lastPosition(results));
   return { id: teamMemberId, ...profile, canForce: profile.canForce ?? false };
+}
+
+/**
+ * DELETE teammember/{id}: the client removes one of its door staff. The team member signs in no
+ * more, its tokens issued before now are refused (src/http/auth.ts), its user name is given back
+ * (the client may create it again, with a new password), and what it scanned stays counted.
+ * Another client's team member, or an id never used, is not found; a repeat changes nothing.
+ */
+export async function removeTeamMember(services: Services, context: CommandContext, id: string): Promise<void> {
+  const teamMemberId = normalizeId(id);
+  const doc = await findTeamMember(services, context.tenantId, teamMemberId);
+  const remove: BatchItem = {
+    streamName: teamMemberStream(context.tenantId, teamMemberId),
+    decider: teamMemberDecider,
+    command: { type: 'RemoveTeamMember', clientId: context.tenantId, teamMemberId, at: context.now.toISOString() },
+  };
+  // The name is released after the removal, by the owner that claimed it (registerTeamMember).
+  const items: BatchItem[] = doc
+    ? [
+        remove,
+        {
+          streamName: usernameStream(doc.userName),
+          decider: reservationDecider,
+          command: { type: 'Release', key: doc.userName, ownerId: scopedKey(context.tenantId, teamMemberId) } satisfies ReservationCommand,
+          stage: 'release',
+          partOf: 0,
+        },
+      ]
+    : [remove];
+  const results = await handleCommands(services.eventStore, items, context);
+  await services.readYourWrites(lastPosition(results));
 }
 
 /**

@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, newEvent, passwordToken, request, startTestService, type Client, type TestService } from '../support/service.js';
+
+/**
+ * The account side as an organizer administering door staff meets it: removing a team member
+ * (a lost scanner phone, someone who left) ends its access at once, and its work stays counted.
+ */
+
+let service: TestService;
+beforeAll(async () => {
+  service = await startTestService();
+});
+afterAll(() => service.close());
+
+const password = 'north gate scanner 7';
+
+async function teamMember(client: Client, userName: string, id: string, pw = password) {
+  const created = await client.call('POST', '/checkin/v1/api/teammember', { userName, password: pw, email: `${userName}@example.com`, id });
+  expect(created.status).toBe(200);
+  const token = await passwordToken(service.url, userName, pw);
+  const call = (method: string, pathname: string, body?: unknown) =>
+    request(service.url, method, pathname, body, { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': client.subscriptionKey });
+  return { token, call };
+}
+
+async function signIn(userName: string, pw: string) {
+  return fetch(`${service.url}/core/connect/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'password', client_id: 'checkin-app', username: userName, password: pw }),
+  });
+}
+
+describe('DELETE /checkin/v1/api/teammember/{id}: the organizer removes door staff', () => {
+  it('refuses the removed team member’s tokens at once and its password sign-in, drops it from the list, and keeps its scans counted', async () => {
+    const client = await createClient(service);
+    const eventId = await newEvent(client);
+    const userName = `lost-phone-${Date.now()}`;
+    const door = await teamMember(client, userName, 'door-lost');
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ada', plusOnes: 1, isGroup: true });
+    const scan = await door.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { guestId: guest.body.id });
+    expect(scan.body.result).toBe('admitted');
+
+    const removed = await client.call('DELETE', '/checkin/v1/api/teammember/door-lost');
+    expect(removed.status).toBe(204);
+
+    // The phone's token was valid for an hour more: it is refused now.
+    const after = await door.call('GET', `/checkin/v1/api/guests/${eventId}`);
+    expect(after.status).toBe(401);
+    expect(after.body.code).toBe('unauthorized');
+    const list = await client.call('GET', `/checkin/v1/api/teammembers/user/${encodeURIComponent(client.email)}/events`);
+    expect(list.body).toEqual([]);
+    expect((await client.call('GET', `/checkin/v1/api/teammembers/user/${userName}/events`)).status).toBe(404);
+    expect((await signIn(userName, password)).status).toBe(400);
+
+    // What it did at the door stays counted, under its name.
+    const stats = await client.call('GET', `/checkin/v1/api/team/event/${eventId}`);
+    expect(stats.body).toEqual([expect.objectContaining({ teamMemberId: 'door-lost', username: userName, checkedIn: 2 })]);
+    // A retry of the removal changes nothing.
+    expect((await client.call('DELETE', '/checkin/v1/api/teammember/door-lost')).status).toBe(204);
+  });
+
+  it('frees the user name: the same door staff is created anew with a new password, and the old token stays refused', async () => {
+    const client = await createClient(service);
+    const userName = `reset-${Date.now()}`;
+    const before = await teamMember(client, userName, 'door-reset');
+    expect((await client.call('DELETE', '/checkin/v1/api/teammember/door-reset')).status).toBe(204);
+    expect((await signIn(userName, password)).status).toBe(400);
+
+    const again = await teamMember(client, userName, 'door-reset', 'a brand new door passphrase');
+    expect((await signIn(userName, password)).status).toBe(400);
+    const self = await again.call('GET', `/checkin/v1/api/teammembers/user/${userName}/events`);
+    expect(self.status).toBe(200);
+    expect(self.body).toEqual([expect.objectContaining({ id: 'door-reset', userName })]);
+    expect((await before.call('GET', `/checkin/v1/api/teammembers/user/${userName}/events`)).status).toBe(401);
+  });
+
+  it('is 404 for an id the client never used or another client’s team member, and 403 to a team member', async () => {
+    const client = await createClient(service);
+    const other = await createClient(service);
+    const theirs = await teamMember(other, `theirs-${Date.now()}`, 'door-1');
+    expect((await client.call('DELETE', '/checkin/v1/api/teammember/door-1')).status).toBe(404);
+    expect((await client.call('DELETE', '/checkin/v1/api/teammember/never-made')).status).toBe(404);
+    // The other client's team member is untouched.
+    expect((await theirs.call('GET', `/checkin/v1/api/events`)).status).toBe(200);
+    const mine = await teamMember(client, `mine-${Date.now()}`, 'door-2');
+    const refused = await mine.call('DELETE', '/checkin/v1/api/teammember/door-2');
+    expect(refused.status).toBe(403);
+    expect((await mine.call('GET', `/checkin/v1/api/events`)).status).toBe(200);
+  });
+});
