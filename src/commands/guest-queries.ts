@@ -6,7 +6,7 @@ import { localClock } from './timeline.js';
 import { guests, guestViewJson, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
 import type { GuestDoc, ScanDoc } from '../projections/guests.js';
-import { teamMemberIdOf, type TeamMemberDoc } from '../projections/accounts.js';
+import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
 import { caselessKey } from '../shared/text-key.js';
 import { compareStrings } from '../shared/text-order.js';
 
@@ -132,6 +132,12 @@ export async function teamStats(services: Services, clientId: string, eventId: s
   const docs = new Map<string, TeamStatsDoc>();
   for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ clientId, eventId })) {
     docs.set(doc.teamMemberId, doc);
+  }
+  // The client's own row (its scans) under its user name now, not the one it had at its last scan here (PUT user renames it).
+  const own = docs.get(clientId);
+  if (own) {
+    const account = await services.readStore.collection<AccountDoc>('accounts').get(clientId, { readOnly: true });
+    if (account) docs.set(clientId, { ...own, username: account.userName });
   }
   for await (const member of services.readStore.collection<TeamMemberDoc>('team_members').stream({ clientId })) {
     const teamMemberId = teamMemberIdOf(member);

@@ -89,3 +89,20 @@ describe('DELETE /checkin/v1/api/teammember/{id}: the organizer removes door sta
     expect((await mine.call('GET', `/checkin/v1/api/events`)).status).toBe(200);
   });
 });
+
+describe('GET /checkin/v1/api/team/event/{id}: the username of each row', () => {
+  it('shows the client’s own row under its user name now, after a rename, whether or not it scanned since', async () => {
+    const client = await createClient(service);
+    const eventId = await newEvent(client);
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ada' });
+    expect((await client.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { guestId: guest.body.id })).body.result).toBe('admitted');
+    const renamed = `box-office-${Date.now()}`;
+    expect((await client.call('PUT', '/users/v1/api/user', { id: client.id, userName: renamed })).status).toBe(204);
+
+    const stats = await client.call('GET', `/checkin/v1/api/team/event/${eventId}`);
+    expect(stats.body).toEqual([expect.objectContaining({ teamMemberId: client.id, username: renamed, checkedIn: 1 })]);
+    // The same name the users endpoint answers.
+    const user = await client.call('GET', `/users/v1/api/users/email?email=${encodeURIComponent(client.email)}`);
+    expect(user.body.userName).toBe(renamed);
+  });
+});
