@@ -141,9 +141,14 @@ export async function teamStats(services: Services, clientId: string, eventId: s
   }
   for await (const member of services.readStore.collection<TeamMemberDoc>('team_members').stream({ clientId })) {
     const teamMemberId = teamMemberIdOf(member);
-    if (!docs.has(teamMemberId)) {
-      docs.set(teamMemberId, { _id: `${eventId}:${teamMemberId}`, eventId, clientId, teamMemberId, username: member.userName, checkedIn: 0, checkedOut: 0 });
-    }
+    const scanned = docs.get(teamMemberId);
+    // A team member removed and created anew under its id may have another name: the row shows the current one.
+    docs.set(
+      teamMemberId,
+      scanned
+        ? { ...scanned, username: member.userName }
+        : { _id: `${eventId}:${teamMemberId}`, eventId, clientId, teamMemberId, username: member.userName, checkedIn: 0, checkedOut: 0 },
+    );
   }
   // The spec types these counts int32: a group of int32-max plus ones would overflow a client's int, so a count stops there.
   const int32 = (count: number) => Math.min(count, INT32_MAX);

@@ -75,6 +75,19 @@ describe('DELETE /checkin/v1/api/teammember/{id}: the organizer removes door sta
     expect((await before.call('GET', `/checkin/v1/api/teammembers/user/${userName}/events`)).status).toBe(401);
   });
 
+  it('a team member created anew under its id with another name: its statistics row shows the name it has now', async () => {
+    const client = await createClient(service);
+    const eventId = await newEvent(client);
+    const first = await teamMember(client, `first-name-${Date.now()}`, 'door-renamed');
+    const guest = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ada' });
+    expect((await first.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { guestId: guest.body.id })).body.result).toBe('admitted');
+    expect((await client.call('DELETE', '/checkin/v1/api/teammember/door-renamed')).status).toBe(204);
+    const now = `second-name-${Date.now()}`;
+    await teamMember(client, now, 'door-renamed');
+    const stats = await client.call('GET', `/checkin/v1/api/team/event/${eventId}`);
+    expect(stats.body).toEqual([expect.objectContaining({ teamMemberId: 'door-renamed', username: now, checkedIn: 1 })]);
+  });
+
   it('is 404 for an id the client never used or another client’s team member, and 403 to a team member', async () => {
     const client = await createClient(service);
     const other = await createClient(service);
