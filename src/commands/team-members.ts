@@ -49,17 +49,40 @@ async function repeatedCreate(
 ): Promise<TeamMemberView | undefined> {
   const doc = await findTeamMember(services, clientId, teamMemberId);
   if (!doc) return undefined;
+  if (!(await sameTeamMember(doc, clientId, input))) {
+    throw new DomainError('conflict', 'a team member with this id already exists, with other content', { code: 'team_member_exists' });
+  }
+  return toTeamMemberView(doc);
+}
+
+/** Whether a create asks for exactly this stored team member (the password checked against its hash). */
+async function sameTeamMember(doc: TeamMemberDoc, clientId: string, input: TeamMemberProfile & { password: string }): Promise<boolean> {
   const stored = toTeamMemberView(doc);
-  const same =
+  return (
     doc.clientId === clientId &&
     stored.userName === input.userName &&
     stored.email === input.email &&
     stored.firstName === input.firstName &&
     stored.lastName === input.lastName &&
     stored.canForce === (input.canForce ?? false) &&
-    (await verifyPassword(input.password, doc.passwordHash));
-  if (!same) throw new DomainError('conflict', 'a team member with this id already exists, with other content', { code: 'team_member_exists' });
-  return stored;
+    (await verifyPassword(input.password, doc.passwordHash))
+  );
+}
+
+/**
+ * A create without id retried (a timeout, a lost answer): the user name is the team member's key
+ * (unique service-wide), so one of this client's team members with that name and the same content
+ * is answered as it is; anything else leaves the name taken (409 username_taken).
+ */
+async function repeatedCreateByName(
+  services: Services,
+  clientId: string,
+  input: TeamMemberProfile & { password: string },
+): Promise<TeamMemberView | undefined> {
+  const doc = await services.readStore
+    .collection<TeamMemberDoc>('team_members')
+    .findOne({ clientId, userNameLower: caselessKey(input.userName.trim()) });
+  return doc && (await sameTeamMember(doc, clientId, input)) ? toTeamMemberView(doc) : undefined;
 }
 
 export async function registerTeamMember(
@@ -70,10 +93,8 @@ export async function registerTeamMember(
   const { id, password, ...profile } = input;
   const teamMemberId = normalizeId(id ?? newId());
   checkPasswordPolicy(password, profile);
-  if (id) {
-    const repeated = await repeatedCreate(services, context.tenantId, teamMemberId, input);
-    if (repeated) return repeated;
-  }
+  const repeated = id ? await repeatedCreate(services, context.tenantId, teamMemberId, input) : await repeatedCreateByName(services, context.tenantId, input);
+  if (repeated) return repeated;
   const register = {
     streamName: teamMemberStream(context.tenantId, teamMemberId),
     decider: teamMemberDecider,

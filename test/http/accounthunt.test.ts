@@ -119,3 +119,27 @@ describe('GET /checkin/v1/api/team/event/{id}: the username of each row', () => 
     expect(user.body.userName).toBe(renamed);
   });
 });
+
+describe('POST /checkin/v1/api/teammember retried without an id', () => {
+  it('answers the team member the first attempt made when the same body comes again (its user name is its key); other content stays 409 username_taken', async () => {
+    const client = await createClient(service);
+    const body = { userName: `retry-${Date.now()}`, password, email: 'door@example.com', firstName: 'Dora' };
+    const first = await client.call('POST', '/checkin/v1/api/teammember', body);
+    expect(first.status).toBe(200);
+    // The answer was lost (a timeout): the CRM sends the same create again.
+    const again = await client.call('POST', '/checkin/v1/api/teammember', body);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    const list = await client.call('GET', `/checkin/v1/api/teammembers/user/${encodeURIComponent(client.email)}/events`);
+    expect(list.body).toEqual([first.body]);
+
+    for (const other of [{ password: 'another door passphrase' }, { email: 'someone@example.com' }, { userName: body.userName.toUpperCase() }]) {
+      const refused = await client.call('POST', '/checkin/v1/api/teammember', { ...body, ...other });
+      expect(refused.status, JSON.stringify(other)).toBe(409);
+      expect(refused.body.code).toBe('username_taken');
+    }
+    // Another client sending the same body finds the name taken: it is not theirs.
+    const stranger = await createClient(service);
+    expect((await stranger.call('POST', '/checkin/v1/api/teammember', body)).body.code).toBe('username_taken');
+  });
+});
