@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, newEvent, passwordToken, request, startTestService, type Client, type TestService } from '../support/service.js';
+import { StreamByStreamStore } from '../support/stream-by-stream-store.js';
 
 /**
  * The account side as an organizer administering door staff meets it: removing a team member
@@ -141,5 +142,26 @@ describe('POST /checkin/v1/api/teammember retried without an id', () => {
     // Another client sending the same body finds the name taken: it is not theirs.
     const stranger = await createClient(service);
     expect((await stranger.call('POST', '/checkin/v1/api/teammember', body)).body.code).toBe('username_taken');
+  });
+});
+
+describe('removal on an event store without atomic batches (EventStoreDB)', () => {
+  let alone: TestService;
+  beforeAll(async () => {
+    alone = await startTestService({}, { wrapEventStore: (inner) => new StreamByStreamStore(inner) });
+  });
+  afterAll(() => alone.close());
+
+  it('removes the team member and gives its user name back, so it is created anew with a new password', async () => {
+    const client = await createClient(alone);
+    const userName = `esdb-door-${Date.now()}`;
+    expect((await client.call('POST', '/checkin/v1/api/teammember', { userName, password, email: 'e', id: 'door-e' })).status).toBe(200);
+    const token = await passwordToken(alone.url, userName, password);
+    expect((await client.call('DELETE', '/checkin/v1/api/teammember/door-e')).status).toBe(204);
+    const refused = await request(alone.url, 'GET', '/checkin/v1/api/events', undefined, { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': client.subscriptionKey });
+    expect(refused.status).toBe(401);
+    const again = await client.call('POST', '/checkin/v1/api/teammember', { userName, password: 'a brand new door passphrase', email: 'e', id: 'door-e' });
+    expect(again.status).toBe(200);
+    await expect(passwordToken(alone.url, userName, 'a brand new door passphrase')).resolves.toEqual(expect.any(String));
   });
 });
