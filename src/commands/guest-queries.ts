@@ -6,7 +6,7 @@ import { localClock } from './timeline.js';
 import { guests, guestViewJson, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
 import type { GuestDoc, ScanDoc } from '../projections/guests.js';
-import { teamMemberIdOf, type TeamMemberDoc } from '../projections/accounts.js';
+import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
 import { caselessKey } from '../shared/text-key.js';
 import { compareStrings } from '../shared/text-order.js';
 
@@ -133,11 +133,22 @@ export async function teamStats(services: Services, clientId: string, eventId: s
   for await (const doc of services.readStore.collection<TeamStatsDoc>('team_stats').stream({ clientId, eventId })) {
     docs.set(doc.teamMemberId, doc);
   }
+  // The client's own row (its scans) under its user name now, not the one it had at its last scan here (PUT user renames it).
+  const own = docs.get(clientId);
+  if (own) {
+    const account = await services.readStore.collection<AccountDoc>('accounts').get(clientId, { readOnly: true });
+    if (account) docs.set(clientId, { ...own, username: account.userName });
+  }
   for await (const member of services.readStore.collection<TeamMemberDoc>('team_members').stream({ clientId })) {
     const teamMemberId = teamMemberIdOf(member);
-    if (!docs.has(teamMemberId)) {
-      docs.set(teamMemberId, { _id: `${eventId}:${teamMemberId}`, eventId, clientId, teamMemberId, username: member.userName, checkedIn: 0, checkedOut: 0 });
-    }
+    const scanned = docs.get(teamMemberId);
+    // A team member removed and created anew under its id may have another name: the row shows the current one.
+    docs.set(
+      teamMemberId,
+      scanned
+        ? { ...scanned, username: member.userName }
+        : { _id: `${eventId}:${teamMemberId}`, eventId, clientId, teamMemberId, username: member.userName, checkedIn: 0, checkedOut: 0 },
+    );
   }
   // The spec types these counts int32: a group of int32-max plus ones would overflow a client's int, so a count stops there.
   const int32 = (count: number) => Math.min(count, INT32_MAX);

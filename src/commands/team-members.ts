@@ -5,8 +5,9 @@ import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projecti
 import { isUuid, newId, normalizeId, scopedKey } from '../shared/ids.js';
 import { hashPassword, verifyPassword } from '../shared/secrets.js';
 import { caselessKey } from '../shared/text-key.js';
+import { reservationDecider, usernameStream, type ReservationCommand } from '../domain/reservation.js';
 import { checkUsernameFree, usernameClaim, withUsername } from './accounts.js';
-import { handleCommands, lastPosition, type CommandContext } from './handle-command.js';
+import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
 /** A team member as responses show it: the spec's fields without the password. */
@@ -48,17 +49,40 @@ async function repeatedCreate(
 ): Promise<TeamMemberView | undefined> {
   const doc = await findTeamMember(services, clientId, teamMemberId);
   if (!doc) return undefined;
+  if (!(await sameTeamMember(doc, clientId, input))) {
+    throw new DomainError('conflict', 'a team member with this id already exists, with other content', { code: 'team_member_exists' });
+  }
+  return toTeamMemberView(doc);
+}
+
+/** Whether a create asks for exactly this stored team member (the password checked against its hash). */
+async function sameTeamMember(doc: TeamMemberDoc, clientId: string, input: TeamMemberProfile & { password: string }): Promise<boolean> {
   const stored = toTeamMemberView(doc);
-  const same =
+  return (
     doc.clientId === clientId &&
     stored.userName === input.userName &&
     stored.email === input.email &&
     stored.firstName === input.firstName &&
     stored.lastName === input.lastName &&
     stored.canForce === (input.canForce ?? false) &&
-    (await verifyPassword(input.password, doc.passwordHash));
-  if (!same) throw new DomainError('conflict', 'a team member with this id already exists, with other content', { code: 'team_member_exists' });
-  return stored;
+    (await verifyPassword(input.password, doc.passwordHash))
+  );
+}
+
+/**
+ * A create without id retried (a timeout, a lost answer): the user name is the team member's key
+ * (unique service-wide), so one of this client's team members with that name and the same content
+ * is answered as it is; anything else leaves the name taken (409 username_taken).
+ */
+async function repeatedCreateByName(
+  services: Services,
+  clientId: string,
+  input: TeamMemberProfile & { password: string },
+): Promise<TeamMemberView | undefined> {
+  const doc = await services.readStore
+    .collection<TeamMemberDoc>('team_members')
+    .findOne({ clientId, userNameLower: caselessKey(input.userName.trim()) });
+  return doc && (await sameTeamMember(doc, clientId, input)) ? toTeamMemberView(doc) : undefined;
 }
 
 export async function registerTeamMember(
@@ -69,10 +93,8 @@ export async function registerTeamMember(
   const { id, password, ...profile } = input;
   const teamMemberId = normalizeId(id ?? newId());
   checkPasswordPolicy(password, profile);
-  if (id) {
-    const repeated = await repeatedCreate(services, context.tenantId, teamMemberId, input);
-    if (repeated) return repeated;
-  }
+  const repeated = id ? await repeatedCreate(services, context.tenantId, teamMemberId, input) : await repeatedCreateByName(services, context.tenantId, input);
+  if (repeated) return repeated;
   const register = {
     streamName: teamMemberStream(context.tenantId, teamMemberId),
     decider: teamMemberDecider,
@@ -95,6 +117,37 @@ export async function registerTeamMember(
   );
   await services.readYourWrites(lastPosition(results));
   return { id: teamMemberId, ...profile, canForce: profile.canForce ?? false };
+}
+
+/**
+ * DELETE teammember/{id}: the client removes one of its door staff. The team member signs in no
+ * more, its tokens issued before now are refused (src/http/auth.ts), its user name is given back
+ * (the client may create it again, with a new password), and what it scanned stays counted.
+ * Another client's team member, or an id never used, is not found; a repeat changes nothing.
+ */
+export async function removeTeamMember(services: Services, context: CommandContext, id: string): Promise<void> {
+  const teamMemberId = normalizeId(id);
+  const doc = await findTeamMember(services, context.tenantId, teamMemberId);
+  const remove: BatchItem = {
+    streamName: teamMemberStream(context.tenantId, teamMemberId),
+    decider: teamMemberDecider,
+    command: { type: 'RemoveTeamMember', clientId: context.tenantId, teamMemberId, at: context.now.toISOString() },
+  };
+  // The name is released after the removal, by the owner that claimed it (registerTeamMember).
+  const items: BatchItem[] = doc
+    ? [
+        remove,
+        {
+          streamName: usernameStream(doc.userName),
+          decider: reservationDecider,
+          command: { type: 'Release', key: doc.userName, ownerId: scopedKey(context.tenantId, teamMemberId) } satisfies ReservationCommand,
+          stage: 'release',
+          partOf: 0,
+        },
+      ]
+    : [remove];
+  const results = await handleCommands(services.eventStore, items, context);
+  await services.readYourWrites(lastPosition(results));
 }
 
 /**

@@ -10,20 +10,32 @@ export interface TeamMemberProfile {
   canForce?: boolean;
 }
 
-export type TeamMemberEvent = {
-  type: 'TeamMemberRegistered';
-  data: TeamMemberProfile & { teamMemberId: string; clientId: string; passwordHash: string };
-};
+export type TeamMemberEvent =
+  | {
+      type: 'TeamMemberRegistered';
+      data: TeamMemberProfile & { teamMemberId: string; clientId: string; passwordHash: string };
+    }
+  | {
+      /** The client removed its door staff: it signs in no more, and its tokens from before are refused (docs/api.md, Team members). */
+      type: 'TeamMemberRemoved';
+      data: { teamMemberId: string; clientId: string; userName: string; at: string };
+    };
 
-export type TeamMemberCommand = {
-  type: 'RegisterTeamMember';
-  teamMemberId: string;
-  clientId: string;
-  profile: TeamMemberProfile;
-  passwordHash: string;
-};
+export type TeamMemberCommand =
+  | {
+      type: 'RegisterTeamMember';
+      teamMemberId: string;
+      clientId: string;
+      profile: TeamMemberProfile;
+      passwordHash: string;
+    }
+  | { type: 'RemoveTeamMember'; teamMemberId: string; clientId: string; at: string };
 
-export type TeamMemberState = { status: 'none' } | { status: 'registered'; clientId: string; profile: TeamMemberProfile };
+/** `removed`: the id may be registered again (the way to give door staff a new password). */
+export type TeamMemberState =
+  | { status: 'none' }
+  | { status: 'registered'; clientId: string; profile: TeamMemberProfile }
+  | { status: 'removed'; clientId: string };
 
 /** Team member ids are the caller's and scoped per client (docs/identifiers.md). */
 export const teamMemberStream = (clientId: string, id: string): string => `teammember-${scopedKey(clientId, id)}`;
@@ -31,10 +43,22 @@ export const teamMemberStream = (clientId: string, id: string): string => `teamm
 export const teamMemberDecider: Decider<TeamMemberState, TeamMemberCommand, TeamMemberEvent> = {
   initialState: () => ({ status: 'none' }),
   evolve: (_state, event) => {
+    if (event.type === 'TeamMemberRemoved') return { status: 'removed', clientId: event.data.clientId };
     const { teamMemberId: _t, clientId, passwordHash: _p, ...profile } = event.data;
     return { status: 'registered', clientId, profile };
   },
   decide(command, state) {
+    if (command.type === 'RemoveTeamMember') {
+      // A repeated removal (a retry) changes nothing; an id never registered is not found.
+      if (state.status === 'removed') return [];
+      if (state.status !== 'registered') throw new DomainError('not_found', 'team member not found');
+      return [
+        {
+          type: 'TeamMemberRemoved',
+          data: { teamMemberId: command.teamMemberId, clientId: command.clientId, userName: state.profile.userName, at: command.at },
+        },
+      ];
+    }
     if (state.status === 'registered') {
       throw new DomainError('conflict', 'a team member with this id already exists', { code: 'team_member_exists' });
     }

@@ -1,7 +1,8 @@
 import type { RequestHandler } from 'express';
 import type { Services } from '../commands/services.js';
 import { InvalidTokenError, providerRetryAfterSec, providerUnavailableReasons } from '../identity/token-verifier.js';
-import type { AccountDoc } from '../projections/accounts.js';
+import type { AccountDoc, TeamMemberRemovalDoc } from '../projections/accounts.js';
+import { scopedKey } from '../shared/ids.js';
 import { sameSecret } from '../shared/secrets.js';
 import type { Principal } from './context.js';
 import { HttpError } from './errors.js';
@@ -90,6 +91,7 @@ function isSignIn(token: { tenant: string; claims?: Record<string, unknown> }): 
  */
 export function authenticate(verifier: BearerVerifier, services: Services): RequestHandler {
   const accounts = services.readStore.collection<AccountDoc>('accounts');
+  const removals = services.readStore.collection<TeamMemberRemovalDoc>('team_member_removals');
   const logged = new WeakSet<object>();
   return async (req, res, next) => {
     const header = req.get('authorization') ?? '';
@@ -114,6 +116,13 @@ export function authenticate(verifier: BearerVerifier, services: Services): Requ
       return next(unauthorized('this session was signed out by a password change; get a new token'));
     }
     if (token.role !== 'client' && token.role !== 'team_member') return next(unauthorized('the token has no known role'));
+    if (token.role === 'team_member') {
+      // A removed team member's tokens end with it (DELETE teammember/{id}), not when they expire.
+      const removal = await removals.get(scopedKey(token.tenant, token.sub), { readOnly: true });
+      if (removal && issuedAtMs(token) < Date.parse(removal.removedAt)) {
+        return next(unauthorized('this team member was removed by its client; its tokens are no longer valid'));
+      }
+    }
     const principal: Principal = {
       tenantId: token.tenant,
       actor: { type: token.role, id: token.sub },

@@ -52,6 +52,17 @@ export interface TeamMemberDoc {
   created: string;
 }
 
+/**
+ * `team_member_removals`: when a client removed a team member (`_id` as in `team_members`).
+ * Authentication refuses that team member's tokens issued before it (src/http/auth.ts).
+ */
+export interface TeamMemberRemovalDoc {
+  _id: string;
+  clientId: string;
+  teamMemberId: string;
+  removedAt: string;
+}
+
 const set = (id: string, fields: Record<string, unknown>, extra: Record<string, unknown> = {}): WriteOp => ({
   kind: 'update',
   collection: 'accounts',
@@ -157,9 +168,18 @@ export const teamMembersProjection: Projection = {
         { name: 'userNameLower', keys: { userNameLower: 1 } },
       ],
     },
+    { name: 'team_member_removals', indexes: [] },
   ],
   apply(stored: StoredEvent): WriteOp[] {
     const event = stored as unknown as StoredEvent & TeamMemberEvent;
+    if (event.type === 'TeamMemberRemoved') {
+      const { teamMemberId, clientId, at } = event.data;
+      const id = scopedKey(clientId, teamMemberId);
+      return [
+        { kind: 'delete', collection: 'team_members', id },
+        { kind: 'replace', collection: 'team_member_removals', id, doc: { clientId, teamMemberId, removedAt: at } },
+      ];
+    }
     if (event.type !== 'TeamMemberRegistered') return [];
     const { teamMemberId, ...fields } = event.data;
     return [

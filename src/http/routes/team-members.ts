@@ -1,10 +1,10 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import type { Services } from '../../commands/services.js';
-import { listTeamMembers, registerTeamMember } from '../../commands/team-members.js';
+import { listTeamMembers, registerTeamMember, removeTeamMember } from '../../commands/team-members.js';
 import { commandContext, principalOf } from '../context.js';
 import { defineRoute } from '../route.js';
-import { TeamMemberBody, TeamMemberResponse, teamMemberFields, UsernameParams } from '../schemas/account.js';
+import { AccountIdParams, TeamMemberBody, TeamMemberResponse, teamMemberFields, UsernameParams } from '../schemas/account.js';
 import { withEveryField } from '../../shared/every-field.js';
 
 export function teamMembersRouter(services: Services): Router {
@@ -21,6 +21,24 @@ export function teamMembersRouter(services: Services): Router {
       errors: [409],
     },
     async ({ body, res }) => withEveryField(await registerTeamMember(services, commandContext(res, services.clock), body), teamMemberFields),
+  );
+  defineRoute(
+    router,
+    {
+      method: 'delete',
+      path: '/checkin/v1/api/teammember/:id',
+      summary: 'Remove a team member (door staff) of the calling client',
+      description:
+        'The team member signs in no more and every token it was given before the removal is refused (401), at once; its user name is free again ' +
+        '(create it anew to give the person a new password). Its scans stay counted in the team statistics. A repeat is 204; an id the client never used is 404.',
+      tags: ['Team members'],
+      params: AccountIdParams,
+      status: 204,
+      errors: [404],
+    },
+    async ({ params, res }) => {
+      await removeTeamMember(services, commandContext(res, services.clock), params.id);
+    },
   );
   defineRoute(
     router,
