@@ -242,6 +242,12 @@ export interface DeliverySource {
   sourceEventId: string;
   sourceStream: string;
   sourceRevision: number;
+  /**
+   * The webhook configuration this delivery is for (the id of its `WebhookConfigured` event). A
+   * webhook deleted and configured again is another one: the delivery is not sent to it.
+   * Absent on deliveries scheduled before this was recorded (they go to the current webhook).
+   */
+  webhookConfigurationId?: string;
 }
 
 export type DeliveryEvent =
@@ -263,7 +269,8 @@ export type DeliveryEvent =
   | { type: 'WebhookDeliveryFailed'; data: { deliveryId: string; reason: string } }
   | { type: 'WebhookDeliveryExhausted'; data: { deliveryId: string; attempts: number; reason: string } }
   | { type: 'WebhookDeliveryDeadLettered'; data: { deliveryId: string; topic: string } }
-  | { type: 'WebhookRedeliveryRequested'; data: { deliveryId: string; clientId: string } }
+  /** `webhookConfigurationId`: the webhook configured when it was asked for; the redelivery goes to that one only. */
+  | { type: 'WebhookRedeliveryRequested'; data: { deliveryId: string; clientId: string; webhookConfigurationId?: string } }
   /**
    * A worker took the next attempt (issue 12, item 4): no other worker makes it before
    * `leaseUntil`; the worker's heartbeat extends it (WebhookDeliveryLeaseRenewed).
@@ -290,7 +297,7 @@ export type DeliveryCommand =
       jitter: number;
     }
   | { type: 'MarkDeadLettered'; deliveryId: string; topic: string }
-  | { type: 'RequestRedelivery'; deliveryId: string; clientId: string }
+  | { type: 'RequestRedelivery'; deliveryId: string; clientId: string; webhookConfigurationId?: string }
   /** Take the next attempt: refused (no event) while another worker's lease runs or before it is due. */
   | { type: 'StartAttempt'; deliveryId: string; at: string; leaseMs: number }
   | { type: 'RenewAttemptLease'; deliveryId: string; attempt: number; at: string; leaseMs: number }
@@ -355,7 +362,14 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
       case 'WebhookDeliveryDeadLettered':
         return { ...state, deadLettered: true };
       case 'WebhookRedeliveryRequested':
-        return { ...state, status: 'pending', budgetStart: state.attempts, nextAttemptAt: undefined, deadLettered: false };
+        return {
+          ...state,
+          status: 'pending',
+          budgetStart: state.attempts,
+          nextAttemptAt: undefined,
+          deadLettered: false,
+          webhookConfigurationId: event.data.webhookConfigurationId,
+        };
       default:
         return state;
     }
@@ -373,7 +387,16 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
     }
     switch (command.type) {
       case 'RequestRedelivery':
-        return [{ type: 'WebhookRedeliveryRequested', data: { deliveryId, clientId: command.clientId } }];
+        return [
+          {
+            type: 'WebhookRedeliveryRequested',
+            data: {
+              deliveryId,
+              clientId: command.clientId,
+              ...(command.webhookConfigurationId !== undefined ? { webhookConfigurationId: command.webhookConfigurationId } : {}),
+            },
+          },
+        ];
       case 'MarkDeadLettered':
         return state.status === 'dead' && !state.deadLettered
           ? [{ type: 'WebhookDeliveryDeadLettered', data: { deliveryId, topic: command.topic } }]

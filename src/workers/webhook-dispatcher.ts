@@ -93,6 +93,7 @@ export class WebhookDispatcher implements Worker {
           sourceEventId: stored.id,
           sourceStream: stored.streamName,
           sourceRevision: stored.revision,
+          ...(webhook.configurationId ? { webhookConfigurationId: webhook.configurationId } : {}),
         },
       },
       {

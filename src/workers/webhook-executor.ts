@@ -177,7 +177,9 @@ export class DeliveryExecutor {
     const at = clock.now();
     const started = performance.now();
     let outcome: AttemptOutcome;
-    if (!webhook) {
+    // Deleted, or deleted and configured again (maybe for another receiver): deliveries for the old one stop.
+    const replaced = state.webhookConfigurationId !== undefined && webhook?.configurationId !== state.webhookConfigurationId;
+    if (!webhook || replaced) {
       outcome = { kind: 'error', error: 'the webhook was deleted', retryable: false };
     } else if (typeof state.body !== 'string') {
       // A body that quoted the recipient is sealed with the guest's key; the guest was erased since (docs/personal-data.md).

@@ -1,0 +1,102 @@
+/**
+ * Webhooks as a receiver sees them, driven through HTTP (branch webhookrx): what the interface
+ * text promises a receiver, checked with a receiver written from that text (./receiver.ts).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+import { eventually, startReceiver, type Receiver } from './receiver.js';
+
+const env = { WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_RETRY_DELAYS_MS: '50,50,50,50,50,50,50,50,50' };
+const api = '/comms/v1/api/comms';
+
+let service: TestService;
+const closers: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  service = await startTestService(env);
+});
+afterAll(async () => {
+  await Promise.all(closers.map((close) => close()));
+  await service.close();
+});
+
+const commsClient = () => createClient(service, { commsApiEnabled: true, senderTrusted: true });
+
+async function receiverFor(client: Client, options: Parameters<typeof startReceiver>[0] = {}): Promise<Receiver> {
+  const receiver = await startReceiver(options);
+  closers.push(() => receiver.close());
+  const configured = await client.call('POST', `${api}/webhook`, { url: receiver.url });
+  expect(configured.status).toBe(200);
+  receiver.secret = configured.body.secret;
+  return receiver;
+}
+
+/** The delivery once it is no longer pending or retrying. */
+async function settled(client: Client, webhookId: string) {
+  return eventually(async () => {
+    const reply = await client.call('GET', `${api}/webhook/deliveries/${webhookId}`);
+    return reply.status === 200 && !['pending', 'retrying'].includes(reply.body.status) ? reply.body : undefined;
+  }, 20_000, `delivery ${webhookId} settled`);
+}
+
+/** A receiver that holds each request until `release(status)` answers it. */
+async function holdingReceiver() {
+  const held: http.ServerResponse[] = [];
+  let arrived: () => void = () => {};
+  const first = new Promise<void>((resolve) => (arrived = resolve));
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      held.push(res);
+      arrived();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    first,
+    held: () => held.length,
+    release(status: number) {
+      for (const res of held.splice(0)) {
+        res.statusCode = status;
+        res.end();
+      }
+    },
+  };
+}
+
+describe('webhook delete (docs/webhooks.md: deliveries not yet made stop)', () => {
+  it('does not send a retry of the deleted webhook to one configured again before that retry; redeliver sends it there', async () => {
+    const client = await commsClient();
+    const old = await holdingReceiver();
+    expect((await client.call('POST', `${api}/webhook`, { url: old.url })).status).toBe(200);
+    const test = await client.call('POST', `${api}/webhook/test`);
+    expect(test.status).toBe(200);
+    await old.first;
+
+    // While the first attempt is in flight, the integrator deletes the webhook and configures a new one.
+    expect((await client.call('POST', `${api}/webhook/delete`)).status).toBe(200);
+    const fresh = await receiverFor(client);
+    old.release(503);
+
+    const delivery = await settled(client, test.body.webhookId);
+    expect(delivery.status).toBe('failed');
+    expect(delivery.failureReason).toBe('the webhook was deleted');
+    expect(delivery.attemptLog.map((a: { statusCode?: number }) => a.statusCode)).toEqual([503, undefined]);
+    expect(fresh.deliveries).toHaveLength(0);
+
+    // Asked for explicitly, it goes to the webhook configured now, signed with its secret.
+    const again = await client.call('POST', `${api}/webhook/deliveries/${test.body.webhookId}/redeliver`);
+    expect(again.status).toBe(200);
+    const [redelivered] = await fresh.waitFor(1, 20_000);
+    expect(redelivered!.specVerified).toBe(true);
+    expect(redelivered!.headers['x-service-webhook-id']).toBe(test.body.webhookId);
+    expect((await settled(client, test.body.webhookId)).status).toBe('delivered');
+  });
+});
