@@ -100,3 +100,35 @@ describe('webhook delete (docs/webhooks.md: deliveries not yet made stop)', () =
     expect((await settled(client, test.body.webhookId)).status).toBe('delivered');
   });
 });
+
+describe('events the dispatcher reaches late (the interface: latency up to about a minute)', () => {
+  it('does not send an event that happened before the webhook was deleted to the one configured after it', async () => {
+    const client = await commsClient();
+    const old = await receiverFor(client);
+    const relay = service.relay!;
+    // The bus lags: the event is stored, the dispatcher has not seen it yet.
+    await relay.stop();
+    let before: { status: number; body: { webhookId: string } };
+    let fresh: Receiver;
+    try {
+      before = await client.call('POST', `${api}/webhook/test`, { correlationId: 'under-the-old-webhook' });
+      expect(before.status).toBe(200);
+      expect((await client.call('POST', `${api}/webhook/delete`)).status).toBe(200);
+      fresh = await receiverFor(client);
+    } finally {
+      await relay.start();
+    }
+    // One stream, in order: once the dispatcher delivered this one, it has handled the one before.
+    const after = await client.call('POST', `${api}/webhook/test`, { correlationId: 'under-the-new-webhook' });
+    const [delivery] = await fresh.waitFor(1, 20_000);
+    expect(delivery!.headers['x-service-webhook-id']).toBe(after.body.webhookId);
+    expect(delivery!.specVerified).toBe(true);
+    await settled(client, after.body.webhookId);
+    expect(fresh.deliveries.map((d) => d.body.data.correlationId)).toEqual(['under-the-new-webhook']);
+    expect(old.deliveries).toHaveLength(0);
+    // No delivery was made for it; it stays readable for reconciliation.
+    expect((await client.call('GET', `${api}/webhook/deliveries/${before.body.webhookId}`)).status).toBe(404);
+    const events = await client.call('GET', `${api}/events`);
+    expect(events.body.items.map((e: { id: string }) => e.id)).toEqual(expect.arrayContaining([before.body.webhookId, after.body.webhookId]));
+  });
+});
