@@ -204,6 +204,13 @@ export class DeliveryExecutor {
           },
           this.abort.signal,
         );
+        if (outcome.kind === 'response' && outcome.statusCode === 401) {
+          // Rotated while the request was on its way: the receiver already holds the new secret.
+          const now = await readStore.collection<WebhookDoc>('webhooks').get(state.clientId);
+          if (now && now.configurationId === webhook.configurationId && now.secretRotatedAt !== webhook.secretRotatedAt) {
+            outcome = { ...outcome, secretRotated: true };
+          }
+        }
       }
     }
     if (this.queue.isStopped) return;

@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
-import { eventually, startReceiver, type Receiver } from './receiver.js';
+import { eventually, specVerify, startReceiver, type Receiver } from './receiver.js';
 
 const env = { WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_RETRY_DELAYS_MS: '50,50,50,50,50,50,50,50,50' };
 const api = '/comms/v1/api/comms';
@@ -130,5 +130,68 @@ describe('events the dispatcher reaches late (the interface: latency up to about
     expect((await client.call('GET', `${api}/webhook/deliveries/${before.body.webhookId}`)).status).toBe(404);
     const events = await client.call('GET', `${api}/events`);
     expect(events.body.items.map((e: { id: string }) => e.id)).toEqual(expect.arrayContaining([before.body.webhookId, after.body.webhookId]));
+  });
+});
+
+describe('secret rotation (spec: Comms rule 3, the old secret stops working immediately)', () => {
+  it('retries, with the new secret, a delivery the receiver rejected (401) because it was signed before a rotation', async () => {
+    const client = await commsClient();
+    // A receiver written from the interface: it verifies with the secret it holds when it reads the
+    // request, and answers 401 (and ignores the event) when verification fails.
+    let secret = '';
+    const arrivals: { webhookId: string; verified: boolean }[] = [];
+    const held: (() => void)[] = [];
+    let arrived: () => void = () => {};
+    const first = new Promise<void>((resolve) => (arrived = resolve));
+    let holdNext = true;
+    const server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const answer = () => {
+          const verified = specVerify(Buffer.concat(chunks), req.headers['x-service-signature'] as string, secret);
+          arrivals.push({ webhookId: String(req.headers['x-service-webhook-id']), verified });
+          res.statusCode = verified ? 200 : 401;
+          res.end();
+        };
+        if (!holdNext) return answer();
+        holdNext = false;
+        held.push(answer);
+        arrived();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const configured = await client.call('POST', `${api}/webhook`, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook` });
+    secret = configured.body.secret;
+    const test = await client.call('POST', `${api}/webhook/test`);
+    await first;
+
+    // The delivery is on its way, signed with the old secret; the integrator rotates and switches the receiver over.
+    const rotated = await client.call('POST', `${api}/webhook/rotate`);
+    expect(rotated.status).toBe(200);
+    secret = rotated.body.secret;
+    held.shift()!();
+
+    const delivery = await settled(client, test.body.webhookId);
+    expect(delivery.status).toBe('delivered');
+    expect(delivery.attemptLog.map((a: { statusCode?: number }) => a.statusCode)).toEqual([401, 200]);
+    expect(arrivals).toEqual([
+      { webhookId: test.body.webhookId, verified: false },
+      { webhookId: test.body.webhookId, verified: true },
+    ]);
+  });
+
+  it('still treats a 401 as final when the secret was not rotated during the attempt', async () => {
+    const client = await commsClient();
+    const receiver = await receiverFor(client);
+    receiver.secret = 'whsec_not-the-one-the-service-holds';
+    const test = await client.call('POST', `${api}/webhook/test`);
+    const delivery = await settled(client, test.body.webhookId);
+    expect(delivery.status).toBe('failed');
+    expect(delivery.attemptLog.map((a: { statusCode?: number }) => a.statusCode)).toEqual([401]);
   });
 });
