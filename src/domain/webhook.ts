@@ -227,9 +227,11 @@ export type AttemptOutcome =
   /**
    * `secretRotated`: the secret this attempt was signed with was rotated before the answer came
    * (spec, Comms rule 3: the old one stops working at once), so a 401 is the receiver rejecting
-   * the old secret, not the event: it is retried, signed with the new one.
+   * the old secret, not the event: it is retried, signed with the new one. `urlChanged`: the
+   * webhook's URL changed before the answer came, so a failure is the old URL's: it is retried at
+   * the new one.
    */
-  | { kind: 'response'; statusCode: number; secretRotated?: boolean }
+  | { kind: 'response'; statusCode: number; secretRotated?: boolean; urlChanged?: boolean }
   /** `retryable`: a timeout or connection error is; a refused URL or a deleted webhook is not. */
   | { kind: 'error'; error: string; retryable: boolean };
 
@@ -324,13 +326,16 @@ export type DeliveryState =
 
 export const deliveryStream = (deliveryId: string): string => `webhookdelivery-${deliveryId}`;
 
-/** 2xx delivers; 408, 429 and 5xx retry (and a 401 to a secret rotated meanwhile); any other answer is final (redirects are not followed). */
+/**
+ * 2xx delivers; 408, 429 and 5xx retry, and so does any failure from a URL changed meanwhile or a
+ * 401 to a secret rotated meanwhile; any other answer is final (redirects are not followed).
+ */
 export function verdictOf(outcome: AttemptOutcome): 'delivered' | 'retry' | 'final' {
   if (outcome.kind === 'error') return outcome.retryable ? 'retry' : 'final';
   const code = outcome.statusCode;
   if (code >= 200 && code < 300) return 'delivered';
   if (code === 408 || code === 429 || code >= 500) return 'retry';
-  if (code === 401 && outcome.secretRotated) return 'retry';
+  if ((code === 401 && outcome.secretRotated) || outcome.urlChanged) return 'retry';
   return 'final';
 }
 

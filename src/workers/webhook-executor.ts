@@ -8,6 +8,7 @@ import {
   deliveryStream,
   derivedId,
   isActive,
+  verdictOf,
   type AttemptOutcome,
   type DeliveryCommand,
   type DeliveryState,
@@ -204,11 +205,16 @@ export class DeliveryExecutor {
           },
           this.abort.signal,
         );
-        if (outcome.kind === 'response' && outcome.statusCode === 401) {
-          // Rotated while the request was on its way: the receiver already holds the new secret.
+        if (verdictOf(outcome) === 'final') {
+          // A final failure from a configuration the integrator changed while the request was on its way
+          // (the old URL, or a receiver already holding the new secret) is the old one's: try the new one.
           const now = await readStore.collection<WebhookDoc>('webhooks').get(state.clientId);
-          if (now && now.configurationId === webhook.configurationId && now.secretRotatedAt !== webhook.secretRotatedAt) {
-            outcome = { ...outcome, secretRotated: true };
+          if (now && now.configurationId === webhook.configurationId) {
+            if (now.url !== webhook.url) {
+              outcome = outcome.kind === 'response' ? { ...outcome, urlChanged: true } : { ...outcome, retryable: true };
+            } else if (outcome.kind === 'response' && outcome.statusCode === 401 && now.secretRotatedAt !== webhook.secretRotatedAt) {
+              outcome = { ...outcome, secretRotated: true };
+            }
           }
         }
       }

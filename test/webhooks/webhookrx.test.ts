@@ -195,3 +195,36 @@ describe('secret rotation (spec: Comms rule 3, the old secret stops working imme
     expect(delivery.attemptLog.map((a: { statusCode?: number }) => a.statusCode)).toEqual([401]);
   });
 });
+
+describe('URL change (spec: Comms rule 2)', () => {
+  it('retries at the new URL a delivery the old URL rejected for good while the URL was being changed', async () => {
+    const client = await commsClient();
+    const old = await holdingReceiver();
+    const configured = await client.call('POST', `${api}/webhook`, { url: old.url });
+    const test = await client.call('POST', `${api}/webhook/test`);
+    await old.first;
+
+    // The old endpoint is being retired: the integrator points the webhook elsewhere, then the old one answers 410.
+    const moved = await startReceiver({ secret: configured.body.secret });
+    closers.push(() => moved.close());
+    expect((await client.call('POST', `${api}/webhook`, { url: moved.url })).body).toEqual({ url: moved.url, secret: null });
+    old.release(410);
+
+    const delivery = await settled(client, test.body.webhookId);
+    expect(delivery.status).toBe('delivered');
+    expect(delivery.attemptLog.map((a: { url: string; statusCode?: number }) => [a.url, a.statusCode])).toEqual([
+      [old.url, 410],
+      [moved.url, 200],
+    ]);
+    expect(moved.deliveries.map((d) => [d.headers['x-service-webhook-id'], d.specVerified])).toEqual([[test.body.webhookId, true]]);
+  });
+
+  it('still treats a 410 as final when the URL did not change', async () => {
+    const client = await commsClient();
+    await receiverFor(client, { fallback: 410 });
+    const test = await client.call('POST', `${api}/webhook/test`);
+    const delivery = await settled(client, test.body.webhookId);
+    expect(delivery.status).toBe('failed');
+    expect(delivery.attemptLog.map((a: { statusCode?: number }) => a.statusCode)).toEqual([410]);
+  });
+});
