@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually, specVerify, startReceiver, type Receiver } from './receiver.js';
 
-const env = { WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_RETRY_DELAYS_MS: '50,50,50,50,50,50,50,50,50' };
+// Attempts held by a test receiver stay in flight well past any stall of a loaded machine.
+const env = { WEBHOOK_ALLOW_INSECURE: 'true', WEBHOOK_RETRY_DELAYS_MS: '50,50,50,50,50,50,50,50,50', WEBHOOK_TIMEOUT_MS: '60000' };
 const api = '/comms/v1/api/comms';
 
 let service: TestService;
