@@ -239,10 +239,13 @@ export async function getDelivery(services: Services, clientId: string, id: stri
 /** Sends a delivery again: same webhook id and body, fresh timestamp and signature, a fresh attempt budget. */
 export async function redeliver(services: Services, context: CommandContext, id: string): Promise<DeliveryView> {
   const deliveryId = id.toLowerCase();
+  // Sent to the webhook configured now, even when the delivery was first made for one since deleted.
+  const webhook = await webhooks(services).get(context.tenantId);
   const result = await handleCommand(services.eventStore, deliveryDecider, deliveryStream(deliveryId), {
     type: 'RequestRedelivery',
     deliveryId,
     clientId: context.tenantId,
+    ...(webhook?.configurationId ? { webhookConfigurationId: webhook.configurationId } : {}),
   }, context);
   await services.readYourWrites(result.position);
   return getDelivery(services, context.tenantId, deliveryId);

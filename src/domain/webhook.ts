@@ -225,10 +225,13 @@ export type DeliveryStatus = 'pending' | 'retrying' | 'delivered' | 'failed' | '
 /** What one attempt came to: the receiver's status code, or an error before one arrived. */
 export type AttemptOutcome =
   /**
-   * `configChanged`: the webhook's URL or secret changed while the attempt was in flight (a
-   * rotate, a URL change); a refusal of that attempt says nothing about the new one: retried.
+   * `secretRotated`: the secret this attempt was signed with was rotated before the answer came
+   * (spec, Comms rule 3: the old one stops working at once), so a 401 is the receiver rejecting
+   * the old secret, not the event: it is retried, signed with the new one. `urlChanged`: the
+   * webhook's URL changed before the answer came, so a failure is the old URL's: it is retried at
+   * the new one.
    */
-  | { kind: 'response'; statusCode: number; configChanged?: boolean }
+  | { kind: 'response'; statusCode: number; secretRotated?: boolean; urlChanged?: boolean }
   /** `retryable`: a timeout or connection error is; a refused URL or a deleted webhook is not. */
   | { kind: 'error'; error: string; retryable: boolean };
 
@@ -246,6 +249,12 @@ export interface DeliverySource {
   sourceEventId: string;
   sourceStream: string;
   sourceRevision: number;
+  /**
+   * The webhook configuration this delivery is for (the id of its `WebhookConfigured` event). A
+   * webhook deleted and configured again is another one: the delivery is not sent to it.
+   * Absent on deliveries scheduled before this was recorded (they go to the current webhook).
+   */
+  webhookConfigurationId?: string;
 }
 
 export type DeliveryEvent =
@@ -267,7 +276,8 @@ export type DeliveryEvent =
   | { type: 'WebhookDeliveryFailed'; data: { deliveryId: string; reason: string } }
   | { type: 'WebhookDeliveryExhausted'; data: { deliveryId: string; attempts: number; reason: string } }
   | { type: 'WebhookDeliveryDeadLettered'; data: { deliveryId: string; topic: string } }
-  | { type: 'WebhookRedeliveryRequested'; data: { deliveryId: string; clientId: string } }
+  /** `webhookConfigurationId`: the webhook configured when it was asked for; the redelivery goes to that one only. */
+  | { type: 'WebhookRedeliveryRequested'; data: { deliveryId: string; clientId: string; webhookConfigurationId?: string } }
   /**
    * A worker took the next attempt (issue 12, item 4): no other worker makes it before
    * `leaseUntil`; the worker's heartbeat extends it (WebhookDeliveryLeaseRenewed).
@@ -294,7 +304,7 @@ export type DeliveryCommand =
       jitter: number;
     }
   | { type: 'MarkDeadLettered'; deliveryId: string; topic: string }
-  | { type: 'RequestRedelivery'; deliveryId: string; clientId: string }
+  | { type: 'RequestRedelivery'; deliveryId: string; clientId: string; webhookConfigurationId?: string }
   /** Take the next attempt: refused (no event) while another worker's lease runs or before it is due. */
   | { type: 'StartAttempt'; deliveryId: string; at: string; leaseMs: number }
   | { type: 'RenewAttemptLease'; deliveryId: string; attempt: number; at: string; leaseMs: number }
@@ -316,12 +326,16 @@ export type DeliveryState =
 
 export const deliveryStream = (deliveryId: string): string => `webhookdelivery-${deliveryId}`;
 
-/** 2xx delivers; 408, 429 and 5xx retry; any other answer is final (redirects are not followed). */
+/**
+ * 2xx delivers; 408, 429 and 5xx retry, and so does any failure from a URL changed meanwhile or a
+ * 401 to a secret rotated meanwhile; any other answer is final (redirects are not followed).
+ */
 export function verdictOf(outcome: AttemptOutcome): 'delivered' | 'retry' | 'final' {
   if (outcome.kind === 'error') return outcome.retryable ? 'retry' : 'final';
   const code = outcome.statusCode;
   if (code >= 200 && code < 300) return 'delivered';
-  if (code === 408 || code === 429 || code >= 500 || outcome.configChanged === true) return 'retry';
+  if (code === 408 || code === 429 || code >= 500) return 'retry';
+  if ((code === 401 && outcome.secretRotated) || outcome.urlChanged) return 'retry';
   return 'final';
 }
 
@@ -359,7 +373,14 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
       case 'WebhookDeliveryDeadLettered':
         return { ...state, deadLettered: true };
       case 'WebhookRedeliveryRequested':
-        return { ...state, status: 'pending', budgetStart: state.attempts, nextAttemptAt: undefined, deadLettered: false };
+        return {
+          ...state,
+          status: 'pending',
+          budgetStart: state.attempts,
+          nextAttemptAt: undefined,
+          deadLettered: false,
+          webhookConfigurationId: event.data.webhookConfigurationId,
+        };
       default:
         return state;
     }
@@ -377,7 +398,16 @@ export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEv
     }
     switch (command.type) {
       case 'RequestRedelivery':
-        return [{ type: 'WebhookRedeliveryRequested', data: { deliveryId, clientId: command.clientId } }];
+        return [
+          {
+            type: 'WebhookRedeliveryRequested',
+            data: {
+              deliveryId,
+              clientId: command.clientId,
+              ...(command.webhookConfigurationId !== undefined ? { webhookConfigurationId: command.webhookConfigurationId } : {}),
+            },
+          },
+        ];
       case 'MarkDeadLettered':
         return state.status === 'dead' && !state.deadLettered
           ? [{ type: 'WebhookDeliveryDeadLettered', data: { deliveryId, topic: command.topic } }]

@@ -90,7 +90,7 @@ for (const type of commsEventTypes) {
     },
     responses: {
       200: { description: 'Any 2xx: delivered' },
-      401: { description: 'The signature did not verify: the event is not retried' },
+      401: { description: 'The signature did not verify: the event is not retried (unless the secret was rotated while the request was on its way: then it is, signed with the new one)' },
       503: { description: '408, 429 and 5xx (and timeouts) are retried with backoff' },
     },
   });

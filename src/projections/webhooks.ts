@@ -20,6 +20,10 @@ export interface WebhookDoc {
   url: string;
   encryptedSecret: string;
   keyId: string;
+  /** The id of the `WebhookConfigured` event: a webhook deleted and configured again gets another. */
+  configurationId?: string;
+  /** Its global position: comms events before it happened while this webhook did not exist. */
+  configuredPosition?: number;
   createdAt: string;
   updatedAt: string;
   secretRotatedAt?: string;
@@ -75,7 +79,7 @@ export const webhooksProjection: Projection = {
     switch (event.type) {
       case 'WebhookConfigured': {
         const { url, encryptedSecret, keyId } = event.data;
-        return [{ kind: 'replace', collection: 'webhooks', id, doc: { url, encryptedSecret, keyId, createdAt: at, updatedAt: at } }];
+        return [{ kind: 'replace', collection: 'webhooks', id, doc: { url, encryptedSecret, keyId, configurationId: stored.id, configuredPosition: stored.position, createdAt: at, updatedAt: at } }];
       }
       case 'WebhookUrlChanged':
         return update({ url: event.data.url });

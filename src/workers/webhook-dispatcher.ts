@@ -77,6 +77,8 @@ export class WebhookDispatcher implements Worker {
     await this.services.readYourWrites(stored.position);
     const webhook = await this.services.readStore.collection<WebhookDoc>('webhooks').get(event.clientId);
     if (!webhook) return;
+    // Configured after the event (reached late: a lagging bus): the event happened with no webhook, or under one since deleted.
+    if (webhook.configuredPosition !== undefined && webhook.configuredPosition > stored.position) return;
     const result = await handleCommand(
       this.services.eventStore,
       deliveryDecider,
@@ -93,6 +95,7 @@ export class WebhookDispatcher implements Worker {
           sourceEventId: stored.id,
           sourceStream: stored.streamName,
           sourceRevision: stored.revision,
+          ...(webhook.configurationId ? { webhookConfigurationId: webhook.configurationId } : {}),
         },
       },
       {

@@ -178,7 +178,9 @@ export class DeliveryExecutor {
     const at = clock.now();
     const started = performance.now();
     let outcome: AttemptOutcome;
-    if (!webhook) {
+    // Deleted, or deleted and configured again (maybe for another receiver): deliveries for the old one stop.
+    const replaced = state.webhookConfigurationId !== undefined && webhook?.configurationId !== state.webhookConfigurationId;
+    if (!webhook || replaced) {
       outcome = { kind: 'error', error: 'the webhook was deleted', retryable: false };
     } else if (typeof state.body !== 'string') {
       // A body that quoted the recipient is sealed with the guest's key; the guest was erased since (docs/personal-data.md).
@@ -203,15 +205,21 @@ export class DeliveryExecutor {
           },
           this.abort.signal,
         );
+        if (verdictOf(outcome) === 'final') {
+          // A final failure from a configuration the integrator changed while the request was on its way
+          // (the old URL, or a receiver already holding the new secret) is the old one's: try the new one.
+          const now = await readStore.collection<WebhookDoc>('webhooks').get(state.clientId);
+          if (now && now.configurationId === webhook.configurationId) {
+            if (now.url !== webhook.url) {
+              outcome = outcome.kind === 'response' ? { ...outcome, urlChanged: true } : { ...outcome, retryable: true };
+            } else if (outcome.kind === 'response' && outcome.statusCode === 401 && now.secretRotatedAt !== webhook.secretRotatedAt) {
+              outcome = { ...outcome, secretRotated: true };
+            }
+          }
+        }
       }
     }
     if (this.queue.isStopped) return;
-    // A rotate (or URL change) answered while this attempt was signed with the old secret (or sent
-    // to the old URL): the receiver's 401 for the old signature must not end the delivery.
-    if (webhook && outcome!.kind === 'response' && verdictOf(outcome!) === 'final') {
-      const now = await readStore.collection<WebhookDoc>('webhooks').get(state.clientId);
-      if (now && (now.url !== webhook.url || now.encryptedSecret !== webhook.encryptedSecret)) outcome = { ...outcome!, configChanged: true };
-    }
 
     const attempt = state.attempts + 1;
     const verdict = outcome!.kind === 'error' ? 'error' : outcome!.statusCode >= 200 && outcome!.statusCode < 300 ? 'delivered' : 'failed';

@@ -150,6 +150,12 @@ describe('delivery decider (spec: Delivery behaviour)', () => {
     expect([200, 202, 204, 299].map(response)).toEqual(Array(4).fill('delivered'));
     expect([408, 429, 500, 502, 503, 504].map(response)).toEqual(Array(6).fill('retry'));
     expect([301, 400, 401, 403, 404, 410, 422].map(response)).toEqual(Array(7).fill('final'));
+    // A 401 to a signature made with a secret rotated during the attempt is retried with the new one.
+    expect(verdictOf({ kind: 'response', statusCode: 401, secretRotated: true })).toBe('retry');
+    expect(verdictOf({ kind: 'response', statusCode: 403, secretRotated: true })).toBe('final');
+    // Any failure from a URL changed during the attempt is retried at the new URL.
+    expect(verdictOf({ kind: 'response', statusCode: 410, urlChanged: true })).toBe('retry');
+    expect(verdictOf({ kind: 'response', statusCode: 200, urlChanged: true })).toBe('delivered');
     expect(verdictOf({ kind: 'error', error: 'ECONNREFUSED', retryable: true })).toBe('retry');
     expect(verdictOf({ kind: 'error', error: 'refused address', retryable: false })).toBe('final');
   });
