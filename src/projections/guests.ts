@@ -285,8 +285,18 @@ function scanOp(event: ScanEvent, fields: Partial<ScanDoc>): WriteOp {
   };
 }
 
-/** Gate and device names become field names: keep them free of `.` and `$`. */
-export const fieldKey = (name: string): string => encodeURIComponent(name).replace(/\./g, '%2E');
+/**
+ * Gate and device names (any text a door device sends) become field names: keep them free of `.`
+ * and `$`, and never a name every JavaScript object has already (`__proto__`, `constructor`,
+ * `toString`, ...): such a name's first character is percent-encoded too (`%63onstructor`), so
+ * no update path walks into an object's prototype. `decodeURIComponent` gives every name back;
+ * names that were never such keep the key they always had.
+ */
+export const fieldKey = (name: string): string => {
+  const key = encodeURIComponent(name).replace(/\./g, '%2E');
+  return key in emptyObject ? `%${key.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}${key.slice(1)}` : key;
+};
+const emptyObject: object = {};
 
 /**
  * Per-minute activity: `activity.m<epoch minute>` (the `m` keeps the key from reading as an
