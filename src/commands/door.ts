@@ -21,7 +21,7 @@ import { customIdMatch, findGuestByIdOrCustomId, findOwnGuest } from './guest-lo
 import { guests, toGuestView, type GuestView } from './guests.js';
 import { findTeamMember } from './team-members.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
-import type { Services } from './services.js';
+import { readModelsBehind, type Services } from './services.js';
 import { checkTicket } from '../tickets/event-keys.js';
 import { looksLikeTicket, withoutScannerPadding } from '../tickets/ticket-code.js';
 
@@ -323,7 +323,8 @@ export async function undoCheckIn(
   }, context);
   await services.readYourWrites(result.position);
   const doc = await guests(services).get(guest._id);
-  return { annulled: scanId, guest: toGuestView(doc!) };
+  if (!doc) throw readModelsBehind(`the undo of scan ${scanId}`);
+  return { annulled: scanId, guest: toGuestView(doc) };
 }
 
 type ScanRef = { _id: string; guestId?: string; eventId: string; clientId: string };
@@ -361,8 +362,9 @@ async function undoLatest(
   }, context);
   await services.readYourWrites(result.position);
   const doc = await guests(services).get(found._id);
+  if (!doc) throw readModelsBehind('the undo');
   const annulled = result.events.find((e) => e.type === 'GuestAdmissionAnnulled') as { data: { scanId: string } } | undefined;
-  return { annulled: annulled!.data.scanId, guest: toGuestView(doc!) };
+  return { annulled: annulled!.data.scanId, guest: toGuestView(doc) };
 }
 
 /** Block or unblock guests named by id, customId or barcode; all are checked before any is changed. */
@@ -406,5 +408,6 @@ export async function setBlocked(
   const results = await handleCommands(services.eventStore, items, context);
   await services.readYourWrites(lastPosition(results));
   const docs = await Promise.all([...targets].map((id) => guests(services).get(id)));
-  return docs.filter((d): d is GuestDoc => d !== null).map(toGuestView);
+  if (docs.some((d) => d === null)) throw readModelsBehind(`the change of ${docs.length} guests`);
+  return (docs as GuestDoc[]).map(toGuestView);
 }

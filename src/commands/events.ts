@@ -2,7 +2,7 @@ import { eventDecider, eventStream, legacyEventStream, type EventChanges, type E
 import { DomainError } from '../domain/decider.js';
 import { isUuid, newId, normalizeId, scopedKey } from '../shared/ids.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
-import type { Services } from './services.js';
+import { readModelsBehind, type Services } from './services.js';
 
 export interface EventView extends EventDetails {
   id: string;
@@ -33,7 +33,9 @@ export async function saveEvent(
     details,
   }, context);
   await services.readYourWrites(result.position);
-  return getEvent(services, context.tenantId, eventId);
+  const saved = await findEvent(services, context.tenantId, eventId);
+  if (!saved) throw readModelsBehind(`event ${eventId}`);
+  return saved;
 }
 
 /**

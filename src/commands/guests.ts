@@ -17,7 +17,7 @@ import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId, findOwnGuest } from './guest-lookup.js';
 import { findTemplateDoc } from './templates.js';
 import { handleCommands, lastPosition, repeatableId, type BatchItem, type CommandContext } from './handle-command.js';
-import type { Services } from './services.js';
+import { readModelsBehind, type Services } from './services.js';
 import { ticketSigner, type TicketSigner } from '../tickets/event-keys.js';
 
 /**
@@ -276,7 +276,9 @@ async function saveGuestsOnce(
   });
   await services.readYourWrites(lastPosition(results));
   const docs = await Promise.all(plans.map((p) => guests(services).get(p.key, { readOnly: true })));
-  return docs.filter((d): d is GuestDoc => d !== null).map(toGuestView);
+  const missing = docs.findIndex((d) => d === null);
+  if (missing >= 0) throw readModelsBehind(docs.length === 1 ? `guest ${plans[missing]!.guestId}` : `the batch of ${docs.length} guests`);
+  return (docs as GuestDoc[]).map(toGuestView);
 }
 
 /**

@@ -8,7 +8,7 @@ import { newId, scopedKey } from '../shared/ids.js';
 import { getEvent } from './events.js';
 import { domainOfAddress, domainVerifiedByAnother } from './sending-domain.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
-import type { Services } from './services.js';
+import { readModelsBehind, type Services } from './services.js';
 
 /**
  * The spec's Comms template object, every field present ("returns all of the fields"): the
@@ -84,7 +84,9 @@ export async function createTemplate(
     context,
   );
   await services.readYourWrites(result.position);
-  return getTemplate(services, context.tenantId, templateId);
+  const doc = await findTemplateDoc(services, context.tenantId, templateId);
+  if (!doc) throw readModelsBehind(`template ${templateId}`);
+  return toTemplateView(doc);
 }
 
 function checkContent(details: TemplateDetails, linkPolicy: LinkPolicy): void {

@@ -55,7 +55,9 @@ export function toHttpError(error: unknown): HttpError {
     const status = domainStatus[error.code];
     const errors = error.details?.errors as HttpError['errors'];
     const code = (error.details?.code as string | undefined) ?? error.code;
-    return new HttpError(status, code, error.message, errors);
+    // The change is recorded; its read model is behind: come back for it in a moment.
+    const headers = code === 'read_models_behind' ? { 'retry-after': '1' } : undefined;
+    return new HttpError(status, code, error.message, errors, headers);
   }
   if (error instanceof ConcurrencyError) {
     return new HttpError(409, 'conflict', 'the resource was changed by another request; retry');
