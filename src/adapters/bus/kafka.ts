@@ -449,31 +449,53 @@ class KafkaBusConsumer implements Consumer {
    * One fetched batch of one partition, in order. Offsets are committed once per batch (and every
    * COMMIT_EVERY messages), not once per message: a commit is a round trip to the group
    * coordinator, which cost more than most handlers.
+   *
+   * A batch left early (close(), a rebalance: kafkajs's heartbeat() then throws
+   * REBALANCE_IN_PROGRESS, a failed dead-letter publish) still commits what it handled, or the
+   * group would hand those messages out again (a redelivered invitation is a comms.skipped
+   * webhook). That commit goes through the batch's own `commitOffsetsIfNecessary(offsets)`:
+   * kafkajs's `consumer.commitOffsets` does nothing once the consumer is stopping, and the member
+   * is still in its generation until the batch returns (the coordinator accepts a commit while
+   * a rebalance waits for this member to rejoin).
    */
-  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }: EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
     const callerTopic = this.bus.callerName(topic);
     let done: string | undefined;
     let sinceCommit = 0;
+    const next = () => [{ topic, partition, offset: (BigInt(done!) + 1n).toString() }];
     const commit = async () => {
       if (done === undefined) return;
-      await this.consumer.commitOffsets([{ topic, partition, offset: (BigInt(done) + 1n).toString() }]);
+      await this.consumer.commitOffsets(next());
       done = undefined;
       sinceCommit = 0;
     };
-    for (const message of batch.messages) {
-      // Returning without a commit leaves the offsets to the next member of the group.
-      if (this.abort.signal.aborted || !isRunning() || isStale()) return;
-      const delivery = await this.deliver(toBusMessage(callerTopic, partition, message), heartbeat);
-      if (delivery.outcome === 'abandoned' || this.abort.signal.aborted) return;
-      // A dead letter too large for the bus goes without its value (its headers name the source offset).
-      if (delivery.deadLetter) await this.bus.publish(deadLetterTopic(callerTopic), [fitMessage(delivery.deadLetter, this.bus.maxMessageBytes)]);
-      resolveOffset(message.offset);
-      done = message.offset;
-      if (++sinceCommit >= COMMIT_EVERY) await commit();
-      await heartbeat();
+    let finished = false;
+    try {
+      for (const message of batch.messages) {
+        if (this.abort.signal.aborted || !isRunning() || isStale()) return;
+        const delivery = await this.deliver(toBusMessage(callerTopic, partition, message), heartbeat);
+        // The abandoned message stays uncommitted: the group redelivers it.
+        if (delivery.outcome === 'abandoned' || this.abort.signal.aborted) return;
+        // A dead letter too large for the bus goes without its value (its headers name the source offset).
+        if (delivery.deadLetter) await this.bus.publish(deadLetterTopic(callerTopic), [fitMessage(delivery.deadLetter, this.bus.maxMessageBytes)]);
+        resolveOffset(message.offset);
+        done = message.offset;
+        if (++sinceCommit >= COMMIT_EVERY) await commit();
+        await heartbeat();
+      }
+      finished = true;
+      if (!this.abort.signal.aborted) await commit();
+    } finally {
+      if (done !== undefined && (!finished || this.abort.signal.aborted)) {
+        await commitOffsetsIfNecessary({ topics: [{ topic, partitions: next() }] }).catch((error: unknown) =>
+          this.bus.logger.warn(
+            { err: error, groupId: this.options.groupId, topic: callerTopic, partition, offset: done },
+            'kafka bus: progress of a batch left early not committed; the group hands those messages out again',
+          ),
+        );
+      }
     }
-    if (!this.abort.signal.aborted) await commit();
   }
 
   /**
