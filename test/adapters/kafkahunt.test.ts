@@ -10,8 +10,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedBus } from '../../src/adapters/bus/embedded.js';
 import { KafkaBus } from '../../src/adapters/bus/kafka.js';
 import type { Bus, Consumer } from '../../src/adapters/bus/port.js';
+import type { EventStore } from '../../src/adapters/eventstore/port.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { commsSetup, until } from '../support/flows.js';
 import { realServer } from '../support/real-servers.js';
+import { startTestService } from '../support/service.js';
 
 const logger = createLogger(process.env.LOG_LEVEL ?? 'silent');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafkahunt-'));
@@ -74,6 +77,57 @@ function closeMidBatch(open: () => Bus) {
     }
   }, 120_000);
 }
+
+describe('send worker: a store that cannot be reached for a while', () => {
+  it('an invitation whose recording fails longer than the bus default retries (1.5 s) is sent once the store answers, not dead-lettered', async () => {
+    // The event store refuses the invitation streams' appends (EventStoreDB restarting): the send
+    // worker's handler fails on the bus message that asks for the send. Before, the bus retried it
+    // 5 times in 1.5 s and put it in comms.invitations.v1.dlq, which nothing reads: no email, no webhook.
+    let down = false;
+    let refused = 0;
+    const failing = (inner: EventStore): EventStore =>
+      new Proxy(inner, {
+        get(target, property, receiver) {
+          if (property === 'append') {
+            return async (...args: Parameters<EventStore['append']>) => {
+              if (down && args[0].startsWith('invitation-')) {
+                refused += 1;
+                throw new Error('event store unavailable (test)');
+              }
+              return target.append(...args);
+            };
+          }
+          const value = Reflect.get(target, property, receiver);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const service = await startTestService({}, { wrapEventStore: failing });
+    try {
+      const setup = await commsSetup(service);
+      down = true;
+      const guest = await setup.client.call('POST', '/checkin/v1/api/guest', {
+        eventId: setup.eventId,
+        firstName: 'Ann',
+        email: 'ann-outage@example.com',
+        commsTemplateId: setup.templateId,
+      });
+      expect(guest.status).toBe(200);
+      // The bus's default budget (5 attempts) spent, and time for its dead letter to be written.
+      await until(async () => (refused >= 5 ? true : undefined), 'five refused attempts');
+      await sleep(1_000);
+      down = false;
+      const outbox = path.join(service.dataDir, 'outbox');
+      const emails = await until(async () => {
+        const files = fs.existsSync(outbox) ? fs.readdirSync(outbox).filter((f) => f.endsWith('.eml')) : [];
+        return files.length > 0 ? files : undefined;
+      }, 'the invitation email after the store came back');
+      expect(emails).toHaveLength(1);
+    } finally {
+      down = false;
+      await service.close();
+    }
+  }, 120_000);
+});
 
 describe('embedded bus: leaving a batch early', () => {
   closeMidBatch(() => {
