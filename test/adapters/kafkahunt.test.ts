@@ -178,6 +178,41 @@ if (kafka.url) {
         await first.close();
       }
     }, 120_000);
+
+    it('a member retrying a failing message lets a rebalance through: a new member joins, and the message is handled once it can be', async () => {
+      // The workers retry a failing message for minutes (a store outage). kafkajs rejoins only after
+      // eachBatch returns; a member that kept retrying held the whole group in its rebalance until
+      // the coordinator's rebalance timeout (60 s) dropped it: the new member then took the
+      // partition and handled the message, and so did the dropped member, still in its retries.
+      const bus = openKafka('retrying', 2);
+      const other = openKafka('retrying-2', 2);
+      const topic = `kafkahunt-retrying-${unique()}`;
+      const groupId = `kafkahunt-retrying-${unique()}`;
+      await bus.publish(topic, [{ key: 'guest-1', value: 'failing' }]);
+      let failing = true;
+      let attempts = 0;
+      const handled: string[] = [];
+      const handler = async (message: { value: string }) => {
+        attempts += 1;
+        if (failing) throw new Error('store unavailable (test)');
+        handled.push(message.value);
+      };
+      const options = { groupId, topics: [topic], maxAttempts: 10_000, retryDelayMs: () => 200 };
+      const first = await bus.consume(options, handler);
+      let second: Consumer | undefined;
+      try {
+        await eventually(() => attempts >= 3, 'the message failing at the first member');
+        second = await other.consume(options, handler);
+        failing = false;
+        await eventually(() => handled.length > 0, 'the message handled');
+        // Time for a second handling to show: the dropped member's and the new owner's.
+        await sleep(3_000);
+        expect(handled).toEqual(['failing']);
+      } finally {
+        await second?.close();
+        await first.close();
+      }
+    }, 120_000);
   });
 } else {
   // Runs whenever a real server is reachable; under CI=true realServer() throws instead of skipping.

@@ -503,19 +503,31 @@ class KafkaBusConsumer implements Consumer {
    * kafkajs sends a heartbeat only when heartbeat() is called, so while the handler runs it is
    * called every HEARTBEAT_MS: a handler slower than the session timeout (a slow provider call)
    * would otherwise have this member dropped from its group and its message handled again by the
-   * next owner. A rebalance such a heartbeat reports is left to the call after the message.
+   * next owner. A rebalance such a heartbeat reports while the handler runs is left to the call
+   * after the message; one reported between two attempts abandons the message (uncommitted, so the
+   * group hands it out again): kafkajs rejoins only once the batch returns, and a member retrying
+   * for minutes (the workers ride out a store outage) held the whole group in its rebalance until
+   * the coordinator dropped it, and then handled the message beside its next owner.
    */
   private async deliver(message: BusMessage, heartbeat: () => Promise<void>): Promise<Delivery> {
     const keepAlive = setInterval(() => void heartbeat().catch(() => {}), HEARTBEAT_MS);
+    const rebalance = new AbortController();
     try {
       return await deliverWithRetries(message, this.handler, {
         maxAttempts: this.maxAttempts,
         retryDelayMs: this.retryDelayMs,
-        signal: this.abort.signal,
+        signal: AbortSignal.any([this.abort.signal, rebalance.signal]),
         logger: this.bus.logger,
         adapter: 'kafka bus',
-        // Keep the group membership alive through long retry schedules; a rebalance is handled after.
-        betweenAttempts: heartbeat,
+        betweenAttempts: async () => {
+          try {
+            await heartbeat();
+          } catch (error) {
+            if (!leftGeneration(error)) return;
+            this.bus.logger.info({ groupId: this.options.groupId, topic: message.topic, partition: message.partition, offset: message.offset }, 'kafka bus: the group rebalances; a retried message is left to the partition\'s next owner');
+            rebalance.abort();
+          }
+        },
       });
     } finally {
       clearInterval(keepAlive);
@@ -559,6 +571,12 @@ function headersToStrings(headers: IHeaders | undefined): Record<string, string>
     if (value !== undefined) result[name] = Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
   }
   return result;
+}
+
+/** The group's coordinator answered that this member must rejoin (kafkajs's isRebalancing, and a member the group dropped). */
+function leftGeneration(error: unknown): boolean {
+  const type = (error as { type?: string }).type;
+  return type === 'REBALANCE_IN_PROGRESS' || type === 'ILLEGAL_GENERATION' || type === 'UNKNOWN_MEMBER_ID' || type === 'NOT_COORDINATOR_FOR_GROUP';
 }
 
 /** Retries a Kafka admin call on a retriable error (a group's coordinator still loading answers NOT_COORDINATOR). */
