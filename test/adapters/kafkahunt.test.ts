@@ -213,6 +213,47 @@ if (kafka.url) {
         await first.close();
       }
     }, 120_000);
+
+  describe('kafka bus: a topic deleted while the service runs', () => {
+    it('is created again by a later publish, as at a start: the relay does not fail for ever', async () => {
+      // An operator deletes a topic to purge it. The bus created each topic once per process and
+      // its producer does not create topics, so every publish to it failed ("This server does not
+      // host this topic-partition") until the process was restarted: the relay stood still.
+      const bus = openKafka('deleted');
+      const topic = `kafkahunt-deleted-${unique()}`;
+      await bus.publish(topic, [{ key: 'event-1', value: 'before' }]);
+      const admin = bus.kafka.admin();
+      await admin.connect();
+      try {
+        await admin.deleteTopics({ topics: [topic] });
+        let gone = false;
+        for (let i = 0; i < 300 && !gone; i++) {
+          gone = !(await admin.listTopics()).includes(topic);
+          if (!gone) await sleep(100);
+        }
+        expect(gone).toBe(true);
+      } finally {
+        await admin.disconnect();
+      }
+      // The relay publishes again from its checkpoint after a failure; three tries stand for that.
+      let published = false;
+      for (let i = 0; i < 3 && !published; i++) {
+        published = await bus.publish(topic, [{ key: 'event-1', value: 'after' }]).then(
+          () => true,
+          () => false,
+        );
+      }
+      expect(published).toBe(true);
+      const values: string[] = [];
+      const consumer = await bus.consume({ groupId: `kafkahunt-deleted-${unique()}`, topics: [topic] }, async (message) => void values.push(message.value));
+      try {
+        await eventually(() => values.length > 0, 'the message published after the deletion');
+        expect(values).toEqual(['after']);
+      } finally {
+        await consumer.close();
+      }
+    }, 120_000);
+  });
   });
 } else {
   // Runs whenever a real server is reachable; under CI=true realServer() throws instead of skipping.

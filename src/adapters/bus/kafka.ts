@@ -185,16 +185,23 @@ export class KafkaBus implements Bus {
     await this.ensureTopics([topic]);
     const producer = await this.connectedProducer();
     let start = 0;
-    while (start < messages.length) {
-      let end = start;
-      let bytes = recordBatchOverhead;
-      while (end < messages.length && (end === start || bytes + sizes[end]! <= this.maxBatchBytes)) bytes += sizes[end++]!;
-      await producer.send({
-        topic: this.serverName(topic),
-        acks: -1,
-        messages: messages.slice(start, end).map(({ key, value, headers }) => ({ key, value, headers: headers ?? {} })),
-      });
-      start = end;
+    try {
+      while (start < messages.length) {
+        let end = start;
+        let bytes = recordBatchOverhead;
+        while (end < messages.length && (end === start || bytes + sizes[end]! <= this.maxBatchBytes)) bytes += sizes[end++]!;
+        await producer.send({
+          topic: this.serverName(topic),
+          acks: -1,
+          messages: messages.slice(start, end).map(({ key, value, headers }) => ({ key, value, headers: headers ?? {} })),
+        });
+        start = end;
+      }
+    } catch (error) {
+      // The topic may be gone (deleted to purge it): the producer does not create topics, so
+      // every later send would fail the same way. The next publish checks it again, as a start does.
+      this.topics.delete(this.serverName(topic));
+      throw error;
     }
   }
 
