@@ -33,6 +33,7 @@ import { FairQueue } from './fair-queue.js';
 import { readModelCatchesUp } from './read-model-wait.js';
 import { eventOfMessage } from './event-message.js';
 import { topics } from './topics.js';
+import { workerConsumerRetry } from './consumer-retry.js';
 import type { Worker } from './worker.js';
 
 export interface SendSettings {
@@ -118,7 +119,7 @@ export class SendWorker implements Worker {
         this.sweeper.unref();
       }
     }
-    this.consumer ??= await this.bus.consume({ groupId: sendWorkerGroup, topics: [topics.invitations] }, (message) => this.handle(message));
+    this.consumer ??= await this.bus.consume({ groupId: sendWorkerGroup, topics: [topics.invitations], ...workerConsumerRetry }, (message) => this.handle(message));
   }
 
   async stop(): Promise<void> {

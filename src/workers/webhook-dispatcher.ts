@@ -7,6 +7,7 @@ import { commsEventOf, deliveryDecider, deliveryStream, derivedId, nilGuid, webh
 import type { WebhookDoc } from '../projections/webhooks.js';
 import { eventOfMessage } from './event-message.js';
 import { topics } from './topics.js';
+import { workerConsumerRetry } from './consumer-retry.js';
 import { DeliveryExecutor } from './webhook-executor.js';
 import { WebhookSender } from './webhook-sender.js';
 import type { Worker } from './worker.js';
@@ -45,7 +46,7 @@ export class WebhookDispatcher implements Worker {
       await this.executor.resume();
     }
     this.consumer ??= await this.bus.consume(
-      { groupId: dispatcherGroup, topics: [topics.commsEvents, topics.webhookRedeliveries] },
+      { groupId: dispatcherGroup, topics: [topics.commsEvents, topics.webhookRedeliveries], ...workerConsumerRetry },
       (message) => this.handle(message),
     );
   }

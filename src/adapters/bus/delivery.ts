@@ -62,6 +62,8 @@ export async function deliverWithRetries(
 ): Promise<Delivery> {
   const { signal } = options;
   for (let attempt = 1; ; attempt++) {
+    // Aborted during betweenAttempts: the handler is not called again.
+    if (signal.aborted) return { outcome: 'abandoned' };
     const result = await untilAborted(
       // The handler runs in the trace the message carries (its log lines and appends keep the request id).
       runInCarriedTrace(carrierFromHeaders(message.headers), () => Promise.resolve().then(() => handler({ ...message, attempt }))),

@@ -185,16 +185,23 @@ export class KafkaBus implements Bus {
     await this.ensureTopics([topic]);
     const producer = await this.connectedProducer();
     let start = 0;
-    while (start < messages.length) {
-      let end = start;
-      let bytes = recordBatchOverhead;
-      while (end < messages.length && (end === start || bytes + sizes[end]! <= this.maxBatchBytes)) bytes += sizes[end++]!;
-      await producer.send({
-        topic: this.serverName(topic),
-        acks: -1,
-        messages: messages.slice(start, end).map(({ key, value, headers }) => ({ key, value, headers: headers ?? {} })),
-      });
-      start = end;
+    try {
+      while (start < messages.length) {
+        let end = start;
+        let bytes = recordBatchOverhead;
+        while (end < messages.length && (end === start || bytes + sizes[end]! <= this.maxBatchBytes)) bytes += sizes[end++]!;
+        await producer.send({
+          topic: this.serverName(topic),
+          acks: -1,
+          messages: messages.slice(start, end).map(({ key, value, headers }) => ({ key, value, headers: headers ?? {} })),
+        });
+        start = end;
+      }
+    } catch (error) {
+      // The topic may be gone (deleted to purge it): the producer does not create topics, so
+      // every later send would fail the same way. The next publish checks it again, as a start does.
+      this.topics.delete(this.serverName(topic));
+      throw error;
     }
   }
 
@@ -449,31 +456,53 @@ class KafkaBusConsumer implements Consumer {
    * One fetched batch of one partition, in order. Offsets are committed once per batch (and every
    * COMMIT_EVERY messages), not once per message: a commit is a round trip to the group
    * coordinator, which cost more than most handlers.
+   *
+   * A batch left early (close(), a rebalance: kafkajs's heartbeat() then throws
+   * REBALANCE_IN_PROGRESS, a failed dead-letter publish) still commits what it handled, or the
+   * group would hand those messages out again (a redelivered invitation is a comms.skipped
+   * webhook). That commit goes through the batch's own `commitOffsetsIfNecessary(offsets)`:
+   * kafkajs's `consumer.commitOffsets` does nothing once the consumer is stopping, and the member
+   * is still in its generation until the batch returns (the coordinator accepts a commit while
+   * a rebalance waits for this member to rejoin).
    */
-  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }: EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
     const callerTopic = this.bus.callerName(topic);
     let done: string | undefined;
     let sinceCommit = 0;
+    const next = () => [{ topic, partition, offset: (BigInt(done!) + 1n).toString() }];
     const commit = async () => {
       if (done === undefined) return;
-      await this.consumer.commitOffsets([{ topic, partition, offset: (BigInt(done) + 1n).toString() }]);
+      await this.consumer.commitOffsets(next());
       done = undefined;
       sinceCommit = 0;
     };
-    for (const message of batch.messages) {
-      // Returning without a commit leaves the offsets to the next member of the group.
-      if (this.abort.signal.aborted || !isRunning() || isStale()) return;
-      const delivery = await this.deliver(toBusMessage(callerTopic, partition, message), heartbeat);
-      if (delivery.outcome === 'abandoned' || this.abort.signal.aborted) return;
-      // A dead letter too large for the bus goes without its value (its headers name the source offset).
-      if (delivery.deadLetter) await this.bus.publish(deadLetterTopic(callerTopic), [fitMessage(delivery.deadLetter, this.bus.maxMessageBytes)]);
-      resolveOffset(message.offset);
-      done = message.offset;
-      if (++sinceCommit >= COMMIT_EVERY) await commit();
-      await heartbeat();
+    let finished = false;
+    try {
+      for (const message of batch.messages) {
+        if (this.abort.signal.aborted || !isRunning() || isStale()) return;
+        const delivery = await this.deliver(toBusMessage(callerTopic, partition, message), heartbeat);
+        // The abandoned message stays uncommitted: the group redelivers it.
+        if (delivery.outcome === 'abandoned' || this.abort.signal.aborted) return;
+        // A dead letter too large for the bus goes without its value (its headers name the source offset).
+        if (delivery.deadLetter) await this.bus.publish(deadLetterTopic(callerTopic), [fitMessage(delivery.deadLetter, this.bus.maxMessageBytes)]);
+        resolveOffset(message.offset);
+        done = message.offset;
+        if (++sinceCommit >= COMMIT_EVERY) await commit();
+        await heartbeat();
+      }
+      finished = true;
+      if (!this.abort.signal.aborted) await commit();
+    } finally {
+      if (done !== undefined && (!finished || this.abort.signal.aborted)) {
+        await commitOffsetsIfNecessary({ topics: [{ topic, partitions: next() }] }).catch((error: unknown) =>
+          this.bus.logger.warn(
+            { err: error, groupId: this.options.groupId, topic: callerTopic, partition, offset: done },
+            'kafka bus: progress of a batch left early not committed; the group hands those messages out again',
+          ),
+        );
+      }
     }
-    if (!this.abort.signal.aborted) await commit();
   }
 
   /**
@@ -481,19 +510,31 @@ class KafkaBusConsumer implements Consumer {
    * kafkajs sends a heartbeat only when heartbeat() is called, so while the handler runs it is
    * called every HEARTBEAT_MS: a handler slower than the session timeout (a slow provider call)
    * would otherwise have this member dropped from its group and its message handled again by the
-   * next owner. A rebalance such a heartbeat reports is left to the call after the message.
+   * next owner. A rebalance such a heartbeat reports while the handler runs is left to the call
+   * after the message; one reported between two attempts abandons the message (uncommitted, so the
+   * group hands it out again): kafkajs rejoins only once the batch returns, and a member retrying
+   * for minutes (the workers ride out a store outage) held the whole group in its rebalance until
+   * the coordinator dropped it, and then handled the message beside its next owner.
    */
   private async deliver(message: BusMessage, heartbeat: () => Promise<void>): Promise<Delivery> {
     const keepAlive = setInterval(() => void heartbeat().catch(() => {}), HEARTBEAT_MS);
+    const rebalance = new AbortController();
     try {
       return await deliverWithRetries(message, this.handler, {
         maxAttempts: this.maxAttempts,
         retryDelayMs: this.retryDelayMs,
-        signal: this.abort.signal,
+        signal: AbortSignal.any([this.abort.signal, rebalance.signal]),
         logger: this.bus.logger,
         adapter: 'kafka bus',
-        // Keep the group membership alive through long retry schedules; a rebalance is handled after.
-        betweenAttempts: heartbeat,
+        betweenAttempts: async () => {
+          try {
+            await heartbeat();
+          } catch (error) {
+            if (!leftGeneration(error)) return;
+            this.bus.logger.info({ groupId: this.options.groupId, topic: message.topic, partition: message.partition, offset: message.offset }, 'kafka bus: the group rebalances; a retried message is left to the partition\'s next owner');
+            rebalance.abort();
+          }
+        },
       });
     } finally {
       clearInterval(keepAlive);
@@ -537,6 +578,12 @@ function headersToStrings(headers: IHeaders | undefined): Record<string, string>
     if (value !== undefined) result[name] = Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
   }
   return result;
+}
+
+/** The group's coordinator answered that this member must rejoin (kafkajs's isRebalancing, and a member the group dropped). */
+function leftGeneration(error: unknown): boolean {
+  const type = (error as { type?: string }).type;
+  return type === 'REBALANCE_IN_PROGRESS' || type === 'ILLEGAL_GENERATION' || type === 'UNKNOWN_MEMBER_ID' || type === 'NOT_COORDINATOR_FOR_GROUP';
 }
 
 /** Retries a Kafka admin call on a retriable error (a group's coordinator still loading answers NOT_COORDINATOR). */
