@@ -136,9 +136,9 @@ function importedOf(input: GuestInput, now: Date): ImportedState | undefined {
  * stores a document of at most 16 MiB and refuses an update that would make it larger; the guests
  * read model keeps a lower-cased copy of the names, email, customId, additionalInfo and tags, so
  * its document holds up to twice a guest's text, and a guest over the limit would stop the guests
- * projection for good (its batch is retried for ever). 4 MiB keeps every document that holds a
- * guest's text far below it, also after a rebuild onto MongoDB of events stored in the embedded
- * store (docs/guests.md, "Size of a guest").
+ * projection for good (its batch is retried for ever). 4 MiB keeps a guest's document at 12 MiB
+ * at most (twice the text, and a bulk block's reason of up to 4 MiB, which records cannot change),
+ * also after a rebuild onto MongoDB of events stored in the embedded store (docs/guests.md, "Size of a guest").
  */
 export const GUEST_TEXT_LIMIT = 4 * 1024 * 1024;
 
@@ -161,8 +161,10 @@ function textAfter(input: GuestInput, existing: GuestDoc | null, replaceTags: bo
     if ((given && !largest.given) || (given === largest.given && size > largest.bytes)) largest = { field, bytes: size, given };
   };
   for (const field of guestTextFields) {
-    // Admission and block are taken from a record only when it creates the guest (spec rule 3).
-    const given = field === 'blockedReason' && existing ? undefined : input[field];
+    // Admission and block are taken from a record only when it creates the guest (spec rule 3);
+    // a block's reason (bulk block) has a bound of its own.
+    if (field === 'blockedReason' && existing) continue;
+    const given = input[field];
     add(field, given === undefined ? existing?.[field] : given, given !== undefined);
   }
   const tags = [input.tags, replaceTags && input.tags !== undefined ? undefined : existing?.tags].filter((t) => t !== undefined).join(',');

@@ -69,4 +69,23 @@ describe('a guest fits in a MongoDB document (16 MiB) with its lower-cased copie
     const smaller = await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ customId: 'grow-1', image: '', additionalInfo: text(1_500_000) }]);
     expect(smaller.status).toBe(204);
   });
+
+  it('bounds a bulk block reason to 4 MiB', async () => {
+    const created = await alice.call('POST', '/checkin/v1/api/guest', { eventId, customId: 'block-1', image: text(3_500_000) });
+    expect(created.status).toBe(200);
+    const huge = await alice.call('POST', `/checkin/v1/api/guests/${eventId}/block`, { customIds: ['block-1'], reason: text(9_000_000) });
+    expect(huge.status).toBe(400);
+    expect(huge.body.errors).toEqual([expect.objectContaining({ path: 'reason' })]);
+    expect((await alice.call('GET', `/checkin/v1/api/guest/${created.body.id}`)).body.blockedDate).toBeNull();
+  });
+
+  it('does not count a block reason against the records of a blocked guest (a record cannot change it)', async () => {
+    const created = await alice.call('POST', '/checkin/v1/api/guest', { eventId, customId: 'block-2', image: text(3_500_000) });
+    expect(created.status).toBe(200);
+    const blocked = await alice.call('POST', `/checkin/v1/api/guests/${eventId}/block`, { customIds: ['block-2'], reason: text(1_000_000) });
+    expect(blocked.status).toBe(200);
+    // The reason is not the record's to change (spec rule 3), so it does not count against the record.
+    const renamed = await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ customId: 'block-2', firstName: 'Ada' }]);
+    expect(renamed.status).toBe(204);
+  });
 });
