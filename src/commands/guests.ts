@@ -131,9 +131,57 @@ function importedOf(input: GuestInput, now: Date): ImportedState | undefined {
   return Object.keys(imported).length > 0 ? { ...imported, receivedAt: now.toISOString() } : undefined;
 }
 
+/**
+ * The most text (UTF-8 bytes, all of a guest's text fields together) a guest may hold. MongoDB
+ * stores a document of at most 16 MiB and refuses an update that would make it larger; the guests
+ * read model keeps a lower-cased copy of the names, email, customId, additionalInfo and tags, so
+ * its document holds up to twice a guest's text, and a guest over the limit would stop the guests
+ * projection for good (its batch is retried for ever). 4 MiB keeps a guest's document at 12 MiB
+ * at most (twice the text, and a bulk block's reason of up to 4 MiB, which records cannot change),
+ * also after a rebuild onto MongoDB of events stored in the embedded store (docs/guests.md, "Size of a guest").
+ */
+export const GUEST_TEXT_LIMIT = 4 * 1024 * 1024;
+
+/** Text fields a guest's document keeps, besides the tags. */
+const guestTextFields = [...detailFields.filter((f) => f !== 'plusOnes' && f !== 'isGroup'), 'blockedReason'] as const;
+
+/**
+ * The guest's text (UTF-8 bytes) once the record is applied, and its largest field: a field the
+ * record gives replaces the stored one (null removes it), tags add to the stored ones unless
+ * they replace them.
+ */
+function textAfter(input: GuestInput, existing: GuestDoc | null, replaceTags: boolean): { bytes: number; largest: string } {
+  let bytes = 0;
+  // The record's largest field names the error (the stored guest's largest when the record gives no text).
+  let largest = { field: 'image', bytes: -1, given: false };
+  const add = (field: string, value: unknown, given: boolean) => {
+    if (typeof value !== 'string') return;
+    const size = Buffer.byteLength(value, 'utf8');
+    bytes += size;
+    if ((given && !largest.given) || (given === largest.given && size > largest.bytes)) largest = { field, bytes: size, given };
+  };
+  for (const field of guestTextFields) {
+    // Admission and block are taken from a record only when it creates the guest (spec rule 3);
+    // a block's reason (bulk block) has a bound of its own.
+    if (field === 'blockedReason' && existing) continue;
+    const given = input[field];
+    add(field, given === undefined ? existing?.[field] : given, given !== undefined);
+  }
+  const tags = [input.tags, replaceTags && input.tags !== undefined ? undefined : existing?.tags].filter((t) => t !== undefined).join(',');
+  add('tags', tags, input.tags !== undefined);
+  return { bytes, largest: largest.field };
+}
+
 /** Rules one record must keep on its own; `existing` is the guest it updates, if any. */
-function recordErrors(input: GuestInput, existing: GuestDoc | null, eventId: string, at: (field: string) => string) {
+function recordErrors(input: GuestInput, existing: GuestDoc | null, eventId: string, at: (field: string) => string, replaceTags = false) {
   const errors: { path: string; message: string }[] = [];
+  const text = textAfter(input, existing, replaceTags);
+  if (text.bytes > GUEST_TEXT_LIMIT) {
+    errors.push({
+      path: at(text.largest),
+      message: `the guest's texts would hold ${text.bytes} bytes (UTF-8) in all; a guest holds at most ${GUEST_TEXT_LIMIT} (4 MiB): keep images under 50 kB`,
+    });
+  }
   // Ids compare exactly (both normalized: a GUID in lowercase); `Gala` and `gala` are two events (docs/identifiers.md).
   if (input.eventId !== undefined && input.eventId !== eventId) {
     errors.push({ path: at('eventId'), message: 'must be the event of the path (or left out)' });
@@ -210,7 +258,7 @@ async function saveGuestsOnce(
   nameKey: StreamNameKey | undefined,
   legacyNames: boolean,
 ): Promise<GuestView[]> {
-  const plans = await planGuests(services, context, eventId, records, options.mode, legacyNames);
+  const plans = await planGuests(services, context, eventId, records, options.mode, legacyNames, options.removeObsoleteTags === true);
   await checkInvitations(services, context.tenantId, eventId, plans, options.mode);
   const items: BatchItem[] = [];
   let signer: TicketSigner | undefined;
@@ -373,6 +421,7 @@ async function planGuests(
   records: GuestInput[],
   mode: 'create' | 'upsert',
   legacyNames: boolean,
+  replaceTags = false,
 ): Promise<Planned[]> {
   const errors: { path: string; message: string }[] = [];
   const plans: Planned[] = [];
@@ -395,7 +444,7 @@ async function planGuests(
       existing = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: reservationKey(input.customId) });
       if (existing && mode === 'create') retriedByCustomId = true;
     }
-    errors.push(...recordErrors(input, mode === 'create' ? null : existing, eventId, at));
+    errors.push(...recordErrors(input, mode === 'create' ? null : existing, eventId, at, replaceTags));
     // Under an Idempotency-Key a record without id gets the same id on a retry: one the first attempt created is found, not created again.
     const guestId = existing ? guestIdOf(existing) : (input.id?.toLowerCase() ?? repeatableId(context, 'guest', String(index)));
     if (seenIds.has(guestId)) errors.push({ path: at(input.id ? 'id' : 'customId'), message: `the same guest as record ${seenIds.get(guestId)}` });

@@ -4,7 +4,7 @@ import { DateTime, Guid, WindowEnd, WindowStart, NIL_GUID, nullAsAbsent, Optiona
 import { ex } from './example-values.js';
 import { guestStream, INT32_MAX, rejectionReasons } from '../../domain/guest.js';
 import { HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT } from '../../commands/guest-history.js';
-import { guestFields } from '../../commands/guests.js';
+import { GUEST_TEXT_LIMIT, guestFields } from '../../commands/guests.js';
 import { withEveryField } from '../../shared/every-field.js';
 
 /** Optional in the spec; CRMs often send null for "no value": null is treated as absent. */
@@ -325,9 +325,13 @@ export const BlockBody = registry.register(
       ids: z.array(PlainId).optional().openapi({ description: 'Guests named by id, or by customId instead (usable instead of id): a GUID that is one of the event’s guest ids is that guest, any other value a customId' }),
       customIds: z.array(PlainId).optional().openapi({ description: 'Guests named by customId only' }),
       barcodes: z.array(z.string().min(1)).optional(),
-      reason: z.string().optional().openapi({ description: 'Recorded as the guests’ blockedReason (block only)' }),
+      reason: z.string().optional().openapi({ description: 'Recorded as the guests’ blockedReason (block only); at most 4 MiB (UTF-8)' }),
     })
     .superRefine((b, ctx) => {
+      // A guest's document holds the reason next to up to twice the guest's 4 MiB of text: it stays under MongoDB's 16 MiB (docs/guests.md, "Size of a guest").
+      if (b.reason !== undefined && Buffer.byteLength(b.reason, 'utf8') > GUEST_TEXT_LIMIT) {
+        ctx.addIssue({ code: 'custom', message: `must be at most ${GUEST_TEXT_LIMIT} bytes (4 MiB, UTF-8)`, path: ['reason'] });
+      }
       const counts = { ids: b.ids?.length ?? 0, customIds: b.customIds?.length ?? 0, barcodes: b.barcodes?.length ?? 0 };
       const total = counts.ids + counts.customIds + counts.barcodes;
       // The error names the list the caller sent (the longest one when all are too many together).
