@@ -119,7 +119,7 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
     const script = scripted.shift();
     if (script) {
       // SendGrid answers every request, a 429 too, with its rate limit: X-RateLimit-Reset is the Unix second it refreshes.
-      const limits = script.status === 429 ? { 'X-RateLimit-Limit': '600', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(Math.floor(Date.now() / 1000) + 1) } : {};
+      const limits: Record<string, string> = script.status === 429 ? { 'X-RateLimit-Limit': '600', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(Math.floor(Date.now() / 1000) + 1) } : {};
       return reply(res, script.status, [providerError(script.message ?? STATUS_MESSAGES[script.status] ?? 'error')], limits);
     }
     if (!authorized(req)) return reply(res, 401, [providerError(STATUS_MESSAGES[401])]);
