@@ -142,18 +142,33 @@ export async function listInvitations(services: Services, clientId: string, quer
  * Reports about unknown invitations (another service's mail, or a forged id) are counted
  * and ignored.
  */
+/**
+ * The client of an invitation, or undefined when this service never requested it. The read model
+ * may not have it yet (it lags the event store; a rebuild refills it), and a report answered as
+ * unknown is never posted again, so the invitation's stream decides when the read model lacks it.
+ */
+async function invitationClient(services: Services, attendeeInvitationId: string): Promise<string | undefined> {
+  const doc = await invitations(services).get(attendeeInvitationId);
+  if (doc) return doc.clientId;
+  let state = invitationDecider.initialState();
+  for (const event of await services.eventStore.readStream(invitationStream(attendeeInvitationId), { personalData: false })) {
+    state = invitationDecider.evolve(state, event as never);
+  }
+  return state.status === 'none' ? undefined : state.ids.clientId;
+}
+
 export async function recordProviderReports(services: Services, reports: ProviderReport[]): Promise<{ recorded: number; ignored: number }> {
   let recorded = 0;
   let ignored = 0;
   for (const report of reports) {
-    const doc = await invitations(services).get(report.attendeeInvitationId);
-    if (!doc) {
+    const clientId = await invitationClient(services, report.attendeeInvitationId);
+    if (!clientId) {
       ignored += 1;
       continue;
     }
     const { attendeeInvitationId, ...fields } = report;
     const context: CommandContext = {
-      tenantId: doc.clientId,
+      tenantId: clientId,
       actor: { type: 'system', id: 'provider-events' },
       correlationId: attendeeInvitationId,
       now: services.clock.now(),

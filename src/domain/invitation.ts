@@ -49,6 +49,14 @@ export type ProviderEventType = (typeof providerEventTypes)[number];
 /** A recipient reported so cannot be emailed again (spec: 422 previous_send_permanently_failed). */
 export const suppressingEvents: readonly ProviderEventType[] = ['bounced', 'dropped', 'spam_reported', 'unsubscribed'];
 
+/**
+ * How far along an email a report says it got: delivered, then opened, then the reports that end
+ * its story (bounced, dropped, spam_reported, unsubscribed). The provider posts its reports out of
+ * order (SendGrid: an open, or an asynchronous bounce, can arrive before the delivered it follows),
+ * so a report behind one already recorded does not become the invitation's providerStatus.
+ */
+const stageOf = (event: ProviderEventType): number => (event === 'delivered' ? 1 : event === 'opened' ? 2 : 3);
+
 /** One report of a provider's event webhook, in our terms. */
 export interface ProviderReport {
   attendeeInvitationId: string;
@@ -94,7 +102,11 @@ export type InvitationEvent =
   | { type: 'SendSkipped'; data: InvitationIds & { reason: string; at: string } }
   | {
       type: 'ProviderEventReceived';
-      data: InvitationIds & Omit<ProviderReport, 'attendeeInvitationId'>;
+      /**
+       * `updatesStatus: false`: the report arrived after one further along (stageOf), so it is
+       * recorded and reported but leaves providerStatus as it is. Events before it lack the flag.
+       */
+      data: InvitationIds & Omit<ProviderReport, 'attendeeInvitationId'> & { updatesStatus?: false };
     };
 
 export type InvitationCommand =
@@ -138,6 +150,8 @@ export type InvitationState =
       leaseUntil?: string;
       retryAt?: string;
       seenProviderEvents: string[];
+      /** The stage (stageOf) of the report providerStatus shows; 0: none yet. */
+      providerStage: number;
     };
 
 export const invitationStream = (attendeeInvitationId: string): string => `invitation-${attendeeInvitationId}`;
@@ -150,7 +164,7 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
   evolve(state, event) {
     if (event.type === 'SendRequested') {
       const { requestedAt: _r, ...ids } = event.data;
-      return { status: 'requested', ids, attempts: 0, seenProviderEvents: [] };
+      return { status: 'requested', ids, attempts: 0, seenProviderEvents: [], providerStage: 0 };
     }
     if (state.status === 'none') return state;
     switch (event.type) {
@@ -164,8 +178,11 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
         return { ...state, status: 'sent' };
       case 'SendFailed':
         return { ...state, status: 'failed' };
-      case 'ProviderEventReceived':
-        return { ...state, seenProviderEvents: [...state.seenProviderEvents, event.data.providerEventId] };
+      case 'ProviderEventReceived': {
+        const shown = event.data.machineOpen !== true && event.data.updatesStatus !== false;
+        const providerStage = shown ? Math.max(state.providerStage, stageOf(event.data.event)) : state.providerStage;
+        return { ...state, seenProviderEvents: [...state.seenProviderEvents, event.data.providerEventId], providerStage };
+      }
       default:
         return state;
     }
@@ -228,7 +245,8 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
       case 'RecordProviderEvent': {
         if (state.seenProviderEvents.includes(command.providerEventId)) return [];
         const { type: _t, ...report } = command;
-        return [{ type: 'ProviderEventReceived', data: { ...state.ids, ...report } }];
+        const behind = command.machineOpen !== true && stageOf(command.event) < state.providerStage;
+        return [{ type: 'ProviderEventReceived', data: { ...state.ids, ...report, ...(behind ? { updatesStatus: false as const } : {}) } }];
       }
     }
   },

@@ -18,7 +18,10 @@ export interface InvitationDoc {
   providerMessageId?: string;
   /** Set when the status is failed: the code, then what went wrong. */
   error?: string;
-  /** The provider's latest report after it accepted the email (delivered, bounced, ...). */
+  /**
+   * The provider's report furthest along after it accepted the email: delivered, then opened, then
+   * bounced, dropped, spam_reported or unsubscribed (the latest of those), whatever order they arrived in.
+   */
   providerStatus?: ProviderEventType;
   opens: number;
   /** Times an at-least-once retry found it already sent (comms.skipped). */
@@ -140,7 +143,13 @@ export const invitationsProjection: Projection = {
         const ops: WriteOp[] = [
           d.machineOpen
             ? step(undefined, {}, { type: d.event, at: d.at, detail: 'machine open: a mail privacy proxy fetched the images, not the recipient' })
-            : step(undefined, { providerStatus: d.event }, { type: d.event, at: d.at, ...(d.reason ? { detail: d.reason } : {}) }, d.event === 'opened' ? { inc: { opens: 1 } } : {}),
+            : step(
+                undefined,
+                // A report that arrived after one further along (out of order) leaves providerStatus as it is.
+                d.updatesStatus === false ? {} : { providerStatus: d.event },
+                { type: d.event, at: d.at, ...(d.reason ? { detail: d.reason } : {}) },
+                d.event === 'opened' ? { inc: { opens: 1 } } : {},
+              ),
         ];
         // An erased guest's report opens without its address (its key is gone): nothing to suppress, and the erasure deleted its entries.
         if (suppressingEvents.includes(d.event) && d.suppresses !== false && d.email !== undefined) {

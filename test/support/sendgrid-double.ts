@@ -1,7 +1,8 @@
 /**
  * An HTTP test double of the SendGrid v3 endpoints this service calls (DESIGN.md §7), so the
  * real `@sendgrid/*` clients run unchanged against it (`SENDGRID_BASE_URL`). It answers the
- * way SendGrid does: `{"errors":[{"message","field","help"}]}` bodies, 202 + `X-Message-Id`.
+ * way SendGrid does: `{"errors":[{"message","field","help"}]}` bodies, 202 + `X-Message-Id`, a 429
+ * with `X-RateLimit-Reset`.
  *
  * Supported: `POST /v3/mail/send`; domain authentication with automated security
  * (`POST /v3/whitelabel/domains`, `GET` and `DELETE /v3/whitelabel/domains/{id}`,
@@ -116,7 +117,11 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
     const script = scripted.shift();
-    if (script) return reply(res, script.status, [providerError(script.message ?? STATUS_MESSAGES[script.status] ?? 'error')]);
+    if (script) {
+      // SendGrid answers every request, a 429 too, with its rate limit: X-RateLimit-Reset is the Unix second it refreshes.
+      const limits: Record<string, string> = script.status === 429 ? { 'X-RateLimit-Limit': '600', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(Math.floor(Date.now() / 1000) + 1) } : {};
+      return reply(res, script.status, [providerError(script.message ?? STATUS_MESSAGES[script.status] ?? 'error')], limits);
+    }
     if (!authorized(req)) return reply(res, 401, [providerError(STATUS_MESSAGES[401])]);
     const path = new URL(req.url ?? '/', 'http://double').pathname;
     if (req.method === 'POST' && path === '/v3/mail/send') return mailSend(body, res);
@@ -294,12 +299,12 @@ function domainError(message: string, field: string): ProviderError {
   return { message, field, help: null };
 }
 
-function reply(res: ServerResponse, status: number, errors: ProviderError[]): void {
-  json(res, status, { errors });
+function reply(res: ServerResponse, status: number, errors: ProviderError[], headers: Record<string, string> = {}): void {
+  json(res, status, { errors }, headers);
 }
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'Content-Type': 'application/json', ...headers }).end(JSON.stringify(body));
 }
 
 function safeJson(text: string): unknown {

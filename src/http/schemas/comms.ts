@@ -132,7 +132,7 @@ export const InvitationResponse = registry.register(
     provider: z.string().optional(),
     providerMessageId: z.string().optional(),
     error: z.string().optional().openapi({ description: 'When failed: a code (no_email, invalid_email, previous_send_permanently_failed, provider_rejected, ...) and what went wrong' }),
-    providerStatus: z.string().optional().openapi({ description: 'The provider’s latest report: delivered, opened, bounced, dropped, spam_reported, unsubscribed' }),
+    providerStatus: z.string().optional().openapi({ description: 'The provider’s report furthest along, whatever order its reports arrived in: delivered, then opened, then bounced, dropped, spam_reported or unsubscribed' }),
     opens: z.number(),
     skips: z.number(),
     requestedAt: z.string(),
