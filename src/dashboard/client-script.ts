@@ -15,6 +15,8 @@ export const dashboardScript = String.raw`
   var session = null;
   var timer = null;
   var arrivalsChart = null;
+  var lastUpdate = null;
+  var shown = 0;
   var $ = function (id) { return document.getElementById(id); };
 
   function setStatus(text) { $('status').textContent = text; }
@@ -33,6 +35,37 @@ export const dashboardScript = String.raw`
     });
     var t = el('table', {}, [el('caption', {}, [caption]), el('thead', {}, [head]), el('tbody', {}, lines)]);
     return el('div', { class: 'table-scroll' }, [t]);
+  }
+
+  /** 'YYYY-MM-DD HH:mm' on the event's clock; UTC (and says so) when the browser does not know the zone. */
+  function localStamp(iso, zone) {
+    try {
+      var parts = {};
+      new Intl.DateTimeFormat('en-GB', { timeZone: zone || 'UTC', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+        .formatToParts(new Date(iso)).forEach(function (p) { parts[p.type] = p.value; });
+      return parts.year + '-' + parts.month + '-' + parts.day + ' ' + parts.hour + ':' + parts.minute + (zone ? '' : ' UTC');
+    } catch (e) {
+      return zone ? localStamp(iso, null) : String(iso).slice(0, 16).replace('T', ' ') + ' UTC';
+    }
+  }
+
+  /** The event running now (the latest started), else the one whose start or end is nearest to now. */
+  function currentEvent(items) {
+    var now = Date.now();
+    var start = function (ev) { return Date.parse(ev.startTime); };
+    var end = function (ev) { return Date.parse(ev.endTime); };
+    var distance = function (ev) { return Math.min(Math.abs(now - start(ev)), Math.abs(now - end(ev))); };
+    var running = items.filter(function (ev) { return start(ev) <= now && now < end(ev); });
+    if (running.length) return running.reduce(function (a, b) { return start(b) >= start(a) ? b : a; });
+    return items.reduce(function (a, b) { return distance(b) < distance(a) ? b : a; });
+  }
+
+  /** Every page of the caller's events (the list is paged by start time, the newest last). */
+  function allEvents(cursor, items) {
+    return api('/checkin/v1/api/events?limit=1000' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '')).then(function (page) {
+      items = items.concat(page.items);
+      return page.nextCursor ? allEvents(page.nextCursor, items) : items;
+    });
   }
 
   function api(path) {
@@ -60,18 +93,21 @@ export const dashboardScript = String.raw`
     if (!key) { $('login-error').textContent = 'Enter the account\u2019s subscription key.'; return; }
     setStatus('Signing in\u2026');
     fetch(tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form })
-      .then(function (res) { return res.json().then(function (json) { return { ok: res.ok, json: json }; }); })
+      .then(function (res) { return res.json().catch(function () { return {}; }).then(function (json) { return { ok: res.ok, status: res.status, json: json }; }); })
       .then(function (reply) {
-        if (!reply.ok || !reply.json.access_token) throw new Error(reply.json.error_description || reply.json.error || 'sign-in failed');
+        if (!reply.ok || !reply.json.access_token) {
+          throw new Error(reply.json.error_description || reply.json.message || reply.json.error || (reply.ok ? 'sign-in failed' : 'the sign-in service answered HTTP ' + reply.status));
+        }
         session = { token: reply.json.access_token, key: key };
         $('password').value = '';
-        return api('/checkin/v1/api/events?limit=1000');
+        return allEvents(null, []);
       })
-      .then(function (page) {
+      .then(function (items) {
         var select = $('event');
         select.textContent = '';
-        page.items.forEach(function (ev) { select.append(el('option', { value: ev.id }, [ev.title + ' (' + ev.startTime.slice(0, 10) + ')'])); });
-        if (page.items.length === 0) throw new Error('this account has no events yet');
+        items.forEach(function (ev) { select.append(el('option', { value: ev.id }, [ev.title + ' (' + localStamp(ev.startTime, ev.timeZoneId) + ')'])); });
+        if (items.length === 0) throw new Error('this account has no events yet');
+        select.value = currentEvent(items).id;
         $('login').hidden = true;
         $('board').hidden = false;
         $('event').focus();
@@ -87,6 +123,9 @@ export const dashboardScript = String.raw`
 
   function signOut(message) {
     session = null;
+    shown++;
+    lastUpdate = null;
+    $('board').removeAttribute('data-stale');
     clearTimeout(timer);
     $('board').hidden = true;
     $('login').hidden = false;
@@ -100,24 +139,37 @@ export const dashboardScript = String.raw`
     var eventId = $('event').value;
     var bucket = $('bucket').value;
     var id = encodeURIComponent(eventId);
+    // An answer for the event or bucket shown before a change is not drawn over the new one's.
+    var ask = ++shown;
     Promise.all([
       api('/checkin/v1/api/event/' + id + '/timeline?bucket=' + bucket + '&by=gate'),
       api('/comms/v1/api/comms/funnel?eventId=' + id).catch(function (err) { return { unavailable: err.message }; }),
     ])
       .then(function (results) {
+        if (ask !== shown) return;
         renderTimeline(results[0]);
         renderFunnel(results[1]);
-        setStatus('Updated ' + new Date().toLocaleTimeString() + ' \u00b7 refreshes every ' + refreshMs / 1000 + ' s');
+        lastUpdate = new Date();
+        $('board').removeAttribute('data-stale');
+        setStatus('Updated ' + lastUpdate.toLocaleTimeString() + ' \u00b7 refreshes every ' + refreshMs / 1000 + ' s');
       })
-      .catch(function (err) { if (err.message !== 'unauthorized') setStatus('Update failed: ' + err.message + '; retrying.'); })
-      .then(function () { if (session) timer = setTimeout(refresh, refreshMs); });
+      .catch(function (err) {
+        if (err.message === 'unauthorized' || ask !== shown) return;
+        // The figures on screen stay, marked as old: say since when, not just that this poll failed.
+        $('board').setAttribute('data-stale', 'true');
+        setStatus('Update failed at ' + new Date().toLocaleTimeString() + ': ' + err.message + '. '
+          + (lastUpdate ? 'The figures shown are from ' + lastUpdate.toLocaleTimeString() : 'No figures yet') + '; retrying.');
+      })
+      .then(function () { if (session && ask === shown) timer = setTimeout(refresh, refreshMs); });
   }
 
   function renderTimeline(timeline) {
     var totals = timeline.totals;
     $('inside-now').textContent = totals.insideNow;
-    $('admitted').textContent = totals.admitted;
-    $('exits').textContent = totals.exits;
+    // People, as inside-now counts them: admitted at the door and imported as admitted (a guest
+    // create with admitted set), so that admitted less exits is inside now.
+    $('admitted').textContent = totals.admitted + (totals.importedAdmitted || 0);
+    $('exits').textContent = totals.exits + (totals.importedExits || 0);
     $('rejected').textContent = totals.rejectedTotal;
     var buckets = timeline.buckets;
     var xs = buckets.map(function (b) { return Date.parse(b.start) / 1000; });
@@ -137,7 +189,8 @@ export const dashboardScript = String.raw`
         return [r.replace(/_/g, ' '), el('span', {}, [String(totals.rejected[r]), bar])];
       })));
 
-    var gates = {};
+    // Gate names are free text: "constructor" or "__proto__" must not meet Object.prototype.
+    var gates = Object.create(null);
     buckets.forEach(function (b) {
       Object.keys(b.groups || {}).forEach(function (g) {
         var t = gates[g] || (gates[g] = { admissions: 0, admitted: 0, last: 0 });
@@ -197,7 +250,14 @@ export const dashboardScript = String.raw`
 
   $('login-form').addEventListener('submit', signIn);
   $('logout').addEventListener('click', function () { signOut('Signed out.'); $('username').focus(); });
-  $('event').addEventListener('change', function () { if (arrivalsChart) { arrivalsChart.destroy(); arrivalsChart = null; } refresh(); });
+  $('event').addEventListener('change', function () {
+    if (arrivalsChart) { arrivalsChart.destroy(); arrivalsChart = null; }
+    // Nothing of the event shown before stays on screen under the new one's name.
+    ['inside-now', 'admitted', 'exits', 'rejected'].forEach(function (id) { $(id).textContent = '\u2013'; });
+    ['arrivals-chart', 'arrivals-table', 'rejects', 'gates', 'funnel'].forEach(function (id) { $(id).replaceChildren(); });
+    lastUpdate = null;
+    refresh();
+  });
   $('bucket').addEventListener('change', refresh);
   window.addEventListener('resize', function () { if (arrivalsChart) arrivalsChart.setSize({ width: Math.max(280, $('arrivals-chart').clientWidth), height: 260 }); });
 })();

@@ -6,6 +6,11 @@ import { dashboardStyles } from './styles.js';
 
 const require = createRequire(import.meta.url);
 const uplot = path.dirname(require.resolve('uplot/package.json'));
+/**
+ * The chart library's files are kept a day by browsers: their URLs name its version, so a deploy
+ * that brings another version is fetched anew, never run from an old copy beside the new script.
+ */
+const uplotVersion = (require('uplot/package.json') as { version: string }).version;
 
 export interface DashboardOptions {
   /**
@@ -45,8 +50,14 @@ export function dashboardRouter(options: DashboardOptions = {}): Router {
     }
     res.set({ ...security(token), 'Cache-Control': 'no-store' }).type('html').send(page(token, options.refreshSeconds));
   });
-  router.get('/dashboard/dashboard.js', (_req, res) => void res.set(assets).type('js').send(dashboardScript));
-  router.get('/dashboard/dashboard.css', (_req, res) => void res.set(assets).type('css').send(dashboardStyles));
+  // The page's own script and stylesheet change with every deploy: asked again each time.
+  const own = { ...assets, 'Cache-Control': 'no-cache' };
+  router.get('/dashboard/dashboard.js', (_req, res) => void res.set(own).type('js').send(dashboardScript));
+  router.get('/dashboard/dashboard.css', (_req, res) => void res.set(own).type('css').send(dashboardStyles));
+  router.use('/dashboard/assets', (_req, res, next) => {
+    res.set(assets);
+    next();
+  });
   router.use('/dashboard/assets', express.static(path.join(uplot, 'dist'), { index: false, maxAge: '1d' }));
   return router;
 }
@@ -59,7 +70,7 @@ function page(tokenUrl: string, refreshSeconds = 5): string {
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>Door dashboard</title>
   <link rel="icon" href="data:,">
-  <link rel="stylesheet" href="/dashboard/assets/uPlot.min.css">
+  <link rel="stylesheet" href="/dashboard/assets/uPlot.min.css?v=${uplotVersion}">
   <link rel="stylesheet" href="/dashboard/dashboard.css">
 </head>
 <body data-token-url="${escapeHtml(tokenUrl)}" data-refresh-seconds="${refreshSeconds}">
@@ -122,7 +133,7 @@ function page(tokenUrl: string, refreshSeconds = 5): string {
       </section>
     </section>
   </main>
-  <script src="/dashboard/assets/uPlot.iife.min.js"></script>
+  <script src="/dashboard/assets/uPlot.iife.min.js?v=${uplotVersion}"></script>
   <script src="/dashboard/dashboard.js"></script>
 </body>
 </html>`;

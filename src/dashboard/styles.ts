@@ -22,6 +22,8 @@ button { background: var(--accent); color: #fff; border-color: var(--accent); cu
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(9rem, 1fr)); gap: .75rem; }
 .card { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem; }
 .card h3 { margin: 0; font-size: .9rem; color: var(--muted); font-weight: 600; }
+#board[data-stale] .card { border-style: dashed; }
+#board[data-stale] .card output { color: var(--muted); }
 .card output { display: block; font-size: 2rem; font-weight: 700; font-variant-numeric: tabular-nums; }
 .chart { width: 100%; min-height: 260px; }
 .columns { display: grid; grid-template-columns: repeat(auto-fit, minmax(18rem, 1fr)); gap: 1rem; }
