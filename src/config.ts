@@ -226,7 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (raw !== 'on' && raw !== 'off') problems.push(`${name} must be on or off, such as ${fallback ? 'on' : 'off'} (the default), got "${env[name]}"`);
     return raw === 'on';
   };
-  const synchronous = (env.SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase();
+  const synchronous = (env.SQLITE_SYNCHRONOUS || 'FULL').toUpperCase();
   if (synchronous !== 'FULL' && synchronous !== 'NORMAL') problems.push(`SQLITE_SYNCHRONOUS must be FULL (the default) or NORMAL, got "${env.SQLITE_SYNCHRONOUS}"`);
   const config: Config = {
     port: int('PORT', 8080),
@@ -357,7 +357,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `KAFKA_BROKERS must be comma-separated host:port pairs such as kafka-1:9092,kafka-2:9092 (no scheme, no empty entries, an IPv4 address or a host name), got ${wrongBrokers.map(shown).join(', ')}`,
     );
   }
-  if (typeof bytes.parse(config.bodyLimit) !== 'number') {
+  // bytes.parse reads any leading digits: '16m' (nginx's spelling) was 16 bytes and '1e6' 1 byte, so every request was 413.
+  if (!/^(\d+ *b?|\d+(\.\d+)? *(kb|mb|gb|tb|pb))$/i.test(config.bodyLimit) || typeof bytes.parse(config.bodyLimit) !== 'number') {
     problems.push(`BODY_LIMIT must be a size such as 16mb, 512kb or a number of bytes, got "${config.bodyLimit}"`);
   }
   // A file where a folder belongs stopped the start in mkdir (EEXIST, exit 1) without naming the variable.
@@ -407,7 +408,7 @@ function webhookConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeRea
   Config,
   'webhookAllowInsecure' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookEncryptionKeys' | 'webhookEncryptionKeyId'
 > {
-  const insecure = (env.WEBHOOK_ALLOW_INSECURE ?? 'false').toLowerCase();
+  const insecure = (env.WEBHOOK_ALLOW_INSECURE || 'false').toLowerCase();
   if (insecure !== 'true' && insecure !== 'false') problems.push(`WEBHOOK_ALLOW_INSECURE must be true or false (the default), got "${env.WEBHOOK_ALLOW_INSECURE}"`);
   let delays: number[] | undefined;
   if (env.WEBHOOK_RETRY_DELAYS_MS) {
@@ -461,7 +462,7 @@ function keyList(env: NodeJS.ProcessEnv, name: string, idName: string, problems:
 
 function personalDataConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): PersonalDataConfig {
   const { keys, keyId } = keyList(env, 'PII_MASTER_KEYS', 'PII_MASTER_KEY_ID', problems);
-  const encryption = (env.PII_ENCRYPTION ?? 'on').toLowerCase();
+  const encryption = (env.PII_ENCRYPTION || 'on').toLowerCase();
   if (encryption !== 'on' && encryption !== 'off') problems.push(`PII_ENCRYPTION must be on (the default) or off, got "${env.PII_ENCRYPTION}"`);
   const sweep = int('RETENTION_SWEEP_MS', 3_600_000, { min: 1000, max: maxTimerMs, why: 'milliseconds' });
   return { masterKeys: keys, masterKeyId: keyId, encryption: encryption === 'on', retentionSweepMs: sweep };
@@ -469,7 +470,8 @@ function personalDataConfig(env: NodeJS.ProcessEnv, problems: string[], int: Who
 
 function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): CommsConfig {
   const list = (raw: string | undefined): string[] => (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean);
-  const delays = list(env.SEND_RETRY_DELAYS_MS ?? '2000,10000').map(wholeNumber);
+  // Empty counts as unset, as for every variable: '' had read as no retries at all.
+  const delays = list(env.SEND_RETRY_DELAYS_MS || '2000,10000').map(wholeNumber);
   if (delays.some((d) => !Number.isInteger(d) || d < 0)) {
     problems.push(`SEND_RETRY_DELAYS_MS must be comma-separated non-negative integers (milliseconds) such as 2000,10000, got "${env.SEND_RETRY_DELAYS_MS}"`);
   }

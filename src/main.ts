@@ -821,7 +821,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 async function main(): Promise<void> {
-  const role = (process.argv[2] ?? process.env.ROLE ?? 'all') as Role;
+  // ROLE set but empty counts as unset, as every variable does (README, Configuration).
+  const role = (process.argv[2] ?? (process.env.ROLE || 'all')) as Role;
   if (!roles.includes(role)) {
     // Named as it was given: the command line's argument, or the variable (which the message did not name).
     console.error(
