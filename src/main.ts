@@ -170,6 +170,13 @@ export function createPlatform(
         logger: logger.child({ adapter: 'kafka' }),
       })
     : new EmbeddedBus(file('bus.sqlite'), { logger: logger.child({ adapter: 'embedded-bus' }) });
+  const readPreference = config.mongoUrl ? secondaryReadPreference(config.mongoUrl) : undefined;
+  if (readPreference) {
+    logger.warn(
+      { readPreference },
+      `MONGO_URL asks for readPreference=${readPreference}: the api's answers after a write (read-your-writes) may then be read from a secondary that has not caught up (503 read_models_behind, or an older copy); use primary or primaryPreferred, and give analysts a connection of their own`,
+    );
+  }
   logger.info(
     { eventStore: eventStore.kind, readStore: readStore.kind, bus: bus.kind, dataDir: config.dataDir },
     'adapters chosen',
@@ -766,6 +773,13 @@ export async function retryForever(what: string, start: () => Promise<void>, log
 }
 
 /** Read-your-writes when the projections run in another process: poll their checkpoints. */
+/** A `readPreference` of MONGO_URL that lets reads go to a secondary (`secondary`, `secondaryPreferred`, `nearest`), else undefined. */
+export function secondaryReadPreference(mongoUrl: string): string | undefined {
+  const query = mongoUrl.split('?')[1] ?? '';
+  const value = new URLSearchParams(query).get('readPreference') ?? undefined;
+  return value && !/^primary(Preferred)?$/i.test(value) ? value : undefined;
+}
+
 async function pollCheckpoints(eventStore: EventStore, readStore: ReadStore, position: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   // A position no projection reads counts once the last event they read before it is processed.
