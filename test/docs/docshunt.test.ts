@@ -126,7 +126,10 @@ const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
 /** Runs `file` with tsx in `env`; its exit code and output (a hang guard far above any real run). */
 async function runTsx(file: string, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await execFileAsync(tsx, [path.join(root, file), ...args], { env: { ...process.env, ...env }, timeout: 60_000 });
+    // The embedded stores these commands are about: not the real servers a test run may have set.
+    const inherited = { ...process.env };
+    for (const name of ['MONGO_URL', 'KAFKA_BROKERS', 'EVENTSTORE_URL']) delete inherited[name];
+    const { stdout, stderr } = await execFileAsync(tsx, [path.join(root, file), ...args], { env: { ...inherited, ...env }, timeout: 60_000 });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
