@@ -8,7 +8,7 @@ import { invitationStream } from '../domain/invitation.js';
 import { dataKeyId, personalGuestFields, unmatchedScanKeyId } from '../domain/personal-data.js';
 import { customIdStream, erasedCustomIdKey, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
 import type { InvitationDoc } from '../projections/invitations.js';
-import { suppressionId } from '../projections/invitations.js';
+import { suppressionId, type SuppressionDoc } from '../projections/invitations.js';
 import { guestIdOf, guestStreamOf, personalDocFields, type GuestDoc, type ScanDoc } from '../projections/guests.js';
 import type { CommsEventDoc, DeliveryDoc } from '../projections/webhooks.js';
 import { getEvent } from './events.js';
@@ -318,6 +318,22 @@ async function scrubGuestReadModels(services: Services, doc: GuestDoc, values: P
   }
   // What the projection keeps (tags, a block reason, a correlationId a CRM filled with the email) loses the guest's values too.
   await scrubCollection(services, 'guests', { _id: doc._id }, values.needles);
+  await scrubScanBlockReasons(services, clientId, guestId, values.needles);
+}
+
+/**
+ * Each scan of a blocked guest repeats the block reason door staff saw, which may name the guest
+ * ("Ann Smith: banned"). Only that text is searched: a gate, device or team member's name is no
+ * guest's, and would match a short name by chance.
+ */
+async function scrubScanBlockReasons(services: Services, clientId: string, guestId: string, needles: string[]): Promise<void> {
+  if (needles.length === 0) return;
+  const scans = services.readStore.collection<ScanDoc>('scans');
+  const naming: string[] = [];
+  for await (const scan of scans.stream({ clientId, guestId, blockedReason: { $exists: true } }, { readOnly: true })) {
+    if (typeof scan.blockedReason === 'string' && holdsValue(scan.blockedReason, needles)) naming.push(scan._id);
+  }
+  for (const scanId of naming) await scans.updateOne(scanId, { $set: { blockedReason: ERASED_TEXT } });
 }
 
 /**
@@ -436,6 +452,22 @@ async function commsEventsOf(services: Services, clientId: string, guestId: stri
 }
 
 /**
+ * The suppression-list entries of the guest's addresses (any it has or had, and its invitations'
+ * recipients): the service keeps that the address bounced, was dropped or reported spam, and
+ * when. An entry is about the address, whichever of the client's invitations it came from.
+ */
+async function suppressionsOf(services: Services, clientId: string, emails: string[]) {
+  const suppressions = services.readStore.collection<SuppressionDoc>('comms_suppressions');
+  const found = new Map<string, { email: string; reason: string; at: string }>();
+  for (const email of emails) {
+    const id = suppressionId(clientId, email);
+    const entry = found.has(id) ? undefined : await suppressions.get(id);
+    if (entry && entry.clientId === clientId) found.set(id, { email: entry.email, reason: entry.reason, at: entry.at });
+  }
+  return [...found.values()];
+}
+
+/**
  * Issue 14, item 4: everything held about one guest, as one document: the guest as the API
  * shows it, its decrypted history (guest and invitation streams), its invitation emails with
  * their outcomes and the comms events about them with their webhook deliveries, its scans, and
@@ -452,6 +484,7 @@ export async function personalDataOf(services: Services, clientId: string, idOrC
   for await (const scan of services.readStore.collection<ScanDoc>('scans').stream({ clientId, guestId }, { sort: { at: 1 } })) scans.push(scan);
   const unmatchedScans = await unmatchedScansOf(services, clientId, doc.eventId, lookupValuesOf(guestId, guestEvents));
   const scanView = ({ _id, clientId: _c, ...scan }: ScanDoc) => ({ scanId: _id, ...scan });
+  const emails = personalValues([doc, ...guestEvents.map((e) => e.data), ...invitations]).emails;
   return {
     guestId,
     eventId: doc.eventId,
@@ -461,6 +494,7 @@ export async function personalDataOf(services: Services, clientId: string, idOrC
     commsEvents: await commsEventsOf(services, clientId, guestId),
     scans: scans.map(scanView),
     unmatchedScans: unmatchedScans.map(scanView),
+    suppressions: await suppressionsOf(services, clientId, emails),
     // Issue 16: the guest's valid signed ticket code, or null when it has none.
     ticketCode: ticketCodeOf(guestEvents),
     history,

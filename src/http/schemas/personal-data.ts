@@ -62,6 +62,9 @@ export const PersonalDataResponse = registry.register(
       commsEvents: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'The comms events about the guest’s emails as the webhook sends them (id, type, createdAt, data), each with its webhook `delivery` (status, attempts with URL and answer) or null' }),
       scans: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every scan of the guest at the door' }),
       unmatchedScans: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Door scans of its event that matched no guest but looked up one of the guest’s values (id, a barcode or customId it has or had), with what they looked up' }),
+      suppressions: z
+        .array(z.object({ email: z.string(), reason: z.string(), at: z.string() }))
+        .openapi({ description: 'The suppression-list entries of the guest’s addresses (one it has or had, or an invitation went to): the address, the provider’s report that suppressed it (bounced, dropped, spam_reported, unsubscribed) and when' }),
       ticketCode: z.string().nullable().openapi({ description: "The guest's valid signed ticket code (docs/tickets.md), null when it has none" }),
       history: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every event of the guest and its invitations, decrypted' }),
     })
@@ -75,6 +78,7 @@ export const PersonalDataResponse = registry.register(
         commsEvents: [],
         scans: [{ scanId: ex.scanId, result: 'admitted', at: ex.scannedAt, people: 1 }],
         unmatchedScans: [],
+        suppressions: [],
         ticketCode: null,
         history: [{ type: 'GuestRegistered', stream: guestStream(ex.clientId, ex.guestId), at: ex.created, data: { firstName: 'Ada', lastName: 'Lovelace' } }],
       },
