@@ -5,7 +5,7 @@ import bytes from 'bytes';
 import { MongoClient } from 'mongodb';
 import { sendgridSignatureVerifier } from './adapters/mailer/sendgrid-events.js';
 import { connectionStringProblem } from './adapters/eventstore/esdb.js';
-import { defaultKafkaMaxBatchBytes, kafkaNamespacePattern, minKafkaMaxBatchBytes } from './adapters/bus/kafka.js';
+import { defaultKafkaMaxBatchBytes, kafkaNamespacePattern, kafkaSaslMechanisms, minKafkaMaxBatchBytes, type KafkaSasl, type KafkaSaslMechanism } from './adapters/bus/kafka.js';
 import { parseKey } from './shared/encryption.js';
 import { withoutCredentials } from './shared/without-credentials.js';
 
@@ -31,6 +31,12 @@ export interface Config {
    * so that deployments sharing a Kafka cluster do not consume one another's messages. Unset: none.
    */
   kafkaNamespace?: string;
+  /** KAFKA_SSL (and KAFKA_SSL_CA_FILE, read at start): TLS to the brokers; unset or false: plain TCP. */
+  kafkaSsl?: true | { ca: string };
+  /** KAFKA_SASL_MECHANISM, _USERNAME, _PASSWORD or _PASSWORD_FILE; unset: no SASL. */
+  kafkaSasl?: KafkaSasl;
+  /** KAFKA_REPLICATION_FACTOR: replicas of the topics the service creates; unset: the cluster's default.replication.factor. */
+  kafkaReplicationFactor?: number;
   /** FULL (default) fsyncs each append; NORMAL trades the last writes on power loss for speed. */
   sqliteSynchronous: 'FULL' | 'NORMAL';
   /**
@@ -240,6 +246,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaBrokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()) : undefined,
     kafkaMaxBatchBytes: int('KAFKA_MAX_BATCH_BYTES', defaultKafkaMaxBatchBytes, { min: minKafkaMaxBatchBytes, why: "bytes, and at most the topics' max.message.bytes" }),
     kafkaNamespace: env.KAFKA_NAMESPACE || undefined,
+    ...kafkaSecurityConfig(env, problems),
+    kafkaReplicationFactor: env.KAFKA_REPLICATION_FACTOR ? int('KAFKA_REPLICATION_FACTOR', 0, { min: 1, example: 3, why: 'replicas of each topic the service creates, at most the number of brokers' }) : undefined,
     sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
     workersThread: onOff('WORKERS_THREAD', false),
     readYourWritesTimeoutMs: ms('READ_YOUR_WRITES_TIMEOUT_MS', 2000, 0),
@@ -428,6 +436,65 @@ function webhookConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeRea
     webhookEncryptionKeys: keys,
     webhookEncryptionKeyId: keyId,
   };
+}
+
+/**
+ * KAFKA_SSL, KAFKA_SSL_CA_FILE and KAFKA_SASL_*. A problem names the variable and never holds the
+ * password (nor a file's contents: a password file given as the CA file is not echoed).
+ */
+function kafkaSecurityConfig(env: NodeJS.ProcessEnv, problems: string[]): Pick<Config, 'kafkaSsl' | 'kafkaSasl'> {
+  const sslRaw = (env.KAFKA_SSL ?? '').trim().toLowerCase();
+  if (sslRaw !== '' && sslRaw !== 'true' && sslRaw !== 'false') problems.push(`KAFKA_SSL must be true or false (the default), got ${JSON.stringify(env.KAFKA_SSL)}`);
+  let kafkaSsl: Config['kafkaSsl'];
+  if (sslRaw === 'true') kafkaSsl = true;
+  if (env.KAFKA_SSL_CA_FILE) {
+    const file = env.KAFKA_SSL_CA_FILE;
+    if (sslRaw !== 'true') problems.push('KAFKA_SSL_CA_FILE is set but KAFKA_SSL is not true: set KAFKA_SSL=true for TLS to the brokers, or unset KAFKA_SSL_CA_FILE');
+    const ca = readSetting('KAFKA_SSL_CA_FILE', file, problems);
+    if (ca !== undefined && !ca.includes('-----BEGIN CERTIFICATE-----')) {
+      problems.push(`KAFKA_SSL_CA_FILE must be a PEM file of the CA certificates that signed the brokers' certificates (-----BEGIN CERTIFICATE-----), ${JSON.stringify(file)} holds none`);
+    } else if (ca !== undefined && sslRaw === 'true') kafkaSsl = { ca };
+  }
+  const mechanismRaw = (env.KAFKA_SASL_MECHANISM ?? '').trim().toLowerCase();
+  const username = env.KAFKA_SASL_USERNAME || undefined;
+  const passwordSet = Boolean(env.KAFKA_SASL_PASSWORD);
+  const passwordFile = env.KAFKA_SASL_PASSWORD_FILE || undefined;
+  if (mechanismRaw === '') {
+    const stray = (['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'KAFKA_SASL_PASSWORD_FILE'] as const).filter((name) => env[name]);
+    if (stray.length > 0) problems.push(`${stray.join(', ')} ${stray.length > 1 ? 'are' : 'is'} set but KAFKA_SASL_MECHANISM is not: set it to ${kafkaSaslMechanisms.join(', ')} (as the cluster's listener expects)`);
+    return { kafkaSsl };
+  }
+  let ok = true;
+  if (!(kafkaSaslMechanisms as readonly string[]).includes(mechanismRaw)) {
+    problems.push(`KAFKA_SASL_MECHANISM must be one of ${kafkaSaslMechanisms.join(', ')}, got ${JSON.stringify(env.KAFKA_SASL_MECHANISM)}`);
+    ok = false;
+  }
+  if (!username) {
+    problems.push(`KAFKA_SASL_USERNAME must be set with KAFKA_SASL_MECHANISM (the SASL user, for Confluent Cloud the API key)`);
+    ok = false;
+  }
+  let password: string | undefined;
+  if (passwordSet && passwordFile) {
+    problems.push('KAFKA_SASL_PASSWORD and KAFKA_SASL_PASSWORD_FILE are both set: set one of them');
+    ok = false;
+  } else if (passwordFile) {
+    // One trailing line end is dropped: `echo secret > file` and editors add it.
+    password = readSetting('KAFKA_SASL_PASSWORD_FILE', passwordFile, problems)?.replace(/\r?\n$/, '');
+    if (password === '') problems.push(`KAFKA_SASL_PASSWORD_FILE must name a file holding the password, ${JSON.stringify(passwordFile)} is empty`);
+  } else if (passwordSet) password = env.KAFKA_SASL_PASSWORD;
+  else problems.push('KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE must be set with KAFKA_SASL_MECHANISM');
+  if (!ok || !username || !password) return { kafkaSsl };
+  return { kafkaSsl, kafkaSasl: { mechanism: mechanismRaw as KafkaSaslMechanism, username, password } };
+}
+
+/** A file a setting names, as text; a problem naming the setting (not the contents) when it cannot be read. */
+function readSetting(name: string, file: string, problems: string[]): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    problems.push(`${name} must name a readable file, ${JSON.stringify(file)}: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+    return undefined;
+  }
 }
 
 /**

@@ -167,6 +167,9 @@ export function createPlatform(
         clientId: 'checkin-service',
         maxBatchBytes: config.kafkaMaxBatchBytes,
         namespace: config.kafkaNamespace,
+        ssl: config.kafkaSsl,
+        sasl: config.kafkaSasl,
+        replicationFactor: config.kafkaReplicationFactor,
         logger: logger.child({ adapter: 'kafka' }),
       })
     : new EmbeddedBus(file('bus.sqlite'), { logger: logger.child({ adapter: 'embedded-bus' }) });

@@ -16,6 +16,7 @@ function busWithAdmin(answers: (() => unknown)[]) {
       created.push(options);
       throw Object.assign(new Error('This server does not host this topic-partition'), { type: 'UNKNOWN_TOPIC_OR_PARTITION' });
     },
+    listTopics: async () => [],
     fetchTopicMetadata: async () => answers.shift()!(),
     disconnect: async () => {},
   };

@@ -18,7 +18,9 @@ import {
   type KafkaMessage,
   type LogEntry,
   type Producer,
+  type SASLOptions,
 } from 'kafkajs';
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { sleep } from '../../shared/backoff.js';
 import {
@@ -65,6 +67,26 @@ export interface KafkaBusOptions {
    * cluster without consuming one another's messages. Callers keep using the plain names.
    */
   namespace?: string;
+  /**
+   * KAFKA_SSL / KAFKA_SSL_CA_FILE: TLS to the brokers. `true` checks their certificates against
+   * Node's CAs; an object is passed to tls.connect (`{ ca }` for a private CA). Unset: plain TCP.
+   */
+  ssl?: boolean | TlsConnectionOptions;
+  /** KAFKA_SASL_*: SASL authentication. The password goes to kafkajs only; nothing of this bus logs it. */
+  sasl?: KafkaSasl;
+  /**
+   * KAFKA_REPLICATION_FACTOR: replicas of each topic this bus creates. Unset: the cluster's
+   * `default.replication.factor` (the broker's own default is 1). Topics that exist are not changed.
+   */
+  replicationFactor?: number;
+}
+
+export const kafkaSaslMechanisms = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
+export type KafkaSaslMechanism = (typeof kafkaSaslMechanisms)[number];
+export interface KafkaSasl {
+  mechanism: KafkaSaslMechanism;
+  username: string;
+  password: string;
 }
 
 /** What KAFKA_NAMESPACE may hold: Kafka's legal topic characters, leaving room for the names. */
@@ -122,6 +144,8 @@ export class KafkaBus implements Bus {
   /** The largest single message, as messageBytes counts it: a batch of that message alone. */
   readonly maxMessageBytes: number;
   readonly partitions: number;
+  /** Replicas of the topics this bus creates; undefined: the cluster's default. */
+  readonly replicationFactor: number | undefined;
   readonly joinTimeoutMs: number;
   readonly closeTimeoutMs: number;
   private readonly pingTimeoutMs: number;
@@ -148,9 +172,15 @@ export class KafkaBus implements Bus {
       throw new Error(`kafka bus: namespace must be 1-100 of A-Z a-z 0-9 . _ -, got ${JSON.stringify(options.namespace)}`);
     }
     this.prefix = options.namespace ? `${options.namespace}.` : '';
+    this.replicationFactor = options.replicationFactor;
+    if (this.replicationFactor !== undefined && (!Number.isInteger(this.replicationFactor) || this.replicationFactor < 1)) {
+      throw new Error(`kafka bus: replicationFactor must be a whole number of at least 1, got ${this.replicationFactor}`);
+    }
     this.kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
+      ...(options.ssl ? { ssl: options.ssl } : {}),
+      ...(options.sasl ? { sasl: { ...options.sasl } as SASLOptions } : {}),
       connectionTimeout: 3_000,
       retry: { initialRetryTime: 100, retries: 8 },
       logLevel: kafkaLogLevels[options.logLevel ?? 'warn'],
@@ -265,38 +295,68 @@ export class KafkaBus implements Bus {
     );
   }
 
-  /** Creates missing topics (an existing one is fine) and remembers them. */
+  /**
+   * Creates the topics that do not exist yet and remembers them. Which exist is asked first
+   * (listTopics): Kafka answers a CreateTopics for a topic that exists with
+   * TOPIC_AUTHORIZATION_FAILED when the principal lacks CREATE (KAFKA-6250), so a service allowed
+   * only to read and write runs on topics an operator created.
+   */
   async ensureTopics(topics: string[]): Promise<void> {
-    await Promise.all(
-      [...new Set(topics.map((topic) => this.serverName(topic)))].map((topic) => {
-        let ready = this.topics.get(topic);
-        if (!ready) {
-          ready = this.createTopic(topic).catch((error: unknown) => {
-            this.topics.delete(topic);
-            throw error;
-          });
-          this.topics.set(topic, ready);
-        }
-        return ready;
-      }),
-    );
+    const names = [...new Set(topics.map((topic) => this.serverName(topic)))];
+    const fresh = names.filter((name) => !this.topics.has(name));
+    if (fresh.length > 0) {
+      const ready: Promise<void> = this.createTopics(fresh).catch((error: unknown) => {
+        for (const name of fresh) if (this.topics.get(name) === ready) this.topics.delete(name);
+        throw error;
+      });
+      for (const name of fresh) this.topics.set(name, ready);
+    }
+    await Promise.all(names.map((name) => this.topics.get(name)));
   }
 
   /**
-   * Creates the topic and waits until every partition has a leader. kafkajs's own wait
-   * (`waitForLeaders`) retries only LEADER_NOT_AVAILABLE, but a broker that has not yet learnt of a
-   * topic just created answers UNKNOWN_TOPIC_OR_PARTITION ("This server does not host this
-   * topic-partition"): seen in CI on a fresh KRaft broker. Then, and when the topic was there
-   * already, the leaders are waited for here.
+   * Creates the missing ones of `topics` and waits until every partition of each has a leader.
+   * kafkajs's own wait (`waitForLeaders`) retries only LEADER_NOT_AVAILABLE, but a broker that has
+   * not yet learnt of a topic just created answers UNKNOWN_TOPIC_OR_PARTITION ("This server does
+   * not host this topic-partition"): seen in CI on a fresh KRaft broker. Then, and when a topic was
+   * there already, the leaders are waited for here.
    */
-  private async createTopic(topic: string): Promise<void> {
+  private async createTopics(topics: string[]): Promise<void> {
     const admin = await this.connectedAdmin();
-    try {
-      if (await admin.createTopics({ topics: [{ topic, numPartitions: this.partitions }], waitForLeaders: true })) return;
-    } catch (error) {
-      if ((error as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
+    const existing = new Set(await admin.listTopics());
+    const missing = topics.filter((topic) => !existing.has(topic));
+    if (missing.length > 0) {
+      try {
+        const replication = this.replicationFactor === undefined ? {} : { replicationFactor: this.replicationFactor };
+        const created = await admin.createTopics({
+          topics: missing.map((topic) => ({ topic, numPartitions: this.partitions, ...replication })),
+          waitForLeaders: true,
+        });
+        if (created && missing.length === topics.length) return;
+      } catch (error) {
+        const types = errorTypes(error);
+        if (types.some((type) => type === 'TOPIC_AUTHORIZATION_FAILED' || type === 'CLUSTER_AUTHORIZATION_FAILED')) {
+          throw new Error(
+            `kafka bus: not allowed to create the Kafka topics ${missing.join(', ')} (${[...new Set(types)].join(', ')}: this service's principal lacks the CREATE permission). ` +
+              `An operator must create them, each with ${this.partitions} partitions and the replication factor the cluster needs, under exactly these names (KAFKA_NAMESPACE included), ` +
+              `or grant this principal CREATE on them`,
+            { cause: error },
+          );
+        }
+        if (types.includes('INVALID_REPLICATION_FACTOR')) {
+          throw new Error(
+            `kafka bus: the cluster refused to create the topics ${missing.join(', ')} with ${this.replicationFactor === undefined ? "its default replication factor" : `KAFKA_REPLICATION_FACTOR=${this.replicationFactor}`} (INVALID_REPLICATION_FACTOR): it must be at most the number of brokers`,
+            { cause: error },
+          );
+        }
+        if (!types.includes('UNKNOWN_TOPIC_OR_PARTITION')) throw error;
+      }
     }
-    // Created, but its leaders not yet known everywhere; or it was there already (created by another process a moment ago).
+    // Created, but its leaders not yet known everywhere; or it was there already (created by an operator, or by another process a moment ago).
+    for (const topic of topics) await this.leadersOf(topic, admin);
+  }
+
+  private async leadersOf(topic: string, admin: Admin): Promise<void> {
     const deadline = Date.now() + this.joinTimeoutMs;
     for (;;) {
       try {
@@ -584,6 +644,15 @@ function headersToStrings(headers: IHeaders | undefined): Record<string, string>
 function leftGeneration(error: unknown): boolean {
   const type = (error as { type?: string }).type;
   return type === 'REBALANCE_IN_PROGRESS' || type === 'ILLEGAL_GENERATION' || type === 'UNKNOWN_MEMBER_ID' || type === 'NOT_COORDINATOR_FOR_GROUP';
+}
+
+/** The Kafka error codes in a kafkajs error: its own, and those of a KafkaJSAggregateError's errors (one per topic). */
+function errorTypes(error: unknown): string[] {
+  const { type, errors } = error as { type?: unknown; errors?: unknown };
+  return [
+    ...(typeof type === 'string' ? [type] : []),
+    ...(Array.isArray(errors) ? errors.flatMap((inner: unknown) => errorTypes(inner)) : []),
+  ];
 }
 
 /** Retries a Kafka admin call on a retriable error (a group's coordinator still loading answers NOT_COORDINATOR). */
