@@ -12,7 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EmbeddedBus } from '../../src/adapters/bus/embedded.js';
-import { deadLetterTopic, type BusMessage, type Consumer } from '../../src/adapters/bus/port.js';
+import { deadLetterTopic, isReadableBus, type BusMessage, type Consumer } from '../../src/adapters/bus/port.js';
 import { SqliteEventStore } from '../../src/adapters/eventstore/sqlite.js';
 import { listDeadLetters, replayDeadLetters, replayedTopic } from '../../src/commands/dead-letters.js';
 import { Metrics } from '../../src/observability/metrics.js';
@@ -20,6 +20,10 @@ import { pipelineProbe } from '../../src/observability/pipeline-lag.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { topics } from '../../src/workers/topics.js';
 import { eventually as until } from '../webhooks/receiver.js';
+import { deadLetterMessage } from '../../src/adapters/bus/delivery.js';
+import { invitationStream } from '../../src/domain/invitation.js';
+import { commsSetup, sendTo } from '../support/flows.js';
+import { startTestService } from '../support/service.js';
 
 const run = promisify(execFile);
 /** Hang guard, far above any real figure. */
@@ -185,4 +189,36 @@ describe('admin dead-letters (embedded bus)', () => {
     const source = await other.readTopic(topics.commsEvents);
     expect(source.map((m) => m.key).sort()).toEqual(['invitation-2', 'invitation-3']);
   });
+});
+
+describe('dead-letters replay to the real send worker', () => {
+  it('never emails a guest twice: an invitation request replayed after its email went out is reported skipped, and the outbox keeps one email', async () => {
+    const service = await startTestService();
+    closers.push(() => service.close());
+    const setup = await commsSetup(service);
+    const guest = await setup.client.call('POST', '/checkin/v1/api/guest', { eventId: setup.eventId, firstName: 'Ilse', email: 'ilse@example.com' });
+    const [invitationId] = await sendTo(setup, [guest.body.id]);
+    const outbox = () => fs.readdirSync(path.join(service.dataDir, 'outbox')).filter((name) => name.includes(invitationId!));
+    const types = async () => (await service.platform.eventStore.readStream(invitationStream(invitationId!))).map((e) => e.type);
+    await eventually(async () => (await types()).includes('SendSucceeded'), 'the invitation sent');
+    expect(outbox()).toHaveLength(1);
+
+    // Its request, dead-lettered as a consumer would (say a redelivery that met a store outage).
+    const bus = service.platform.bus;
+    if (!isReadableBus(bus)) throw new Error(`the service's bus (${bus.kind}) cannot be read`);
+    const requests = (await bus.readTopic(topics.invitations)).filter((m) => m.value.includes(invitationId!));
+    expect(requests).toHaveLength(1);
+    const [request] = requests;
+    await bus.publish(deadLetterTopic(topics.invitations), [
+      deadLetterMessage({ ...request!, topic: topics.invitations, attempt: 5 }, new Error('event store unavailable'), 5),
+    ]);
+
+    const replayed = await replayDeadLetters(bus, { topics: [topics.invitations] });
+    expect(replayed.replayed).toHaveLength(1);
+    await eventually(async () => (await types()).includes('SendSkipped'), 'the replayed request reported skipped');
+    const events = await service.platform.eventStore.readStream(invitationStream(invitationId!));
+    expect(events.filter((e) => e.type === 'SendSucceeded')).toHaveLength(1);
+    expect(events.find((e) => e.type === 'SendSkipped')!.data).toMatchObject({ reason: 'already_sent' });
+    expect(outbox()).toHaveLength(1);
+  }, 120_000);
 });
