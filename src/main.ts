@@ -70,6 +70,7 @@ import { withCors } from './http/cors.js';
 import { claimProjections, describeHolder, type Holding } from './projections/holder.js';
 import { checkStoreIdentity, StoreMismatchError, type IdentityCheck } from './projections/store-identity.js';
 import { Metrics } from './observability/metrics.js';
+import { deadLetterSources } from './commands/dead-letters.js';
 import { observedEventStore } from './observability/observed-event-store.js';
 import { pipelineProbe } from './observability/pipeline-lag.js';
 import { OverloadGuard } from './http/middleware/overload.js';
@@ -143,6 +144,22 @@ function createDataKeys(config: Config, logger: Logger, embeddedEvents?: SqliteE
   return new DataKeys(store, master);
 }
 
+/** The bus: Kafka with KAFKA_BROKERS, else the embedded one in DATA_DIR/bus.sqlite (the dead-letter commands open it alone). */
+export function createBus(config: Config, logger: Logger): EmbeddedBus | KafkaBus {
+  return config.kafkaBrokers
+    ? new KafkaBus({
+        brokers: config.kafkaBrokers,
+        clientId: 'checkin-service',
+        maxBatchBytes: config.kafkaMaxBatchBytes,
+        namespace: config.kafkaNamespace,
+        ssl: config.kafkaSsl,
+        sasl: config.kafkaSasl,
+        replicationFactor: config.kafkaReplicationFactor,
+        logger: logger.child({ adapter: 'kafka' }),
+      })
+    : new EmbeddedBus(path.join(config.dataDir, 'bus.sqlite'), { logger: logger.child({ adapter: 'embedded-bus' }) });
+}
+
 /** Picks each port's adapter: a configured URL means the real server, else the embedded default. */
 export function createPlatform(
   config: Config,
@@ -161,18 +178,7 @@ export function createPlatform(
   const readStore = givenReadStore ?? (config.mongoUrl
     ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
     : new EmbeddedReadStore(file('read-models.sqlite'), { onCollectionLoaded: logCollectionLoaded(logger) }));
-  const bus = config.kafkaBrokers
-    ? new KafkaBus({
-        brokers: config.kafkaBrokers,
-        clientId: 'checkin-service',
-        maxBatchBytes: config.kafkaMaxBatchBytes,
-        namespace: config.kafkaNamespace,
-        ssl: config.kafkaSsl,
-        sasl: config.kafkaSasl,
-        replicationFactor: config.kafkaReplicationFactor,
-        logger: logger.child({ adapter: 'kafka' }),
-      })
-    : new EmbeddedBus(file('bus.sqlite'), { logger: logger.child({ adapter: 'embedded-bus' }) });
+  const bus = createBus(config, logger);
   const readPreference = config.mongoUrl ? secondaryReadPreference(config.mongoUrl) : undefined;
   if (readPreference) {
     logger.warn(
@@ -299,6 +305,7 @@ export async function startService(
         { group: sendWorkerGroup, topics: [topics.invitations] },
         { group: dispatcherGroup, topics: [topics.commsEvents, topics.webhookRedeliveries] },
       ],
+      deadLetterTopics: deadLetterSources,
       webhookDeliveries: 'webhook_deliveries',
     }),
   );

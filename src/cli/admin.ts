@@ -12,9 +12,13 @@
  *   npm run admin -- backup <dir> [--include-key-files] [--pages-per-step n] [--pause-ms n]
  *   npm run admin -- reapply-erasures [--from <file>]
  *   npm run admin -- hold-pending-sends [--dry-run]
- * Prints JSON. Secrets are shown once. backup, reapply-erasures, hold-pending-sends and reencrypt-secrets log progress on stderr
+ *   npm run admin -- dead-letters list [--topic T] [--limit N]
+ *   npm run admin -- dead-letters replay [--topic T] (--ids id,... | --all) [--dry-run]
+ * Prints JSON. Secrets are shown once. backup, reapply-erasures, hold-pending-sends, reencrypt-secrets and dead-letters replay log progress on stderr
  * (docs/operations.md, Backups and restores).
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { issueSubscriptionKey, registerAccount, revokeSubscriptionKey, setAccountAccess } from '../commands/accounts.js';
 import { findAccount, listAccounts, type AccountSummary } from '../commands/list-accounts.js';
@@ -23,7 +27,7 @@ import type { Config } from '../config.js';
 import type { CommandContext } from '../commands/handle-command.js';
 import type { Services } from '../commands/services.js';
 import { loadConfig } from '../config.js';
-import { createPlatform, personalDataSettings } from '../main.js';
+import { createBus, createPlatform, personalDataSettings } from '../main.js';
 import { systemClock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import { createLogger } from '../shared/logger.js';
@@ -34,6 +38,7 @@ import { reapplyErasures } from '../commands/reapply-erasures.js';
 import { reencryptSecrets } from '../commands/reencrypt-secrets.js';
 import { webhookSettings } from '../commands/webhooks.js';
 import { backupDataDir } from './backup.js';
+import { deadLetterSources, listDeadLetters, replayDeadLetters, sourceTopicOf } from '../commands/dead-letters.js';
 import { cliStart, commandLogLevel, helpText, requireStore, type CliHelp } from './common.js';
 
 const help: CliHelp = {
@@ -96,13 +101,30 @@ const help: CliHelp = {
         'POST /comms/v1/api/comms/send. Prints how many were held and which; --dry-run lists them and changes nothing. Idempotent',
       example: 'hold-pending-sends --dry-run',
     },
+    {
+      usage: 'dead-letters list [--topic T] [--limit N]',
+      does:
+        'what the bus consumers dead-lettered (<topic>.dlq), per topic: how many are held, replayed and waiting, and the newest N (default 100) with their id, source topic, ' +
+        'partition and offset, key, event id and type, when, attempts and last error (email addresses redacted); never a message\'s value. ' +
+        'Default topics: ' + deadLetterSources.join(', ') + '. Embedded bus in DATA_DIR, or Kafka with KAFKA_BROKERS',
+      example: 'dead-letters list --topic comms.invitations.v1 --limit 20',
+    },
+    {
+      usage: 'dead-letters replay [--topic T] (--ids id,... | --all) [--dry-run]',
+      does:
+        'publishes dead letters back to their source topic so the consumers handle them again (they drop a message they handled before: no second email), ' +
+        'and records each in <topic>.dlq.replayed so a second replay leaves it alone. --ids takes ids from dead-letters list, comma-separated. ' +
+        'Progress as JSON lines on stderr; prints what was replayed, already replayed and skipped (webhook deliveries: redeliver them). --dry-run changes nothing',
+      example: 'dead-letters replay --topic comms.invitations.v1 --all --dry-run',
+    },
   ],
   notes: [
     'backup, reapply-erasures and hold-pending-sends: docs/operations.md, Backups and restores.',
+    'dead-letters: docs/operations.md, Dead letters.',
   ],
 };
 
-const commands = ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'reencrypt-secrets', 'backup', 'reapply-erasures', 'hold-pending-sends'];
+const commands = ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'reencrypt-secrets', 'backup', 'reapply-erasures', 'hold-pending-sends', 'dead-letters'];
 
 /** backup, reapply-erasures and hold-pending-sends log their progress as JSON lines on stderr (info unless LOG_LEVEL says otherwise); stdout keeps the result. */
 const progressLogger = () => createLogger(commandLogLevel('info'), destination({ dest: 2, sync: true }));
@@ -115,7 +137,7 @@ const flag = (name: string, value: string | undefined): boolean | undefined => {
 };
 
 /** How many positionals (the command's included) each command takes: more is a mistyped option (`set-access <id> sender-trusted true`). */
-const positionalCount: Record<string, number> = { 'set-access': 2, 'issue-key': 2, 'revoke-key': 3, backup: 2 };
+const positionalCount: Record<string, number> = { 'set-access': 2, 'issue-key': 2, 'revoke-key': 3, backup: 2, 'dead-letters': 2 };
 
 /** The options each command reads; another is refused (`issue-key <id> --sender-trusted true` switched nothing and exited 0). */
 const optionsOf: Record<string, string[]> = {
@@ -124,7 +146,11 @@ const optionsOf: Record<string, string[]> = {
   backup: ['include-key-files', 'pages-per-step', 'pause-ms'],
   'reapply-erasures': ['from'],
   'hold-pending-sends': ['dry-run'],
+  'dead-letters': ['topic', 'limit', 'ids', 'all', 'dry-run'],
 };
+
+/** The options of each dead-letters subcommand. */
+const deadLetterOptions: Record<string, string[]> = { list: ['topic', 'limit'], replay: ['topic', 'ids', 'all', 'dry-run'] };
 
 /** Where the commands look for accounts, for a message about one that is not there (the wrong DATA_DIR is the usual cause). */
 const storeDescription = (config: Config): string =>
@@ -172,6 +198,10 @@ async function main(): Promise<void> {
       'pause-ms': { type: 'string' },
       from: { type: 'string' },
       'dry-run': { type: 'boolean' },
+      topic: { type: 'string' },
+      limit: { type: 'string' },
+      ids: { type: 'string' },
+      all: { type: 'boolean' },
     },
   });
   let parsed: ReturnType<typeof parse>;
@@ -219,6 +249,11 @@ async function main(): Promise<void> {
       ...(pagesPerStep !== undefined ? { pagesPerStep } : {}),
     });
     console.log(JSON.stringify(manifest, null, 2));
+    return;
+  }
+  if (command === 'dead-letters') {
+    requireStore(config, init, { command: 'admin dead-letters', initApplies: false });
+    await deadLetters(config, accountId, values);
     return;
   }
   requireStore(config, init, { command: `admin ${command}`, initApplies: !['reapply-erasures', 'hold-pending-sends', 'list-accounts', 'reencrypt-secrets'].includes(command) });
@@ -368,6 +403,60 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(result, null, 2));
   } finally {
     await platform.close();
+  }
+}
+
+/** `dead-letters list|replay`: only the bus is opened (docs/operations.md, Dead letters). */
+async function deadLetters(
+  config: Config,
+  sub: string | undefined,
+  values: { topic?: string; limit?: string; ids?: string; all?: boolean; 'dry-run'?: boolean },
+): Promise<void> {
+  if (!sub || !(sub in deadLetterOptions)) {
+    throw new Error(`dead-letters needs list or replay${sub ? `, not "${sub}"` : ''}: npm run admin -- dead-letters list (npm run admin -- --help). Nothing was changed`);
+  }
+  const foreign = Object.keys(values).filter((option) => !deadLetterOptions[sub]!.includes(option));
+  if (foreign.length > 0) {
+    throw new Error(`dead-letters ${sub} does not take ${foreign.map((o) => `--${o}`).join(', ')}; it takes ${deadLetterOptions[sub]!.map((o) => `--${o}`).join(', ')} (npm run admin -- --help). Nothing was changed`);
+  }
+  const limit = values.limit === undefined ? 100 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 0) throw new Error(`--limit needs a whole number of dead letters to show such as 20, not "${values.limit}"`);
+  const ids = values.ids?.split(',').map((id) => id.trim()).filter(Boolean);
+  if (sub === 'replay' && !values.all && !ids?.length) {
+    throw new Error('dead-letters replay needs --all or --ids <id,...> (the ids dead-letters list prints). Nothing was changed');
+  }
+  if (values.all && ids) throw new Error('dead-letters replay takes --all or --ids, not both. Nothing was changed');
+  const topic = values.topic ? sourceTopicOf(values.topic) : undefined;
+  // With --ids and no --topic, the topics the ids name.
+  const idTopics = ids && !topic ? [...new Set(ids.map((id) => sourceTopicOf(id.split(':')[0]!)))] : undefined;
+  const topicsToRead = topic ? [topic] : (idTopics ?? deadLetterSources);
+  if (!config.kafkaBrokers && !fs.existsSync(path.join(config.dataDir, 'bus.sqlite'))) {
+    // Opening it would create an empty one; the service creates it on its first start.
+    throw new Error(`no embedded bus at ${path.join(config.dataDir, 'bus.sqlite')} (DATA_DIR=${config.dataDir}): the service never ran on this DATA_DIR, so nothing was dead-lettered here. Nothing was changed`);
+  }
+  const bus = createBus(config, createLogger(commandLogLevel('warn'), destination({ dest: 2, sync: true })));
+  try {
+    if (sub === 'list') {
+      console.log(JSON.stringify(await listDeadLetters(bus, { topics: topicsToRead, limit }), null, 2));
+      return;
+    }
+    const progress = progressLogger();
+    const dryRun = values['dry-run'] ?? false;
+    const summary = await replayDeadLetters(bus, {
+      topics: topicsToRead,
+      ...(ids ? { ids } : {}),
+      dryRun,
+      onProgress: (p) => progress.info(p, 'dead-letters replay: progress'),
+    });
+    progress.info(
+      { replayed: summary.replayed.length, alreadyReplayed: summary.alreadyReplayed.length, skipped: summary.skipped.length, dryRun },
+      dryRun
+        ? `dead-letters replay: ${summary.replayed.length} dead letters would be replayed (dry run: nothing changed)`
+        : `dead-letters replay: ${summary.replayed.length} dead letters replayed, ${summary.alreadyReplayed.length} replayed before, ${summary.skipped.length} skipped`,
+    );
+    console.log(JSON.stringify(summary, null, 2));
+  } finally {
+    await bus.close();
   }
 }
 

@@ -12,13 +12,15 @@ export interface PipelineProbe {
   relay(): Promise<{ events: number; seconds: number }>;
   consumers(): Promise<{ group: string; topic: string; messages: number }[]>;
   webhookDeliveries(): Promise<{ pending: number; deadLettered: number }>;
+  /** Per source topic: messages held in `<topic>.dlq`, and replay marks in `<topic>.dlq.replayed` (src/commands/dead-letters.ts). */
+  deadLetters(): Promise<{ topic: string; held: number; replayed: number }[]>;
 }
 
 export type SendOutcome = 'sent' | 'failed' | 'skipped' | 'attempt_failed';
 const webhookAttemptOutcomes = ['delivered', 'failed', 'error'] as const;
 export type WebhookAttemptOutcome = (typeof webhookAttemptOutcomes)[number];
 /** The scrape-time reads, as `metrics_probe_failures_total` names them. */
-const pipelineProbes = ['projections', 'relay', 'consumers', 'webhook_deliveries'] as const;
+const pipelineProbes = ['projections', 'relay', 'consumers', 'webhook_deliveries', 'dead_letters'] as const;
 
 const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -38,6 +40,8 @@ export class Metrics {
   private readonly consumerLag: Gauge<'group' | 'topic'>;
   private readonly webhookPending: Gauge;
   private readonly webhookDeadLettered: Gauge;
+  private readonly busDeadLetters: Gauge<'topic'>;
+  private readonly busDeadLettersReplayed: Gauge<'topic'>;
   private readonly probeFailures: Counter<'probe'>;
   private probe?: PipelineProbe;
 
@@ -79,6 +83,8 @@ export class Metrics {
     this.consumerLag = new Gauge({ name: 'bus_consumer_lag_messages', help: 'Messages published and not yet committed by a consumer group, per topic', labelNames: ['group', 'topic'], registers });
     this.webhookPending = new Gauge({ name: 'webhook_deliveries_pending', help: 'Webhook deliveries waiting for an attempt (pending or retrying)', registers });
     this.webhookDeadLettered = new Gauge({ name: 'webhook_deliveries_dead_lettered', help: 'Webhook deliveries whose attempts ran out (dead letters)', registers });
+    this.busDeadLetters = new Gauge({ name: 'bus_dead_letters', help: 'Messages held in <topic>.dlq (a consumer gave up on them), per source topic', labelNames: ['topic'], registers });
+    this.busDeadLettersReplayed = new Gauge({ name: 'bus_dead_letters_replayed', help: 'Dead letters of the topic replayed by npm run admin -- dead-letters replay (marks held in <topic>.dlq.replayed)', labelNames: ['topic'], registers });
     this.probeFailures = new Counter({ name: 'metrics_probe_failures_total', help: 'Scrape-time reads of a store or the bus that failed (its gauges are left out)', labelNames: ['probe'], registers });
   }
 
@@ -150,6 +156,17 @@ export class Metrics {
         this.consumerLag.reset();
         for (const row of rows) this.consumerLag.set({ group: row.group, topic: row.topic }, row.messages);
       }, () => this.consumerLag.reset()),
+      this.read('dead_letters', () => probe.deadLetters(), (rows) => {
+        this.busDeadLetters.reset();
+        this.busDeadLettersReplayed.reset();
+        for (const row of rows) {
+          this.busDeadLetters.set({ topic: row.topic }, row.held);
+          this.busDeadLettersReplayed.set({ topic: row.topic }, row.replayed);
+        }
+      }, () => {
+        this.busDeadLetters.reset();
+        this.busDeadLettersReplayed.reset();
+      }),
       this.read('webhook_deliveries', () => probe.webhookDeliveries(), (counts) => {
         this.webhookPending.set(counts.pending);
         this.webhookDeadLettered.set(counts.deadLettered);

@@ -3,7 +3,7 @@
  * from this process's own runners: an api process reports the lag of projections, relay and
  * consumers that run in other processes too.
  */
-import type { Bus } from '../adapters/bus/port.js';
+import { deadLetterTopic, isReadableBus, type Bus } from '../adapters/bus/port.js';
 import type { EventFilter, EventStore } from '../adapters/eventstore/port.js';
 import type { ReadStore } from '../adapters/readstore/port.js';
 import { checkpointName } from '../projections/projection.js';
@@ -25,6 +25,8 @@ export interface PipelineParts {
   relayFilter?: EventFilter;
   /** Consumer groups and the topics each reads. */
   consumers: { group: string; topics: string[] }[];
+  /** The topics whose dead letters are counted (`bus_dead_letters`). */
+  deadLetterTopics?: string[];
   /** The read model of webhook deliveries (status pending | retrying | dead, deadLetteredAt). */
   webhookDeliveries: string;
   clock?: () => number;
@@ -73,6 +75,18 @@ export function pipelineProbe(parts: PipelineParts): PipelineProbe {
         ),
       );
       return rows.flat();
+    },
+
+    async deadLetters() {
+      const { bus } = parts;
+      // A bus that cannot count what a topic holds (a test double) reports no dead-letter series.
+      if (!isReadableBus(bus)) return [];
+      return Promise.all(
+        (parts.deadLetterTopics ?? []).map(async (topic) => {
+          const [held, replayed] = await Promise.all([bus.heldMessages(deadLetterTopic(topic)), bus.heldMessages(`${deadLetterTopic(topic)}.replayed`)]);
+          return { topic, held, replayed };
+        }),
+      );
     },
 
     async webhookDeliveries() {

@@ -24,10 +24,11 @@ import { openSqliteFile } from '../sqlite-file.js';
 import {
   deadLetterTopic,
   defaultRetryDelayMs,
-  type Bus,
+  type ReadableBus,
   type BusMessage,
   type Consumer,
   type ConsumerOptions,
+  type HeldMessage,
   type MessageHandler,
   type OutgoingMessage,
 } from './port.js';
@@ -182,7 +183,7 @@ function prepareStatements(db: Database.Database) {
 
 type Statements = ReturnType<typeof prepareStatements>;
 
-export class EmbeddedBus implements Bus {
+export class EmbeddedBus implements ReadableBus {
   readonly kind = 'embedded';
   readonly db: Database.Database;
   private readonly partitions: number;
@@ -307,6 +308,42 @@ export class EmbeddedBus implements Bus {
     const partitions = this.write(() => this.append(topic, messages));
     this.wakePartitions(topic, partitions);
     for (const listener of this.publishListeners) listener(topic, partitions);
+  }
+
+  /** Publishes to several topics in one transaction: all of them are stored, or none (a dead letter's replay and its mark). */
+  async publishAll(batches: { topic: string; messages: OutgoingMessage[] }[]): Promise<void> {
+    this.assertOpen();
+    const written = this.write(() => batches.map(({ topic, messages }) => ({ topic, partitions: messages.length > 0 ? this.append(topic, messages) : [] })));
+    for (const { topic, partitions } of written) {
+      if (partitions.length === 0) continue;
+      this.wakePartitions(topic, partitions);
+      for (const listener of this.publishListeners) listener(topic, partitions);
+    }
+  }
+
+  /** Every message the topic holds (after retention), by partition and offset; none for a topic never used. */
+  async readTopic(topic: string): Promise<HeldMessage[]> {
+    this.assertOpen();
+    const rows = this.db
+      .prepare<[string], { partition_no: number; message_offset: number; key: string; value: string; headers: string; published_at: number }>(
+        `SELECT partition_no, message_offset, key, value, headers, published_at FROM bus_messages
+         WHERE topic = ? ORDER BY partition_no, message_offset`,
+      )
+      .all(topic);
+    return rows.map((row) => ({
+      partition: row.partition_no,
+      offset: String(row.message_offset),
+      key: row.key,
+      value: row.value,
+      headers: JSON.parse(row.headers) as Record<string, string>,
+      timestamp: new Date(row.published_at).toISOString(),
+    }));
+  }
+
+  /** How many messages the topic holds (after retention). */
+  async heldMessages(topic: string): Promise<number> {
+    this.assertOpen();
+    return this.db.prepare<[string], { held: number }>('SELECT count(*) AS held FROM bus_messages WHERE topic = ?').get(topic)!.held;
   }
 
   /**

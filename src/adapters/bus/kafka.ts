@@ -20,6 +20,7 @@ import {
   type Producer,
   type SASLOptions,
 } from 'kafkajs';
+import { randomUUID } from 'node:crypto';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { sleep } from '../../shared/backoff.js';
@@ -29,12 +30,13 @@ import {
   fitMessage,
   messageBytes,
   MessageTooLargeError,
-  type Bus,
   type BusMessage,
   type Consumer,
   type ConsumerOptions,
+  type HeldMessage,
   type MessageHandler,
   type OutgoingMessage,
+  type ReadableBus,
 } from './port.js';
 import { deliverWithRetries, type Delivery } from './delivery.js';
 
@@ -135,7 +137,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promi
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-export class KafkaBus implements Bus {
+export class KafkaBus implements ReadableBus {
   readonly kind = 'kafka';
   readonly kafka: Kafka;
   readonly logger: Logger;
@@ -233,6 +235,68 @@ export class KafkaBus implements Bus {
       this.topics.delete(this.serverName(topic));
       throw error;
     }
+  }
+
+  /** One publish per batch, each awaited before the next: a failure leaves the earlier batches published. */
+  async publishAll(batches: { topic: string; messages: OutgoingMessage[] }[]): Promise<void> {
+    for (const { topic, messages } of batches) await this.publish(topic, messages);
+  }
+
+  /** Messages between each partition's low and high watermark, summed; 0 for a topic that does not exist. */
+  async heldMessages(topic: string): Promise<number> {
+    const admin = await this.connectedAdmin();
+    const name = this.serverName(topic);
+    if (!(await admin.listTopics()).includes(name)) return 0;
+    const offsets = await retryRetriable(() => admin.fetchTopicOffsets(name));
+    return offsets.reduce((sum, p) => sum + Math.max(0, Number(p.high) - Number(p.low)), 0);
+  }
+
+  /**
+   * Every message the topic holds up to its high watermarks as read at the call, by partition and
+   * offset. Read by a consumer of a group of its own (`<namespace>.dead-letters-reader-<uuid>`) that
+   * commits nothing and is deleted afterwards.
+   */
+  async readTopic(topic: string): Promise<HeldMessage[]> {
+    const admin = await this.connectedAdmin();
+    const name = this.serverName(topic);
+    if (!(await admin.listTopics()).includes(name)) return [];
+    const ends = await retryRetriable(() => admin.fetchTopicOffsets(name));
+    const left = new Map(ends.filter((p) => BigInt(p.high) > BigInt(p.low)).map((p) => [p.partition, BigInt(p.high)]));
+    if (left.size === 0) return [];
+    const groupId = this.serverName(`dead-letters-reader-${randomUUID()}`);
+    const consumer = this.kafka.consumer({ groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 250 });
+    const held: HeldMessage[] = [];
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics: [name], fromBeginning: true });
+      await withTimeout(
+        new Promise<void>((resolve, reject) => {
+          consumer
+            .run({
+              autoCommit: false,
+              eachBatch: async ({ batch }) => {
+                const high = left.get(batch.partition);
+                if (high === undefined) return;
+                for (const message of batch.messages) {
+                  if (BigInt(message.offset) >= high) break;
+                  const { key, value, headers } = toBusMessage(topic, batch.partition, message);
+                  held.push({ partition: batch.partition, offset: message.offset, key, value, headers, timestamp: new Date(Number(message.timestamp)).toISOString() });
+                }
+                const last = batch.messages.at(-1);
+                if (last && BigInt(last.offset) + 1n >= high) left.delete(batch.partition);
+                if (left.size === 0) resolve();
+              },
+            })
+            .catch(reject);
+        }),
+        this.joinTimeoutMs * 2,
+        `kafka bus: reading ${name} did not reach its end within ${this.joinTimeoutMs * 2} ms`,
+      );
+    } finally {
+      await withTimeout(consumer.disconnect(), this.closeTimeoutMs, 'kafka consumer disconnect timed out').catch(() => undefined);
+      await admin.deleteGroups([groupId]).catch(() => undefined);
+    }
+    return held.sort((a, b) => a.partition - b.partition || (BigInt(a.offset) < BigInt(b.offset) ? -1 : 1));
   }
 
   async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {

@@ -71,6 +71,40 @@ export interface Bus {
 
 export const deadLetterTopic = (topic: string): string => `${topic}.dlq`;
 
+/** A message as a topic holds it (read by the dead-letter commands, not by a consumer group). */
+export interface HeldMessage {
+  partition: number;
+  /** Decimal string, as BusMessage.offset. */
+  offset: string;
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+  /** When the bus stored it (the embedded bus's publish time; Kafka's record timestamp), ISO 8601. */
+  timestamp: string;
+}
+
+/**
+ * What both adapters add for the operator's dead-letter commands (src/commands/dead-letters.ts):
+ * reading a whole topic without a consumer group, and publishing to several topics together.
+ */
+export interface ReadableBus extends Bus {
+  /** Every message the topic holds now (retention may have removed older ones); none for a topic that does not exist. */
+  readTopic(topic: string): Promise<HeldMessage[]>;
+  /** How many messages the topic holds now (offsets only: cheap enough for every scrape). */
+  heldMessages(topic: string): Promise<number>;
+  /**
+   * Publishes each batch to its topic, in order. The embedded bus stores them in one transaction (all
+   * or none); Kafka sends them one after another (a failure leaves the earlier ones published).
+   */
+  publishAll(batches: { topic: string; messages: OutgoingMessage[] }[]): Promise<void>;
+}
+
+/** Whether this bus can be read and published to by the dead-letter commands (both adapters can; a test double may not). */
+export const isReadableBus = (bus: Bus): bus is ReadableBus =>
+  typeof (bus as Partial<ReadableBus>).readTopic === 'function' &&
+  typeof (bus as Partial<ReadableBus>).heldMessages === 'function' &&
+  typeof (bus as Partial<ReadableBus>).publishAll === 'function';
+
 export const defaultRetryDelayMs = (attempt: number): number => Math.min(5000, 100 * 2 ** (attempt - 1));
 
 /**
