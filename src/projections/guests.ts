@@ -361,8 +361,11 @@ function applyDoor(event: StoredEvent & DoorEvent): WriteOp[] {
 
 export const guestsProjection: Projection = {
   name: 'guests',
-  /** 2: the …Lower keys and tagList are NFC (caselessKey), with otherNamesLower and additionalInfoLower; customIdLower without the white space around the customId. */
-  version: 2,
+  /** 2: the …Lower keys and tagList are NFC (caselessKey), with otherNamesLower and additionalInfoLower; customIdLower without the white space around the customId.
+   * 3: gate and device names every JavaScript object has (`constructor`, `toString`, `__proto__`) are
+   * counted under their percent-encoded key (fieldKey); the release before left such admissions out
+   * of admissionsByGate and admissionsByDevice. */
+  version: 3,
   filter: { streamPrefixes: ['guest-', 'door-'] },
   collections: [
     {

@@ -139,8 +139,10 @@ function minuteOps(stored: StoredEvent): WriteOp[] {
 
 export const timelineProjection: Projection = {
   name: 'timeline',
-  /** 2: admissions imported with a guest create count (importedAdmitted, importedExits). */
-  version: 2,
+  /** 2: admissions imported with a guest create count (importedAdmitted, importedExits).
+   * 3: gate and device groups named like an object's own properties (`constructor`, `toString`) are
+   * counted (fieldKey); the release before left them out. */
+  version: 3,
   filter: { streamPrefixes: ['guest-', 'door-'] },
   collections: [
     { name: TIMELINE_COLLECTION, indexes: [{ name: 'eventId_split_minute', keys: { eventId: 1, split: 1, minute: 1 } }] },

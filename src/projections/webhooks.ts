@@ -67,6 +67,11 @@ export interface CommsEventDoc {
 
 export const webhooksProjection: Projection = {
   name: 'webhooks',
+  /**
+   * 2: configurationId and configuredPosition. A webhook configured under version 1 had neither,
+   * so its deliveries carried no configuration and went to a webhook configured after a delete.
+   */
+  version: 2,
   filter: { streamPrefixes: ['webhook-'] },
   collections: [{ name: 'webhooks', indexes: [] }],
   apply(stored: StoredEvent): WriteOp[] {
