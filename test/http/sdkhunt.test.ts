@@ -89,6 +89,19 @@ describe('a client generated from the served document (openapi-typescript + open
     for (const { label, op } of operationsOf(doc.webhooks)) expect(op.security, label).toEqual([]);
   });
 
+  it('names every JSON body a client sends or reads: a component, or a list or page of one (no type named after an operation)', () => {
+    const inline: string[] = [];
+    const named = (schema: Record<string, any>) => '$ref' in schema || '$ref' in (schema.items ?? {}) || '$ref' in (schema.properties?.items?.items ?? {});
+    for (const { label, op } of operationsOf(doc.paths) as { label: string; op: any }[]) {
+      const bodies = [op.requestBody, ...Object.entries(op.responses).filter(([status]) => status.startsWith('2')).map(([, answer]) => answer)];
+      for (const body of bodies) {
+        const schema = body?.content?.['application/json']?.schema;
+        if (schema && !named(schema)) inline.push(label);
+      }
+    }
+    expect(inline).toEqual([]);
+  });
+
   it('declares every instant the service answers as a date-time (spec: timestamps are ISO 8601 date-time strings)', () => {
     const undeclared: string[] = [];
     for (const { where, schema } of schemasOf(doc.components.schemas, '')) {

@@ -293,22 +293,25 @@ export const ScanResponse = registry.register(
   }),
 );
 
-export const UndoBody = z
-  .object({
-    scanId: Guid.optional(),
-    nonce: z.string().min(1).max(200).optional(),
-    guestId: PlainId.optional().openapi({ description: 'Undo this guest’s last check-in: its id, or its customId instead (usable instead of id)' }),
-    customId: PlainId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
-  })
-  .refine((b) => [b.scanId, b.nonce, b.guestId, b.customId].filter((v) => v !== undefined).length === 1, {
-    message: 'give exactly one of scanId, nonce, guestId or customId',
-    path: ['scanId'],
-  })
-  .openapi({
-    description: 'Exactly one of scanId, nonce, guestId or customId.',
-    oneOf: [named('scanId', { type: 'string', format: 'uuid' }), named('nonce'), named('guestId'), named('customId')],
-    example: { nonce: 'door3-000123' },
-  });
+export const UndoBody = registry.register(
+  'CheckInUndo',
+  z
+    .object({
+      scanId: Guid.optional(),
+      nonce: z.string().min(1).max(200).optional(),
+      guestId: PlainId.optional().openapi({ description: 'Undo this guest’s last check-in: its id, or its customId instead (usable instead of id)' }),
+      customId: PlainId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
+    })
+    .refine((b) => [b.scanId, b.nonce, b.guestId, b.customId].filter((v) => v !== undefined).length === 1, {
+      message: 'give exactly one of scanId, nonce, guestId or customId',
+      path: ['scanId'],
+    })
+    .openapi({
+      description: 'Exactly one of scanId, nonce, guestId or customId.',
+      oneOf: [named('scanId', { type: 'string', format: 'uuid' }), named('nonce'), named('guestId'), named('customId')],
+      example: { nonce: 'door3-000123' },
+    }),
+);
 
 export const UndoResponse = registry.register(
   'UndoResult',

@@ -48,15 +48,20 @@ export const WebhookResponse = registry.register(
   }).openapi({ example: { url: 'https://example.com/hooks/comms', createdAt: ex.created, updatedAt: ex.created } }),
 );
 
-export const WebhookDeletedResponse = z
-  .object({ url: z.string(), deleted: z.literal(true) })
-  .openapi({ example: { url: 'https://example.com/hooks/comms', deleted: true } });
+// Named components, so a generated client names these types (`WebhookDeleted`), not after the operation.
+export const WebhookDeletedResponse = registry.register(
+  'WebhookDeleted',
+  z.object({ url: z.string(), deleted: z.literal(true) }).openapi({ example: { url: 'https://example.com/hooks/comms', deleted: true } }),
+);
 
-export const WebhookTestBody = z
-  .object({
-    correlationId: nullAsAbsent(z.string()).openapi({ description: 'Echoed as data.correlationId in the test event (empty or null: none)' }),
-  })
-  .openapi({ example: { correlationId: 'webhook-check-1' } });
+export const WebhookTestBody = registry.register(
+  'WebhookTestRequest',
+  z
+    .object({
+      correlationId: nullAsAbsent(z.string()).openapi({ description: 'Echoed as data.correlationId in the test event (empty or null: none)' }),
+    })
+    .openapi({ example: { correlationId: 'webhook-check-1' } }),
+);
 
 export const WebhookTestResponse = registry.register(
   'WebhookTest',
