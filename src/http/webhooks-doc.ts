@@ -74,7 +74,10 @@ for (const type of commsEventTypes) {
   registry.registerWebhook({
     method: 'post',
     path: type,
-    operationId: `webhook-${type}`,
+    // A name a generator can use as a method or type name (`commsSpamReportedWebhook`), unlike `webhook-comms.spam_reported`.
+    operationId: webhookOperationId(type),
+    // The receiver authenticates a delivery by its signature (X-Service-Signature), not by a security scheme.
+    security: [],
     summary: `${type}: ${triggers[type]}`,
     description: `${triggers[type]} POSTed to the account's webhook URL. ${signatureScheme}`,
     tags: ['Webhooks'],
@@ -94,4 +97,9 @@ for (const type of commsEventTypes) {
       503: { description: '408, 429 and 5xx (and timeouts) are retried with backoff' },
     },
   });
+}
+
+/** `comms.spam_reported` → `commsSpamReportedWebhook`. */
+export function webhookOperationId(type: string): string {
+  return type.split(/[^A-Za-z0-9]+/).map((w, i) => (i === 0 ? w : w[0]!.toUpperCase() + w.slice(1))).join('') + 'Webhook';
 }

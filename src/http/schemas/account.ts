@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Email, Guid, nullAsAbsent, PlainId, retentionDays, TimeZoneId, timeZoneName, VisibleText } from './common.js';
+import { Email, Guid, nullAsAbsent, PlainId, retentionDays, TimeZoneId, timeZoneName, VisibleText, named } from './common.js';
 import { isPathlessUserName, pathlessUserNameMessage } from '../../domain/account.js';
 import { ex } from './example-values.js';
 
@@ -182,7 +182,7 @@ export const AccountAccessBody = registry.register(
       path: ['commsApiEnabled'],
     })
     .openapi({
-      anyOf: [{ required: ['commsApiEnabled'] }, { required: ['senderTrusted'] }],
+      anyOf: [named('commsApiEnabled', { type: 'boolean' }), named('senderTrusted', { type: 'boolean' })],
       example: { commsApiEnabled: true, senderTrusted: true },
     }),
 );

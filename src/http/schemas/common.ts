@@ -6,6 +6,15 @@ import { parseDateTime } from '../../shared/date-time.js';
 import type { WallReading } from '../../shared/time-zones.js';
 import { EMAIL_PATTERN } from '../../domain/email-address.js';
 
+/**
+ * A branch of a body's `oneOf`/`anyOf` that requires one field, with the field's type: without the type, a generated
+ * client types the branch (and with an `anyOf` the whole body) as `unknown` (openapi-typescript), so nothing is checked.
+ */
+export const named = (field: string, schema: Record<string, unknown> = { type: 'string' }) => ({ required: [field], properties: { [field]: schema } });
+
+/** A non-empty list of texts (a `named` branch of a list that must not be empty). */
+export const nonEmptyTexts = { type: 'array', items: { type: 'string' }, minItems: 1 };
+
 /** Any RFC 4122 textual UUID, case-insensitive; stored lowercase. */
 export const Guid = z
   .string()
@@ -130,6 +139,12 @@ const dateTime = (reading: WallReading) => z
   });
 
 export const DateTime = dateTime('first');
+
+/**
+ * An instant the service answers, ISO 8601 in UTC (spec: "Timestamps are ISO 8601 date-time strings"). The
+ * format tells a generated client that the field is a date-time (a date type, a date parser), not any text.
+ */
+export const Timestamp = z.string().openapi({ format: 'date-time' });
 
 /**
  * The bounds of a guest's validity window (validFrom, validTo): the window holds every instant

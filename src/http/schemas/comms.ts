@@ -3,7 +3,7 @@ import { mergeTokens } from '../../comms/merge-tokens.js';
 import { isPublicDomainName } from '../../domain/domain-name.js';
 import { EMAIL_PATTERN } from '../../domain/email-address.js';
 import { registry } from '../openapi.js';
-import { Email, Guid, nullAsAbsent, OptionalGuid, PageQuery, PlainId, VisibleText } from './common.js';
+import { Email, Guid, nullAsAbsent, OptionalGuid, PageQuery, PlainId, VisibleText, Timestamp } from './common.js';
 import { ex } from './example-values.js';
 
 /** A send's correlationId is copied into each of up to 200 guests' events and webhooks. */
@@ -135,10 +135,10 @@ export const InvitationResponse = registry.register(
     providerStatus: z.string().optional().openapi({ description: 'The provider’s report furthest along, whatever order its reports arrived in: delivered, then opened, then bounced, dropped, spam_reported or unsubscribed' }),
     opens: z.number(),
     skips: z.number(),
-    requestedAt: z.string(),
-    sentAt: z.string().optional(),
-    updatedAt: z.string(),
-    history: z.array(z.object({ type: z.string(), at: z.string(), attempt: z.number().optional(), detail: z.string().optional() })),
+    requestedAt: Timestamp,
+    sentAt: Timestamp.optional(),
+    updatedAt: Timestamp,
+    history: z.array(z.object({ type: z.string(), at: Timestamp, attempt: z.number().optional(), detail: z.string().optional() })),
   }).openapi({
     example: {
       attendeeInvitationId: ex.invitationId,
@@ -216,7 +216,7 @@ export const DomainResponse = registry.register(
       z.object({ purpose: z.string(), type: z.string(), host: z.string(), data: z.string(), valid: z.boolean() }),
     ),
     sendingAddress: z.string(),
-    createdAt: z.string().openapi({ format: 'date-time' }),
+    createdAt: Timestamp,
     lastVerifiedAt: z.string().optional().openapi({ format: 'date-time' }),
   }).openapi({
     example: {

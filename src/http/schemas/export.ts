@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Guid, nullAsAbsent, PlainId } from './common.js';
+import { Guid, nullAsAbsent, PlainId, Timestamp } from './common.js';
 import { ex } from './example-values.js';
 import { EventBody } from './event.js';
 
@@ -47,8 +47,8 @@ export const ExportResponse = registry.register(
     rowCount: z.number().int(),
     sizeBytes: z.number().int(),
     url: z.string().openapi({ description: 'GET it (same client, same headers) until expiresAt' }),
-    createdAt: z.string(),
-    expiresAt: z.string(),
+    createdAt: Timestamp,
+    expiresAt: Timestamp,
   }).openapi({
     example: {
       exportId: ex.exportId,

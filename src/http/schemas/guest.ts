@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { DateTime, Guid, WindowEnd, WindowStart, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf, PlainId, QueryInt } from './common.js';
+import { DateTime, Guid, WindowEnd, WindowStart, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf, PlainId, QueryInt, Timestamp, named, nonEmptyTexts } from './common.js';
 import { ex } from './example-values.js';
 import { guestStream, INT32_MAX, rejectionReasons } from '../../domain/guest.js';
 import { HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT } from '../../commands/guest-history.js';
@@ -85,7 +85,9 @@ export const GuestBody = registry.register(
       .openapi({ type: ['string', 'null'], minLength: 0, description: 'Usable instead of id (docs/identifiers.md); empty or null means none' }),
     commsTemplateId: z
       // Without its own message a union that no option matches says only "Invalid input".
-      .union([Guid, z.literal(''), z.null()], { error: 'must be a GUID (empty, null or the nil GUID: no send)' })
+      // null through nullable(), not as a union member: the document would list `{type: null}` twice (a lint warning).
+      .union([Guid, z.literal('')], { error: 'must be a GUID (empty, null or the nil GUID: no send)' })
+      .nullable()
       .optional()
       .transform((v) => (v && v !== NIL_GUID ? v : undefined))
       .openapi({ description: 'Template to send after creation; empty, null or the nil GUID (Guid.Empty) means no send' }),
@@ -155,12 +157,11 @@ export const GuestResponse = registry.register(
     customId: erasable(),
     commsTemplateId: unsetIsNull().openapi({ format: 'uuid' }),
     correlationId: unsetIsNull(),
-    updated: z.string().optional().openapi({
-      format: 'date-time',
+    updated: Timestamp.optional().openapi({
       description: 'The guest’s last change (details, tags, ticket, block, check-in or out): a sync’s next `changedSince` is the newest `updated` it read',
     }),
     erased: z.literal(true).optional().openapi({ description: 'Present once the guest’s personal data is erased (POST …/guest/{id}/erase, retention); its personal fields are then null' }),
-    erasedAt: z.string().optional().openapi({ format: 'date-time', description: 'When the personal data was erased' }),
+    erasedAt: Timestamp.optional().openapi({ description: 'When the personal data was erased' }),
   }).openapi({
     description: 'The spec’s Guest: every field is present; a text or time not set is null, plusOnes 0 and isGroup false.',
     example: guestResponseExample(),
@@ -261,7 +262,8 @@ export const ScanBody = registry.register(
     })
     .openapi({
       description: 'Names the guest by exactly one of guestId, barcode or customId.',
-      oneOf: [{ required: ['guestId'] }, { required: ['barcode'] }, { required: ['customId'] }],
+      // Each branch repeats its field's type: a generator makes a branch without one `unknown` (openapi-typescript).
+      oneOf: [named('guestId'), named('barcode'), named('customId')],
       example: { barcode: 'GALA-0001', plusOnes: 1, nonce: 'door3-000123', gate: 'North', device: 'scanner-7' },
     }),
 );
@@ -273,7 +275,7 @@ export const ScanResponse = registry.register(
     reason: z.enum(rejectionReasons).optional(),
     blockedReason: z.string().optional(),
     scanId: z.string(),
-    at: z.string(),
+    at: Timestamp,
     guest: GuestResponse.optional(),
     plusOnesAdmitted: z.number().int(),
     plusOnesLeft: z.number().int(),
@@ -291,22 +293,25 @@ export const ScanResponse = registry.register(
   }),
 );
 
-export const UndoBody = z
-  .object({
-    scanId: Guid.optional(),
-    nonce: z.string().min(1).max(200).optional(),
-    guestId: PlainId.optional().openapi({ description: 'Undo this guest’s last check-in: its id, or its customId instead (usable instead of id)' }),
-    customId: PlainId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
-  })
-  .refine((b) => [b.scanId, b.nonce, b.guestId, b.customId].filter((v) => v !== undefined).length === 1, {
-    message: 'give exactly one of scanId, nonce, guestId or customId',
-    path: ['scanId'],
-  })
-  .openapi({
-    description: 'Exactly one of scanId, nonce, guestId or customId.',
-    oneOf: [{ required: ['scanId'] }, { required: ['nonce'] }, { required: ['guestId'] }, { required: ['customId'] }],
-    example: { nonce: 'door3-000123' },
-  });
+export const UndoBody = registry.register(
+  'CheckInUndo',
+  z
+    .object({
+      scanId: Guid.optional(),
+      nonce: z.string().min(1).max(200).optional(),
+      guestId: PlainId.optional().openapi({ description: 'Undo this guest’s last check-in: its id, or its customId instead (usable instead of id)' }),
+      customId: PlainId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
+    })
+    .refine((b) => [b.scanId, b.nonce, b.guestId, b.customId].filter((v) => v !== undefined).length === 1, {
+      message: 'give exactly one of scanId, nonce, guestId or customId',
+      path: ['scanId'],
+    })
+    .openapi({
+      description: 'Exactly one of scanId, nonce, guestId or customId.',
+      oneOf: [named('scanId', { type: 'string', format: 'uuid' }), named('nonce'), named('guestId'), named('customId')],
+      example: { nonce: 'door3-000123' },
+    }),
+);
 
 export const UndoResponse = registry.register(
   'UndoResult',
@@ -342,9 +347,9 @@ export const BlockBody = registry.register(
     .openapi({
       description: 'At least one and at most 200 ids, customIds and barcodes in all; an unknown one (or another client’s guest) is 404, each named in errors, and nothing changes.',
       anyOf: [
-        { required: ['ids'], properties: { ids: { minItems: 1 } } },
-        { required: ['customIds'], properties: { customIds: { minItems: 1 } } },
-        { required: ['barcodes'], properties: { barcodes: { minItems: 1 } } },
+        named('ids', nonEmptyTexts),
+        named('customIds', nonEmptyTexts),
+        named('barcodes', nonEmptyTexts),
       ],
       example: { barcodes: ['GALA-0001'], reason: 'Ticket refunded' },
     }),
@@ -360,8 +365,8 @@ export const ScanRecord = registry.register(
       result: z.enum(['admitted', 'rejected', 'discharged']),
       reason: z.string().optional().openapi({ description: `Why a scan was rejected: ${rejectionReasons.join(', ')}` }),
       blockedReason: z.string().optional(),
-      at: z.string().openapi({ description: 'Scan time (an offline scanner’s `at`, else when it was recorded)' }),
-      recordedAt: z.string(),
+      at: Timestamp.openapi({ description: 'Scan time (an offline scanner’s `at`, else when it was recorded)' }),
+      recordedAt: Timestamp,
       gate: z.string().optional(),
       device: z.string().optional(),
       nonce: z.string().optional(),
@@ -369,7 +374,7 @@ export const ScanRecord = registry.register(
       people: z.number().int().openapi({ description: 'People who passed: the guest and plus ones (0 when rejected)' }),
       plusOnesAdmitted: z.number().int().optional(),
       annulled: z.boolean().optional().openapi({ description: 'True when the check-in was undone' }),
-      annulledAt: z.string().optional().openapi({ description: 'When the check-in was undone' }),
+      annulledAt: Timestamp.optional().openapi({ description: 'When the check-in was undone' }),
       forced: z.literal(true).optional().openapi({ description: 'An admission whose force overrode a block or the validity window; absent otherwise (also when force was sent and nothing barred the guest)' }),
       lookup: z
         .object({ guestId: z.string().optional(), barcode: z.string().optional(), customId: z.string().optional() })
@@ -468,8 +473,8 @@ export const TeamStatsResponse = registry.register(
 const historyEntry = z.object({
   type: z.string().openapi({ description: 'Event type, e.g. GuestRegistered, GuestDetailsChanged, GuestAdmitted, GuestAdmissionAnnulled, InvitationRequested (docs/guests.md, History for auditors)' }),
   stream: z.string().openapi({ description: 'Whose history: the guest’s stream or one of its invitation emails’' }),
-  at: z.string(),
-  recordedAt: z.string(),
+  at: Timestamp,
+  recordedAt: Timestamp,
   revision: z.number().int(),
   actor: z.object({ type: z.string(), id: z.string() }),
   correlationId: z.string(),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { PlainId, VisibleText } from './common.js';
+import { PlainId, VisibleText, Timestamp, named } from './common.js';
 import { ex } from './example-values.js';
 import { guestStream } from '../../domain/guest.js';
 
@@ -27,7 +27,7 @@ export const EraseBatchBody = registry.register(
     .refine((b) => (b.ids !== undefined) !== (b.all !== undefined), { message: 'give either ids or all: true', path: ['ids'] })
     .openapi({
       description: 'Names the guests by exactly one of ids or all.',
-      oneOf: [{ required: ['ids'] }, { required: ['all'] }],
+      oneOf: [named('ids', { type: 'array', items: { type: 'string' } }), named('all', { type: 'boolean', const: true })],
       example: { reason: 'event data no longer needed', ids: [ex.guestId] },
     }),
 );
@@ -36,7 +36,7 @@ const erasure = z.object({
   id: z.string(),
   eventId: z.string(),
   erased: z.literal(true),
-  erasedAt: z.string(),
+  erasedAt: Timestamp,
   erasedBy: z.string().openapi({ description: 'The client, team member or `retention` that erased it (the first erasure)' }),
   reason: z.string(),
 });
@@ -56,14 +56,14 @@ export const PersonalDataResponse = registry.register(
     .object({
       guestId: z.string(),
       eventId: z.string(),
-      generatedAt: z.string(),
+      generatedAt: Timestamp,
       guest: z.record(z.string(), z.unknown()).openapi({ description: 'The guest as GET /guest/{id} shows it' }),
       invitations: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every invitation email: recipient, status, provider reports, history' }),
       commsEvents: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'The comms events about the guest’s emails as the webhook sends them (id, type, createdAt, data), each with its webhook `delivery` (status, attempts with URL and answer) or null' }),
       scans: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every scan of the guest at the door' }),
       unmatchedScans: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Door scans of its event that matched no guest but looked up one of the guest’s values (id, a barcode or customId it has or had), with what they looked up' }),
       suppressions: z
-        .array(z.object({ email: z.string(), reason: z.string(), at: z.string() }))
+        .array(z.object({ email: z.string(), reason: z.string(), at: Timestamp }))
         .openapi({ description: 'The suppression-list entries of the guest’s addresses (one it has or had, or an invitation went to): the address, the provider’s report that suppressed it (bounced, dropped, spam_reported, unsubscribed) and when' }),
       ticketCode: z.string().nullable().openapi({ description: "The guest's valid signed ticket code (docs/tickets.md), null when it has none" }),
       history: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every event of the guest and its invitations, decrypted' }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { DateTime, PageQuery } from './common.js';
+import { DateTime, PageQuery, Timestamp } from './common.js';
 import { ex } from './example-values.js';
 
 /** Issue 16: signed tickets (docs/tickets.md). */
@@ -15,8 +15,8 @@ const TicketKey = z.object({
     .object({ kty: z.literal('OKP'), crv: z.literal('Ed25519'), x: z.string() })
     .openapi({ description: 'The public key as a JWK (RFC 8037); `x` is the raw 32-byte key, base64url' }),
   status: z.enum(['current', 'retired']).openapi({ description: '`current` signs new tickets; a `retired` key still verifies until `verifiesUntil`' }),
-  createdAt: z.string(),
-  retiredAt: z.string().optional(),
+  createdAt: Timestamp,
+  retiredAt: Timestamp.optional(),
   verifiesUntil: z.string().optional().openapi({ description: 'For a retired key: the end of the event; after it the key verifies nothing' }),
 });
 
@@ -53,7 +53,7 @@ export const TicketResponse = registry.register(
       kind: z.enum(['barcode', 'signed']).openapi({ description: '`barcode`: the guest’s own barcode; `signed`: a ticket the service issued' }),
       keyId: z.string().optional(),
       serial: z.number().int().optional().openapi({ description: '1 for the first ticket, one more on every reissue' }),
-      issuedAt: z.string().optional(),
+      issuedAt: Timestamp.optional(),
     })
     .openapi({
       example: { guestId: ex.guestId, eventId: ex.eventId, code: exampleCode, kind: 'signed', keyId: exampleKeyId, serial: 2, issuedAt: ex.created },
@@ -78,7 +78,7 @@ export const TicketSyncItem = registry.register(
       barcode: z.string().optional().openapi({
         description: '`signed` only: the guest’s own barcode, given after its ticket was issued; it admits too (and is what its invitation draws)',
       }),
-      updated: z.string().openapi({ description: 'The guest’s last change; the newest one is the next `changedSince`' }),
+      updated: Timestamp.openapi({ description: 'The guest’s last change; the newest one is the next `changedSince`' }),
     })
     .openapi({ example: { guestId: ex.guestId, kind: 'signed', code: exampleCode, keyId: exampleKeyId, serial: 2, updated: ex.created } }),
 );

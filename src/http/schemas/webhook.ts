@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { commsEventTypes } from '../../domain/webhook.js';
 import { registry } from '../openapi.js';
-import { DateTime, Guid, nullAsAbsent, PageQuery, pageOf } from './common.js';
+import { DateTime, Guid, nullAsAbsent, PageQuery, pageOf, Timestamp } from './common.js';
 import { ex } from './example-values.js';
 import { WEBHOOK_URL_PATTERN } from '../../shared/url-guard.js';
 
@@ -42,21 +42,26 @@ export const WebhookResponse = registry.register(
   'Webhook',
   z.object({
     url: z.string(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
-    secretRotatedAt: z.string().optional(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    secretRotatedAt: Timestamp.optional(),
   }).openapi({ example: { url: 'https://example.com/hooks/comms', createdAt: ex.created, updatedAt: ex.created } }),
 );
 
-export const WebhookDeletedResponse = z
-  .object({ url: z.string(), deleted: z.literal(true) })
-  .openapi({ example: { url: 'https://example.com/hooks/comms', deleted: true } });
+// Named components, so a generated client names these types (`WebhookDeleted`), not after the operation.
+export const WebhookDeletedResponse = registry.register(
+  'WebhookDeleted',
+  z.object({ url: z.string(), deleted: z.literal(true) }).openapi({ example: { url: 'https://example.com/hooks/comms', deleted: true } }),
+);
 
-export const WebhookTestBody = z
-  .object({
-    correlationId: nullAsAbsent(z.string()).openapi({ description: 'Echoed as data.correlationId in the test event (empty or null: none)' }),
-  })
-  .openapi({ example: { correlationId: 'webhook-check-1' } });
+export const WebhookTestBody = registry.register(
+  'WebhookTestRequest',
+  z
+    .object({
+      correlationId: nullAsAbsent(z.string()).openapi({ description: 'Echoed as data.correlationId in the test event (empty or null: none)' }),
+    })
+    .openapi({ example: { correlationId: 'webhook-check-1' } }),
+);
 
 export const WebhookTestResponse = registry.register(
   'WebhookTest',
@@ -78,22 +83,22 @@ export const DeliveryResponse = registry.register(
       description: 'pending (not tried yet), retrying (next attempt at nextAttemptAt), delivered, failed (final answer such as a 4xx), dead (attempts used up; in the dead letters)',
     }),
     attempts: z.number().int(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
-    nextAttemptAt: z.string().optional(),
-    lastAttemptAt: z.string().optional(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    nextAttemptAt: Timestamp.optional(),
+    lastAttemptAt: Timestamp.optional(),
     lastStatusCode: z.number().int().optional(),
     lastError: z.string().optional(),
-    deliveredAt: z.string().optional(),
+    deliveredAt: Timestamp.optional(),
     failureReason: z.string().optional(),
-    deadLetteredAt: z.string().optional(),
+    deadLetteredAt: Timestamp.optional(),
     leaseUntil: z.string().optional().openapi({
       description: 'While an attempt is under way: when its lease runs out (renewed while the POST runs); another worker takes the delivery over after it. Absent otherwise',
     }),
     attemptLog: z.array(
       z.object({
         attempt: z.number().int(),
-        attemptedAt: z.string(),
+        attemptedAt: Timestamp,
         url: z.string(),
         durationMs: z.number(),
         statusCode: z.number().int().optional(),
@@ -132,7 +137,7 @@ export const CommsEventResponse = registry.register(
   z.object({
     id: z.string().openapi({ description: 'Webhook id, as in the webhook body' }),
     type: z.string(),
-    createdAt: z.string(),
+    createdAt: Timestamp,
     data: z.object({
       attendeeId: z.string().openapi({ format: 'uuid' }),
       templateId: z.string().openapi({ format: 'uuid' }),
