@@ -51,14 +51,33 @@ export class WebhookSender {
     const body = Buffer.from(request.body, 'utf8');
     const { url, addresses } = target;
     const transport = url.protocol === 'https:' ? https : http;
-    return new Promise<AttemptOutcome>((resolve) => {
+    const first = await this.post(transport, url, addresses, request, body, signal);
+    // A kept-alive connection the receiver closed as this request went out (it keeps idle
+    // connections shorter than we do and did not say so: gunicorn's 2 s, a proxy's): nothing
+    // reached it, so the request goes once more at once, on a new connection (Node's advice for
+    // `reusedSocket`), instead of failing the attempt and waiting for the next one.
+    if (first.outcome.kind === 'error' && first.reusedSocket && first.reset && !signal?.aborted) {
+      return (await this.post(transport, url, addresses, request, body, signal)).outcome;
+    }
+    return first.outcome;
+  }
+
+  private post(
+    transport: typeof http | typeof https,
+    url: URL,
+    addresses: Awaited<ReturnType<typeof resolveUrl>>['addresses'],
+    request: WebhookRequest,
+    body: Buffer,
+    signal: AbortSignal | undefined,
+  ): Promise<{ outcome: AttemptOutcome; reusedSocket: boolean; reset: boolean }> {
+    return new Promise((resolve) => {
       let settled = false;
-      const finish = (outcome: AttemptOutcome) => {
+      const finish = (outcome: AttemptOutcome, reset = false) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        resolve(outcome);
+        resolve({ outcome, reusedSocket: req.reusedSocket, reset });
       };
       const req = transport.request({
         protocol: url.protocol,
@@ -89,7 +108,10 @@ export class WebhookSender {
         res.on('close', () => clearTimeout(cutOff));
         res.resume();
       });
-      req.on('error', (error) => finish({ kind: 'error', error: error.message || String(error), retryable: true }));
+      req.on('error', (error) => {
+        const code = (error as NodeJS.ErrnoException).code;
+        finish({ kind: 'error', error: error.message || String(error), retryable: true }, code === 'ECONNRESET' || code === 'EPIPE');
+      });
       req.end(body);
     });
   }
