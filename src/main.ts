@@ -146,6 +146,12 @@ function createDataKeys(config: Config, logger: Logger, embeddedEvents?: SqliteE
 
 /** The bus: Kafka with KAFKA_BROKERS, else the embedded one in DATA_DIR/bus.sqlite (the dead-letter commands open it alone). */
 export function createBus(config: Config, logger: Logger): EmbeddedBus | KafkaBus {
+  if (config.kafkaBrokers && config.kafkaSasl?.mechanism === 'plain' && !config.kafkaSsl) {
+    logger.warn(
+      { kafkaSaslMechanism: 'plain' },
+      'KAFKA_SASL_MECHANISM=plain without KAFKA_SSL=true sends the Kafka password over the network in clear: set KAFKA_SSL=true (or use scram-sha-512) unless the network is private',
+    );
+  }
   return config.kafkaBrokers
     ? new KafkaBus({
         brokers: config.kafkaBrokers,
