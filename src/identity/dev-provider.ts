@@ -1,5 +1,6 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { SignJWT } from 'jose';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { newId } from '../shared/ids.js';
 import type { CredentialVerifier, TokenSubject } from './credentials.js';
 import { loadOrCreateSigningKey, type SigningKey } from './signing-key.js';
@@ -20,6 +21,32 @@ export interface DevIdentityProviderOptions {
   /** When set, every token carries this `aud`. */
   audience?: string;
   now?: () => Date;
+  /** Failed password sign-ins of one user name from one address before it is refused for `seconds`; default 10 in 15 minutes. */
+  failedSignIns?: { attempts: number; seconds: number };
+}
+
+/**
+ * Password guessing: after `attempts` failed password sign-ins of one user name from one source
+ * address, that pair is refused (429, Retry-After) until `seconds` have passed since the last
+ * failure; a success clears its count. Keyed by name and address, so an attacker elsewhere cannot
+ * lock door staff out. Per process: each api process counts its own (docs/api.md, Sign-in).
+ */
+class SignInThrottle {
+  private readonly failures: RateLimiterMemory;
+  constructor(private readonly limit: { attempts: number; seconds: number }) {
+    this.failures = new RateLimiterMemory({ keyPrefix: 'signin', points: limit.attempts, duration: limit.seconds, blockDuration: limit.seconds });
+  }
+  /** Seconds until the pair may try again, or 0. */
+  async waitSeconds(key: string): Promise<number> {
+    const state = await this.failures.get(key);
+    return state && state.consumedPoints >= this.limit.attempts ? Math.max(1, Math.ceil(state.msBeforeNext / 1000)) : 0;
+  }
+  async failed(key: string): Promise<void> {
+    await this.failures.consume(key).catch(() => undefined);
+  }
+  async succeeded(key: string): Promise<void> {
+    await this.failures.delete(key);
+  }
 }
 
 /**
@@ -32,6 +59,7 @@ export function createDevIdentityProvider(options: DevIdentityProviderOptions): 
   if (!Number.isInteger(ttl) || ttl <= 0) throw new Error(`tokenTtlSeconds must be a positive integer, got ${ttl}`);
   const key = options.signingKey ?? loadOrCreateSigningKey(options.keyFile);
   const issueAccessToken = accessTokenIssuer({ ...options, ttl, key });
+  const throttle = new SignInThrottle(options.failedSignIns ?? { attempts: 10, seconds: 15 * 60 });
 
   const router = express.Router();
   router.get('/.well-known/openid-configuration', (_req, res) => void res.json(discoveryDocument(options.issuer())));
@@ -42,7 +70,7 @@ export function createDevIdentityProvider(options: DevIdentityProviderOptions): 
     async (req: Request, res: Response) => {
       res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
       try {
-        const { subject, clientId } = await authorize(req, options.credentials);
+        const { subject, clientId } = await authorize(req, options.credentials, throttle);
         res.json({ access_token: await issueAccessToken(subject, clientId), token_type: 'Bearer', expires_in: ttl });
       } catch (err) {
         if (!(err instanceof TokenRequestError)) throw err;
@@ -95,6 +123,8 @@ class TokenRequestError extends Error {
   constructor(
     readonly error: TokenErrorCode,
     readonly description: string,
+    /** Set: too many failed sign-ins (429 with Retry-After). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(description);
   }
@@ -102,12 +132,15 @@ class TokenRequestError extends Error {
 
 function sendTokenError(res: Response, err: TokenRequestError, issuer: string): void {
   if (err.error === 'invalid_client') res.set('WWW-Authenticate', `Basic realm="${issuer}"`);
-  res.status(err.error === 'invalid_client' ? 401 : 400).json({ error: err.error, error_description: err.description });
+  if (err.retryAfterSeconds !== undefined) res.set('Retry-After', String(err.retryAfterSeconds));
+  const status = err.retryAfterSeconds !== undefined ? 429 : err.error === 'invalid_client' ? 401 : 400;
+  res.status(status).json({ error: err.error, error_description: err.description });
 }
 
 async function authorize(
   req: Request,
   credentials: CredentialVerifier,
+  throttle: SignInThrottle,
 ): Promise<{ subject: TokenSubject; clientId: string }> {
   const params = readParams(req);
   const grantType = params.grant_type;
@@ -118,7 +151,7 @@ async function authorize(
   const client = readClient(req, params);
   return grantType === 'client_credentials'
     ? clientCredentialsGrant(client, credentials)
-    : passwordGrant(client, params, credentials);
+    : passwordGrant(client, params, credentials, throttle, req.ip ?? req.socket.remoteAddress ?? 'unknown');
 }
 
 async function clientCredentialsGrant(client: ClientAuthentication, credentials: CredentialVerifier) {
@@ -130,7 +163,7 @@ async function clientCredentialsGrant(client: ClientAuthentication, credentials:
   return { subject, clientId: client.clientId };
 }
 
-async function passwordGrant(client: ClientAuthentication, params: Params, credentials: CredentialVerifier) {
+async function passwordGrant(client: ClientAuthentication, params: Params, credentials: CredentialVerifier, throttle: SignInThrottle, sourceIp: string) {
   // checkin-app is a public client: it identifies itself and has no secret to check.
   if (client.clientId !== checkinAppClientId) {
     throw new TokenRequestError('invalid_client', `the password grant is only for client_id ${checkinAppClientId}`);
@@ -139,8 +172,17 @@ async function passwordGrant(client: ClientAuthentication, params: Params, crede
   if (username === undefined || password === undefined) {
     throw new TokenRequestError('invalid_request', 'username and password are required');
   }
+  const key = `${username.normalize('NFC').toLowerCase()}\u0000${sourceIp}`;
+  const wait = await throttle.waitSeconds(key);
+  if (wait > 0) {
+    throw new TokenRequestError('invalid_grant', `too many failed sign-ins for this user name from this address; try again in ${wait} s`, wait);
+  }
   const subject = await credentials.verifyPassword(username, password);
-  if (!subject) throw new TokenRequestError('invalid_grant', 'invalid username or password');
+  if (!subject) {
+    await throttle.failed(key);
+    throw new TokenRequestError('invalid_grant', 'invalid username or password');
+  }
+  await throttle.succeeded(key);
   return { subject, clientId: checkinAppClientId };
 }
 
