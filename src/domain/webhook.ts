@@ -231,7 +231,14 @@ export type AttemptOutcome =
    * webhook's URL changed before the answer came, so a failure is the old URL's: it is retried at
    * the new one.
    */
-  | { kind: 'response'; statusCode: number; secretRotated?: boolean; urlChanged?: boolean }
+  | {
+      kind: 'response';
+      statusCode: number;
+      secretRotated?: boolean;
+      urlChanged?: boolean;
+      /** A 429's or 503's `Retry-After`, in ms (at most an hour): the next attempt waits at least this long. */
+      retryAfterMs?: number;
+    }
   /** `retryable`: a timeout or connection error is; a refused URL or a deleted webhook is not. */
   | { kind: 'error'; error: string; retryable: boolean };
 
@@ -459,7 +466,9 @@ function recordAttempt(
   if (delay === undefined) {
     return [attempted, { type: 'WebhookDeliveryExhausted', data: { deliveryId, attempts: used, reason: reasonOf(outcome) } }];
   }
-  const nextAttemptAt = new Date(Date.parse(command.at) + Math.round(delay * (1 + 0.2 * command.jitter))).toISOString();
+  // The receiver's own Retry-After (429, 503) is honoured when it asks for longer than the schedule.
+  const asked = outcome.kind === 'response' ? (outcome.retryAfterMs ?? 0) : 0;
+  const nextAttemptAt = new Date(Date.parse(command.at) + Math.max(Math.round(delay * (1 + 0.2 * command.jitter)), asked)).toISOString();
   return [attempted, { type: 'WebhookDeliveryRetryScheduled', data: { deliveryId, nextAttemptAt } }];
 }
 

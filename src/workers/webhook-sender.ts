@@ -102,7 +102,9 @@ export class WebhookSender {
       const onAbort = () => req.destroy(new Error('aborted: the dispatcher is stopping'));
       signal?.addEventListener('abort', onAbort, { once: true });
       req.on('response', (res) => {
-        finish({ kind: 'response', statusCode: res.statusCode ?? 0 });
+        const statusCode = res.statusCode ?? 0;
+        const retryAfterMs = statusCode === 429 || statusCode === 503 ? retryAfterOf(res.headers['retry-after']) : undefined;
+        finish({ kind: 'response', statusCode, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
         // Drain (and ignore) the answer so the connection can be reused; a body that never ends is cut off.
         const cutOff = setTimeout(() => res.destroy(), this.options.timeoutMs);
         res.on('close', () => clearTimeout(cutOff));
@@ -120,4 +122,16 @@ export class WebhookSender {
     this.agents['http:'].destroy();
     this.agents['https:'].destroy();
   }
+}
+
+/** The most a receiver's Retry-After holds a delivery back: an hour (the schedule goes on after it). */
+const maxRetryAfterMs = 3_600_000;
+
+/** `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 10.2.3), in ms from now, capped; undefined when absent or unreadable. */
+export function retryAfterOf(header: string | undefined, now = Date.now()): number | undefined {
+  if (header === undefined) return undefined;
+  const text = header.trim();
+  const ms = /^\d+$/.test(text) ? Number(text) * 1000 : Date.parse(text) - now;
+  if (!Number.isFinite(ms)) return undefined;
+  return Math.min(Math.max(0, ms), maxRetryAfterMs);
 }
