@@ -31,7 +31,12 @@ export async function startPrivate(server: 'kafka' | 'ferretdb'): Promise<Privat
   const call = (command: string) => run(script, [command], { env, timeout: 240_000, maxBuffer: 10_000_000 });
   const { stdout } = await call('start');
   const url = (/^(?:KAFKA_BROKERS|MONGO_URL)=(.+)$/m.exec(stdout) ?? [])[1];
-  if (!url) throw new Error(`${server}.sh start printed no URL: ${stdout}`);
+  if (!url) {
+    // Started but unusable here (another mode): stop it, or it outlives the run.
+    await call('stop').catch(() => {});
+    fs.rmSync(runtime, { recursive: true, force: true });
+    throw new Error(`${server}.sh start printed no URL: ${stdout}`);
+  }
   return {
     url,
     stop: async () => void (await call('stop')),
