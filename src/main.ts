@@ -788,7 +788,6 @@ export async function retryForever(what: string, start: () => Promise<void>, log
   }
 }
 
-/** Read-your-writes when the projections run in another process: poll their checkpoints. */
 /** A `readPreference` of MONGO_URL that lets reads go to a secondary (`secondary`, `secondaryPreferred`, `nearest`), else undefined. */
 export function secondaryReadPreference(mongoUrl: string): string | undefined {
   const query = mongoUrl.split('?')[1] ?? '';
@@ -796,6 +795,7 @@ export function secondaryReadPreference(mongoUrl: string): string | undefined {
   return value && !/^primary(Preferred)?$/i.test(value) ? value : undefined;
 }
 
+/** Read-your-writes when the projections run in another process: poll their checkpoints. */
 async function pollCheckpoints(eventStore: EventStore, readStore: ReadStore, position: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   // A position no projection reads counts once the last event they read before it is processed.

@@ -39,6 +39,6 @@ export function readModelsBehind(what: string): DomainError {
     'unavailable',
     `${what} was recorded, but the read models did not show it in time (a projection is behind or stopped: see the service log); ` +
       'read it back shortly rather than sending this request again',
-    { code: 'read_models_behind' },
+    { code: 'read_models_behind', retryAfterSeconds: 1 },
   );
 }

@@ -55,8 +55,9 @@ export function toHttpError(error: unknown): HttpError {
     const status = domainStatus[error.code];
     const errors = error.details?.errors as HttpError['errors'];
     const code = (error.details?.code as string | undefined) ?? error.code;
-    // The change is recorded; its read model is behind: come back for it in a moment.
-    const headers = code === 'read_models_behind' ? { 'retry-after': '1' } : undefined;
+    // A domain error that knows when to come back (read_models_behind) says so in Retry-After.
+    const retryAfter = error.details?.retryAfterSeconds;
+    const headers = typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : undefined;
     return new HttpError(status, code, error.message, errors, headers);
   }
   if (error instanceof ConcurrencyError) {

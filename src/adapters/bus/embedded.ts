@@ -305,7 +305,11 @@ export class EmbeddedBus implements ReadableBus {
   async publish(topic: string, messages: OutgoingMessage[]): Promise<void> {
     this.assertOpen();
     if (messages.length === 0) return;
-    const partitions = this.write(() => this.append(topic, messages));
+    this.announce(topic, this.write(() => this.append(topic, messages)));
+  }
+
+  /** After a commit: wakes the consumers of the partitions written to, and tells the publish listeners. */
+  private announce(topic: string, partitions: number[]): void {
     this.wakePartitions(topic, partitions);
     for (const listener of this.publishListeners) listener(topic, partitions);
   }
@@ -314,11 +318,7 @@ export class EmbeddedBus implements ReadableBus {
   async publishAll(batches: { topic: string; messages: OutgoingMessage[] }[]): Promise<void> {
     this.assertOpen();
     const written = this.write(() => batches.map(({ topic, messages }) => ({ topic, partitions: messages.length > 0 ? this.append(topic, messages) : [] })));
-    for (const { topic, partitions } of written) {
-      if (partitions.length === 0) continue;
-      this.wakePartitions(topic, partitions);
-      for (const listener of this.publishListeners) listener(topic, partitions);
-    }
+    for (const { topic, partitions } of written) if (partitions.length > 0) this.announce(topic, partitions);
   }
 
   /** Every message the topic holds (after retention), by partition and offset; none for a topic never used. */
