@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { generateKeyPairSync, sign } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { topics } from '../../src/workers/topics.js';
 import { toMessage } from '../../src/workers/event-message.js';
@@ -9,6 +9,7 @@ import { readOutbox } from '../support/mail-readers.js';
 import { createClient, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually, startReceiver, type Receiver } from '../webhooks/receiver.js';
 import { guestStream } from '../../src/domain/guest.js';
+import { postSendGridEvents } from '../support/sendgrid-events.js';
 
 const api = '/comms/v1/api/comms';
 const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
@@ -391,20 +392,8 @@ describe('POST /comms/v1/api/comms/send', () => {
 });
 
 describe('provider events (SendGrid Event Webhook)', () => {
-  const post = (events: unknown[], options: { key?: typeof privateKey; timestamp?: string } = {}) => {
-    const body = JSON.stringify(events);
-    const timestamp = options.timestamp ?? String(Math.floor(Date.now() / 1000));
-    const signature = sign('sha256', Buffer.from(timestamp + body), options.key ?? privateKey).toString('base64');
-    return fetch(`${service.url}${api}/provider/sendgrid/events`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'x-twilio-email-event-webhook-signature': signature,
-        'x-twilio-email-event-webhook-timestamp': timestamp,
-      },
-      body,
-    });
-  };
+  const post = (events: unknown[], options: { key?: typeof privateKey; timestamp?: string } = {}) =>
+    postSendGridEvents(service.url, options.key ?? privateKey, events, options);
 
   it('turns delivered and bounce reports into comms webhooks; a bounced recipient then cannot be emailed (422)', async () => {
     const client = await commsClient();

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteEventStore } from '../../src/adapters/eventstore/sqlite.js';
 import { EmbeddedReadStore } from '../../src/adapters/readstore/embedded.js';
@@ -10,6 +10,7 @@ import { systemClock } from '../../src/shared/clock.js';
 import { loggedLines } from '../support/log-lines.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually } from '../webhooks/receiver.js';
+import { postSendGridEvents } from '../support/sendgrid-events.js';
 
 /**
  * SendGrid's Event Webhook as SendGrid posts it (Event Webhook reference, "Troubleshooting the Event
@@ -29,17 +30,7 @@ afterAll(async () => {
 });
 
 function postEvents(events: unknown[]) {
-  const body = JSON.stringify(events);
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  return fetch(`${service.url}${api}/provider/sendgrid/events`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-twilio-email-event-webhook-signature': sign('sha256', Buffer.from(timestamp + body), privateKey).toString('base64'),
-      'x-twilio-email-event-webhook-timestamp': timestamp,
-    },
-    body,
-  });
+  return postSendGridEvents(service.url, privateKey, events);
 }
 
 /** A guest sent an invitation (through the outbox): its client, id and attendeeInvitationId. */

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listDeadLetters, deadLetterSources } from '../../src/commands/dead-letters.js';
 import type { ReadableBus } from '../../src/adapters/bus/port.js';
@@ -18,6 +18,7 @@ import { loggedLines } from '../support/log-lines.js';
 import { request, startTestService, type TestService } from '../support/service.js';
 import { startSendGridDouble, type SendGridDouble } from '../support/sendgrid-double.js';
 import { eventually } from '../webhooks/receiver.js';
+import { postSendGridEvents } from '../support/sendgrid-events.js';
 
 const fixture = path.resolve(__dirname, '../fixtures/upgrade-1f1358a');
 const old = JSON.parse(fs.readFileSync(path.join(fixture, 'old-answers.json'), 'utf8')) as {
@@ -102,7 +103,9 @@ async function callerOf(who: string): Promise<Call> {
 }
 
 function postProviderEvents(events: Array<{ invitationId: string; event: string }>) {
-  const body = JSON.stringify(
+  return postSendGridEvents(
+    service.url,
+    privateKey,
     events.map(({ invitationId, event }) => ({
       email: 'someone@example.com',
       timestamp: Math.floor(Date.now() / 1000),
@@ -113,16 +116,6 @@ function postProviderEvents(events: Array<{ invitationId: string; event: string 
       messageKey: invitationId,
     })),
   );
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  return fetch(`${service.url}${api}/provider/sendgrid/events`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-twilio-email-event-webhook-signature': sign('sha256', Buffer.from(timestamp + body), privateKey).toString('base64'),
-      'x-twilio-email-event-webhook-timestamp': timestamp,
-    },
-    body,
-  });
 }
 
 describe('upgrade from 1f1358a on its embedded DATA_DIR', () => {

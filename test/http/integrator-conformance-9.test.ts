@@ -1,9 +1,10 @@
-import { generateKeyPairSync, sign } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readOutbox } from '../support/mail-readers.js';
 import { clientToken, createClient, newEvent, passwordToken, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually } from '../webhooks/receiver.js';
+import { postSendGridEvents } from '../support/sendgrid-events.js';
 
 /**
  * The interface spec read as an integrator reads it, ninth pass: Comms and Users (templates,
@@ -45,17 +46,9 @@ async function providerReports(client: Client, guestId: string, email: string, e
     const [item] = (await client.call('GET', `${api}/invitations?attendeeId=${guestId}`)).body.items;
     return item?.status === 'sent' ? (item.attendeeInvitationId as string) : undefined;
   }, 30_000, `the invitation of ${guestId} sent`);
-  const body = JSON.stringify([{ email, event, timestamp: Math.floor(Date.now() / 1000), sg_event_id: `${event}-${guestId}`, attendeeInvitationId: invitationId, reason: '550 5.1.1 mailbox unknown' }]);
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const reply = await fetch(`${service.url}${api}/provider/sendgrid/events`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-twilio-email-event-webhook-signature': sign('sha256', Buffer.from(timestamp + body), privateKey).toString('base64'),
-      'x-twilio-email-event-webhook-timestamp': timestamp,
-    },
-    body,
-  });
+  const reply = await postSendGridEvents(service.url, privateKey, [
+    { email, event, timestamp: Math.floor(Date.now() / 1000), sg_event_id: `${event}-${guestId}`, attendeeInvitationId: invitationId, reason: '550 5.1.1 mailbox unknown' },
+  ]);
   expect(reply.status).toBe(200);
 }
 

@@ -4,11 +4,12 @@
  * repeated in each of its rejected scans; the suppression list keeps the guest's address with
  * the provider's verdict, and the access document must answer it.
  */
-import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, newEvent, startTestService, type TestService } from '../support/service.js';
 import { filesHolding } from '../support/files-holding.js';
 import { eventually } from '../webhooks/receiver.js';
+import { postSendGridEvents } from '../support/sendgrid-events.js';
 
 const api = '/checkin/v1/api';
 const comms = '/comms/v1/api/comms';
@@ -55,16 +56,7 @@ describe('a block reason that names the guest', () => {
 });
 
 describe('the suppression list', () => {
-  const report = (events: unknown[]) => {
-    const body = JSON.stringify(events);
-    const timestamp = String(Math.floor(Date.now() / 1000));
-    const signature = sign('sha256', Buffer.from(timestamp + body), privateKey).toString('base64');
-    return fetch(`${service.url}${comms}/provider/sendgrid/events`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-twilio-email-event-webhook-signature': signature, 'x-twilio-email-event-webhook-timestamp': timestamp },
-      body,
-    });
-  };
+  const report = (events: unknown[]) => postSendGridEvents(service.url, privateKey, events);
 
   it('holds a bounced guest’s address, and the access document answers that entry', async () => {
     const client = await createClient(service, { commsApiEnabled: true, senderTrusted: true });

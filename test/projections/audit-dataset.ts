@@ -1,7 +1,8 @@
-import { generateKeyPairSync, sign } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import type { StoredEvent } from '../../src/adapters/eventstore/port.js';
 import { createClient, passwordToken, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually } from '../webhooks/receiver.js';
+import { postSendGridEvents } from '../support/sendgrid-events.js';
 
 /**
  * A small realistic evening, built through the HTTP API only: an account (and another one), an
@@ -64,17 +65,10 @@ export async function buildAuditDataset(env: Record<string, string> = {}): Promi
     return reply.body.items?.[0]?.status === 'sent' ? reply.body.items[0] : undefined;
   }, 30_000, "Ann's invitation sent");
   const report = { email: 'ann@example.com', timestamp: Math.floor(Date.now() / 1000), attendeeInvitationId: invitation.attendeeInvitationId };
-  const body = JSON.stringify([{ ...report, event: 'delivered', sg_event_id: 'sg-1' }, { ...report, event: 'open', sg_event_id: 'sg-2' }]);
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const posted = await fetch(`${service.url}/comms/v1/api/comms/provider/sendgrid/events`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-twilio-email-event-webhook-signature': sign('sha256', Buffer.from(timestamp + body), privateKey).toString('base64'),
-      'x-twilio-email-event-webhook-timestamp': timestamp,
-    },
-    body,
-  });
+  const posted = await postSendGridEvents(service.url, privateKey, [
+    { ...report, event: 'delivered', sg_event_id: 'sg-1' },
+    { ...report, event: 'open', sg_event_id: 'sg-2' },
+  ]);
   if (posted.status !== 200) throw new Error(`provider report: ${posted.status} ${await posted.text()}`);
 
   const scan = async (direction: string, scanBody: unknown) => ok(await request(service.url, 'POST', `/checkin/v1/api/guests/${eventId}/${direction}`, scanBody, member));
