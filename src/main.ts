@@ -467,7 +467,7 @@ export async function startService(
   if (url) logger.info({ url, role }, 'listening');
   const { metricsPort, metricsToken } = config.observability;
   if (!api && metricsPort !== undefined) {
-    const scrape = await startMetricsServer({ metrics, port: metricsPort, host: config.host, ...(metricsToken ? { token: metricsToken } : {}) });
+    const scrape = await startMetricsServer({ metrics, port: metricsPort, host: config.host, readiness: () => readiness(platform, runner), ...(metricsToken ? { token: metricsToken } : {}) });
     closers.push(() => new Promise<void>((resolve) => scrape.server.close(() => resolve())));
     logger.info({ url: `${scrape.url}/metrics`, role }, 'metrics listening');
   }

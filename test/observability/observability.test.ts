@@ -158,6 +158,26 @@ describe('METRICS_PORT (a process without the api role)', () => {
       await workers.close();
     }
   });
+
+  it('answers /readyz there too, with the projections’ state in a projections process', async () => {
+    const { logger, lines: logged } = loggedLines();
+    const projections = await startTestService({ METRICS_PORT: '0' }, { role: 'projections', logger });
+    try {
+      const url = String(logged.find((l) => l.msg === 'metrics listening')!.url).replace(/\/metrics$/, '/readyz');
+      let reply = await fetch(url);
+      // Catching up after start answers 503 for a moment; the probe is polled, as an orchestrator does.
+      for (let i = 0; i < 200 && reply.status === 503; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        reply = await fetch(url);
+      }
+      expect(reply.status).toBe(200);
+      const body = (await reply.json()) as { ready: boolean; checks: Record<string, { ok: boolean }> };
+      expect(body.ready).toBe(true);
+      expect(body.checks).toMatchObject({ eventStore: { ok: true }, readStore: { ok: true }, bus: { ok: true }, projections: { ok: true } });
+    } finally {
+      await projections.close();
+    }
+  });
 });
 
 describe('one request followed end to end (issue 12 item 2)', () => {
