@@ -676,6 +676,8 @@ async function startApi(
     logger: services.logger,
   });
   closers.push(async () => overload.close());
+  // Rate limits and the sign-in throttle count in one store that every api process shares.
+  const counters = await rateLimitStore(config, closers, services.logger);
   const app = createApp({
     services,
     metrics: { registry: metrics, ...(config.observability.metricsToken ? { token: config.observability.metricsToken } : {}) },
@@ -693,6 +695,8 @@ async function startApi(
           credentials: accountCredentials(services),
           tokenTtlSeconds: config.tokenTtlSeconds,
           ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
+          failedSignInStore: counters,
+          logger: services.logger,
         }),
     adminApiKey: config.adminApiKey,
     dashboard: {
@@ -709,7 +713,7 @@ async function startApi(
     rateLimits: createRateLimits({
       perMinute: config.rateLimitPerMinute,
       sendPerMinute: config.sendRateLimitPerMinute,
-      store: await rateLimitStore(config, closers, services.logger),
+      store: counters,
       logger: services.logger,
     }),
   });
@@ -761,7 +765,8 @@ function every(
  * limiter's in-memory insurance takes over).
  */
 async function rateLimitStore(config: Config, closers: (() => Promise<void>)[], logger: Logger): Promise<RateLimitStore> {
-  if (config.rateLimitPerMinute === 0 && config.sendRateLimitPerMinute === 0) return { kind: 'memory' };
+  // The built-in identity provider's sign-in throttle counts here even with the rate limits off.
+  if (config.rateLimitPerMinute === 0 && config.sendRateLimitPerMinute === 0 && config.oidcIssuer) return { kind: 'memory' };
   if (config.mongoUrl) {
     const client = new MongoClient(config.mongoUrl);
     closers.push(() => client.close());

@@ -1,6 +1,8 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { SignJWT } from 'jose';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { counterLimiter, sourceIp, type RateLimitStore } from '../http/middleware/rate-limit.js';
+import type { Logger } from '../shared/logger.js';
 import { newId } from '../shared/ids.js';
 import type { CredentialVerifier, TokenSubject } from './credentials.js';
 import { loadOrCreateSigningKey, type SigningKey } from './signing-key.js';
@@ -23,18 +25,27 @@ export interface DevIdentityProviderOptions {
   now?: () => Date;
   /** Failed password sign-ins of one user name from one address before it is refused for `seconds`; default 10 in 15 minutes. */
   failedSignIns?: { attempts: number; seconds: number };
+  /** Where the failure counts live: the rate limits' shared store, so every api process counts together; per process without it. */
+  failedSignInStore?: RateLimitStore;
+  logger?: Logger;
 }
 
 /**
  * Password guessing: after `attempts` failed password sign-ins of one user name from one source
  * address, that pair is refused (429, Retry-After) until `seconds` have passed since the last
  * failure; a success clears its count. Keyed by name and address, so an attacker elsewhere cannot
- * lock door staff out. Per process: each api process counts its own (docs/api.md, Sign-in).
+ * lock door staff out; an IPv6 source counts by its /64, as the API's rate limit does. The counts
+ * live in the rate limits' store, which every api process shares (docs/api.md, Sign-in): N
+ * processes behind a load balancer still allow `attempts`, not N × `attempts`.
  */
 class SignInThrottle {
-  private readonly failures: RateLimiterMemory;
-  constructor(private readonly limit: { attempts: number; seconds: number }) {
-    this.failures = new RateLimiterMemory({ keyPrefix: 'signin', points: limit.attempts, duration: limit.seconds, blockDuration: limit.seconds });
+  private readonly failures: RateLimiterAbstract;
+  constructor(
+    private readonly limit: { attempts: number; seconds: number },
+    store: RateLimitStore,
+    logger?: Logger,
+  ) {
+    this.failures = counterLimiter(store, { keyPrefix: 'signin', points: limit.attempts, duration: limit.seconds, blockDuration: limit.seconds }, logger)!;
   }
   /** Seconds until the pair may try again, or 0. */
   async waitSeconds(key: string): Promise<number> {
@@ -59,7 +70,7 @@ export function createDevIdentityProvider(options: DevIdentityProviderOptions): 
   if (!Number.isInteger(ttl) || ttl <= 0) throw new Error(`tokenTtlSeconds must be a positive integer, got ${ttl}`);
   const key = options.signingKey ?? loadOrCreateSigningKey(options.keyFile);
   const issueAccessToken = accessTokenIssuer({ ...options, ttl, key });
-  const throttle = new SignInThrottle(options.failedSignIns ?? { attempts: 10, seconds: 15 * 60 });
+  const throttle = new SignInThrottle(options.failedSignIns ?? { attempts: 10, seconds: 15 * 60 }, options.failedSignInStore ?? { kind: 'memory' }, options.logger);
 
   const router = express.Router();
   router.get('/.well-known/openid-configuration', (_req, res) => void res.json(discoveryDocument(options.issuer())));
@@ -151,7 +162,7 @@ async function authorize(
   const client = readClient(req, params);
   return grantType === 'client_credentials'
     ? clientCredentialsGrant(client, credentials)
-    : passwordGrant(client, params, credentials, throttle, req.ip ?? req.socket.remoteAddress ?? 'unknown');
+    : passwordGrant(client, params, credentials, throttle, sourceIp(req));
 }
 
 async function clientCredentialsGrant(client: ClientAuthentication, credentials: CredentialVerifier) {
@@ -163,7 +174,7 @@ async function clientCredentialsGrant(client: ClientAuthentication, credentials:
   return { subject, clientId: client.clientId };
 }
 
-async function passwordGrant(client: ClientAuthentication, params: Params, credentials: CredentialVerifier, throttle: SignInThrottle, sourceIp: string) {
+async function passwordGrant(client: ClientAuthentication, params: Params, credentials: CredentialVerifier, throttle: SignInThrottle, source: string) {
   // checkin-app is a public client: it identifies itself and has no secret to check.
   if (client.clientId !== checkinAppClientId) {
     throw new TokenRequestError('invalid_client', `the password grant is only for client_id ${checkinAppClientId}`);
@@ -172,7 +183,7 @@ async function passwordGrant(client: ClientAuthentication, params: Params, crede
   if (username === undefined || password === undefined) {
     throw new TokenRequestError('invalid_request', 'username and password are required');
   }
-  const key = `${username.normalize('NFC').toLowerCase()}\u0000${sourceIp}`;
+  const key = `${username.normalize('NFC').toLowerCase()}\u0000${source}`;
   const wait = await throttle.waitSeconds(key);
   if (wait > 0) {
     throw new TokenRequestError('invalid_grant', `too many failed sign-ins for this user name from this address; try again in ${wait} s`, wait);

@@ -48,3 +48,50 @@ describe('failed password sign-ins', () => {
     }
   });
 });
+
+describe('failed password sign-ins across api processes', () => {
+  it('count together: 5 failures at one process and 5 at another refuse the pair at both', async () => {
+    const second = await startTestService({}, { role: 'api', dataDir: service.dataDir });
+    try {
+      await teamMember('shared-door');
+      const at = (url: string, password: string) =>
+        fetch(`${url}/core/connect/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ grant_type: 'password', client_id: 'checkin-app', username: 'shared-door', password }),
+        });
+      for (let i = 0; i < 5; i++) expect((await at(service.url, `guess a${i}`)).status).toBe(400);
+      for (let i = 0; i < 5; i++) expect((await at(second.url, `guess b${i}`)).status).toBe(400);
+      expect((await at(service.url, 'door staff pass 1')).status).toBe(429);
+      expect((await at(second.url, 'door staff pass 1')).status).toBe(429);
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('failed password sign-ins behind a proxy', () => {
+  it('count an IPv6 client by its /64 and an address by itself whatever source port the proxy writes', async () => {
+    const proxied = await startTestService({ TRUST_PROXY: 'loopback' });
+    try {
+      const owner = await createClient(proxied);
+      const created = await owner.call('POST', '/checkin/v1/api/teammember', { userName: 'v6-door', password: 'door staff pass 1', email: 'v6-door@example.com' });
+      expect(created.status).toBe(200);
+      const from = (forwardedFor: string, username: string, password: string) =>
+        fetch(`${proxied.url}/core/connect/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': forwardedFor },
+          body: new URLSearchParams({ grant_type: 'password', client_id: 'checkin-app', username, password }),
+        });
+      // A host given a /64 takes a new address of it for every guess.
+      for (let i = 1; i <= 10; i++) expect((await from(`2001:db8:7:1::${i.toString(16)}`, 'v6-door', `guess ${i}`)).status).toBe(400);
+      expect((await from('2001:db8:7:1::ff', 'v6-door', 'door staff pass 1')).status).toBe(429);
+      expect((await from('2001:db8:7:2::1', 'v6-door', 'door staff pass 1')).status).toBe(200);
+      // A proxy writing the client's source port (Azure Application Gateway) gives no fresh budget per connection.
+      for (let i = 1; i <= 10; i++) expect((await from(`203.0.113.7:${50000 + i}`, 'v6-door', `guess v4 ${i}`)).status).toBe(400);
+      expect((await from('203.0.113.7:51234', 'v6-door', 'door staff pass 1')).status).toBe(429);
+    } finally {
+      await proxied.close();
+    }
+  });
+});

@@ -55,9 +55,9 @@ const TABLE = 'rate_limits';
 export function createRateLimits(options: RateLimitOptions): RateLimits {
   const windowSeconds = options.windowSeconds ?? 60;
   const blockSeconds = options.blockSeconds ?? 60;
-  const all = limiter(options, { keyPrefix: 'api', points: options.perMinute, duration: windowSeconds, blockDuration: blockSeconds });
+  const all = counterLimiter(options.store, { keyPrefix: 'api', points: options.perMinute, duration: windowSeconds, blockDuration: blockSeconds }, options.logger);
   // The spec gives the send limit no mitigation window: a refusal lasts until its window ends.
-  const send = limiter(options, { keyPrefix: 'send', points: options.sendPerMinute, duration: windowSeconds, blockDuration: 0 });
+  const send = counterLimiter(options.store, { keyPrefix: 'send', points: options.sendPerMinute, duration: windowSeconds, blockDuration: 0 }, options.logger);
   return {
     all: all ? limitBy(all, options.logger) : passThrough,
     send: send ? limitBy(send, options.logger, isSend) : passThrough,
@@ -66,16 +66,16 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
 
 const passThrough: RequestHandler = (_req, _res, next) => next();
 
-interface LimiterShape {
+export interface LimiterShape {
   keyPrefix: string;
   points: number;
   duration: number;
   blockDuration: number;
 }
 
-function limiter(options: RateLimitOptions, shape: LimiterShape): RateLimiterAbstract | undefined {
+/** A counter in the shared store (keys carry `shape.keyPrefix`), with a per-process fallback while the store fails; none for 0 points. */
+export function counterLimiter(store: RateLimitStore, shape: LimiterShape, logger?: Logger): RateLimiterAbstract | undefined {
   if (!(shape.points > 0)) return undefined;
-  const { store, logger } = options;
   if (store.kind === 'memory') return new RateLimiterMemory(shape);
   const insuranceLimiter = new RateLimiterMemory(shape);
   if (store.kind === 'sqlite') {
@@ -154,7 +154,7 @@ function isSend(req: Request): boolean {
  * An IPv6 client counts by its /64: a host is routinely given a whole /64 and can take a new
  * address of it for every request.
  */
-function sourceIp(req: Request): string {
+export function sourceIp(req: Request): string {
   const ip = withoutPort(req.ip ?? req.socket.remoteAddress ?? 'unknown');
   return isIPv6(ip) ? ipv6Prefix64(ip) : ip;
 }
