@@ -136,6 +136,9 @@ export const dashboardScript = String.raw`
   function refresh() {
     clearTimeout(timer);
     if (!session) return;
+    // A tab in the background asks nothing (a dashboard left open all night on a laptop); it
+    // catches up at once when shown again (the visibilitychange listener below).
+    if (document.hidden) { setStatus('Paused while this tab is hidden' + (lastUpdate ? '; figures from ' + lastUpdate.toLocaleTimeString() : '') + '.'); return; }
     var eventId = $('event').value;
     var bucket = $('bucket').value;
     var id = encodeURIComponent(eventId);
@@ -259,6 +262,7 @@ export const dashboardScript = String.raw`
     refresh();
   });
   $('bucket').addEventListener('change', refresh);
+  document.addEventListener('visibilitychange', function () { if (!document.hidden && session) refresh(); });
   window.addEventListener('resize', function () { if (arrivalsChart) arrivalsChart.setSize({ width: Math.max(280, $('arrivals-chart').clientWidth), height: 260 }); });
 })();
 `;

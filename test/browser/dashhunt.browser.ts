@@ -93,6 +93,33 @@ describe('/dashboard on event night', () => {
     await page.close();
   });
 
+  it('asks nothing while its tab is hidden, and catches up at once when shown again', async () => {
+    const client = await createClient(service);
+    const eventId = await newEvent(client, { title: 'Background', startTime: new Date(Date.now() - hour).toISOString(), endTime: new Date(Date.now() + hour).toISOString() });
+    await admit(client, eventId, { firstName: 'A' }, 'North');
+    const page = await browser.newPage();
+    let polls = 0;
+    page.on('request', (request) => void (request.url().includes('/timeline?') && polls++));
+    await signIn(page, client);
+    await expect.poll(() => polls, { timeout: 20_000 }).toBeGreaterThan(0);
+    // Chromium offers no switch for a hidden tab: the page is told so as a browser tells it.
+    const setHidden = (hidden: boolean) =>
+      page.evaluate((value) => {
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => value });
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (value ? 'hidden' : 'visible') });
+        document.dispatchEvent(new Event('visibilitychange'));
+      }, hidden);
+    await setHidden(true);
+    const atHide = polls;
+    // Three polling periods (5 s each) with the tab hidden: not one request started.
+    await new Promise((resolve) => setTimeout(resolve, 15_000));
+    expect(polls).toBe(atHide);
+    await expect.poll(() => page.locator('#status').textContent(), { timeout: 20_000 }).toContain('Paused while this tab is hidden');
+    await setHidden(false);
+    await expect.poll(() => polls, { timeout: 20_000 }).toBeGreaterThan(atHide);
+    await page.close();
+  });
+
   it('counts guests imported as admitted in Admitted, so that admitted less exits is inside now, as the event stats say', async () => {
     const client = await createClient(service);
     const eventId = await newEvent(client, { title: 'Import', startTime: new Date(Date.now() - hour).toISOString(), endTime: new Date(Date.now() + hour).toISOString() });
