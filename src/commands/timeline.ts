@@ -238,6 +238,8 @@ async function assembleTimeline(services: Services, clientId: string, eventId: s
 
 /** A span no zone changes its offset twice in (clock changes are months apart). */
 const STEADY_SPAN_MINUTES = 14 * 24 * 60;
+/** How far a bucket (at most 1440 min, and a wall time up to a day off UTC) reaches past the minutes it holds. */
+const STEADY_MARGIN_MINUTES = 2 * 1440;
 
 /**
  * Converts between UTC minutes and the zone's wall-clock minutes (minutes since the epoch as
@@ -248,10 +250,12 @@ const STEADY_SPAN_MINUTES = 14 * 24 * 60;
 export function localClock(timeZone: string, firstMinute: number, lastMinute: number) {
   const toWall = wallClock(timeZone);
   const offsetAt = (minute: number) => (toWall(new Date(minute * 60_000)).getTime() - minute * 60_000) / 60_000;
+  // The buckets reach past the activity: a day bucket starts up to a day before its first scan
+  // and ends up to a day after its last (a 25-hour day in Sydney starts at 00:00 +11 though every
+  // scan came after 03:00 became 02:00 +10). The offset is steady only if it is so over them too.
+  const [low, high] = [firstMinute - STEADY_MARGIN_MINUTES, lastMinute + STEADY_MARGIN_MINUTES];
   const steady =
-    Number.isFinite(firstMinute) && lastMinute - firstMinute <= STEADY_SPAN_MINUTES && offsetAt(firstMinute) === offsetAt(lastMinute)
-      ? offsetAt(firstMinute)
-      : undefined;
+    Number.isFinite(firstMinute) && high - low <= STEADY_SPAN_MINUTES && offsetAt(low) === offsetAt(high) ? offsetAt(low) : undefined;
   if (steady !== undefined) return { wallMinute: (minute: number) => minute + steady, utcMinute: (wall: number) => wall - steady };
   const wallMinute = (minute: number) => minute + offsetAt(minute);
   return {

@@ -10,6 +10,7 @@ import { defineRoute } from '../route.js';
 import { FunnelExportQuery, FunnelQuery, FunnelResponse, TimelineExportQuery, TimelineQuery, TimelineResponse } from '../schemas/analytics.js';
 import { IdParams } from '../schemas/event.js';
 import { ExportResponse } from '../schemas/export.js';
+import { eventTimeZone } from '../time-zone.js';
 import { negotiate, sendExport } from './export.js';
 
 const viewers = ['client', 'team_member'] as const;
@@ -22,6 +23,8 @@ const tags = ['Analytics'];
  */
 export function analyticsRouter(services: Services, exports?: ExportSettings): Router {
   const router = Router();
+  // `from` and `to` without an offset are wall times of the event's clocks, on which the buckets are (docs/identifiers.md).
+  const timeZone = eventTimeZone(services, ({ params }) => ({ eventId: params.id }));
   defineRoute(
     router,
     {
@@ -32,6 +35,7 @@ export function analyticsRouter(services: Services, exports?: ExportSettings): R
       roles: [...viewers],
       params: IdParams,
       query: TimelineQuery,
+      timeZone,
       response: TimelineResponse,
       errors: [404],
     },
@@ -72,6 +76,7 @@ export function analyticsRouter(services: Services, exports?: ExportSettings): R
       tags,
       params: IdParams,
       query: TimelineExportQuery,
+      timeZone,
       response: ExportResponse,
       errors: [404, 406],
     },

@@ -12,8 +12,8 @@ const EventId = PlainId;
 const TimelineFields = z.object({
     bucket: QueryInt(1, 1440).default(5).openapi({ description: `Bucket size in minutes of the event’s local clock (1-1440, default 5). An answer holds at most ${MAX_BUCKETS.toLocaleString('en')} buckets. A window given by both \`from\` and \`to\` that holds more is 400 on \`bucket\`; an end left open (defaulting to the first or last activity) is pulled in instead, and the answer says \`clipped: true\`` }),
     by: z.enum(['gate', 'device']).optional().openapi({ description: 'Also split every bucket by gate or by device' }),
-    from: DateTime.optional().openapi({ description: 'First instant to show (default: the first activity)' }),
-    to: DateTime.optional().openapi({ description: `Instant to show up to (default: the last activity); after \`from\`, and at most ${MAX_BUCKETS.toLocaleString('en')} buckets after it` }),
+    from: DateTime.optional().openapi({ description: 'First instant to show (default: the first activity); without an offset, a wall time of the event’s clocks' }),
+    to: DateTime.optional().openapi({ description: `Instant to show up to (default: the last activity; without an offset, a wall time of the event’s clocks); after \`from\`, and at most ${MAX_BUCKETS.toLocaleString('en')} buckets after it` }),
 });
 const fromBeforeTo: [(q: { from?: string; to?: string }) => boolean, { message: string; path: string[] }] = [
   (q) => !q.from || !q.to || q.from < q.to,
