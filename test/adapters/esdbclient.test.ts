@@ -184,4 +184,13 @@ describe('EventStoreDB appends: a client-side deadline', () => {
     expect('error' in outcome && outcome.error).toBeInstanceOf(StoreUnavailableError);
     expect('error' in outcome && outcome.error).toMatchObject({ reason: 'deadline_exceeded', retryable: true });
   }, 20_000);
+
+  it('setting $maxAge on a server that never answers its metadata write fails at the append deadline', async () => {
+    const server = await standInServer();
+    const store = new EsdbEventStore(server.url, { appendDeadlineMs: 200 });
+    stores.push(store);
+    // The metadata read finds nothing; the write of `$$batchlog` is an append the server never answers.
+    const outcome = await within(settle(store.setMaxAge('batchlog', 2_592_000)));
+    expect('error' in outcome && outcome.error).toMatchObject({ reason: 'deadline_exceeded', retryable: true });
+  }, 20_000);
 });

@@ -217,7 +217,8 @@ export class EsdbEventStore implements EventStore {
     try {
       const metadata = await this.streamMetadata(streamName);
       if (metadata?.maxAge === seconds) return;
-      await this.client.setStreamMetadata(streamName, { ...metadata, maxAge: seconds });
+      // An append of the `$$` stream (setStreamMetadata.ts): through `Append`, as `append` below.
+      await this.client.setStreamMetadata(streamName, { ...metadata, maxAge: seconds }, this.appendCallOptions());
     } catch (error) {
       throw toPortError(error, `set the $maxAge of ${streamName}`);
     }
@@ -253,8 +254,7 @@ export class EsdbEventStore implements EventStore {
       // their answers. Same user as the connection's own: docs/eventstore.md.
       const result = await this.client.appendToStream(streamName, sent.map((e) => jsonEvent(e as never)), {
         expectedRevision: toEsdbRevision(expectedRevision),
-        deadline: this.appendDeadlineMs,
-        ...(this.appendCredentials ? { credentials: this.appendCredentials } : {}),
+        ...this.appendCallOptions(),
       });
       return { nextRevision: Number(result.nextExpectedRevision), position: Number(result.position?.commit ?? -1) };
     } catch (error) {
@@ -268,6 +268,10 @@ export class EsdbEventStore implements EventStore {
       }
       throw toPortError(error, `append to ${streamName}`);
     }
+  }
+
+  private appendCallOptions(): { deadline: number; credentials?: { username: string; password: string } } {
+    return { deadline: this.appendDeadlineMs, ...(this.appendCredentials ? { credentials: this.appendCredentials } : {}) };
   }
 
   async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
