@@ -70,6 +70,17 @@ export function connectionStringProblem(connectionString: string): string | unde
   return warnings.length > 0 ? `${warnings.join(' ')} Remove or correct that option (the client would ignore it)` : undefined;
 }
 
+/**
+ * The credentials an append passes to take the client's `Append` path: the connection string's
+ * own user, or (no TLS) none at all, since the client sends no credentials on an insecure
+ * connection whatever it is given (`createCredentialsMetadataGenerator`, Client/index.ts). A TLS
+ * connection without a user (a user certificate) has none to pass: its appends stay on `BatchAppend`.
+ */
+function unaryAppendCredentials(connectionString: string): { username: string; password: string } | undefined {
+  const settings = parseConnectionString(connectionString) as { tls?: boolean; defaultCredentials?: { username: string; password: string } };
+  return settings.defaultCredentials ?? (settings.tls === false ? { username: '', password: '' } : undefined);
+}
+
 /** The server's correlation projection ($by_correlation_id) follows these two metadata fields. */
 export function toEsdbMetadata(metadata: EventMetadata): Record<string, unknown> {
   return {
@@ -150,6 +161,8 @@ export interface EsdbOptions {
   readDeadlineMs?: number;
   /** Deadline of the reachability probe. */
   pingDeadlineMs?: number;
+  /** Deadline of one append, enforced by the client (gRPC); a timed-out append may have been stored. */
+  appendDeadlineMs?: number;
   /** A client to use instead of one made from the connection string (tests). */
   client?: EventStoreDBClient;
   /**
@@ -174,6 +187,9 @@ export class EsdbEventStore implements EventStore {
   private readonly client: EventStoreDBClient;
   private readonly readDeadlineMs: number;
   private readonly pingDeadlineMs: number;
+  private readonly appendDeadlineMs: number;
+  /** Call credentials that make the client append with one `Append` call per append (see `append`). */
+  private readonly appendCredentials: { username: string; password: string } | undefined;
   readonly maxAppendBytes: number;
   /** Stops of the open subscriptions: `dispose()` cancels their calls without ending their streams. */
   private readonly openSubscriptions = new Set<() => Promise<void>>();
@@ -184,6 +200,8 @@ export class EsdbEventStore implements EventStore {
     this.client = options.client ?? EventStoreDBClient.connectionString(connectionString);
     this.readDeadlineMs = options.readDeadlineMs ?? 10_000;
     this.pingDeadlineMs = options.pingDeadlineMs ?? 1_500;
+    this.appendDeadlineMs = options.appendDeadlineMs ?? 10_000;
+    this.appendCredentials = unaryAppendCredentials(connectionString);
     this.maxAppendBytes = options.maxAppendBytes ?? defaultMaxAppendBytes;
   }
 
@@ -199,7 +217,8 @@ export class EsdbEventStore implements EventStore {
     try {
       const metadata = await this.streamMetadata(streamName);
       if (metadata?.maxAge === seconds) return;
-      await this.client.setStreamMetadata(streamName, { ...metadata, maxAge: seconds });
+      // An append of the `$$` stream (setStreamMetadata.ts): through `Append`, as `append` below.
+      await this.client.setStreamMetadata(streamName, { ...metadata, maxAge: seconds }, this.appendCallOptions());
     } catch (error) {
       throw toPortError(error, `set the $maxAge of ${streamName}`);
     }
@@ -227,7 +246,16 @@ export class EsdbEventStore implements EventStore {
     const sent = events.map((e) => ({ id: e.id, type: e.type, data: e.data, metadata: toEsdbMetadata(e.metadata) }));
     checkAppendSizesAgainst(this.maxAppendBytes, [{ streamName, events: sent }]);
     try {
-      const result = await this.client.appendToStream(streamName, sent.map((e) => jsonEvent(e as never)), { expectedRevision: toEsdbRevision(expectedRevision) });
+      // With call credentials the client appends through one `Append` call of its own, with
+      // `deadline` as the call's gRPC deadline, instead of its shared `BatchAppend` stream
+      // (appendToStream/index.ts): that stream's calls have no client-side deadline, and its one
+      // table of pending appends for every stream of the process (batchAppend.ts) let an error on
+      // an older stream fail appends the newer one then stored, and throw (a process crash) on
+      // their answers. Same user as the connection's own: docs/eventstore.md.
+      const result = await this.client.appendToStream(streamName, sent.map((e) => jsonEvent(e as never)), {
+        expectedRevision: toEsdbRevision(expectedRevision),
+        ...this.appendCallOptions(),
+      });
       return { nextRevision: Number(result.nextExpectedRevision), position: Number(result.position?.commit ?? -1) };
     } catch (error) {
       if (error instanceof WrongExpectedVersionError) {
@@ -240,6 +268,10 @@ export class EsdbEventStore implements EventStore {
       }
       throw toPortError(error, `append to ${streamName}`);
     }
+  }
+
+  private appendCallOptions(): { deadline: number; credentials?: { username: string; password: string } } {
+    return { deadline: this.appendDeadlineMs, ...(this.appendCredentials ? { credentials: this.appendCredentials } : {}) };
   }
 
   async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
