@@ -59,6 +59,7 @@ import { loggedRebuild } from './projections/rebuild-log.js';
 import { checkpointName, type Projection } from './projections/projection.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { createLogger, type Logger } from './shared/logger.js';
+import { exitOnCrash } from './shared/exit-on-crash.js';
 import { Relay } from './workers/relay.js';
 import { relayRoutes } from './workers/topics.js';
 import { workersThread, workersThreadPossible } from './workers/thread.js';
@@ -875,6 +876,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const logger = createLogger(config.logLevel);
+  exitOnCrash(logger);
   let service: RunningService;
   try {
     service = await startService(config, role, { logger });
