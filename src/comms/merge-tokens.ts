@@ -255,15 +255,18 @@ function renderHtml(source: string, context: Record<string, unknown>): string {
   }
   const html = template(marked);
   const inUrls = new Set<number>();
-  const parser = new Parser({
-    onattribute(name, value) {
-      if (!urlAttributes.has(name.toLowerCase())) return;
-      for (const match of value.matchAll(marker)) {
-        if (value.slice(0, match.index).trim() !== '') inUrls.add(Number(match[2]));
-      }
-    },
-  });
-  parser.end(html);
+  const scan = (markup: string): void =>
+    new Parser({
+      onattribute(name, value) {
+        if (!urlAttributes.has(name.toLowerCase())) return;
+        for (const match of value.matchAll(marker)) {
+          if (value.slice(0, match.index).trim() !== '') inUrls.add(Number(match[2]));
+        }
+      },
+      // Outlook renders markup in conditional comments (<!--[if mso]><v:roundrect href=…>), the usual email button.
+      oncomment: scan,
+    }).end(markup);
+  scan(html);
   return html.replace(marker, (_, kind: string, index: string) => {
     const text = outputs[Number(index)]!;
     if (kind === 'R') return text;
@@ -362,6 +365,16 @@ function linkTarget(href: string | undefined, text: string): string {
   const url = href?.trim();
   if (!url || url.startsWith('#')) return '';
   const shown = text.replace(/\s+/g, ' ').trim();
-  if (shown === url || `mailto:${shown}` === url) return '';
+  // A merged address is percent-encoded in the link (`mailto:ada%2Bgala@x.test`, renderHtml) but shown as written.
+  const target = decodedUrl(url);
+  if (shown === url || shown === target || `mailto:${shown}` === url || `mailto:${shown}` === target) return '';
   return shown ? ` (${url})` : url;
+}
+
+function decodedUrl(url: string): string {
+  try {
+    return decodeURIComponent(url);
+  } catch {
+    return url;
+  }
 }

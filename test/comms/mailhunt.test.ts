@@ -47,6 +47,14 @@ describe('merge tokens inside a link (the guest’s link must say what the guest
     expect(mail.text).toContain(`RSVP (${hrefs(mail.html)[0]})`);
   });
 
+  it('the same holds in an Outlook conditional comment (a VML button’s href)', async () => {
+    const mail = await delivered({
+      guest: { email: 'ada+gala@example.org' },
+      template: { html: '<!--[if mso]><v:roundrect href="https://rsvp.example.com/?email={{email}}">RSVP</v:roundrect><![endif]-->' },
+    });
+    expect(mail.html).toContain('href="https://rsvp.example.com/?email=ada%2Bgala@example.org"');
+  });
+
   it('a value that is the whole link, and raw {{{token}}}, are left as written (only HTML-escaped)', async () => {
     const mail = await delivered({
       guest: { additionalInfo: 'https://maps.example.com/?q=a b&z=1', customId: 'x y' },
@@ -65,5 +73,16 @@ describe('display names are one line of header text (RFC 5322: no line breaks or
     });
     expect(mail.to).toEqual({ email: 'guest@example.org', name: 'Ann Bcc: victim@example.net Lee' });
     expect(mail.from).toEqual({ email: 'invites@example.com', name: 'Gala Team' });
+  });
+});
+
+describe('plain-text alternative of a merged mailto link', () => {
+  it('shows a mailto: link whose text is the merged address once, as the html shows it', async () => {
+    const mail = await delivered({
+      guest: { email: 'ada+gala@example.org' },
+      template: { html: '<p>Write to <a href="mailto:{{email}}">{{email}}</a></p>' },
+    });
+    expect(new URL(hrefs(mail.html)[0]!).pathname).toBe('ada%2Bgala@example.org');
+    expect(mail.text).toBe('Write to ada+gala@example.org');
   });
 });
