@@ -287,7 +287,8 @@ function urlComponent(text: string): string {
  * would start a new header, and control characters have no place in one (RFC 5322 §2.2, 3.2.5).
  */
 export function headerText(subject: string): string {
-  return subject.replace(/[\r\n\u2028\u2029]+/g, ' ').replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, '').trim();
+  // U+0085 (NEL) is a line break too once a client decodes the encoded word; C1 controls are controls.
+  return subject.replace(/[\r\n\u0085\u2028\u2029]+/g, ' ').replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u0084\u0086-\u009f]/g, '').trim();
 }
 
 const cacheLimit = 500;

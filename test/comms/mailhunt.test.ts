@@ -74,6 +74,16 @@ describe('display names are one line of header text (RFC 5322: no line breaks or
     expect(mail.to).toEqual({ email: 'guest@example.org', name: 'Ann Bcc: victim@example.net Lee' });
     expect(mail.from).toEqual({ email: 'invites@example.com', name: 'Gala Team' });
   });
+
+  it('a Unicode line break (NEL) or C1 control in the subject or a name does not survive the encoded word', async () => {
+    const mail = await delivered({
+      guest: { firstName: 'Zoë\u0085Bcc: x@example.net', lastName: 'Ø\u009b' },
+      template: { subject: 'Willkommen {{firstName}}', fromName: 'Gäste\u0085Team' },
+    });
+    expect(mail.subject).toBe('Willkommen Zoë Bcc: x@example.net');
+    expect(mail.to.name).toBe('Zoë Bcc: x@example.net Ø');
+    expect(mail.from.name).toBe('Gäste Team');
+  });
 });
 
 describe('plain-text alternative of a merged mailto link', () => {
