@@ -49,7 +49,7 @@ export async function invitationMessage(parts: InvitationParts, sender: Sender):
   // A template's fromName is any string; one of white space only names no one, so the default applies.
   // Display names are header text, like the subject: a template's fromName or a guest's name with a line
   // break (a pasted, multi-line CSV cell) is one line, not a folded or broken header.
-  const fromName = headerText((template.fromName?.trim() ? template.fromName : undefined) ?? sender.name ?? account.companyName ?? '');
+  const fromName = headerText((headerText(template.fromName ?? '') || undefined) ?? sender.name ?? account.companyName ?? '');
   const toName = headerText(String(values.fullName ?? ''));
   return {
     messageKey: parts.attendeeInvitationId,
