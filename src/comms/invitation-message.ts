@@ -1,5 +1,5 @@
 import type { MailMessage } from '../adapters/mailer/port.js';
-import { renderTemplate, type MergeValues } from './merge-tokens.js';
+import { headerText, renderTemplate, type MergeValues } from './merge-tokens.js';
 import { codeImages, codeTokensIn } from './code-images.js';
 import { ianaZone } from '../shared/time-zones.js';
 
@@ -47,11 +47,14 @@ export async function invitationMessage(parts: InvitationParts, sender: Sender):
   const images = await codeImages(guest.barcode || guest.ticketCode, codeTokensIn(template.html), `${parts.attendeeInvitationId}@checkin`);
   const rendered = renderTemplate({ subject: template.subject, html: template.html }, values, images);
   // A template's fromName is any string; one of white space only names no one, so the default applies.
-  const fromName = (template.fromName?.trim() ? template.fromName : undefined) ?? sender.name ?? account.companyName;
+  // Display names are header text, like the subject: a template's fromName or a guest's name with a line
+  // break (a pasted, multi-line CSV cell) is one line, not a folded or broken header.
+  const fromName = headerText((headerText(template.fromName ?? '') || undefined) ?? sender.name ?? account.companyName ?? '');
+  const toName = headerText(String(values.fullName ?? ''));
   return {
     messageKey: parts.attendeeInvitationId,
     from: { email: template.fromAddress ?? sender.address, ...(fromName ? { name: fromName } : {}) },
-    to: { email: guest.email, ...(values.fullName ? { name: String(values.fullName) } : {}) },
+    to: { email: guest.email, ...(toName ? { name: toName } : {}) },
     ...(template.replyTo ? { replyTo: { email: template.replyTo } } : {}),
     subject: rendered.subject,
     html: rendered.html,

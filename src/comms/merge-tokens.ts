@@ -1,6 +1,6 @@
 import Handlebars from 'handlebars';
 import { LRUCache } from 'lru-cache';
-import { parseDocument, DomUtils } from 'htmlparser2';
+import { parseDocument, DomUtils, Parser } from 'htmlparser2';
 import { imageTag, type CodeImage } from './code-images.js';
 
 /**
@@ -217,16 +217,78 @@ export function renderTemplate(
 ): { subject: string; html: string; text: string } {
   const context: Record<string, unknown> = { ...values, qrCode: undefined, barcodeImage: undefined };
   for (const image of images) context[image.token] = new Handlebars.SafeString(imageTag(image));
-  const html = compiled(template.html, 'html')(context);
+  const html = renderHtml(template.html, context);
   const subject = headerText(compiled(template.subject ?? defaultSubject, 'subject')(context));
   // A subject that says nothing (white space as written, or once merged) gets the default one:
   // the providers refuse an email without a subject (a template's subject is any string).
   return { subject: subject || headerText(compiled(defaultSubject, 'subject')(context)), html, text: plainText(html) };
 }
 
-/** A subject is a mail header: a line break in it (from a value or the template) would start a new header. */
-function headerText(subject: string): string {
-  return subject.replace(/[\r\n\u2028\u2029]+/g, ' ').replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, '').trim();
+/**
+ * Marks one output of a value in the html: `E` escaped ({{token}}), `R` raw ({{{token}}}), then the
+ * occurrence's number. Private-use characters, which Handlebars' escaping leaves alone.
+ */
+const marker = /\uE000([ER])(\d+)\uE001/g;
+
+/**
+ * The html with the values merged in. A value written into a link after its start
+ * (`href="https://x.test/rsvp?email={{email}}"`) is percent-encoded as a URL component as well as
+ * HTML-escaped: a `+`, `&`, `#`, `?` or space of a guest's data would otherwise change what the
+ * link says (`ada+gala@x.test` read back as "ada gala@x.test", "Tom & Jerry" cut at the `&`).
+ * A value that is the whole attribute (`href="{{additionalInfo}}"`) is the URL itself and is only
+ * escaped; raw `{{{token}}}` is never changed. Each output of a value is rendered as a marker
+ * first, then the html is read to see where each marker landed.
+ */
+function renderHtml(source: string, context: Record<string, unknown>): string {
+  const template = compiled(source, 'html');
+  if (source.includes('\uE000')) return template(context); // a template that writes the marker character itself
+  const outputs: string[] = [];
+  const marked: Record<string, unknown> = { ...context };
+  for (const [name, value] of Object.entries(context)) {
+    // Only values that render text: empty ones keep their falsiness for {{#if}}, images stay SafeStrings.
+    if (!value || value instanceof Handlebars.SafeString || (typeof value !== 'string' && typeof value !== 'number')) continue;
+    const text = String(value);
+    marked[name] = {
+      toHTML: () => `\uE000E${outputs.push(text) - 1}\uE001`,
+      toString: () => `\uE000R${outputs.push(text) - 1}\uE001`,
+    };
+  }
+  const html = template(marked);
+  const inUrls = new Set<number>();
+  const scan = (markup: string): void =>
+    new Parser({
+      onattribute(name, value) {
+        if (!urlAttributes.has(name.toLowerCase())) return;
+        for (const match of value.matchAll(marker)) {
+          if (value.slice(0, match.index).trim() !== '') inUrls.add(Number(match[2]));
+        }
+      },
+      // Outlook renders markup in conditional comments (<!--[if mso]><v:roundrect href=…>), the usual email button.
+      oncomment: scan,
+    }).end(markup);
+  scan(html);
+  return html.replace(marker, (_, kind: string, index: string) => {
+    const text = outputs[Number(index)]!;
+    if (kind === 'R') return text;
+    return Handlebars.escapeExpression(inUrls.has(Number(index)) ? urlComponent(text) : text);
+  });
+}
+
+/** Attributes whose value is a URL (as src/comms/link-safety.ts reads them). */
+const urlAttributes: ReadonlySet<string> = new Set(['href', 'src', 'action', 'formaction', 'background', 'poster', 'xlink:href', 'cite']);
+
+/** A value as one URL component; `@` stays as written (it is allowed in paths and queries, RFC 3986 pchar). */
+function urlComponent(text: string): string {
+  return encodeURIComponent(text).replace(/%40/g, '@');
+}
+
+/**
+ * A subject or a display name is mail header text: a line break in it (from a value or the template)
+ * would start a new header, and control characters have no place in one (RFC 5322 §2.2, 3.2.5).
+ */
+export function headerText(subject: string): string {
+  // U+0085 (NEL) is a line break too once a client decodes the encoded word; C1 controls are controls.
+  return subject.replace(/[\r\n\u0085\u2028\u2029]+/g, ' ').replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u0084\u0086-\u009f]/g, '').trim();
 }
 
 const cacheLimit = 500;
@@ -304,6 +366,16 @@ function linkTarget(href: string | undefined, text: string): string {
   const url = href?.trim();
   if (!url || url.startsWith('#')) return '';
   const shown = text.replace(/\s+/g, ' ').trim();
-  if (shown === url || `mailto:${shown}` === url) return '';
+  // A merged address is percent-encoded in the link (`mailto:ada%2Bgala@x.test`, renderHtml) but shown as written.
+  const target = decodedUrl(url);
+  if (shown === url || shown === target || `mailto:${shown}` === url || `mailto:${shown}` === target) return '';
   return shown ? ` (${url})` : url;
+}
+
+function decodedUrl(url: string): string {
+  try {
+    return decodeURIComponent(url);
+  } catch {
+    return url;
+  }
 }
