@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { JSDOM, type DOMWindow } from 'jsdom';
 import pdfmake, { type Content } from 'pdfmake';
 
@@ -6,30 +7,39 @@ import pdfmake, { type Content } from 'pdfmake';
  * The spec's attachPdf: a PDF of the merge-resolved invitation HTML. The HTML is written by
  * the account, so the PDF never fetches or reads anything it names: images other than
  * embedded PNG/JPEG data are dropped before conversion, and pdfmake refuses every URL and
- * every local file except the built-in PDF fonts.
+ * every local file except the Roboto font files pdfmake ships.
  */
 
 type HtmlToPdfmake = (html: string, options: { window: DOMWindow; ignoreStyles?: string[] }) => Content;
 // html-to-pdfmake is CommonJS without type declarations.
 const htmlToPdfmake = createRequire(import.meta.url)('html-to-pdfmake') as HtmlToPdfmake;
 
-/** The standard PDF fonts: every PDF reader has them, so nothing is embedded or loaded from disk. */
-const standardFonts = { normal: 'Helvetica', bold: 'Helvetica-Bold', italics: 'Helvetica-Oblique', bolditalics: 'Helvetica-BoldOblique' };
-const fontNames: ReadonlySet<string> = new Set(Object.values(standardFonts));
+/**
+ * Roboto, the font pdfmake ships, embedded (subset) in each PDF: it has Latin with every European
+ * accent, Greek, Cyrillic and combining marks. The standard PDF fonts (Helvetica) hold only
+ * Windows-1252: PDFKit wrote any other character's UTF-16 code as two Latin-1 bytes, so `Łukasz`
+ * or `Иван` printed as other letters (`票` as `yh`). A character Roboto lacks (CJK, Arabic, Hebrew,
+ * emoji) prints as its missing-glyph box, never as another letter.
+ */
+const fontDirectory = join(dirname(createRequire(import.meta.url).resolve('pdfmake/package.json')), 'fonts', 'Roboto');
+const robotoFile = (name: string): string => join(fontDirectory, `Roboto-${name}.ttf`);
+const roboto = { normal: robotoFile('Regular'), bold: robotoFile('Medium'), italics: robotoFile('Italic'), bolditalics: robotoFile('MediumItalic') };
+const fontFiles: ReadonlySet<string> = new Set(Object.values(roboto));
 
 // pdfmake's Node entry is one shared instance; this module is its only user.
-pdfmake.setFonts({ Helvetica: standardFonts });
+pdfmake.setFonts({ Roboto: roboto });
 pdfmake.setUrlAccessPolicy(() => false);
-pdfmake.setLocalAccessPolicy((path) => fontNames.has(path));
+pdfmake.setLocalAccessPolicy((path) => fontFiles.has(path));
 
 /** A DOM for html-to-pdfmake. It never loads resources (JSDOM's default) and is reused: creating one takes ~50 ms. */
 let domWindow: DOMWindow | undefined;
 
 export async function renderPdf(html: string, options: { title: string }): Promise<Buffer> {
   domWindow ??= new JSDOM('').window;
-  const content = htmlToPdfmake(printableHtml(domWindow, html), { window: domWindow, ignoreStyles: ['font-family'] });
+  // NFC: a letter and its combining accent (`e` + U+0301, as macOS and some CRMs write names) become the one accented letter.
+  const content = htmlToPdfmake(printableHtml(domWindow, html.normalize('NFC')), { window: domWindow, ignoreStyles: ['font-family'] });
   return pdfmake
-    .createPdf({ content, info: { title: options.title }, defaultStyle: { font: 'Helvetica', fontSize: 11 } })
+    .createPdf({ content, info: { title: options.title }, defaultStyle: { font: 'Roboto', fontSize: 11 } })
     .getBuffer();
 }
 
