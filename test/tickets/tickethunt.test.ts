@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { qrImage } from '../../src/comms/code-images.js';
+import { renderPdf } from '../../src/comms/pdf.js';
+import { decodeQr, pdfPageText, renderPdfPage } from '../support/decode-codes.js';
+
+/**
+ * The ticket as a guest's phone, a printer and a door scanner see it (branch tickethunt): the
+ * invitation PDF prints the guest's name as written, whatever its script.
+ */
+
+const page = (name: string, extra = '') => `<html><body><h1>Dear ${name}</h1><p>Welcome, ${name}.</p>${extra}</body></html>`;
+
+describe('the invitation PDF prints names in any script as written, never as other letters', () => {
+  it('Central European, Cyrillic, Greek and Vietnamese names read back exactly as the guest wrote them', async () => {
+    for (const name of ['Łukasz Żółć', 'Иван Петров', 'Αλέξανδρος Παπαδόπουλος', 'Nguyễn Văn Anh', 'Dvořák Šťastný', 'Zoë Café']) {
+      const text = await pdfPageText(await renderPdf(page(name), { title: 't' }));
+      expect(text, name).toContain(`Dear ${name}`);
+      expect(text, name).toContain(`Welcome, ${name}.`);
+    }
+  });
+
+  it('a name written with combining accents (e + U+0301, as macOS writes it) prints as the accented letter', async () => {
+    const text = await pdfPageText(await renderPdf(page('Rene\u0301e Zoe\u0308'), { title: 't' }));
+    expect(text).toContain('Dear Renée Zoë');
+  });
+
+  it('a name in a script the font lacks (CJK, Arabic, Hebrew, emoji) prints no letters that are not in it', async () => {
+    for (const name of ['王小明', 'محمد', 'שלום', '😀']) {
+      const text = await pdfPageText(await renderPdf(page(name), { title: 't' }));
+      // Before: PDFKit wrote the UTF-16 code units as Latin-1 bytes: 王 (U+738B) printed as `s‹`, ש as `^•`.
+      expect(text.replace(/Dear|Welcome|[\s,.|!\u0000]/g, ''), name).toBe('');
+    }
+  });
+
+  it('the ticket QR code still scans from the page of a guest with a Cyrillic and a CJK name', { timeout: 60_000 }, async () => {
+    const code = 'T1.AZxB4HoAAT8rjB5dSk57nB0qAZxB4HoAAT8rjB5dSk57nB0qAZxB4HoAAT8rjB5dSk57nB0qAZxB4HoAAT8rjB5dSk57nB0qAZxB4HoAAT8rjB5d';
+    const image = await qrImage(code, 't');
+    const img = `<img src="data:image/png;base64,${image.content.toString('base64')}" width="${image.width}" height="${image.height}">`;
+    const pdf = await renderPdf(page('Иван 王小明', img), { title: 't' });
+    expect(decodeQr(await renderPdfPage(pdf))).toBe(code);
+  });
+});
