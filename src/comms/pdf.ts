@@ -37,18 +37,43 @@ let domWindow: DOMWindow | undefined;
 export async function renderPdf(html: string, options: { title: string }): Promise<Buffer> {
   domWindow ??= new JSDOM('').window;
   // NFC: a letter and its combining accent (`e` + U+0301, as macOS and some CRMs write names) become the one accented letter.
-  const content = htmlToPdfmake(printableHtml(domWindow, html.normalize('NFC')), { window: domWindow, ignoreStyles: ['font-family'] });
-  return pdfmake
-    .createPdf({ content, info: { title: options.title }, defaultStyle: { font: 'Roboto', fontSize: 11 } })
-    .getBuffer();
+  const document = printableDocument(domWindow, html.normalize('NFC'));
+  try {
+    return await pdfOf(domWindow, document.body.innerHTML, options.title);
+  } catch (error) {
+    // A PNG or JPEG that PDFKit cannot read (truncated, corrupt) fails the whole PDF, and with it
+    // the email and the ticket it carries: such an image is left out, as a mail client shows none.
+    const unreadable = await unreadableImages(document);
+    if (unreadable.length === 0) throw error;
+    for (const image of unreadable) image.remove();
+    return pdfOf(domWindow, document.body.innerHTML, options.title);
+  }
+}
+
+function pdfOf(window: DOMWindow, html: string, title: string): Promise<Buffer> {
+  const content = htmlToPdfmake(html, { window, ignoreStyles: ['font-family'] });
+  return pdfmake.createPdf({ content, info: { title }, defaultStyle: { font: 'Roboto', fontSize: 11 } }).getBuffer();
+}
+
+/** The images pdfmake cannot draw, each tried alone. */
+async function unreadableImages(document: Document): Promise<Element[]> {
+  const unreadable: Element[] = [];
+  for (const image of document.querySelectorAll('img')) {
+    try {
+      await pdfmake.createPdf({ content: [{ image: image.getAttribute('src')!.trim() }] }).getBuffer();
+    } catch {
+      unreadable.push(image);
+    }
+  }
+  return unreadable;
 }
 
 /** Elements that print nothing useful, or that html-to-pdfmake would hand to pdfmake to load (svg). */
 const unprintable = 'script, style, template, svg, math, iframe, frame, object, embed, video, audio, link, meta, base';
 const linkSchemes = /^(https?|mailto|tel):/i;
 
-/** The body of the html with what the PDF must not load or act on removed. */
-function printableHtml(window: DOMWindow, html: string): string {
+/** The html with what the PDF must not load or act on removed. */
+function printableDocument(window: DOMWindow, html: string): Document {
   const document = new window.DOMParser().parseFromString(html, 'text/html');
   for (const element of document.querySelectorAll(unprintable)) element.remove();
   for (const image of document.querySelectorAll('img')) {
@@ -60,7 +85,7 @@ function printableHtml(window: DOMWindow, html: string): string {
     const href = link.getAttribute('href')!.trim();
     if (!href.startsWith('#') && !linkSchemes.test(href)) link.removeAttribute('href');
   }
-  return document.body.innerHTML;
+  return document;
 }
 
 /** A data: URL holding a PNG or JPEG, the formats PDFKit embeds (anything else would fail the whole render). */

@@ -40,3 +40,21 @@ describe('the invitation PDF prints names in any script as written, never as oth
     expect(decodeQr(await renderPdfPage(pdf))).toBe(code);
   });
 });
+
+describe('an image in the template that cannot be read does not cost the guest its ticket', () => {
+  it('a truncated or corrupt PNG or JPEG is left out of the PDF; the rest of the page and the ticket QR code print', { timeout: 60_000 }, async () => {
+    const code = 'GALA-0001';
+    const qr = await qrImage(code, 't');
+    const png = qr.content.toString('base64');
+    const broken = [
+      `data:image/png;base64,${qr.content.subarray(0, 40).toString('base64')}`, // a PNG cut short
+      'data:image/jpeg;base64,/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHR', // a JPEG cut short
+    ];
+    for (const src of broken) {
+      const html = `<p>Logo:</p><img src="${src}"><p>Your ticket, Ann:</p><img src="data:image/png;base64,${png}" width="${qr.width}" height="${qr.height}">`;
+      const pdf = await renderPdf(html, { title: 't' });
+      expect(await pdfPageText(pdf)).toMatch(/Logo:.*Your ticket, Ann:/);
+      expect(decodeQr(await renderPdfPage(pdf))).toBe(code);
+    }
+  });
+});
