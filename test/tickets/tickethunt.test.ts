@@ -1,7 +1,9 @@
-import { describe, expect, it } from 'vitest';
-import { qrImage } from '../../src/comms/code-images.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeImages, qrImage } from '../../src/comms/code-images.js';
 import { renderPdf } from '../../src/comms/pdf.js';
-import { decodeQr, pdfPageText, renderPdfPage } from '../support/decode-codes.js';
+import { decodeCode128, decodeQr, pdfPageText, pngPixels, renderPdfPage } from '../support/decode-codes.js';
+import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+import { newTicketEvent } from '../support/tickets.js';
 
 /**
  * The ticket as a guest's phone, a printer and a door scanner see it (branch tickethunt): the
@@ -56,5 +58,36 @@ describe('an image in the template that cannot be read does not cost the guest i
       expect(await pdfPageText(pdf)).toMatch(/Logo:.*Your ticket, Ann:/);
       expect(decodeQr(await renderPdfPage(pdf))).toBe(code);
     }
+  });
+});
+
+describe('a guest whose barcode changed after its invitation went out (regression guard; documented in docs/tickets.md)', () => {
+  let service: TestService;
+  let alice: Client;
+  beforeAll(async () => {
+    service = await startTestService();
+    alice = await createClient(service);
+  });
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  it('the code read off the old invitation is refused at the door (not_found); the new one admits and is what the sync and GET …/ticket show', async () => {
+    const eventId = await newTicketEvent(alice);
+    const created = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ann', customId: 'CRM-9', barcode: 'gala-0001 ' });
+    expect(created.status).toBe(200);
+    const [qr, bars] = await codeImages('gala-0001 ', ['qrCode', 'barcodeImage'], 'old');
+    const fromQr = decodeQr(pngPixels(qr!.content))!;
+    const fromBars = decodeCode128(pngPixels(bars!.content))!;
+    expect([fromQr, fromBars]).toEqual(['gala-0001 ', 'gala-0001 ']);
+    const upsert = await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ customId: 'CRM-9', barcode: 'GALA-0002' }]);
+    expect(upsert.status).toBe(204);
+    for (const old of [fromQr, fromBars, 'GALA-0001']) {
+      expect((await alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { barcode: old })).body).toMatchObject({ result: 'rejected', reason: 'not_found' });
+    }
+    expect((await alice.call('GET', `/checkin/v1/api/guest/${created.body.id}/ticket`)).body).toMatchObject({ kind: 'barcode', code: 'GALA-0002' });
+    const sync = await alice.call('GET', `/checkin/v1/api/event/${eventId}/tickets?limit=1000`);
+    expect(sync.body.items).toEqual([expect.objectContaining({ guestId: created.body.id, kind: 'barcode', code: 'GALA-0002' })]);
+    expect((await alice.call('POST', `/checkin/v1/api/guests/${eventId}/checkin`, { barcode: 'GALA-0002' })).body).toMatchObject({ result: 'admitted', guest: { id: created.body.id } });
   });
 });
