@@ -3,9 +3,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderPdf } from '../../src/comms/pdf.js';
+import { pdfPageText } from '../support/decode-codes.js';
 
 /** A 1×1 PNG. */
 const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -22,20 +22,12 @@ function titleOf(pdf: Buffer): string | undefined {
   return bytes[0] === 0xfe && bytes[1] === 0xff ? bytes.subarray(2).swap16().toString('utf16le') : bytes.toString('latin1');
 }
 
-/** The text the page content streams show (standard fonts: one WinAnsi byte per character). */
-function shownText(pdf: Buffer): string {
-  const streams = [...latin1(pdf).matchAll(/\/FlateDecode\n>>\nstream\n([\s\S]*?)\nendstream/g)];
-  return streams
-    .map((m) => {
-      try {
-        return inflateSync(Buffer.from(m[1]!, 'latin1')).toString('latin1');
-      } catch {
-        return '';
-      }
-    })
-    .flatMap((content) => [...content.matchAll(/\[([^\]]*)\] TJ/g)]) // [<hex> kerning <hex> ...] TJ
-    .map((array) => [...array[1]!.matchAll(/<([0-9a-f]*)>/g)].map((m) => Buffer.from(m[1]!, 'hex').toString('latin1')).join(''))
-    .join('');
+/** The text of every page, as pdf.js reads it (the fonts are embedded subsets: the content streams hold glyph ids, not characters). */
+async function shownText(pdf: Buffer): Promise<string> {
+  const pages = (latin1(pdf).match(/\/Type \/Page\b/g) ?? []).length;
+  const texts = [];
+  for (let page = 1; page <= pages; page++) texts.push((await pdfPageText(pdf, page)).replace(/\|/g, ''));
+  return texts.join('');
 }
 
 const imageCount = (pdf: Buffer) => (latin1(pdf).match(/\/Subtype \/Image/g) ?? []).length;
@@ -63,17 +55,18 @@ describe('invitation PDF', () => {
     expect(titleOf(await renderPdf('<p>Hello</p>', { title: 'Café Ball – 2026' }))).toBe('Café Ball – 2026');
   });
 
-  it('shows the text of the html, not its scripts or styles, in the standard fonts', async () => {
+  it('shows the text of the html, not its scripts or styles, in the Roboto pdfmake ships (embedded)', async () => {
     const pdf = await renderPdf(
       '<style>p { color: red }</style><h1 style="font-family: Comic Sans MS">Welcome Zoë</h1><p>Dinner &amp; drinks</p><script>alert("boo")</script>',
       { title: 't' },
     );
-    const text = shownText(pdf);
+    const text = await shownText(pdf);
     expect(text).toContain('Welcome Zoë');
     expect(text).toContain('Dinner & drinks');
     expect(text).not.toMatch(/boo|color/);
-    expect(latin1(pdf)).toMatch(/\/BaseFont \/Helvetica/);
-    expect(latin1(pdf)).not.toMatch(/\/FontFile/); // nothing embedded
+    expect(latin1(pdf)).toMatch(/\/BaseFont \/[A-Z]{6}\+Roboto-Regular/); // a subset, embedded
+    expect(latin1(pdf)).toMatch(/\/FontFile2/);
+    expect(latin1(pdf)).not.toMatch(/\/BaseFont \/Helvetica/);
   });
 
   it('keeps web and mail links and drops links with other schemes', async () => {
@@ -120,7 +113,7 @@ describe('invitation PDF', () => {
       const pdf = await renderPdf(html, { title: 't' });
       expect(requests).toEqual([]);
       expect(imageCount(pdf)).toBe(0);
-      expect(shownText(pdf)).toMatch(/Before.*Cell.*After/);
+      expect(await shownText(pdf)).toMatch(/Before.*Cell.*After/);
     });
 
     it('reads no local file, named by an image, an SVG image or a data-pdfmake attribute', async () => {
@@ -129,7 +122,7 @@ describe('invitation PDF', () => {
         <p data-pdfmake='{"image":"${localImage}"}'>x</p>`;
       const pdf = await renderPdf(html, { title: 't' });
       expect(imageCount(pdf)).toBe(0);
-      expect(shownText(pdf)).toContain('Text');
+      expect(await shownText(pdf)).toContain('Text');
     });
   });
 
@@ -138,7 +131,7 @@ describe('invitation PDF', () => {
   it('renders a typical 5 KB invitation and a 100 KB one in full', { timeout: 120_000 }, async () => {
     for (const size of [5_000, 100_000]) {
       const pdf = await renderPdf(invitationHtml(size), { title: 'Summer Gala' });
-      expect(shownText(pdf)).toContain('Grand Hotel, Amsterdam');
+      expect(await shownText(pdf)).toContain('Grand Hotel, Amsterdam');
     }
   });
 });

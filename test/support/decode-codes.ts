@@ -68,3 +68,16 @@ export async function renderPdfPage(pdf: Buffer, page = 1, scale = 3): Promise<P
     await document.destroy();
   }
 }
+
+/** The text of page `page` (1-based) of a PDF as pdf.js reads it (what a reader shows and copies), its runs joined by `|`. */
+export async function pdfPageText(pdf: Buffer, page = 1): Promise<string> {
+  const pdfjs = await import('pdfjs-dist/legacy/build/pdf.mjs');
+  const standardFontDataUrl = `${createRequire(import.meta.url).resolve('pdfjs-dist/package.json').replace(/package\.json$/, '')}standard_fonts/`;
+  const document = await pdfjs.getDocument({ data: new Uint8Array(pdf), standardFontDataUrl, disableFontFace: true, isEvalSupported: false }).promise;
+  try {
+    const content = await (await document.getPage(page)).getTextContent();
+    return content.items.map((item) => ('str' in item ? item.str : '')).join('|');
+  } finally {
+    await document.destroy();
+  }
+}
