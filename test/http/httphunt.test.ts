@@ -1,3 +1,4 @@
+import net from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
@@ -89,5 +90,68 @@ describe('names of a body that mean what the parser knows', () => {
     expect(latin1.status).toBe(415);
     const zstd = await alice.call('POST', '/checkin/v1/api/event', JSON.stringify(event), { 'content-encoding': 'zstd' });
     expect(zstd.status).toBe(415);
+  });
+});
+
+/** Sends `head`, then `body` once the server has answered 100 Continue; resolves with all it got (hang guard far above real figures). */
+function expectContinue(head: string, body: string): Promise<string> {
+  const { port } = new URL(service.url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let text = '';
+    let sent = false;
+    const guard = setTimeout(() => {
+      socket.destroy();
+      resolve(`${text}[no answer]`);
+    }, 10_000);
+    socket.on('data', (chunk) => {
+      text += chunk.toString('utf8');
+      if (!sent && text.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
+        sent = true;
+        socket.write(body);
+      }
+      if (/\r\n\r\n[\s\S]*\}$/.test(text.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''))) {
+        clearTimeout(guard);
+        socket.end();
+        resolve(text);
+      }
+    });
+    socket.on('close', () => {
+      clearTimeout(guard);
+      resolve(text);
+    });
+    socket.on('error', (error) => (text ? resolve(text) : reject(error)));
+    socket.write(head);
+  });
+}
+
+describe('Expect: 100-continue (RFC 9110 section 10.1.1): 100 only once the service reads the body', () => {
+  const json = JSON.stringify(event);
+  const headOf = (headers: string, length = Buffer.byteLength(json)) =>
+    `POST /checkin/v1/api/event HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n${headers}\r\n`;
+  const auth = () => `Authorization: Bearer ${alice.token}\r\nOcp-Apim-Subscription-Key: ${alice.subscriptionKey}\r\n`;
+
+  it('a request without a token gets its 401 instead of 100 Continue: the client never uploads the body', async () => {
+    const answer = await expectContinue(headOf(''), json);
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 401 Unauthorized');
+    expect(answer).not.toContain('100 Continue');
+  });
+
+  it('a declared length over BODY_LIMIT gets its 413 instead of 100 Continue', async () => {
+    const answer = await expectContinue(headOf(auth(), 100 * 1024 * 1024), json);
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 413 Payload Too Large');
+    expect(answer).not.toContain('100 Continue');
+  });
+
+  it('an accepted request gets 100 Continue, then its answer: the event is created', async () => {
+    const answer = await expectContinue(headOf(auth()), json);
+    expect(answer.startsWith('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n')).toBe(true);
+    expect(JSON.parse(answer.slice(answer.lastIndexOf('\r\n\r\n') + 4))).toMatchObject({ title: 'Gala' });
+  });
+
+  it('another expectation is 417 in the error shape', async () => {
+    const answer = await expectContinue(headOf(auth()).replace('100-continue', 'something-else'), json);
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 417 Expectation Failed');
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ code: 'expectation_failed' });
   });
 });
