@@ -8,7 +8,7 @@ let alice: Client;
 let eventId: string;
 
 beforeAll(async () => {
-  service = await startTestService();
+  service = await startTestService({ CORS_ORIGINS: 'https://app.example' });
   alice = await createClient(service);
   eventId = await newEvent(alice);
 });
@@ -153,5 +153,26 @@ describe('Expect: 100-continue (RFC 9110 section 10.1.1): 100 only once the serv
     const answer = await expectContinue(headOf(auth()).replace('100-continue', 'something-else'), json);
     expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 417 Expectation Failed');
     expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ code: 'expectation_failed' });
+  });
+});
+
+describe('a request target in absolute form (RFC 9112 section 3.2.2: a server must accept it)', () => {
+  it('gets the CORS headers and Vary: Origin as the same request in origin form does', async () => {
+    const { port } = new URL(service.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1');
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk.toString('utf8')));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+      socket.write(
+        `GET http://127.0.0.1:${port}/checkin/v1/api/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nOrigin: https://app.example\r\n` +
+          `Authorization: Bearer ${alice.token}\r\nOcp-Apim-Subscription-Key: ${alice.subscriptionKey}\r\nConnection: close\r\n\r\n`,
+      );
+    });
+    const head = answer.slice(0, answer.indexOf('\r\n\r\n')).toLowerCase();
+    expect(head.split('\r\n')[0]).toBe('http/1.1 200 ok');
+    expect(head).toContain('access-control-allow-origin: https://app.example');
+    expect(head).toMatch(/\r\nvary: origin/);
   });
 });
