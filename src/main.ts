@@ -22,6 +22,7 @@ import { loadConfig, roles, type Config, type Role } from './config.js';
 import { createApp, type Readiness } from './http/app.js';
 import { issuerTokenEndpoint } from './identity/token-endpoint.js';
 import { answerClientErrors } from './http/client-errors.js';
+import { continueOnRead } from './http/expect-continue.js';
 import { authenticate } from './http/auth.js';
 import { createRateLimits, type RateLimitStore } from './http/middleware/rate-limit.js';
 import { chooseCounterStore } from './http/middleware/rate-limit-store.js';
@@ -736,6 +737,7 @@ async function startApi(
     keepAliveFor(s, config.http.keepAliveTimeoutMs);
     s.listen(config.port, config.host, () => resolve(s));
     answerClientErrors(s);
+    continueOnRead(s);
     drain = trackForDrain(s);
     s.once('error', reject);
   });

@@ -8,7 +8,7 @@ import './webhooks-doc.js';
 import { commsGates } from './auth.js';
 import { idempotency } from './middleware/idempotency.js';
 import type { RateLimits } from './middleware/rate-limit.js';
-import { declaredLengthLimit, jsonOnly, verifyUtf8 } from './middleware/body-guards.js';
+import { declaredLengthLimit, jsonOnly, verifyUtf8, wellFormedJson, knownBodyNames } from './middleware/body-guards.js';
 import { methodGuard } from './middleware/methods.js';
 import { onlyUnder, routersFor } from './middleware/dispatch.js';
 import { compressAnswers } from './middleware/compression.js';
@@ -148,7 +148,9 @@ export function createApp(options: AppOptions): Express {
   app.use(apiAreas, declaredLengthLimit(options.bodyLimit));
   app.use(apiAreas, jsonOnly);
   const parseJson = express.json({ limit: options.bodyLimit, strict: false, type: ['application/json', 'application/*+json'], verify: verifyUtf8 });
+  app.use(knownBodyNames);
   app.use((req, res, next) => parseJson(req, res, (error?: unknown) => next(error === undefined ? undefined : bodyReadError(error))));
+  app.use(wellFormedJson);
   // After the gates, so a refusal is not stored and replayed once the account is enabled.
   app.use(['/checkin/v1', '/comms/v1', '/users/v1'], idempotency(services.readStore, { now: () => services.clock.now() }));
   app.use(routersFor(routers));

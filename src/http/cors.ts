@@ -90,8 +90,13 @@ export function withCors(listener: RequestListener, options: CorsOptions): Reque
   };
 }
 
-/** The CORS path `url` is under (case-insensitive, as express matches), or undefined. */
-function corsArea(url: string): string | undefined {
+/**
+ * The CORS path `url` is under (case-insensitive, as express matches), or undefined. A request
+ * target in absolute form (`GET http://host/checkin/v1/... HTTP/1.1`, which RFC 9112 section 3.2.2
+ * says a server must accept, and express routes by its path) is read by its path too.
+ */
+function corsArea(target: string): string | undefined {
+  const url = target.startsWith('/') ? target : target.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '');
   for (const path of corsPaths) {
     if (url.length < path.length || url.slice(0, path.length).toLowerCase() !== path) continue;
     const next = url[path.length];
