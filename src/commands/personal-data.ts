@@ -311,29 +311,26 @@ async function scrubGuestReadModels(services: Services, doc: GuestDoc, values: P
   // A guest document the projection has not reached yet (the read-your-writes wait is bounded) is scrubbed here too.
   const current = await guests(services).get(doc._id);
   if (current && !current.erased) {
-    const personal = new Set<string>([...personalDocFields]);
+    const personal = new Set<string>([...personalDocFields, 'blockedReason']);
     const { _id, ...rest } = scrubbed(current, values.needles).value;
     const kept = Object.fromEntries(Object.entries(rest).filter(([key]) => !personal.has(key)));
     await guests(services).replaceOne(_id, { ...kept, erased: true } as Omit<GuestDoc, '_id'>);
   }
   // What the projection keeps (tags, a block reason, a correlationId a CRM filled with the email) loses the guest's values too.
   await scrubCollection(services, 'guests', { _id: doc._id }, values.needles);
-  await scrubScanBlockReasons(services, clientId, guestId, values.needles);
+  await scrubScanBlockReasons(services, clientId, guestId);
 }
 
 /**
  * Each scan of a blocked guest repeats the block reason door staff saw, which may name the guest
- * ("Ann Smith: banned"). Only that text is searched: a gate, device or team member's name is no
- * guest's, and would match a short name by chance.
+ * ("Ann Smith: banned"). It is sealed with the guest's key in the events, so a rebuild writes the
+ * scans without it: it goes here too, whatever it says.
  */
-async function scrubScanBlockReasons(services: Services, clientId: string, guestId: string, needles: string[]): Promise<void> {
-  if (needles.length === 0) return;
+async function scrubScanBlockReasons(services: Services, clientId: string, guestId: string): Promise<void> {
   const scans = services.readStore.collection<ScanDoc>('scans');
-  const naming: string[] = [];
-  for await (const scan of scans.stream({ clientId, guestId, blockedReason: { $exists: true } }, { readOnly: true })) {
-    if (typeof scan.blockedReason === 'string' && holdsValue(scan.blockedReason, needles)) naming.push(scan._id);
-  }
-  for (const scanId of naming) await scans.updateOne(scanId, { $set: { blockedReason: ERASED_TEXT } });
+  const withReason: string[] = [];
+  for await (const scan of scans.stream({ clientId, guestId, blockedReason: { $exists: true } }, { readOnly: true })) withReason.push(scan._id);
+  for (const scanId of withReason) await scans.updateOne(scanId, { $unset: { blockedReason: '' } });
 }
 
 /**

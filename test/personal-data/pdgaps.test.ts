@@ -192,3 +192,53 @@ describe('a dead-lettered webhook delivery', () => {
     }
   }, 120_000);
 });
+
+describe('a block reason', () => {
+  const scansJson = async (client: Client, eventId: string) => JSON.stringify((await client.call('GET', `${api}/event/${eventId}/scans`)).body);
+  const eventStoreFiles = (needles: string[]) => filesHolding(service.dataDir, needles).filter((file) => file.startsWith('events.sqlite'));
+
+  it('is sealed with the guest’s data key in the event store; the door shows it, a rejected scan repeats it, and after the erasure it is nowhere under DATA_DIR (nor after a rebuild)', async () => {
+    const client = await createClient(service);
+    const eventId = await newEvent(client);
+    const tag = randomUUID().slice(0, 8);
+    const reason = `Quillfeather${tag} shouted at the door staff`;
+    const barcode = `BLK-${tag}`;
+    const guestId = await guest(client, { eventId, firstName: 'Ann', barcode });
+    expect((await client.call('POST', `${api}/guests/${eventId}/block`, { ids: [guestId], reason })).status).toBe(200);
+    const scan = await client.call('POST', `${api}/guests/${eventId}/checkin`, { barcode, gate: 'North' });
+    expect(scan.body).toMatchObject({ result: 'rejected', reason: 'blocked', blockedReason: reason });
+    await eventually(async () => (await scansJson(client, eventId)).includes(reason), 30_000, 'the rejected scan with its reason');
+    // Sealed: neither GuestBlocked nor GuestScanRejected holds it readable; the access document opens both.
+    expect(eventStoreFiles([`Quillfeather${tag}`])).toEqual([]);
+    const history = (await client.call('GET', `${api}/guest/${guestId}/personal-data`)).body.history as { type: string; data: Record<string, unknown> }[];
+    expect(history.find((e) => e.type === 'GuestBlocked')?.data.reason).toBe(reason);
+    expect(history.find((e) => e.type === 'GuestScanRejected')?.data.blockedReason).toBe(reason);
+
+    expect((await client.call('POST', `${api}/guest/${guestId}/erase`, { reason: 'art. 17' })).status).toBe(200);
+    expect(filesHolding(service.dataDir, [`Quillfeather${tag}`])).toEqual([]);
+    expect(await scansJson(client, eventId)).toContain('"reason":"blocked"');
+    await service.runner!.rebuild([]);
+    expect(filesHolding(service.dataDir, [`Quillfeather${tag}`])).toEqual([]);
+    expect(await scansJson(client, eventId)).toContain('"reason":"blocked"');
+  }, 120_000);
+
+  it('written unsealed by an earlier version is still read as written: the door shows it', async () => {
+    const client = await createClient(service);
+    const eventId = await newEvent(client);
+    const tag = randomUUID().slice(0, 8);
+    const barcode = `OLD-${tag}`;
+    const guestId = await guest(client, { eventId, firstName: 'Old', barcode });
+    const [doc] = await (async () => {
+      const found: { _id: string }[] = [];
+      for await (const d of service.platform.readStore.collection<{ _id: string; clientId: string }>('guests').stream({ clientId: client.id, eventId }, { readOnly: true })) found.push(d);
+      return found;
+    })();
+    const metadata = { tenantId: client.id, actor: { type: 'client' as const, id: client.id }, correlationId: 'c', occurredAt: new Date().toISOString() };
+    const data = { guestId, eventId, reason: 'see the manager', at: new Date().toISOString() };
+    // The stored form as an earlier version wrote it, past the codec.
+    await service.platform.sealedEventStore.append(`guest-${doc!._id}`, [{ id: randomUUID(), type: 'GuestBlocked', data, metadata }], 'any');
+    await service.services.readYourWrites(await service.platform.eventStore.headPosition());
+    const scan = await client.call('POST', `${api}/guests/${eventId}/checkin`, { barcode });
+    expect(scan.body).toMatchObject({ result: 'rejected', reason: 'blocked', blockedReason: 'see the manager' });
+  }, 60_000);
+});
