@@ -215,7 +215,8 @@ async function respond(services: Services, guestKey: string, state: GuestState, 
   return {
     result: outcome.result,
     ...(outcome.reason ? { reason: outcome.reason } : {}),
-    ...(outcome.reason === 'blocked' && state.blockedReason ? { blockedReason: state.blockedReason } : {}),
+    // The reason is sealed in the events and the scan's fold leaves it out: the read model's is the one shown.
+    ...(outcome.reason === 'blocked' && (state.blockedReason ?? doc?.blockedReason) ? { blockedReason: state.blockedReason ?? doc?.blockedReason } : {}),
     scanId: outcome.scanId,
     at: outcome.at,
     ...(doc ? { guest: toGuestView(doc) } : {}),
@@ -269,6 +270,7 @@ export async function scan(
           recordedAt: context.now.toISOString(),
           ...(request.plusOnes !== undefined ? { plusOnes: request.plusOnes } : {}),
           ...(ticket?.valid ? { ticketSerial: ticket.serial } : {}),
+          ...(found[0]!.blockedReason !== undefined ? { blockedReason: found[0]!.blockedReason } : {}),
         }
       : { type: 'CheckOut' as const, scan: guestScan };
   const result = await handleCommand(services.eventStore, guestDecider, guestStreamOfKey(guestKey), command, context, {

@@ -2,17 +2,17 @@ import type { LinkPolicy } from '../comms/link-safety.js';
 import { DomainError } from '../domain/decider.js';
 import { isEmailAddress } from '../domain/email-address.js';
 import { guestDecider } from '../domain/guest.js';
-import { invitationDecider, invitationStream, type ProviderReport } from '../domain/invitation.js';
+import { invitationDecider, invitationStream, suppressingEvents, type ProviderReport } from '../domain/invitation.js';
 import { derivedId } from '../domain/webhook.js';
 import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
-import { suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
+import type { InvitationDoc } from '../projections/invitations.js';
 import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import { handleCommand, handleCommands, lastPosition, repeatableId, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 import { assertSafeLinks, getTemplate } from './templates.js';
+import { addressKey, suppressionOf } from './suppressions.js';
 
 const invitations = (services: Services) => services.readStore.collection<InvitationDoc>('invitations');
-const suppressions = (services: Services) => services.readStore.collection<SuppressionDoc>('comms_suppressions');
 
 /** The invitation as the API shows it. */
 export type InvitationView = Omit<InvitationDoc, '_id' | 'clientId'> & { attendeeInvitationId: string };
@@ -96,10 +96,10 @@ async function findGuestOrNull(services: Services, clientId: string, idOrCustomI
 /** Spec: 422 previous_send_permanently_failed, "recipient cannot be emailed (bounced, dropped, spam-reported or unsubscribed)". */
 async function assertReachable(services: Services, clientId: string, guests: GuestDoc[]): Promise<void> {
   const emails = [...new Set(guests.map((g) => g.email!))];
-  const reports = new Map(await Promise.all(emails.map(async (email) => [email, await suppressions(services).get(suppressionId(clientId, email))] as const)));
+  const reports = new Map(await Promise.all(emails.map(async (email) => [email, await suppressionOf(services, clientId, email)] as const)));
   const errors = guests.flatMap((guest, i) => {
     const report = reports.get(guest.email!);
-    return report ? [{ path: `attendeeIds.${i}`, message: `${report.email} was reported ${report.reason} on ${report.at}` }] : [];
+    return report ? [{ path: `attendeeIds.${i}`, message: `${guest.email} was reported ${report.reason} on ${report.at}` }] : [];
   });
   if (errors.length === 0) return;
   throw new DomainError('unprocessable', 'some recipients cannot be emailed: a previous send failed permanently; see errors', {
@@ -167,6 +167,9 @@ export async function recordProviderReports(services: Services, reports: Provide
       continue;
     }
     const { attendeeInvitationId, ...fields } = report;
+    // A report that suppresses the address names it by its keyed hash too, which outlives the guest's erasure (docs/personal-data.md).
+    const suppresses = suppressingEvents.includes(report.event) && report.suppresses !== false && report.email !== '';
+    const emailKey = suppresses ? { emailKey: await addressKey(services, clientId, report.email) } : {};
     const context: CommandContext = {
       tenantId: clientId,
       actor: { type: 'system', id: 'provider-events' },
@@ -177,7 +180,7 @@ export async function recordProviderReports(services: Services, reports: Provide
       services.eventStore,
       invitationDecider,
       invitationStream(attendeeInvitationId),
-      { type: 'RecordProviderEvent', ...fields },
+      { type: 'RecordProviderEvent', ...fields, ...emailKey },
       context,
       { eventIds: (index) => derivedId('provider-event', report.providerEventId, String(index)) },
     );

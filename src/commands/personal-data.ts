@@ -8,7 +8,6 @@ import { invitationStream } from '../domain/invitation.js';
 import { dataKeyId, personalGuestFields, unmatchedScanKeyId } from '../domain/personal-data.js';
 import { customIdStream, erasedCustomIdKey, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
 import type { InvitationDoc } from '../projections/invitations.js';
-import { suppressionId, type SuppressionDoc } from '../projections/invitations.js';
 import { guestIdOf, guestStreamOf, personalDocFields, type GuestDoc, type ScanDoc } from '../projections/guests.js';
 import type { CommsEventDoc, DeliveryDoc } from '../projections/webhooks.js';
 import { getEvent } from './events.js';
@@ -18,6 +17,7 @@ import { guests, toGuestView } from './guests.js';
 import { handleCommands, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 import { caselessKey } from '../shared/text-key.js';
+import { keepSuppressionsWithoutAddresses, suppressionOf } from './suppressions.js';
 
 /** Where files that may hold a guest's personal data live (docs/personal-data.md). */
 export interface PersonalDataSettings {
@@ -311,29 +311,26 @@ async function scrubGuestReadModels(services: Services, doc: GuestDoc, values: P
   // A guest document the projection has not reached yet (the read-your-writes wait is bounded) is scrubbed here too.
   const current = await guests(services).get(doc._id);
   if (current && !current.erased) {
-    const personal = new Set<string>([...personalDocFields]);
+    const personal = new Set<string>([...personalDocFields, 'blockedReason']);
     const { _id, ...rest } = scrubbed(current, values.needles).value;
     const kept = Object.fromEntries(Object.entries(rest).filter(([key]) => !personal.has(key)));
     await guests(services).replaceOne(_id, { ...kept, erased: true } as Omit<GuestDoc, '_id'>);
   }
   // What the projection keeps (tags, a block reason, a correlationId a CRM filled with the email) loses the guest's values too.
   await scrubCollection(services, 'guests', { _id: doc._id }, values.needles);
-  await scrubScanBlockReasons(services, clientId, guestId, values.needles);
+  await scrubScanBlockReasons(services, clientId, guestId);
 }
 
 /**
  * Each scan of a blocked guest repeats the block reason door staff saw, which may name the guest
- * ("Ann Smith: banned"). Only that text is searched: a gate, device or team member's name is no
- * guest's, and would match a short name by chance.
+ * ("Ann Smith: banned"). It is sealed with the guest's key in the events, so a rebuild writes the
+ * scans without it: it goes here too, whatever it says.
  */
-async function scrubScanBlockReasons(services: Services, clientId: string, guestId: string, needles: string[]): Promise<void> {
-  if (needles.length === 0) return;
+async function scrubScanBlockReasons(services: Services, clientId: string, guestId: string): Promise<void> {
   const scans = services.readStore.collection<ScanDoc>('scans');
-  const naming: string[] = [];
-  for await (const scan of scans.stream({ clientId, guestId, blockedReason: { $exists: true } }, { readOnly: true })) {
-    if (typeof scan.blockedReason === 'string' && holdsValue(scan.blockedReason, needles)) naming.push(scan._id);
-  }
-  for (const scanId of naming) await scans.updateOne(scanId, { $set: { blockedReason: ERASED_TEXT } });
+  const withReason: string[] = [];
+  for await (const scan of scans.stream({ clientId, guestId, blockedReason: { $exists: true } }, { readOnly: true })) withReason.push(scan._id);
+  for (const scanId of withReason) await scans.updateOne(scanId, { $unset: { blockedReason: '' } });
 }
 
 /**
@@ -346,7 +343,8 @@ async function scrubSharedReadModels(services: Services, clientId: string, docs:
   await scrubCollection(services, 'webhook_deliveries', { clientId }, values.needles);
   const ownKeys = `^${clientId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`;
   await scrubCollection(services, 'idempotency_keys', { _id: { $regex: ownKeys } }, values.needles);
-  for (const email of new Set(values.emails)) await services.readStore.collection('comms_suppressions').deleteOne(suppressionId(clientId, email));
+  // The addresses stay suppressed, by their keyed hash only: another guest of the client may have one (docs/personal-data.md).
+  await keepSuppressionsWithoutAddresses(services, clientId, values.emails);
 }
 
 /**
@@ -457,12 +455,11 @@ async function commsEventsOf(services: Services, clientId: string, guestId: stri
  * when. An entry is about the address, whichever of the client's invitations it came from.
  */
 async function suppressionsOf(services: Services, clientId: string, emails: string[]) {
-  const suppressions = services.readStore.collection<SuppressionDoc>('comms_suppressions');
   const found = new Map<string, { email: string; reason: string; at: string }>();
   for (const email of emails) {
-    const id = suppressionId(clientId, email);
-    const entry = found.has(id) ? undefined : await suppressions.get(id);
-    if (entry && entry.clientId === clientId) found.set(id, { email: entry.email, reason: entry.reason, at: entry.at });
+    const address = email.trim().toLowerCase();
+    const entry = found.has(address) ? undefined : await suppressionOf(services, clientId, email);
+    if (entry) found.set(address, { email, reason: entry.reason, at: entry.at });
   }
   return [...found.values()];
 }

@@ -348,6 +348,11 @@ export type GuestCommand =
       recordedAt: string;
       /** Set when the scan was a signed ticket whose signature verified: its serial must be the guest's valid one. */
       ticketSerial?: number;
+      /**
+       * The guest's block reason as the door read it (the read model): a door scan folds the stream
+       * without personal data, and the reason is sealed (docs/personal-data.md). A rejection repeats it.
+       */
+      blockedReason?: string;
     }
   | { type: 'CheckOut'; scan: ScanInfo }
   /** Names the check-in by scan id or nonce, or `latest`: the guest's last check-in (undo named by guest). */
@@ -682,12 +687,17 @@ function decideCheckOut(command: Extract<GuestCommand, { type: 'CheckOut' }>, st
   return [{ type: 'GuestDischarged', data: { ...command.scan, ...ids, people, entryUnknown: true } }];
 }
 
+const blockedReasonOf = (command: Extract<GuestCommand, { type: 'CheckIn' }>, state: GuestState): { blockedReason?: string } => {
+  const reason = state.blockedReason ?? command.blockedReason;
+  return reason !== undefined ? { blockedReason: reason } : {};
+};
+
 /** Spec: plus ones never exceed `plusOnes`; a group comes in whole. */
 function decideCheckIn(command: Extract<GuestCommand, { type: 'CheckIn' }>, state: GuestState): GuestEvent[] {
   const { scan } = command;
   const base = { ...scan, guestId: state.guestId!, eventId: state.eventId! };
   const reject = (reason: RejectionReason): GuestEvent[] => [
-    { type: 'GuestScanRejected', data: { ...base, reason, ...(reason === 'blocked' ? { blockedReason: state.blockedReason } : {}) } },
+    { type: 'GuestScanRejected', data: { ...base, reason, ...(reason === 'blocked' ? blockedReasonOf(command, state) : {}) } },
   ];
   // A genuine ticket that is no longer the guest's valid one: force cannot bring it back.
   if (command.ticketSerial !== undefined && state.ticket?.serial !== command.ticketSerial) return reject('revoked');

@@ -1,4 +1,6 @@
+import { createHash, createHmac } from 'node:crypto';
 import { DomainError, type Decider } from './decider.js';
+import type { StreamNameKey } from './reservation.js';
 
 /*
  * One invitation email to one guest (spec: check-in rule 1, Events): `invitation-<attendeeInvitationId>`.
@@ -47,6 +49,18 @@ export const providerEventTypes = ['delivered', 'opened', 'bounced', 'dropped', 
 export type ProviderEventType = (typeof providerEventTypes)[number];
 
 /** A recipient reported so cannot be emailed again (spec: 422 previous_send_permanently_failed). */
+/**
+ * The suppression list's key for an address of a client (docs/personal-data.md, Erasure): an
+ * HMAC-SHA256 under the stream-name key (a plain SHA-256 with PII_ENCRYPTION=off, when every
+ * field is plaintext anyway) of the client and the address, trimmed and lower-cased. It names the
+ * entry instead of the address, so an entry can outlive the erasure of a guest who had the address
+ * without keeping the address.
+ */
+export const suppressionAddressKey = (clientId: string, email: string, nameKey: StreamNameKey | undefined): string => {
+  const text = `suppressed-address\n${clientId}\n${email.trim().toLowerCase()}`;
+  return nameKey ? `#${nameKey.id}.${createHmac('sha256', nameKey.key).update(text, 'utf8').digest('base64url')}` : createHash('sha256').update(text, 'utf8').digest('base64url');
+};
+
 export const suppressingEvents: readonly ProviderEventType[] = ['bounced', 'dropped', 'spam_reported', 'unsubscribed'];
 
 /**
@@ -64,6 +78,12 @@ export interface ProviderReport {
   /** The provider's id of this report: a report seen twice is recorded once. */
   providerEventId: string;
   email: string;
+  /**
+   * A keyed hash of the client and the address (`suppressionAddressKey`): the suppression list's
+   * entry for the address, kept unsealed so that it outlives the guest's erasure (another guest
+   * of the client with the same address stays suppressed). Reports recorded before it lack it.
+   */
+  emailKey?: string;
   at: string;
   reason?: string;
   /**

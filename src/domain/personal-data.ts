@@ -60,6 +60,9 @@ export const batchIntentKeyId = (clientId: string, batchId: unknown): string | u
 export const personalDataRules: readonly PersonalDataRule[] = [
   { streamPrefix: 'guest-', types: ['GuestRegistered'], fields: personalGuestFields, owner: (d, client) => dataKeyId(client, d.guestId) },
   { streamPrefix: 'guest-', types: ['GuestDetailsChanged'], within: 'changes', fields: personalGuestFields, owner: (d, client) => dataKeyId(client, d.guestId) },
+  // A block reason may name the guest ("Ann Smith: banned"); a rejected scan repeats it. Events written before this hold it unsealed and read as written.
+  { streamPrefix: 'guest-', types: ['GuestBlocked'], fields: ['reason'], owner: (d, client) => dataKeyId(client, d.guestId) },
+  { streamPrefix: 'guest-', types: ['GuestScanRejected'], fields: ['blockedReason'], owner: (d, client) => dataKeyId(client, d.guestId) },
   // The customId reservation's key (its stream is named by a keyed hash of it: src/domain/reservation.ts).
   { streamPrefix: 'guestcustomid-', types: ['KeyReserved', 'KeyReleased'], fields: ['key'], owner: (d, client) => dataKeyId(client, d.ownerId) },
   { streamPrefix: 'invitation-', types: ['SendStarted', 'SendSucceeded'], fields: ['to'], owner: (d, client) => dataKeyId(client, d.attendeeId) },

@@ -210,7 +210,8 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
       ];
     }
     case 'GuestBlocked':
-      return [guestUpdate(id, at, { blockedDate: event.data.at, blockedReason: event.data.reason })];
+      // An erased guest's reason no longer opens (it is sealed with its key): the guest stays blocked, without it.
+      return [guestUpdate(id, at, { blockedDate: event.data.at, ...(event.data.reason !== undefined ? { blockedReason: event.data.reason } : {}) })];
     case 'GuestUnblocked':
       return [guestUpdate(id, at, {}, { $unset: { blockedDate: '', blockedReason: '' } })];
     case 'GuestAdmissionImported': {
@@ -239,7 +240,8 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
           id,
           at,
           { erased: true, erasedAt: event.data.at },
-          { $unset: Object.fromEntries(personalDocFields.map((field) => [field, ''])) },
+          // The block reason goes too: it is sealed in the events, and a rebuild finds none.
+          { $unset: Object.fromEntries([...personalDocFields, 'blockedReason'].map((field) => [field, ''])) },
         ),
         // A retried erasure by the customId the guest had finds it here (src/commands/guest-lookup.ts).
         ...(event.data.customIdKey

@@ -54,17 +54,28 @@ const clipped = (text: string): string => (text.length > DETAIL_LIMIT ? `${text.
  */
 const recipient = (to: string | undefined): { to?: string } => (to !== undefined ? { to } : {});
 
-/** `comms_suppressions`: recipients a provider reported as unreachable, per client (spec: previous_send_permanently_failed). */
+/**
+ * `comms_suppressions`: recipients a provider reported as unreachable, per client (spec:
+ * previous_send_permanently_failed). An entry is about the address, whichever guest's invitation
+ * it came from: it is named by the address's keyed hash (`emailKey`, hashedSuppressionId) and
+ * holds no address, so it outlives the erasure of one guest who had it. Entries of reports
+ * recorded before the hash (legacy) are named by the address itself (suppressionId) and hold it.
+ */
 export interface SuppressionDoc {
   _id: string;
   clientId: string;
-  email: string;
+  /** Legacy entries only. */
+  email?: string;
+  emailKey?: string;
   reason: ProviderEventType;
   at: string;
   attendeeInvitationId: string;
 }
 
+/** A legacy entry's id: the address itself. */
 export const suppressionId = (clientId: string, email: string): string => `${clientId}:${email.trim().toLowerCase()}`;
+/** An entry's id by the address's keyed hash (suppressionAddressKey); `#` keeps it apart from every legacy id. */
+export const hashedSuppressionId = (clientId: string, emailKey: string): string => `${clientId}#${emailKey}`;
 
 export const invitationsProjection: Projection = {
   name: 'invitations',
@@ -151,10 +162,17 @@ export const invitationsProjection: Projection = {
                 d.event === 'opened' ? { inc: { opens: 1 } } : {},
               ),
         ];
-        // An erased guest's report opens without its address (its key is gone): nothing to suppress, and the erasure deleted its entries.
-        if (suppressingEvents.includes(d.event) && d.suppresses !== false && d.email !== undefined) {
-          const doc: Omit<SuppressionDoc, '_id'> = { clientId: d.clientId, email: d.email, reason: d.event, at: d.at, attendeeInvitationId: id };
-          ops.push({ kind: 'replace', collection: 'comms_suppressions', id: suppressionId(d.clientId, d.email), doc });
+        if (suppressingEvents.includes(d.event) && d.suppresses !== false) {
+          const entry = { clientId: d.clientId, reason: d.event, at: d.at, attendeeInvitationId: id };
+          if (d.emailKey !== undefined) {
+            // Unsealed: an erased guest's report still suppresses the address (for another guest of the client who has it), without holding it.
+            const doc: Omit<SuppressionDoc, '_id'> = { ...entry, emailKey: d.emailKey };
+            ops.push({ kind: 'replace', collection: 'comms_suppressions', id: hashedSuppressionId(d.clientId, d.emailKey), doc });
+          } else if (d.email !== undefined) {
+            // A report recorded before the hash: named by its address; an erased guest's opens without it (its key is gone).
+            const doc: Omit<SuppressionDoc, '_id'> = { ...entry, email: d.email };
+            ops.push({ kind: 'replace', collection: 'comms_suppressions', id: suppressionId(d.clientId, d.email), doc });
+          }
         }
         return ops;
       }

@@ -24,7 +24,8 @@ import { derivedId } from '../domain/webhook.js';
 import type { AccountDoc } from '../projections/accounts.js';
 import { findOwnGuest } from '../commands/guest-lookup.js';
 import { guestIdOf, guestStreamOf } from '../projections/guests.js';
-import { invitationsProjection, suppressionId, type InvitationDoc, type SuppressionDoc } from '../projections/invitations.js';
+import { invitationsProjection, type InvitationDoc } from '../projections/invitations.js';
+import { suppressionOf } from '../commands/suppressions.js';
 import type { TemplateDoc } from '../projections/templates.js';
 import type { Logger } from '../shared/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -325,7 +326,7 @@ export class SendWorker implements Worker {
     if (takenSender) {
       return { refuse: 'from_address_not_allowed', error: `the template's fromAddress is at ${takenSender}, another account's verified sending domain` };
     }
-    const suppressed = await readStore.collection<SuppressionDoc>('comms_suppressions').get(suppressionId(ids.clientId, guest.email));
+    const suppressed = await suppressionOf(this.services, ids.clientId, guest.email);
     if (suppressed) {
       return { refuse: 'previous_send_permanently_failed', error: `${guest.email} was reported ${suppressed.reason} on ${suppressed.at}` };
     }

@@ -263,7 +263,8 @@ export class DeliveryExecutor {
     if (state.status !== 'dead' || state.deadLettered) return;
     const topic = deadLetterTopic(topics.commsEvents);
     // As the relay published it: personal fields sealed (a dead-letter topic is read by operators, and kept by the broker).
-    const [source] = await (this.services.storedEvents ?? eventStore).readStream(state.sourceStream, { fromRevision: state.sourceRevision, maxCount: 1 });
+    const stored = this.services.storedEvents ?? eventStore;
+    const [source] = await stored.readStream(state.sourceStream, { fromRevision: state.sourceRevision, maxCount: 1 });
     const dlqHeaders = {
       'x-dlq-error': reason,
       'x-dlq-attempts': String(state.attempts - state.budgetStart),
@@ -272,9 +273,16 @@ export class DeliveryExecutor {
     };
     // Within the bus's size limit (the event without its data, or an empty value), so a dead letter never stalls.
     const maxBytes = this.bus.maxMessageBytes;
+    // Without its source event, the delivery's own WebhookDeliveryScheduled as stored: a body that
+    // may quote the recipient (comms.failed, comms.dropped) is sealed there, and `state.body` is
+    // opened; only a body that was never sealed (it holds no personal data) goes as it is.
+    const [scheduled] = source ? [] : await stored.readStream(deliveryStream(deliveryId), { maxCount: 1 });
+    const sealed = scheduled !== undefined && typeof (scheduled.data as { body?: unknown }).body !== 'string';
     const message = source
       ? toMessage(source, { maxBytes, headers: dlqHeaders })
-      : fitMessage({ key: state.sourceStream, value: state.body, headers: dlqHeaders }, maxBytes);
+      : sealed
+        ? toMessage(scheduled, { maxBytes, headers: dlqHeaders })
+        : fitMessage({ key: state.sourceStream, value: typeof state.body === 'string' ? state.body : '', headers: dlqHeaders }, maxBytes);
     await this.bus.publish(topic, [message]);
     await this.decide(clientId, deliveryId, { type: 'MarkDeadLettered', deliveryId, topic }, `dead-lettered-${state.attempts}`);
     this.logger.warn({ deliveryId, clientId, reason }, 'webhook delivery dead-lettered');
