@@ -29,6 +29,25 @@ export function ianaZone(name: string): string | undefined {
   return zone;
 }
 
+export interface ZoneChoice {
+  name: string;
+  /** Why the zone was chosen, for the summary sheet. */
+  source: string;
+}
+
+/**
+ * The zone an event's times are read and shown on, from the stored names: the event's
+ * `timeZoneId`, else the account's, else UTC; each an IANA or Windows name, other text skipped.
+ */
+export function chooseZone(eventZoneId: string | null | undefined, accountZoneId: string | null | undefined): ZoneChoice {
+  const eventZone = eventZoneId ? ianaZone(eventZoneId) : undefined;
+  if (eventZone) return { name: eventZone, source: 'the event' };
+  const skipped = eventZoneId ? ` (the event's "${eventZoneId}" is not a known time zone)` : '';
+  const accountZone = accountZoneId ? ianaZone(accountZoneId) : undefined;
+  if (accountZone) return { name: accountZone, source: `the account${skipped}` };
+  return { name: 'UTC', source: `default${skipped}` };
+}
+
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
 function formatter(timeZone: string): Intl.DateTimeFormat {
