@@ -1,6 +1,7 @@
 import { eventDecider, eventStream, legacyEventStream, type EventChanges, type EventDetails } from '../domain/event.js';
 import { DomainError } from '../domain/decider.js';
 import { isUuid, newId, normalizeId, scopedKey } from '../shared/ids.js';
+import { chooseZone, ianaZone } from '../shared/time-zones.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
 import { readModelsBehind, type Services } from './services.js';
 
@@ -11,6 +12,17 @@ export interface EventView extends EventDetails {
 }
 
 export type EventDoc = { _id: string; clientId: string; eventId: string; created: string; updated: string } & EventDetails;
+
+/**
+ * The views with `ianaTimeZone`: the zone the service reads and shows each event's times on (its
+ * own, else the account's, else UTC), so a client such as the dashboard shows the same clock
+ * without resolving Windows names or skipping unknown text itself (docs/identifiers.md).
+ */
+export async function withIanaTimeZone(services: Services, clientId: string, views: EventView[]): Promise<(EventView & { ianaTimeZone: string })[]> {
+  const needsAccount = views.some((view) => !(view.timeZoneId && ianaZone(view.timeZoneId)));
+  const account = needsAccount ? await services.readStore.collection<{ _id: string; timeZoneId?: string }>('accounts').get(clientId) : undefined;
+  return views.map((view) => ({ ...view, ianaTimeZone: chooseZone(view.timeZoneId, account?.timeZoneId).name }));
+}
 
 export function toEventView(doc: EventDoc): EventView {
   const { _id, clientId: _c, eventId, ...rest } = doc;

@@ -13,7 +13,7 @@ import { DomainError } from '../domain/decider.js';
 import { CSV_MEDIA_TYPE, writeGuestsCsv } from '../exports/csv.js';
 import { XLSX_MEDIA_TYPE, writeGuestsExcel, type SummaryValue } from '../exports/excel.js';
 import { parseDateTime } from '../shared/date-time.js';
-import { ianaZone } from '../shared/time-zones.js';
+import { chooseZone, ianaZone, type ZoneChoice } from '../shared/time-zones.js';
 import { newId } from '../shared/ids.js';
 import { eventsTitled, getEvent, type EventView } from './events.js';
 import { eventStats } from './guest-queries.js';
@@ -281,24 +281,16 @@ async function removeExport(services: Services, settings: ExportSettings, doc: E
   await exportsCollection(services).deleteOne(doc._id);
 }
 
-export interface ZoneChoice {
-  name: string;
-  /** Why the zone was chosen, for the summary sheet. */
-  source: string;
-}
+export type { ZoneChoice };
 
 /**
  * The event's zone, else the account's, else UTC. IANA and Windows names are both taken (a
  * Windows name is shown as the IANA zone it maps to); names that are neither are skipped.
  */
 export async function timeZoneOf(services: Services, clientId: string, event: EventView): Promise<ZoneChoice> {
-  const eventZone = event.timeZoneId ? ianaZone(event.timeZoneId) : undefined;
-  if (eventZone) return { name: eventZone, source: 'the event' };
+  if (event.timeZoneId && ianaZone(event.timeZoneId)) return chooseZone(event.timeZoneId, undefined);
   const account = await services.readStore.collection<{ _id: string; timeZoneId?: string }>('accounts').get(clientId);
-  const skipped = event.timeZoneId ? ` (the event's "${event.timeZoneId}" is not a known time zone)` : '';
-  const accountZone = account?.timeZoneId ? ianaZone(account.timeZoneId) : undefined;
-  if (accountZone) return { name: accountZone, source: `the account${skipped}` };
-  return { name: 'UTC', source: `default${skipped}` };
+  return chooseZone(event.timeZoneId, account?.timeZoneId);
 }
 
 type Stats = Awaited<ReturnType<typeof eventStats>>;

@@ -37,13 +37,17 @@ export const dashboardScript = String.raw`
     return el('div', { class: 'table-scroll' }, [t]);
   }
 
-  /** 'YYYY-MM-DD HH:mm' on the event's clock; UTC (and says so) when the browser does not know the zone. */
+  /**
+   * 'YYYY-MM-DD HH:mm' on the event's clock: the IANA zone the server reads the event on
+   * (ianaTimeZone: its timeZoneId with Windows names mapped, else the account's, else UTC);
+   * UTC (and says so) when the browser does not know the zone.
+   */
   function localStamp(iso, zone) {
     try {
       var parts = {};
       new Intl.DateTimeFormat('en-GB', { timeZone: zone || 'UTC', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
         .formatToParts(new Date(iso)).forEach(function (p) { parts[p.type] = p.value; });
-      return parts.year + '-' + parts.month + '-' + parts.day + ' ' + parts.hour + ':' + parts.minute + (zone ? '' : ' UTC');
+      return parts.year + '-' + parts.month + '-' + parts.day + ' ' + parts.hour + ':' + parts.minute + (zone && zone !== 'UTC' ? '' : ' UTC');
     } catch (e) {
       return zone ? localStamp(iso, null) : String(iso).slice(0, 16).replace('T', ' ') + ' UTC';
     }
@@ -105,7 +109,7 @@ export const dashboardScript = String.raw`
       .then(function (items) {
         var select = $('event');
         select.textContent = '';
-        items.forEach(function (ev) { select.append(el('option', { value: ev.id }, [ev.title + ' (' + localStamp(ev.startTime, ev.timeZoneId) + ')'])); });
+        items.forEach(function (ev) { select.append(el('option', { value: ev.id }, [ev.title + ' (' + localStamp(ev.startTime, ev.ianaTimeZone || ev.timeZoneId) + ')'])); });
         if (items.length === 0) throw new Error('this account has no events yet');
         select.value = currentEvent(items).id;
         $('login').hidden = true;

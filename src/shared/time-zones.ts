@@ -24,9 +24,62 @@ export function ianaZone(name: string): string | undefined {
   // timeZoneId is any string (spec): a text longer than any zone name is none, and is not kept as a cache key.
   if (name.length > 64) return undefined;
   if (known.has(name)) return known.get(name);
-  const zone = [name, ...findIana(name)].find(isIntlZone);
+  const found = [name, ...findIana(name)].find(isIntlZone);
+  const zone = found && currentSpelling(found);
   if (known.size < 10_000) known.set(name, zone);
   return zone;
+}
+
+/**
+ * CLDR (and so windows-iana and ICU's canonical ids) keeps the old spellings of these zones; the
+ * IANA database renamed them and keeps the old names as links to the new (file `backward`). The
+ * same zone either way; the current name is the one people read (docs/identifiers.md).
+ */
+const renamed: Readonly<Record<string, string>> = {
+  'Africa/Asmera': 'Africa/Asmara',
+  'America/Buenos_Aires': 'America/Argentina/Buenos_Aires',
+  'America/Catamarca': 'America/Argentina/Catamarca',
+  'America/Coral_Harbour': 'America/Atikokan',
+  'America/Cordoba': 'America/Argentina/Cordoba',
+  'America/Godthab': 'America/Nuuk',
+  'America/Indianapolis': 'America/Indiana/Indianapolis',
+  'America/Jujuy': 'America/Argentina/Jujuy',
+  'America/Louisville': 'America/Kentucky/Louisville',
+  'America/Mendoza': 'America/Argentina/Mendoza',
+  'Asia/Calcutta': 'Asia/Kolkata',
+  'Asia/Katmandu': 'Asia/Kathmandu',
+  'Asia/Rangoon': 'Asia/Yangon',
+  'Asia/Saigon': 'Asia/Ho_Chi_Minh',
+  'Atlantic/Faeroe': 'Atlantic/Faroe',
+  'Europe/Kiev': 'Europe/Kyiv',
+  'Pacific/Enderbury': 'Pacific/Kanton',
+  'Pacific/Ponape': 'Pacific/Pohnpei',
+  'Pacific/Truk': 'Pacific/Chuuk',
+};
+
+/** The zone's current IANA name when Intl knows it (an older ICU may not: then the old name). */
+function currentSpelling(zone: string): string {
+  const current = renamed[zone];
+  return current !== undefined && isIntlZone(current) ? current : zone;
+}
+
+export interface ZoneChoice {
+  name: string;
+  /** Why the zone was chosen, for the summary sheet. */
+  source: string;
+}
+
+/**
+ * The zone an event's times are read and shown on, from the stored names: the event's
+ * `timeZoneId`, else the account's, else UTC; each an IANA or Windows name, other text skipped.
+ */
+export function chooseZone(eventZoneId: string | null | undefined, accountZoneId: string | null | undefined): ZoneChoice {
+  const eventZone = eventZoneId ? ianaZone(eventZoneId) : undefined;
+  if (eventZone) return { name: eventZone, source: 'the event' };
+  const skipped = eventZoneId ? ` (the event's "${eventZoneId}" is not a known time zone)` : '';
+  const accountZone = accountZoneId ? ianaZone(accountZoneId) : undefined;
+  if (accountZone) return { name: accountZone, source: `the account${skipped}` };
+  return { name: 'UTC', source: `default${skipped}` };
 }
 
 const formatters = new Map<string, Intl.DateTimeFormat>();

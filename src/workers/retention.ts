@@ -4,13 +4,30 @@ import { eraseGuests, type PersonalDataSettings } from '../commands/personal-dat
 import type { GuestDoc } from '../projections/guests.js';
 import type { Services } from '../commands/services.js';
 import { newId } from '../shared/ids.js';
+import { chooseZone, offsetAt, wallTimeToInstant } from '../shared/time-zones.js';
 import type { Worker } from './worker.js';
 
 const DAY_MS = 86_400_000;
+/** More than any zone's offset moves between two instants (Samoa skipped a whole day in 2011). */
+const MARGIN_MS = 2 * DAY_MS;
+
+/**
+ * When the guests of an event that ended at `endTime` are due: `days` calendar days later at the
+ * same time on the event's clock (`timeZone`, IANA), so "30 days after the event ended" is what
+ * its organizer reads on its calendar also across a daylight-saving change. A time the clocks
+ * skip that day is read with the offset before the change, one they show twice is the first.
+ */
+export function retentionDueAt(endTime: string, days: number, timeZone: string): number {
+  const end = Date.parse(endTime);
+  if (timeZone === 'UTC') return end + days * DAY_MS;
+  const wall = end + offsetAt(new Date(end), timeZone) + days * DAY_MS;
+  return wallTimeToInstant(wall, timeZone);
+}
 
 /**
  * Issue 14, item 3 (storage limitation): erases the guests of every event whose `retentionDays`
- * (the event's own, else its client's default) have passed since its endTime. Runs every `sweepMs`; `runOnce(now)` is the whole job, so a
+ * (the event's own, else its client's default) have passed since its endTime, counted in calendar
+ * days on the event's clock (its zone, else the account's, else UTC: the exports' and timeline's rule). Runs every `sweepMs`; `runOnce(now)` is the whole job, so a
  * test drives it with its own clock. Erasure is idempotent: several workers may run it.
  */
 export class RetentionWorker implements Worker {
@@ -52,10 +69,22 @@ export class RetentionWorker implements Worker {
       if (typeof account.retentionDays === 'number') defaults.set(account._id, account.retentionDays);
     }
     const due: { event: EventDoc; days: number; source: 'event' | 'client default' }[] = [];
+    const accountZones = new Map<string, string | undefined>();
+    const accountZone = async (clientId: string): Promise<string | undefined> => {
+      if (!accountZones.has(clientId)) {
+        const account = await readStore.collection<AccountDoc>('accounts').get(clientId);
+        accountZones.set(clientId, account?.timeZoneId ?? undefined);
+      }
+      return accountZones.get(clientId);
+    };
     for await (const event of readStore.collection<EventDoc>('events').stream({}, { readOnly: true })) {
       const days = event.retentionDays ?? defaults.get(event.clientId);
       if (days === undefined) continue;
-      if (Date.parse(event.endTime) + days * DAY_MS <= now.getTime()) {
+      const end = Date.parse(event.endTime);
+      // Far from due on any clock: no zone lookup.
+      if (!Number.isFinite(end) || end + days * DAY_MS - MARGIN_MS > now.getTime()) continue;
+      const zone = chooseZone(event.timeZoneId, await accountZone(event.clientId));
+      if (retentionDueAt(event.endTime, days, zone.name) <= now.getTime()) {
         due.push({ event, days, source: event.retentionDays !== undefined ? 'event' : 'client default' });
       }
     }

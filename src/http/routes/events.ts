@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { getEvent, listEvents, saveEvent } from '../../commands/events.js';
+import { getEvent, listEvents, saveEvent, withIanaTimeZone } from '../../commands/events.js';
 import { PageQuery, pageOf } from '../schemas/common.js';
 import type { Services } from '../../commands/services.js';
 import { commandContext, principalOf } from '../context.js';
@@ -34,7 +34,10 @@ export function eventsRouter(services: Services): Router {
       },
       timeZone: eventTimeZone(services, ({ body }) => ({ timeZoneId: fields(body).timeZoneId, eventId: fields(body).id })),
     },
-    async ({ body, res }) => withEveryField(await saveEvent(services, commandContext(res, services.clock), body), eventFields),
+    async ({ body, res }) => {
+      const event = await saveEvent(services, commandContext(res, services.clock), body);
+      return withEveryField((await withIanaTimeZone(services, principalOf(res).tenantId, [event]))[0]!, eventFields);
+    },
   );
   defineRoute(
     router,
@@ -48,7 +51,10 @@ export function eventsRouter(services: Services): Router {
       response: EventResponse,
       errors: [404],
     },
-    async ({ params, res }) => withEveryField(await getEvent(services, principalOf(res).tenantId, params.id), eventFields),
+    async ({ params, res }) => {
+      const { tenantId } = principalOf(res);
+      return withEveryField((await withIanaTimeZone(services, tenantId, [await getEvent(services, tenantId, params.id)]))[0]!, eventFields);
+    },
   );
   defineRoute(
     router,
@@ -62,8 +68,9 @@ export function eventsRouter(services: Services): Router {
       roles: ['client', 'team_member'],
     },
     async ({ query, res }) => {
-      const page = await listEvents(services, principalOf(res).tenantId, query);
-      return { ...page, items: page.items.map((event) => withEveryField(event, eventFields)) };
+      const { tenantId } = principalOf(res);
+      const page = await listEvents(services, tenantId, query);
+      return { ...page, items: (await withIanaTimeZone(services, tenantId, page.items)).map((event) => withEveryField(event, eventFields)) };
     },
   );
   return router;

@@ -59,6 +59,11 @@ export const EventResponse = registry.register(
     tags: z.string().nullable().openapi({ description: 'null when not set' }),
     customData: z.string().nullable().openapi({ description: 'null when not set' }),
     retentionDays: z.number().int().optional(),
+    ianaTimeZone: z.string().optional().openapi({
+      description:
+        "The IANA time zone the service reads and shows this event's times on: its timeZoneId (a Windows name mapped to IANA), else the client's, else UTC (docs/identifiers.md, Time zones). Not an input.",
+      example: 'Europe/Amsterdam',
+    }),
     created: z.string().openapi({ format: 'date-time' }),
     updated: z.string().openapi({ format: 'date-time' }),
   }).openapi({

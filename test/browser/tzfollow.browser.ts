@@ -1,0 +1,73 @@
+import fs from 'node:fs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
+
+/**
+ * The dashboard's event picker shows each event's start on the clock the server reads the event
+ * on (docs/identifiers.md "Time zones"): a Windows zone name mapped to IANA, unknown text
+ * skipped for the account's zone. Debian's chromium driven by playwright-core, as dashhunt.
+ */
+const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+
+let service: TestService;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!fs.existsSync(executablePath)) throw new Error(`${executablePath} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  service = await startTestService({});
+  browser = await chromium.launch({ executablePath, headless: true, args: flags });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await service?.close();
+});
+
+async function newEvent(client: Client, fields: Record<string, unknown>): Promise<void> {
+  const reply = await client.call('POST', '/checkin/v1/api/event', fields);
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+}
+
+async function signIn(page: Page, client: Client) {
+  await page.goto(`${service.url}/dashboard`);
+  await page.getByLabel('User name or email').fill(client.email);
+  await page.getByLabel('Password').fill(client.password);
+  await page.getByLabel('Subscription key').fill(client.subscriptionKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  // Hang guard only: the password check is deliberately slow.
+  await expect.poll(() => page.locator('#board').isVisible(), { timeout: 30_000 }).toBe(true);
+}
+
+describe('/dashboard event picker', () => {
+  it("shows each start on the server's clock for the event: a Windows zone name as its IANA zone, unknown text and no zone as the account's zone", async () => {
+    const client = await createClient(service);
+    expect((await client.call('PUT', '/users/v1/api/user', { id: client.id, timeZoneId: 'Asia/Tokyo' })).status).toBe(204);
+    // 08:00Z on 12 December: 19:00 in Sydney (AEDT, +11:00), 17:00 in Tokyo (+09:00).
+    const at = { startTime: '2026-12-12T08:00:00Z', endTime: '2026-12-12T12:00:00Z' };
+    await newEvent(client, { title: 'Windows name', ...at, timeZoneId: 'AUS Eastern Standard Time' });
+    await newEvent(client, { title: 'Display name', ...at, timeZoneId: '(UTC+10:00) Canberra, Melbourne, Sydney' });
+    await newEvent(client, { title: 'No zone', ...at });
+    await newEvent(client, { title: 'IANA name', ...at, timeZoneId: 'Australia/Sydney' });
+    const page = await browser.newPage();
+    await signIn(page, client);
+    const options = (await page.locator('#event option').allTextContents()).sort();
+    expect(options).toEqual([
+      'Display name (2026-12-12 17:00)',
+      'IANA name (2026-12-12 19:00)',
+      'No zone (2026-12-12 17:00)',
+      'Windows name (2026-12-12 19:00)',
+    ]);
+    await page.close();
+  });
+
+  it('labels a start shown in UTC as UTC (no zone on the event or the account)', async () => {
+    const client = await createClient(service);
+    await newEvent(client, { title: 'Nowhere', startTime: '2026-12-12T08:00:00Z', endTime: '2026-12-12T12:00:00Z' });
+    const page = await browser.newPage();
+    await signIn(page, client);
+    expect(await page.locator('#event option').allTextContents()).toEqual(['Nowhere (2026-12-12 08:00 UTC)']);
+    await page.close();
+  });
+});
