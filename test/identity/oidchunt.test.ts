@@ -19,7 +19,7 @@ describe('the token endpoint answers a form it cannot read in RFC 6749 5.2 shape
   });
   afterAll(() => service.close());
 
-  const post = async (body: string | Buffer, headers: Record<string, string> = {}) => {
+  const post = async (body: string | Blob, headers: Record<string, string> = {}) => {
     const reply = await fetch(`${service.url}/core/connect/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
@@ -51,7 +51,7 @@ describe('the token endpoint answers a form it cannot read in RFC 6749 5.2 shape
     expect(reply.body).toMatchObject({ error: 'invalid_request' });
     expect(reply.headers.get('cache-control')).toBe('no-store');
     // The control: the same form, really compressed, is read.
-    expect((await post(gzipSync(credentials()), { 'content-encoding': 'gzip' })).status).toBe(200);
+    expect((await post(new Blob([gzipSync(credentials())]), { 'content-encoding': 'gzip' })).status).toBe(200);
   });
 
   it('a form over the 16 KiB limit is 413 with error invalid_request', async () => {
@@ -117,5 +117,90 @@ describe('a rotated key seen while the provider is down is tried again after the
     }
     // 20 s of unknown kids: the failed fetch at 60 s, one after 10 s of back-off, one after another 10 s.
     expect(provider.hits.jwks).toBeLessThanOrEqual(4);
+  });
+});
+
+describe('while the provider is down, a token that is invalid whatever its signature is 401, not 503 "retry with the same token" (spec, Authentication rule 1)', () => {
+  let provider: ProviderStub;
+  let rsa: TestKey;
+  beforeAll(async () => {
+    provider = await startProviderStub();
+    rsa = await newKey('RS256');
+  });
+  afterAll(() => provider.close());
+  beforeEach(() => {
+    provider.jwks = { keys: [rsa.publicJwk] };
+    provider.state = 'up';
+    provider.jwksUp = true;
+  });
+
+  const verifier = () =>
+    createTokenVerifier({ issuer: () => provider.base, audience: 'checkin-api', allowInsecureIssuer: true, cacheSize: 0 });
+  const reason = (v: ReturnType<typeof verifier>, token: string) =>
+    v.verify(token).then(
+      () => 'accepted',
+      (err: unknown) => (err instanceof InvalidTokenError ? err.reason : String(err)),
+    );
+  const hour = 3600;
+  const tokens = async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const unsigned = (claims: object) =>
+      `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.`;
+    return {
+      valid: await signToken(rsa, standardClaims(provider.base)),
+      expired: await signToken(rsa, standardClaims(provider.base, { iat: now - 2 * hour, exp: now - hour })),
+      notYetValid: await signToken(rsa, standardClaims(provider.base, { nbf: now + hour })),
+      otherAudience: await signToken(rsa, standardClaims(provider.base, { aud: ['account', 'other-api'] })),
+      unsigned: unsigned(standardClaims(provider.base)),
+      opaque: 'k3Jb8pZ0qVx7Yw2Lr5Tn9Qs1Hc4Fd6Ge',
+    };
+  };
+
+  it('discovery down: expired, not yet valid, other audience, alg none and opaque tokens are refused as such; a valid one is still unavailable', async () => {
+    provider.state = 'refuse';
+    const v = verifier();
+    const t = await tokens();
+    expect(await reason(v, t.valid)).toBe('discovery failed');
+    expect(await reason(v, t.expired)).toBe('expired');
+    expect(await reason(v, t.notYetValid)).toBe('not yet valid');
+    expect(await reason(v, t.otherAudience)).toBe('wrong audience');
+    expect(await reason(v, t.unsigned)).toBe('bad signature');
+    expect(await reason(v, t.opaque)).toBe('malformed');
+  });
+
+  it('key set down (discovery up): an expired token is refused as expired, a valid one is unavailable', async () => {
+    provider.jwksUp = false;
+    const v = verifier();
+    const t = await tokens();
+    expect(await reason(v, t.expired)).toBe('expired');
+    expect(await reason(v, t.valid)).toBe('keys unavailable');
+  });
+});
+
+describe('the API while the external provider cannot be reached', () => {
+  let service: TestService;
+  beforeAll(async () => {
+    // Nothing listens on port 9: discovery fails, as when the provider is down.
+    service = await startTestService({ OIDC_ISSUER: 'https://127.0.0.1:9/realms/test', OIDC_AUDIENCE: 'checkin-api' });
+  });
+  afterAll(() => service.close());
+
+  const call = async (token: string) => {
+    const reply = await fetch(`${service.url}/checkin/v1/api/events`, {
+      headers: { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': 'any' },
+    });
+    return { status: reply.status, challenge: reply.headers.get('www-authenticate'), retryAfter: reply.headers.get('retry-after') };
+  };
+
+  it('answers an expired token 401 invalid_token (get a new token), a current one 503 with Retry-After', async () => {
+    const key = await newKey('RS256');
+    const now = Math.floor(Date.now() / 1000);
+    const issuer = 'https://127.0.0.1:9/realms/test';
+    const expired = await call(await signToken(key, standardClaims(issuer, { iat: now - 7200, exp: now - 3600 })));
+    expect(expired.status).toBe(401);
+    expect(expired.challenge).toContain('error="invalid_token"');
+    const current = await call(await signToken(key, standardClaims(issuer)));
+    expect(current.status).toBe(503);
+    expect(current.retryAfter).toBe('10');
   });
 });
