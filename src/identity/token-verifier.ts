@@ -115,6 +115,8 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       if (typeof token !== 'string' || token.length === 0 || token.length > maxTokenLength) {
         throw new InvalidTokenError('malformed');
       }
+      const segments = token.split('.').length;
+      if (segments !== 3) throw new InvalidTokenError('malformed', { detail: notAJwt(segments) });
       const key = createHash('sha256').update(token).digest('base64url');
       const cached = cache.get(key, now().getTime());
       if (cached) return cached;
@@ -137,6 +139,17 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       return verified;
     },
   };
+}
+
+/**
+ * What a token that is not a signed JWT probably is: an opaque access token (Auth0 issues one when
+ * the token request names no audience, Google always does) or an encrypted one. The caller's
+ * integrator needs that hint: the provider has to be asked for a JWT access token for this API.
+ */
+function notAJwt(segments: number): string {
+  return segments === 5
+    ? 'an encrypted token (JWE), not a signed JWT; the provider must issue signed JWT access tokens for this API'
+    : 'not a JWT (an opaque access token?); request the token for this API\'s audience, for which the provider issues a JWT';
 }
 
 /**

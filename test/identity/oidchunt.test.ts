@@ -204,3 +204,33 @@ describe('the API while the external provider cannot be reached', () => {
     expect(current.retryAfter).toBe('10');
   });
 });
+
+describe('an opaque or encrypted access token (Auth0 without an audience, Google) is refused with a message that says so', () => {
+  let service: TestService;
+  let client: Client;
+  beforeAll(async () => {
+    service = await startTestService();
+    client = await createClient(service);
+  });
+  afterAll(() => service.close());
+
+  const call = async (token: string) => {
+    const reply = await fetch(`${service.url}/users/v1/api/users/email?email=${encodeURIComponent(client.email)}`, {
+      headers: { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': client.subscriptionKey },
+    });
+    return { status: reply.status, challenge: reply.headers.get('www-authenticate'), body: (await reply.json()) as { message: string } };
+  };
+
+  it('an opaque token: 401 invalid_token, "not a JWT"', async () => {
+    const reply = await call('k3Jb8pZ0qVx7Yw2Lr5Tn9Qs1Hc4Fd6Ge');
+    expect(reply.status).toBe(401);
+    expect(reply.challenge).toContain('error="invalid_token"');
+    expect(reply.body.message).toContain('not a JWT');
+  });
+
+  it('a JWE (five parts): 401 invalid_token, "encrypted"', async () => {
+    const reply = await call('eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..aGVsbG8.d29ybGQ.dGFn');
+    expect(reply.status).toBe(401);
+    expect(reply.body.message).toContain('encrypted');
+  });
+});
