@@ -1,4 +1,4 @@
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { SignJWT } from 'jose';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { counterLimiter, sourceIp, type RateLimitStore } from '../http/middleware/rate-limit.js';
@@ -89,6 +89,18 @@ export function createDevIdentityProvider(options: DevIdentityProviderOptions): 
       }
     },
   );
+  // A form the body parser refuses (too large, too many parameters, a Content-Encoding that does
+  // not decode) is answered in RFC 6749 5.2's shape too: OAuth client libraries read `error`.
+  router.use('/connect/token', (err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    // body-parser's refusals are http-errors: a 4xx status, marked expose.
+    const { type, status, expose } = (err ?? {}) as { type?: unknown; status?: unknown; expose?: unknown };
+    if (expose !== true || typeof status !== 'number' || status < 400 || status >= 500) return next(err);
+    res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
+    res.status(type === 'entity.too.large' ? 413 : 400).json({
+      error: 'invalid_request',
+      error_description: `the form body could not be read (${(err as Error).message}); send it as application/x-www-form-urlencoded UTF-8`,
+    });
+  });
   return router;
 }
 

@@ -74,7 +74,8 @@ class RemoteKeySet {
       return await local(header, token);
     } catch (err) {
       if (!(err instanceof errors.JWKSNoMatchingKey)) throw err;
-      if (this.#now() - this.#attemptedAt < this.#cooldownMs) {
+      // After a failed fetch the next attempt waits the failure back-off (the 503's Retry-After), not the cooldown.
+      if (this.#now() - this.#attemptedAt < (this.#lastFailure ? this.#backoffMs : this.#cooldownMs)) {
         // The last fetch failed: the kid may be a rotated key the provider could not tell about.
         throw this.#lastFailure ?? err;
       }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions, type JWTVerifyResult } from 'jose';
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions, type JWTVerifyResult } from 'jose';
 import { allowInsecureRequests, ClientError, discovery } from 'openid-client';
 import type { TokenSubject } from './credentials.js';
 import { createRemoteKeySet, KeysUnavailableError } from './remote-key-set.js';
@@ -115,23 +115,68 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       if (typeof token !== 'string' || token.length === 0 || token.length > maxTokenLength) {
         throw new InvalidTokenError('malformed');
       }
+      const segments = token.split('.').length;
+      if (segments !== 3) throw new InvalidTokenError('malformed', { detail: notAJwt(segments) });
       const key = createHash('sha256').update(token).digest('base64url');
       const cached = cache.get(key, now().getTime());
       if (cached) return cached;
-      const { issuer, keys } = await issuerKeys();
-      const verified = await verifySignedToken(token, {
-        issuer,
-        keys,
+      const checks = {
         audience: options.audience,
         tenantClaim: options.claimNames?.tenant ?? 'tenant',
         roleClaim: options.claimNames?.role ?? 'role',
         clockToleranceSec: options.clockToleranceSec ?? 5,
         currentDate: now(),
-      });
+      };
+      let verified: VerifiedToken;
+      try {
+        verified = await verifySignedToken(token, { ...(await issuerKeys()), ...checks });
+      } catch (err) {
+        // Spec, Authentication rule 1: an expired or malformed token is 401 even while the provider is down.
+        if (err instanceof InvalidTokenError && providerUnavailableReasons.has(err.reason)) throw refusalWithoutKeys(token, checks) ?? err;
+        throw err;
+      }
       cache.set(key, verified, now().getTime());
       return verified;
     },
   };
+}
+
+/**
+ * What a token that is not a signed JWT probably is: an opaque access token (Auth0 issues one when
+ * the token request names no audience, Google always does) or an encrypted one. The caller's
+ * integrator needs that hint: the provider has to be asked for a JWT access token for this API.
+ */
+function notAJwt(segments: number): string {
+  return segments === 5
+    ? 'an encrypted token (JWE), not a signed JWT; the provider must issue signed JWT access tokens for this API'
+    : 'not a JWT (an opaque access token?); request the token for this API\'s audience, for which the provider issues a JWT';
+}
+
+/**
+ * When the issuer's metadata or keys cannot be read: what makes the token invalid whatever its
+ * signature (not a JWS, an algorithm never accepted, expired, not yet valid, another audience),
+ * so that it is answered 401 (get a new token), not 503 (retry with the same one). A forged token
+ * is invalid either way, so reading its claims unverified tells nothing wrong.
+ */
+function refusalWithoutKeys(token: string, context: Omit<VerifyContext, keyof IssuerKeys>): InvalidTokenError | undefined {
+  let alg: unknown;
+  let payload: JWTPayload;
+  try {
+    alg = decodeProtectedHeader(token).alg;
+    payload = decodeJwt(token);
+  } catch (err) {
+    return new InvalidTokenError('malformed', { cause: err });
+  }
+  if (typeof alg !== 'string' || !allowedAlgorithms.includes(alg)) return new InvalidTokenError('bad signature');
+  // jose's comparisons (whole seconds, the same tolerance).
+  const nowSec = Math.floor(context.currentDate.getTime() / 1000);
+  if (typeof payload.exp === 'number' && payload.exp <= nowSec - context.clockToleranceSec) return new InvalidTokenError('expired');
+  if (typeof payload.nbf === 'number' && payload.nbf > nowSec + context.clockToleranceSec) return new InvalidTokenError('not yet valid');
+  const { audience } = context;
+  if (audience !== undefined && !(payload.aud === audience || (Array.isArray(payload.aud) && payload.aud.includes(audience)))) {
+    return new InvalidTokenError('wrong audience');
+  }
+  return undefined;
 }
 
 interface IssuerKeys {
