@@ -76,7 +76,7 @@ describe.each(stores)('analytics as analysts see them (%s)', (_name, env) => {
   it('counts a guest whose open arrived before (or without) its delivered as delivered, so the open rate stays a fraction', async () => {
     const eventId = await gala();
     const templateId = ok(await alice.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invitation', subject: 'Hi', html: '<p>Hi</p>' })).id;
-    const guests = [];
+    const guests: string[] = [];
     for (const name of ['ann', 'bo', 'cy']) guests.push(ok(await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: name, email: `${name}@example.com`, commsTemplateId: templateId })).id);
     const invitations = await eventually(async () => {
       const items = ok(await alice.call('GET', `/comms/v1/api/comms/invitations?eventId=${eventId}`)).items as any[];
