@@ -3,6 +3,7 @@
  * (storeExport: same files, expiry, download URL, audit event; same formula neutralising).
  */
 import type { Column } from '../exports/columns.js';
+import { DomainError } from '../domain/decider.js';
 import { rejectionReasons } from '../domain/guest.js';
 import { writeCsv } from '../exports/csv.js';
 import { writeExcel, type SummaryValue } from '../exports/excel.js';
@@ -11,7 +12,7 @@ import { storeExport, timeZoneOf, type ExportFile, type ExportSettings, type Exp
 import { invitationFunnel, type FunnelFigures, type FunnelQuery } from './funnel.js';
 import type { CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
-import { eventTimeline, type Counts, type TimelineQuery } from './timeline.js';
+import { eventTimeline, MAX_BUCKETS, type Counts, type TimelineQuery } from './timeline.js';
 
 /** Every rejection reason a scan can have, so the columns are the same in every file. */
 const REJECTION_REASONS: readonly string[] = rejectionReasons;
@@ -59,6 +60,13 @@ export async function exportTimeline(
   const event = await getEvent(services, context.tenantId, eventId);
   const zone = await timeZoneOf(services, context.tenantId, event);
   const timeline = await eventTimeline(services, context.tenantId, event.id, query);
+  // The answer on screen may pull an open end in (clipped); a file may not: its rows would no
+  // longer add up to the totals of its Summary, and neither CSV nor the rows would say so.
+  if (timeline.clipped) {
+    throw new DomainError('validation_error', `the event's door activity spans more than ${MAX_BUCKETS} buckets of ${query.bucket} min: ask for a larger bucket, or a window with from and to`, {
+      errors: [{ path: 'bucket', message: `at most ${MAX_BUCKETS} buckets per export` }],
+    });
+  }
   const rows: TimelineRow[] = [];
   const reasons = new Set(REJECTION_REASONS);
   for (const bucket of timeline.buckets) {

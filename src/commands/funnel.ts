@@ -98,8 +98,17 @@ function addInvitation(guests: Map<string, GuestPath>, invitation: FunnelInvitat
   if (!path) guests.set(invitation.guestId, (path = { failed: false, provider: new Set() }));
   if (invitation.sentAt && (!path.firstSentAt || invitation.sentAt < path.firstSentAt)) path.firstSentAt = invitation.sentAt;
   if (invitation.failedAt) path.failed = true;
-  for (const event of Object.keys(invitation.provider ?? {})) path.provider.add(event as ProviderEventType);
+  for (const event of Object.keys(invitation.provider ?? {})) {
+    path.provider.add(event as ProviderEventType);
+    // An open, a spam report or an unsubscribe proves the email arrived, also while its delivered
+    // is still on its way (SendGrid's reports arrive in any order) or never comes: the guest was
+    // delivered, so no rate based on delivered exceeds 1.
+    if (PROVE_DELIVERY.has(event)) path.provider.add('delivered');
+  }
 }
+
+/** Provider reports only an email that reached the mailbox can have. */
+const PROVE_DELIVERY: ReadonlySet<string> = new Set<ProviderEventType>(['opened', 'spam_reported', 'unsubscribed']);
 
 const rate = (part: number, whole: number): number | null => (whole === 0 ? null : Math.round((part / whole) * 10_000) / 10_000);
 

@@ -73,7 +73,10 @@ export const TimelineResponse = registry.register(
   }),
 );
 
-export const TimelineExportQuery = ExportQuery.extend(TimelineFields.shape).refine(...fromBeforeTo);
+export const TimelineExportQuery = ExportQuery.extend({
+  ...TimelineFields.shape,
+  bucket: QueryInt(1, 1440).default(5).openapi({ description: `Bucket size in minutes of the event’s local clock (1-1440, default 5). A file holds at most ${MAX_BUCKETS.toLocaleString('en')} buckets and is never clipped: a window (from \`from\`, else the first activity, to \`to\`, else the last) that holds more is 400 on \`bucket\`` }),
+}).refine(...fromBeforeTo);
 
 const FunnelFields = z.object({
   eventId: EventId.optional().openapi({ description: 'The event whose invitations to count. At least one of eventId and templateId is required (neither is 400 on `eventId`)' }),
