@@ -138,6 +138,12 @@ export async function guestHistory(services: Services, clientId: string, idOrCus
   const guestEvents = await store.readStream(guestStreamOf(doc), { personalData: asOf !== undefined });
   if (guestEvents.length === 0 || guestEvents[0]!.metadata.tenantId !== clientId) throw new DomainError('not_found', 'guest not found');
   const before = (e: StoredEvent) => !asOf || e.metadata.occurredAt <= asOf;
+  // The guest as the service knew it at `asOf` is a prefix of its stream: the events up to the
+  // first one stamped after `asOf`. An event recorded after that one but stamped earlier (an
+  // instance whose clock is behind) was decided on the state the later-stamped one made, so it
+  // is not folded (or shown) without it.
+  const cutoff = asOf === undefined ? Infinity : (guestEvents.find((e) => !before(e))?.revision ?? Infinity);
+  const known = (e: StoredEvent) => e.revision < cutoff;
 
   // Stream 0 is the guest's; stream i > 0 the i-th invitation it requested (in the order
   // requested, which never changes: the guest's stream only grows). With asOf, only the
@@ -149,7 +155,7 @@ export async function guestHistory(services: Services, clientId: string, idOrCus
     const id = (e.data as { attendeeInvitationId: string }).attendeeInvitationId;
     if (seen.has(id)) continue;
     seen.add(id);
-    invitations.push({ id, included: before(e) });
+    invitations.push({ id, included: known(e) });
   }
   const sources: Source[] = [];
   const guestSource: Source = { stream: guestStreamOf(doc), index: 0, from: 0, buffer: [], at: 0, exhausted: false, chunk: Math.min(FIRST_CHUNK, limit + 1) };
@@ -214,7 +220,7 @@ export async function guestHistory(services: Services, clientId: string, idOrCus
     best.at += 1;
     best.from = event.revision + 1;
     if (compareKeys(bestKey, last) <= 0) continue; // from a hint below the cursor: returned already
-    const wanted = before(event);
+    const wanted = best.index === 0 ? known(event) : before(event);
     if ((wanted && page.length >= limit) || looked >= HISTORY_SCAN_BUDGET) {
       // Not taken: the next page starts with it.
       best.at -= 1;
@@ -246,7 +252,7 @@ export async function guestHistory(services: Services, clientId: string, idOrCus
   }
   const paging = nextCursor ? { nextCursor } : {};
   if (!asOf) return { guestId, events: history, ...paging };
-  return { guestId, asOf, events: history, state: stateAsOf(guestId, guestEvents, before), ...paging };
+  return { guestId, asOf, events: history, state: stateAsOf(guestId, guestEvents, known), ...paging };
 }
 
 /** The guest as it was: its own events up to `asOf`, folded by the live guest's decider. */
