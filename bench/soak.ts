@@ -111,6 +111,7 @@ async function main(): Promise<void> {
 
   const rows: string[] = [];
   let logLines = 0;
+  const byMessage = new Map<string, number>();
   const sample = async (elapsed: number): Promise<void> => {
     const text = await (await fetch(`${url}/metrics`)).text();
     const rss = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${service.pid}/status`, 'utf8'))![1]) / 1024;
@@ -123,6 +124,7 @@ async function main(): Promise<void> {
     const row = `${(elapsed / 1000).toFixed(0).padStart(4)}s ops=${n} rss=${rss.toFixed(0)}MB heap=${heap.toFixed(1)}MB fds=${fds} hooks=${received} logLines=${logLines + service.logs.length} ${sizes}`;
     rows.push(row);
     logLines += service.logs.length;
+    for (const line of service.logs) byMessage.set(String(line.msg), (byMessage.get(String(line.msg)) ?? 0) + 1);
     service.logs.length = 0; // the parent keeps no history
     console.log(row);
   };
@@ -149,6 +151,8 @@ async function main(): Promise<void> {
   await Promise.all([...workers, sampler]);
   await sample(Date.now() - started);
   console.log(JSON.stringify({ counts, statuses }));
+  // Log volume: lines per message over the run (what an operator's log store receives).
+  console.log(JSON.stringify(Object.fromEntries([...byMessage].sort((a, b) => b[1] - a[1]).slice(0, 15))));
   console.log(service.stderr.slice(-3000));
   service.killGroup('SIGTERM');
   await service.exited;
