@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
 import { getOpenApiMetadata } from '@asteasolutions/zod-to-openapi';
 import { contentTypeOf, createExport, openExport, type ExportFile, type ExportSettings, type ExportTarget, type ExportType } from '../../commands/export.js';
@@ -152,12 +151,42 @@ export async function sendExport(res: Response, file: ExportFile): Promise<void>
     'X-Export-Id': view.exportId,
   });
   try {
-    await pipeline(fs.createReadStream(file.path), res);
+    await streamFile(file.path, res);
   } catch (error) {
     // The client went away mid-download: nothing left to answer.
     if (!res.headersSent) throw error;
     res.destroy();
   }
+}
+
+/**
+ * The file into the response, with `pipe`: `stream.pipeline(file, res)` puts 7 'close' listeners
+ * on a ServerResponse (nodejs/help#4448), which with the 4 of our middleware made Node print a
+ * MaxListenersExceededWarning ("possible EventEmitter memory leak") on stderr for every download.
+ * As pipeline did: a read error rejects, and a client that goes away ends the read.
+ */
+function streamFile(file: string, res: Response): Promise<void> {
+  const source = fs.createReadStream(file);
+  return new Promise<void>((resolve, reject) => {
+    const settle = (error?: Error) => {
+      res.off('finish', onFinish).off('close', onClose);
+      source.off('error', onError);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onFinish = () => settle();
+    const onClose = () => {
+      source.destroy();
+      settle(res.writableFinished ? undefined : new Error('the response was closed before the file was sent'));
+    };
+    const onError = (error: Error) => {
+      source.destroy();
+      settle(error);
+    };
+    res.once('finish', onFinish).once('close', onClose);
+    source.once('error', onError);
+    source.pipe(res);
+  });
 }
 
 /**
