@@ -97,7 +97,7 @@ export async function configureSendingDomain(
   }
   const taken = await domainVerifiedByAnother(services, context.tenantId, domain);
   if (taken) throw domainInUse(taken);
-  const created = await providerCall(() => authenticator.create({ domain, ...(request.subdomain ? { subdomain: request.subdomain } : {}) }), true);
+  const created = await providerCall(() => createOrAdopt(services, authenticator, { domain, ...(request.subdomain ? { subdomain: request.subdomain } : {}) }), true);
   const setup = { provider: authenticator.kind, providerId: created.providerId, domain: created.domain, subdomain: created.subdomain, records: created.records, sendingAddress };
   try {
     await decide(services, context, { type: 'ConfigureDomain', clientId: context.tenantId, setup, at: context.now.toISOString() });
@@ -110,6 +110,33 @@ export async function configureSendingDomain(
       : error;
   }
   return getSendingDomain(services, context.tenantId);
+}
+
+/**
+ * The provider's create. A create whose answer was lost (a timeout, a gateway's 502) may have
+ * created the domain anyway; SendGrid then refuses the retry with the same subdomain (400, "already
+ * exists"). That authentication is adopted when no client of this service holds it and none of its
+ * records was ever validated, so a retry succeeds instead of failing for good; any other stays refused.
+ */
+async function createOrAdopt(
+  services: Services,
+  authenticator: DomainAuthenticator,
+  request: { domain: string; subdomain?: string },
+): Promise<AuthenticatedDomain> {
+  try {
+    return await authenticator.create(request);
+  } catch (error) {
+    const refused = error instanceof DomainProviderError && error.permanent && error.statusCode === 400;
+    if (!refused || request.subdomain === undefined || !authenticator.find) throw error;
+    const existing = await authenticator.find({ domain: request.domain, subdomain: request.subdomain }).catch(() => undefined);
+    // One that was ever validated is no leftover of ours (nobody knew its id to validate it): it is
+    // someone's working authentication, and adopting it would verify a domain without publishing DNS.
+    if (!existing || existing.valid || existing.records.some((record) => record.valid)) throw error;
+    const holder = await domains(services).find({ provider: authenticator.kind, providerId: existing.providerId }, { limit: 1, readOnly: true });
+    if (holder.items.length > 0) throw error;
+    services.logger.info({ providerId: existing.providerId, domain: existing.domain }, 'adopting a domain authentication a lost create left at the provider');
+    return existing;
+  }
 }
 
 function sendingAddressOf(given: string | undefined, domain: string): string {
@@ -155,7 +182,17 @@ async function providerCall<T>(call: () => Promise<T>, creating: boolean): Promi
     return await call();
   } catch (error) {
     if (!(error instanceof DomainProviderError)) throw error;
-    if (!error.permanent) throw new DomainError('unavailable', `the email delivery provider is unavailable: ${error.message}; retry later`);
+    // 401/403: the provider refuses this service's key (revoked, or without the whitelabel scopes),
+    // not the client's domain; only an operator can fix it.
+    if (error.statusCode === 401 || error.statusCode === 403) {
+      throw new DomainError('unavailable', `the email delivery provider refused this service's credentials (${error.statusCode}); an operator must fix the provider API key (it needs domain authentication access)`, {
+        code: 'provider_misconfigured',
+      });
+    }
+    if (!error.permanent) {
+      const retryAfterSeconds = error.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(error.retryAfterMs / 1000));
+      throw new DomainError('unavailable', `the email delivery provider is unavailable: ${error.message}; retry later`, retryAfterSeconds === undefined ? undefined : { retryAfterSeconds });
+    }
     if (creating) throw new DomainError('unprocessable', error.message, { code: 'sendgrid_create_failed' });
     throw new DomainError('unprocessable', error.message, { code: 'domain_verification_failed' });
   }

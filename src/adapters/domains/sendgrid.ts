@@ -79,6 +79,15 @@ export class SendGridDomainAuthenticator implements DomainAuthenticator {
     return { ...current, records, valid: result.valid };
   }
 
+  /** `GET /v3/whitelabel/domains?domain=` (a search, so the answer is filtered to the exact names here). */
+  async find(request: { domain: string; subdomain: string }): Promise<AuthenticatedDomain | undefined> {
+    const domain = request.domain.trim().toLowerCase();
+    const subdomain = request.subdomain.trim().toLowerCase();
+    const listed = await this.call('could not list domains', z.array(sendGridDomain), { method: 'GET', url: DOMAINS, qs: { domain, limit: 200 } });
+    const match = listed.find((entry) => entry.domain.toLowerCase() === domain && entry.subdomain.toLowerCase() === subdomain);
+    return match ? fromSendGrid(match) : undefined;
+  }
+
   async remove(domain: AuthenticatedDomain): Promise<void> {
     try {
       await this.client.request({ method: 'DELETE', url: `${DOMAINS}/${encodeURIComponent(domain.providerId)}` });
@@ -111,5 +120,5 @@ function toDomainProviderError(error: unknown, failure: string): DomainProviderE
   const read = sendGridFailure(error);
   if (read.kind === 'unreachable') return new DomainProviderError(`SendGrid unreachable: ${read.reason}`, false);
   const text = `SendGrid ${failure} (${read.status})`;
-  return new DomainProviderError(read.messages.length ? `${text}: ${read.messages.join('; ')}` : text, read.permanent, read.status);
+  return new DomainProviderError(read.messages.length ? `${text}: ${read.messages.join('; ')}` : text, read.permanent, read.status, read.retryAfterMs);
 }
