@@ -1,6 +1,7 @@
 import { DomainProviderError, type AuthenticatedDomain, type DomainAuthenticator } from '../adapters/domains/port.js';
 import { ConcurrencyError } from '../adapters/eventstore/port.js';
 import { DomainError } from '../domain/decider.js';
+import { isEmailLocalPart } from '../domain/email-address.js';
 import { sendingDomainDecider, sendingDomainStream, type SendingDomainCommand } from '../domain/sending-domain.js';
 import type { SendingDomainDoc } from '../projections/sending-domains.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
@@ -141,7 +142,8 @@ async function createOrAdopt(
 
 function sendingAddressOf(given: string | undefined, domain: string): string {
   const address = !given ? `invites@${domain}` : given.includes('@') ? given.trim().toLowerCase() : `${given.trim().toLowerCase()}@${domain}`;
-  if (!address.endsWith(`@${domain}`) || !/^[^@\s]+@[^@\s]+$/.test(address)) {
+  // SendGrid refuses a From it cannot parse ("The from email does not contain a valid address."): every send would fail.
+  if (!address.endsWith(`@${domain}`) || !isEmailLocalPart(address.slice(0, -domain.length - 1))) {
     throw new DomainError('validation_error', 'the sending address must be at the custom domain', {
       errors: [{ path: 'sendingAddress', message: `must be an address at ${domain}, e.g. invites@${domain}` }],
     });

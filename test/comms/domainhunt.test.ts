@@ -106,4 +106,16 @@ describe('custom sending domain against SendGrid as it behaves', () => {
     expect(byPurpose).toEqual({ mail_cname: true, dkim1: true, dkim2: false });
     expect((await client.call('POST', `${api}/domain/activate`)).body.code).toBe('domain_not_verified');
   });
+
+  it('refuses (400) a sending address that is no email address, which SendGrid would refuse as the From of every send', async () => {
+    const client = await commsClient();
+    for (const sendingAddress of ['invites,ops', 'in"vites', 'invites..team', '.invites', 'in(v)ites@from.example.com']) {
+      const refused = await client.call('POST', `${api}/domain`, { domain: 'from.example.com', sendingAddress });
+      expect(refused.status, sendingAddress).toBe(400);
+      expect(refused.body.errors[0].path, sendingAddress).toBe('sendingAddress');
+    }
+    expect((await client.call('GET', `${api}/domain`)).status).toBe(404);
+    const fine = await client.call('POST', `${api}/domain`, { domain: 'from.example.com', sendingAddress: 'Guest.Desk+2026' });
+    expect(fine.body.sendingAddress).toBe('guest.desk+2026@from.example.com');
+  });
 });

@@ -83,8 +83,13 @@ export class SendGridDomainAuthenticator implements DomainAuthenticator {
   async find(request: { domain: string; subdomain: string }): Promise<AuthenticatedDomain | undefined> {
     const domain = request.domain.trim().toLowerCase();
     const subdomain = request.subdomain.trim().toLowerCase();
-    const listed = await this.call('could not list domains', z.array(sendGridDomain), { method: 'GET', url: DOMAINS, qs: { domain, limit: 200 } });
-    const match = listed.find((entry) => entry.domain.toLowerCase() === domain && entry.subdomain.toLowerCase() === subdomain);
+    const listed = await this.call('could not list domains', z.array(z.unknown()), { method: 'GET', url: DOMAINS, qs: { domain, limit: 200 } });
+    // Read one by one: another entry of the search (a legacy or manual-security one) in a shape not read here is no reason to fail.
+    const entries = listed.flatMap((entry) => {
+      const parsed = sendGridDomain.safeParse(entry);
+      return parsed.success ? [parsed.data] : [];
+    });
+    const match = entries.find((entry) => entry.domain.toLowerCase() === domain && entry.subdomain.toLowerCase() === subdomain);
     return match ? fromSendGrid(match) : undefined;
   }
 
