@@ -40,6 +40,20 @@ describe('custom sending domain against SendGrid as it behaves', () => {
 
     sendgrid.publishDns(atSendGrid!.id);
     expect((await client.call('POST', `${api}/domain/verify`)).body).toMatchObject({ valid: true, enableCustomDomain: true });
+    const history = await service.platform.eventStore.readStream(`domain-${client.id}`);
+    expect(history.map((e) => e.type)).toEqual(['DomainCreateUnanswered', 'DomainConfigured', 'DomainVerificationChecked', 'CustomDomainActivated']);
+  });
+
+  it('never adopts what another client’s unanswered create left: that retry is the other client’s (422)', async () => {
+    const first = await commsClient();
+    sendgrid.loseNextAnswer(504);
+    expect((await first.call('POST', `${api}/domain`, { domain: 'orphan.example.com', subdomain: 'mail' })).status).toBe(503);
+    const second = await commsClient();
+    const refused = await second.call('POST', `${api}/domain`, { domain: 'orphan.example.com', subdomain: 'Mail' });
+    expect(refused.status).toBe(422);
+    expect(refused.body.code).toBe('sendgrid_create_failed');
+    expect((await second.call('GET', `${api}/domain`)).status).toBe(404);
+    expect((await first.call('POST', `${api}/domain`, { domain: 'orphan.example.com', subdomain: 'mail' })).status).toBe(200);
   });
 
   it('still refuses (422) a domain and subdomain another client holds, without taking it over', async () => {
@@ -66,6 +80,8 @@ describe('custom sending domain against SendGrid as it behaves', () => {
     expect((await fetch(`${sendgrid.url}/v3/whitelabel/domains/${id}/validate`, { method: 'POST', headers })).status).toBe(200);
 
     const client = await commsClient();
+    sendgrid.loseNextAnswer(502); // the client's own create went unanswered too
+    expect((await client.call('POST', `${api}/domain`, { domain: 'operator.example.com', subdomain: 'mail' })).status).toBe(503);
     const taken = await client.call('POST', `${api}/domain`, { domain: 'operator.example.com', subdomain: 'mail' });
     expect(taken.status).toBe(422);
     expect(taken.body.code).toBe('sendgrid_create_failed');
