@@ -19,6 +19,8 @@ export interface DnsRecord {
   host: string;
   data: string;
   valid: boolean;
+  /** Why the provider found it not valid at the last check (SendGrid's validation `reason`), when it said. */
+  reason?: string;
 }
 
 export interface AuthenticatedDomain {

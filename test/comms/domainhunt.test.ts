@@ -120,6 +120,10 @@ describe('custom sending domain against SendGrid as it behaves', () => {
     expect(checked.body).toMatchObject({ valid: false, enableCustomDomain: false });
     const byPurpose = Object.fromEntries(checked.body.dnsRecords.map((r: { purpose: string; valid: boolean }) => [r.purpose, r.valid]));
     expect(byPurpose).toEqual({ mail_cname: true, dkim1: true, dkim2: false });
+    // SendGrid says why (validation_results.<purpose>.reason); the client sees it on that record only.
+    const dkim2 = checked.body.dnsRecords.find((r: { purpose: string }) => r.purpose === 'dkim2');
+    expect(dkim2.reason).toContain('s2._domainkey.partial.example.com');
+    expect(checked.body.dnsRecords.filter((r: { reason?: string }) => r.reason !== undefined)).toHaveLength(1);
     expect((await client.call('POST', `${api}/domain/activate`)).body.code).toBe('domain_not_verified');
   });
 

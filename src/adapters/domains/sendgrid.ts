@@ -41,7 +41,7 @@ const sendGridDomain = z.object({
 /** The validate answer: overall `valid` and, per record purpose, `valid` and a `reason` when not. */
 const validation = z.object({
   valid: z.boolean(),
-  validation_results: z.record(z.string(), z.object({ valid: z.boolean() }).loose()).default({}),
+  validation_results: z.record(z.string(), z.object({ valid: z.boolean(), reason: z.string().nullish() }).loose()).default({}),
 });
 
 export class SendGridDomainAuthenticator implements DomainAuthenticator {
@@ -72,10 +72,12 @@ export class SendGridDomainAuthenticator implements DomainAuthenticator {
     const url = `${DOMAINS}/${encodeURIComponent(domain.providerId)}`;
     const result = await this.call('could not validate the domain', validation, { method: 'POST', url: `${url}/validate` });
     const current = fromSendGrid(await this.call('could not read the domain', sendGridDomain, { method: 'GET', url }));
-    const records = current.records.map((record) => ({
-      ...record,
-      valid: result.validation_results[record.purpose]?.valid ?? record.valid,
-    }));
+    const records = current.records.map((record) => {
+      const checked = result.validation_results[record.purpose];
+      const valid = checked?.valid ?? record.valid;
+      // SendGrid's reason ("Expected CNAME for … to match …") tells the client what to correct.
+      return { ...record, valid, ...(!valid && checked?.reason ? { reason: checked.reason } : {}) };
+    });
     return { ...current, records, valid: result.valid };
   }
 
