@@ -1,7 +1,14 @@
 import { DomainProviderError, type AuthenticatedDomain, type DomainAuthenticator } from '../adapters/domains/port.js';
 import { ConcurrencyError } from '../adapters/eventstore/port.js';
 import { DomainError } from '../domain/decider.js';
-import { sendingDomainDecider, sendingDomainStream, type SendingDomainCommand } from '../domain/sending-domain.js';
+import { isEmailLocalPart } from '../domain/email-address.js';
+import {
+  createWentUnanswered,
+  sendingDomainDecider,
+  sendingDomainStream,
+  type SendingDomainCommand,
+  type SendingDomainState,
+} from '../domain/sending-domain.js';
 import type { SendingDomainDoc } from '../projections/sending-domains.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
@@ -97,14 +104,18 @@ export async function configureSendingDomain(
   }
   const taken = await domainVerifiedByAnother(services, context.tenantId, domain);
   if (taken) throw domainInUse(taken);
-  const created = await providerCall(() => authenticator.create({ domain, ...(request.subdomain ? { subdomain: request.subdomain } : {}) }), true);
+  const subdomain = request.subdomain?.trim().toLowerCase() || undefined;
+  const { created, adopted } = await providerCall(() => createOrAdopt(services, authenticator, context, { domain, ...(subdomain ? { subdomain } : {}) }), true);
   const setup = { provider: authenticator.kind, providerId: created.providerId, domain: created.domain, subdomain: created.subdomain, records: created.records, sendingAddress };
   try {
     await decide(services, context, { type: 'ConfigureDomain', clientId: context.tenantId, setup, at: context.now.toISOString() });
   } catch (error) {
-    await authenticator.remove(created).catch((cleanup: unknown) =>
-      services.logger.warn({ err: cleanup, providerId: created.providerId }, 'could not remove a domain left over at the provider'),
-    );
+    // One adopted may be what the winning request created (its answer arrived after all): kept.
+    if (!adopted) {
+      await authenticator.remove(created).catch((cleanup: unknown) =>
+        services.logger.warn({ err: cleanup, providerId: created.providerId }, 'could not remove a domain left over at the provider'),
+      );
+    }
     throw error instanceof ConcurrencyError
       ? new DomainError('conflict', 'a custom sending domain is already configured', { code: 'domain_already_configured' })
       : error;
@@ -112,9 +123,58 @@ export async function configureSendingDomain(
   return getSendingDomain(services, context.tenantId);
 }
 
+/**
+ * The provider's create. A create whose answer was lost (a timeout, a gateway's 502) may have
+ * created the domain anyway; SendGrid then refuses the retry with the same subdomain (400, "already
+ * exists"). A create of this client's that went unanswered is recorded (DomainCreateUnanswered), and
+ * its retry adopts that authentication when no client of this service holds it and none of its
+ * records was ever validated, so the retry succeeds instead of failing for good. Anything else
+ * stays refused: another's create is never adopted.
+ */
+async function createOrAdopt(
+  services: Services,
+  authenticator: DomainAuthenticator,
+  context: CommandContext,
+  request: { domain: string; subdomain?: string },
+): Promise<{ created: AuthenticatedDomain; adopted: boolean }> {
+  try {
+    return { created: await authenticator.create(request), adopted: false };
+  } catch (error) {
+    const { subdomain } = request;
+    if (!(error instanceof DomainProviderError) || subdomain === undefined || !authenticator.find) throw error;
+    if (!error.permanent) {
+      const at = context.now.toISOString();
+      await decide(services, context, { type: 'RecordUnansweredCreate', clientId: context.tenantId, domain: request.domain, subdomain, at }).catch((record: unknown) =>
+        services.logger.warn({ err: record }, 'could not record an unanswered domain create'),
+      );
+      throw error;
+    }
+    if (error.statusCode !== 400) throw error;
+    const state = await currentState(services, context.tenantId);
+    if (!createWentUnanswered(state, request.domain, subdomain)) throw error;
+    const existing = await authenticator.find({ domain: request.domain, subdomain }).catch(() => undefined);
+    // One that was ever validated is no leftover of ours (nobody knew its id to validate it): it is
+    // someone's working authentication, and adopting it would verify a domain without publishing DNS.
+    if (!existing || existing.valid || existing.records.some((record) => record.valid)) throw error;
+    const holder = await domains(services).find({ provider: authenticator.kind, providerId: existing.providerId }, { limit: 1, readOnly: true });
+    if (holder.items.length > 0) throw error;
+    services.logger.info({ providerId: existing.providerId, domain: existing.domain }, 'adopting a domain authentication a lost create left at the provider');
+    return { created: existing, adopted: true };
+  }
+}
+
+async function currentState(services: Services, clientId: string): Promise<SendingDomainState> {
+  let state = sendingDomainDecider.initialState();
+  for (const event of await services.eventStore.readStream(sendingDomainStream(clientId))) {
+    state = sendingDomainDecider.evolve(state, event as never);
+  }
+  return state;
+}
+
 function sendingAddressOf(given: string | undefined, domain: string): string {
   const address = !given ? `invites@${domain}` : given.includes('@') ? given.trim().toLowerCase() : `${given.trim().toLowerCase()}@${domain}`;
-  if (!address.endsWith(`@${domain}`) || !/^[^@\s]+@[^@\s]+$/.test(address)) {
+  // SendGrid refuses a From it cannot parse ("The from email does not contain a valid address."): every send would fail.
+  if (!address.endsWith(`@${domain}`) || !isEmailLocalPart(address.slice(0, -domain.length - 1))) {
     throw new DomainError('validation_error', 'the sending address must be at the custom domain', {
       errors: [{ path: 'sendingAddress', message: `must be an address at ${domain}, e.g. invites@${domain}` }],
     });
@@ -155,7 +215,17 @@ async function providerCall<T>(call: () => Promise<T>, creating: boolean): Promi
     return await call();
   } catch (error) {
     if (!(error instanceof DomainProviderError)) throw error;
-    if (!error.permanent) throw new DomainError('unavailable', `the email delivery provider is unavailable: ${error.message}; retry later`);
+    // 401/403: the provider refuses this service's key (revoked, or without the whitelabel scopes),
+    // not the client's domain; only an operator can fix it.
+    if (error.statusCode === 401 || error.statusCode === 403) {
+      throw new DomainError('unavailable', `the email delivery provider refused this service's credentials (${error.statusCode}); an operator must fix the provider API key (it needs domain authentication access)`, {
+        code: 'provider_misconfigured',
+      });
+    }
+    if (!error.permanent) {
+      const retryAfterSeconds = error.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(error.retryAfterMs / 1000));
+      throw new DomainError('unavailable', `the email delivery provider is unavailable: ${error.message}; retry later`, retryAfterSeconds === undefined ? undefined : { retryAfterSeconds });
+    }
     if (creating) throw new DomainError('unprocessable', error.message, { code: 'sendgrid_create_failed' });
     throw new DomainError('unprocessable', error.message, { code: 'domain_verification_failed' });
   }

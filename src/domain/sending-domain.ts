@@ -19,6 +19,8 @@ export interface DnsRecord {
   host: string;
   data: string;
   valid: boolean;
+  /** Why the provider found it not valid at the last check (SendGrid's validation `reason`), when it said. */
+  reason?: string;
 }
 
 export interface AuthenticatedDomain {
@@ -43,6 +45,11 @@ export interface DomainSetup {
 
 export type SendingDomainEvent =
   | { type: 'DomainConfigured'; data: { clientId: string; at: string } & DomainSetup }
+  /**
+   * A create at the provider whose answer never came (a timeout, a gateway error): it may have
+   * created the domain. The client's retry may adopt what it left (a lost create of its own only).
+   */
+  | { type: 'DomainCreateUnanswered'; data: { clientId: string; domain: string; subdomain: string; at: string } }
   | { type: 'DomainVerificationChecked'; data: { clientId: string; valid: boolean; records: DnsRecord[]; at: string } }
   /** `automatic`: set by the first successful verify (spec), not by an activate call. */
   | { type: 'CustomDomainActivated'; data: { clientId: string; automatic: boolean; at: string } }
@@ -50,25 +57,35 @@ export type SendingDomainEvent =
 
 export type SendingDomainCommand =
   | { type: 'ConfigureDomain'; clientId: string; setup: DomainSetup; at: string }
+  | { type: 'RecordUnansweredCreate'; clientId: string; domain: string; subdomain: string; at: string }
   | { type: 'RecordVerification'; clientId: string; result: AuthenticatedDomain; at: string }
   | { type: 'ActivateCustomDomain'; clientId: string; at: string }
   | { type: 'DeactivateCustomDomain'; clientId: string; at: string };
 
 export type SendingDomainState =
-  | { status: 'none' }
+  /** `unanswered`: `<subdomain>.<domain>` of this client's creates that got no answer. */
+  | { status: 'none'; unanswered: string[] }
   | { status: 'configured'; everVerified: boolean; enabled: boolean };
+
+/** Whether this client's own create of `subdomain`.`domain` went unanswered (so its retry may adopt what it left). */
+export const createWentUnanswered = (state: SendingDomainState, domain: string, subdomain: string): boolean =>
+  state.status === 'none' && state.unanswered.includes(`${subdomain}.${domain}`);
 
 export const sendingDomainStream = (clientId: string): string => `domain-${clientId}`;
 
 const noDomain = () => new DomainError('not_found', 'no custom sending domain is configured');
 
 export const sendingDomainDecider: Decider<SendingDomainState, SendingDomainCommand, SendingDomainEvent> = {
-  initialState: () => ({ status: 'none' }),
+  initialState: () => ({ status: 'none', unanswered: [] }),
 
   evolve(state, event) {
     if (event.type === 'DomainConfigured') return { status: 'configured', everVerified: false, enabled: false };
-    if (state.status === 'none') return state;
+    if (state.status === 'none') {
+      return event.type === 'DomainCreateUnanswered' ? { ...state, unanswered: [...state.unanswered, `${event.data.subdomain}.${event.data.domain}`] } : state;
+    }
     switch (event.type) {
+      case 'DomainCreateUnanswered':
+        return state;
       case 'DomainVerificationChecked':
         return { ...state, everVerified: state.everVerified || event.data.valid };
       case 'CustomDomainActivated':
@@ -85,6 +102,11 @@ export const sendingDomainDecider: Decider<SendingDomainState, SendingDomainComm
         throw new DomainError('conflict', 'a custom sending domain is already configured', { code: 'domain_already_configured' });
       }
       return [{ type: 'DomainConfigured', data: { clientId, at, ...command.setup } }];
+    }
+    if (command.type === 'RecordUnansweredCreate') {
+      const { domain, subdomain } = command;
+      if (state.status !== 'none' || state.unanswered.includes(`${subdomain}.${domain}`)) return [];
+      return [{ type: 'DomainCreateUnanswered', data: { clientId, domain, subdomain, at } }];
     }
     if (command.type === 'ActivateCustomDomain') {
       // Rule 5: without a successful verify (or without a domain at all) there is nothing verified to activate.

@@ -5,7 +5,7 @@
  * with `X-RateLimit-Reset`.
  *
  * Supported: `POST /v3/mail/send`; domain authentication with automated security
- * (`POST /v3/whitelabel/domains`, `GET` and `DELETE /v3/whitelabel/domains/{id}`,
+ * (`POST` and `GET /v3/whitelabel/domains` (`?domain=` searches), `GET` and `DELETE /v3/whitelabel/domains/{id}`,
  * `POST /v3/whitelabel/domains/{id}/validate`). DNS is not looked up: a test marks records as
  * propagated with `publishDns`, and validate answers from that.
  */
@@ -43,6 +43,11 @@ export interface SendGridDouble {
   accepted: AcceptedMail[];
   /** The next request gets this status (with a SendGrid-style error body) instead of being processed. */
   failNext(status: number, message?: string): void;
+  /**
+   * The next request is processed as usual (a domain is created, a mail accepted), but its answer
+   * is lost: the client gets this status instead, as from a gateway that timed out waiting.
+   */
+  loseNextAnswer(status: number): void;
   /** Authenticated domains by id, as created (and deleted) through the API. */
   domains: Map<number, SendGridDomain>;
   /**
@@ -103,7 +108,7 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
   // Real keys start with "SG."; the client warns on console otherwise.
   const apiKey = options.apiKey ?? `SG.double-${randomUUID()}`;
   const accepted: AcceptedMail[] = [];
-  const scripted: Array<{ status: number; message?: string }> = [];
+  const scripted: Array<{ status: number; message?: string; process?: boolean }> = [];
   const domains = new Map<number, SendGridDomain>();
   /** Per domain id, the records a test has published. */
   const propagated = new Map<number, Set<DnsPurpose>>();
@@ -117,15 +122,31 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
     const script = scripted.shift();
+    if (script?.process) {
+      // Acted on, answer lost: run the request against a sink, then answer the scripted status.
+      const sink = new http.ServerResponse(req);
+      await handle(req, sink, body);
+      return reply(res, script.status, [providerError(STATUS_MESSAGES[script.status] ?? 'error')]);
+    }
     if (script) {
       // SendGrid answers every request, a 429 too, with its rate limit: X-RateLimit-Reset is the Unix second it refreshes.
       const limits: Record<string, string> = script.status === 429 ? { 'X-RateLimit-Limit': '600', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(Math.floor(Date.now() / 1000) + 1) } : {};
       return reply(res, script.status, [providerError(script.message ?? STATUS_MESSAGES[script.status] ?? 'error')], limits);
     }
+    return handle(req, res, body);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse, body: string): Promise<void> {
     if (!authorized(req)) return reply(res, 401, [providerError(STATUS_MESSAGES[401])]);
-    const path = new URL(req.url ?? '/', 'http://double').pathname;
+    const url = new URL(req.url ?? '/', 'http://double');
+    const path = url.pathname;
     if (req.method === 'POST' && path === '/v3/mail/send') return mailSend(body, res);
     if (req.method === 'POST' && path === '/v3/whitelabel/domains') return createDomain(body, res);
+    if (req.method === 'GET' && path === '/v3/whitelabel/domains') {
+      // "Search for authenticated domains"; the caller filters the answer to the exact name.
+      const search = url.searchParams.get('domain')?.toLowerCase() ?? '';
+      return json(res, 200, [...domains.values()].filter((domain) => domain.domain.includes(search)));
+    }
     const domainRoute = /^\/v3\/whitelabel\/domains\/(\d+)(\/validate)?$/.exec(path);
     if (domainRoute) {
       const domain = domains.get(Number(domainRoute[1]));
@@ -232,6 +253,7 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
     apiKey,
     accepted,
     failNext: (status, message) => void scripted.push({ status, message }),
+    loseNextAnswer: (status) => void scripted.push({ status, process: true }),
     domains,
     publishDns,
     close: () =>

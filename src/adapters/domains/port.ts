@@ -17,6 +17,8 @@ export class DomainProviderError extends Error {
     /** Refused for good (a bad domain, a duplicate); false: the provider was unavailable. */
     readonly permanent: boolean,
     readonly statusCode?: number,
+    /** 429: when the provider's rate limit resets (SendGrid's X-RateLimit-Reset). */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'DomainProviderError';
@@ -31,4 +33,10 @@ export interface DomainAuthenticator {
   validate(domain: AuthenticatedDomain): Promise<AuthenticatedDomain>;
   /** Removes a domain this service created but could not keep (a lost race); one already gone is fine. */
   remove(domain: AuthenticatedDomain): Promise<void>;
+  /**
+   * The provider's existing authentication of exactly `domain` and `subdomain`, if it has one:
+   * what a create whose answer was lost (a timeout, a gateway error) left there, which the retry's
+   * create is refused for. Providers that refuse no duplicate need not implement it.
+   */
+  find?(request: { domain: string; subdomain: string }): Promise<AuthenticatedDomain | undefined>;
 }

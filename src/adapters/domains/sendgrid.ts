@@ -41,7 +41,7 @@ const sendGridDomain = z.object({
 /** The validate answer: overall `valid` and, per record purpose, `valid` and a `reason` when not. */
 const validation = z.object({
   valid: z.boolean(),
-  validation_results: z.record(z.string(), z.object({ valid: z.boolean() }).loose()).default({}),
+  validation_results: z.record(z.string(), z.object({ valid: z.boolean(), reason: z.string().nullish() }).loose()).default({}),
 });
 
 export class SendGridDomainAuthenticator implements DomainAuthenticator {
@@ -72,11 +72,27 @@ export class SendGridDomainAuthenticator implements DomainAuthenticator {
     const url = `${DOMAINS}/${encodeURIComponent(domain.providerId)}`;
     const result = await this.call('could not validate the domain', validation, { method: 'POST', url: `${url}/validate` });
     const current = fromSendGrid(await this.call('could not read the domain', sendGridDomain, { method: 'GET', url }));
-    const records = current.records.map((record) => ({
-      ...record,
-      valid: result.validation_results[record.purpose]?.valid ?? record.valid,
-    }));
+    const records = current.records.map((record) => {
+      const checked = result.validation_results[record.purpose];
+      const valid = checked?.valid ?? record.valid;
+      // SendGrid's reason ("Expected CNAME for … to match …") tells the client what to correct.
+      return { ...record, valid, ...(!valid && checked?.reason ? { reason: checked.reason } : {}) };
+    });
     return { ...current, records, valid: result.valid };
+  }
+
+  /** `GET /v3/whitelabel/domains?domain=` (a search, so the answer is filtered to the exact names here). */
+  async find(request: { domain: string; subdomain: string }): Promise<AuthenticatedDomain | undefined> {
+    const domain = request.domain.trim().toLowerCase();
+    const subdomain = request.subdomain.trim().toLowerCase();
+    const listed = await this.call('could not list domains', z.array(z.unknown()), { method: 'GET', url: DOMAINS, qs: { domain, limit: 200 } });
+    // Read one by one: another entry of the search (a legacy or manual-security one) in a shape not read here is no reason to fail.
+    const entries = listed.flatMap((entry) => {
+      const parsed = sendGridDomain.safeParse(entry);
+      return parsed.success ? [parsed.data] : [];
+    });
+    const match = entries.find((entry) => entry.domain.toLowerCase() === domain && entry.subdomain.toLowerCase() === subdomain);
+    return match ? fromSendGrid(match) : undefined;
   }
 
   async remove(domain: AuthenticatedDomain): Promise<void> {
@@ -111,5 +127,5 @@ function toDomainProviderError(error: unknown, failure: string): DomainProviderE
   const read = sendGridFailure(error);
   if (read.kind === 'unreachable') return new DomainProviderError(`SendGrid unreachable: ${read.reason}`, false);
   const text = `SendGrid ${failure} (${read.status})`;
-  return new DomainProviderError(read.messages.length ? `${text}: ${read.messages.join('; ')}` : text, read.permanent, read.status);
+  return new DomainProviderError(read.messages.length ? `${text}: ${read.messages.join('; ')}` : text, read.permanent, read.status, read.retryAfterMs);
 }

@@ -40,7 +40,7 @@ export function sendingDomainRouter(services: Services, authenticator: DomainAut
       summary: 'Check the DNS records now; the first successful verify enables the custom domain',
       tags,
       response: DomainResponse,
-      errors: [403, 404, 503],
+      errors: [403, 404, 409, 422, 503],
     },
     ({ res }) => verifySendingDomain(services, authenticator, context(res)),
   );

@@ -213,7 +213,14 @@ export const DomainResponse = registry.register(
     valid: z.boolean().openapi({ description: 'True once the provider has verified the DNS records (as of the last verify)' }),
     enableCustomDomain: z.boolean().openapi({ description: 'EnableCustomDomain: sends route through the custom domain' }),
     dnsRecords: z.array(
-      z.object({ purpose: z.string(), type: z.string(), host: z.string(), data: z.string(), valid: z.boolean() }),
+      z.object({
+        purpose: z.string(),
+        type: z.string(),
+        host: z.string(),
+        data: z.string(),
+        valid: z.boolean(),
+        reason: z.string().optional().openapi({ description: 'Why the provider found the record not valid at the last verify, when it said (e.g. the CNAME it found instead)' }),
+      }),
     ),
     sendingAddress: z.string(),
     createdAt: Timestamp,
