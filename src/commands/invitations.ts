@@ -1,6 +1,6 @@
 import type { LinkPolicy } from '../comms/link-safety.js';
 import { DomainError } from '../domain/decider.js';
-import { isEmailAddress } from '../domain/email-address.js';
+import { emailAddressProblem } from '../domain/email-address.js';
 import { guestDecider } from '../domain/guest.js';
 import { invitationDecider, invitationStream, suppressingEvents, type ProviderReport } from '../domain/invitation.js';
 import { derivedId } from '../domain/webhook.js';
@@ -52,7 +52,8 @@ export async function requestSends(services: Services, linkPolicy: LinkPolicy, c
   }
   const guests = named as GuestDoc[];
   const withoutEmail = guests.flatMap((g, i) => {
-    const problem = !g.email ? 'has no email address' : !isEmailAddress(g.email) ? 'has an email that is not an email address' : undefined;
+    const invalid = g.email ? emailAddressProblem(g.email) : undefined;
+    const problem = !g.email ? 'has no email address' : invalid ? `has an email that ${invalid.replace(/^must be/, 'is not')}` : undefined;
     return problem ? [{ path: `attendeeIds.${i}`, message: `guest ${guestIdOf(g)} ${problem}` }] : [];
   });
   if (withoutEmail.length > 0) throw new DomainError('validation_error', 'every guest needs an email address: see errors', { errors: withoutEmail });

@@ -4,6 +4,7 @@ import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { Doc } from '../adapters/readstore/port.js';
 import { DomainError } from '../domain/decider.js';
 import { guestDecider, type GuestCommand, type GuestEvent, type GuestState } from '../domain/guest.js';
+import { addressForms, addressKeyText } from '../domain/email-address.js';
 import { invitationStream } from '../domain/invitation.js';
 import { dataKeyId, personalGuestFields, unmatchedScanKeyId } from '../domain/personal-data.js';
 import { customIdStream, erasedCustomIdKey, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
@@ -215,11 +216,14 @@ function personalValues(sources: unknown[]): PersonalValues {
       if (!holder) continue;
       for (const field of personalGuestFields) add(holder[field]);
       if (typeof holder.email === 'string' && holder.email) emails.add(holder.email);
+      // An internationalized domain is also quoted in its other form (a provider's error names the ASCII one it was sent to).
+      if (typeof holder.email === 'string') addressForms(holder.email).forEach(add);
       if (typeof holder.customId === 'string' && holder.customId) customIds.add(holder.customId);
     }
     for (const field of ['to', 'email'] as const) {
       if (typeof data[field] === 'string') {
         add(data[field]);
+        addressForms(data[field]).forEach(add);
         emails.add(data[field]);
       }
     }
@@ -457,7 +461,8 @@ async function commsEventsOf(services: Services, clientId: string, guestId: stri
 async function suppressionsOf(services: Services, clientId: string, emails: string[]) {
   const found = new Map<string, { email: string; reason: string; at: string }>();
   for (const email of emails) {
-    const address = email.trim().toLowerCase();
+    // One entry per address: the guest's ada@bücher.de and the recipient ada@xn--bcher-kva.de are one.
+    const address = addressKeyText(email);
     const entry = found.has(address) ? undefined : await suppressionOf(services, clientId, email);
     if (entry) found.set(address, { email, reason: entry.reason, at: entry.at });
   }

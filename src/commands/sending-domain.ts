@@ -1,3 +1,4 @@
+import { domainToASCII } from 'node:url';
 import { DomainProviderError, type AuthenticatedDomain, type DomainAuthenticator } from '../adapters/domains/port.js';
 import { ConcurrencyError } from '../adapters/eventstore/port.js';
 import { DomainError } from '../domain/decider.js';
@@ -73,8 +74,14 @@ export async function domainVerifiedByAnother(services: Services, clientId: stri
   return page.items[0]?.domain;
 }
 
-/** The domain part of an address (after its last `@`). */
-export const domainOfAddress = (address: string): string => address.slice(address.lastIndexOf('@') + 1);
+/**
+ * The domain part of an address (after its last `@`), in ASCII form: `bücher.de` is the
+ * `xn--bcher-kva.de` an account verifies (a sending domain is configured in ASCII).
+ */
+export const domainOfAddress = (address: string): string => {
+  const domain = address.trim().slice(address.trim().lastIndexOf('@') + 1);
+  return domainToASCII(domain) || domain;
+};
 
 const domainInUse = (domain: string) =>
   new DomainError('conflict', `${domain} is verified as another account's sending domain: configure a domain whose DNS you control`, { code: 'domain_in_use' });

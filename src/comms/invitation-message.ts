@@ -2,6 +2,7 @@ import type { MailMessage } from '../adapters/mailer/port.js';
 import { headerText, renderTemplate, type MergeValues } from './merge-tokens.js';
 import { codeImages, codeTokensIn } from './code-images.js';
 import { ianaZone } from '../shared/time-zones.js';
+import { asciiEmailAddress } from '../domain/email-address.js';
 
 /** The parts an invitation email is made of, as the read models hold them. */
 export interface InvitationParts {
@@ -53,9 +54,11 @@ export async function invitationMessage(parts: InvitationParts, sender: Sender):
   const toName = headerText(String(values.fullName ?? ''));
   return {
     messageKey: parts.attendeeInvitationId,
-    from: { email: template.fromAddress ?? sender.address, ...(fromName ? { name: fromName } : {}) },
-    to: { email: guest.email, ...(toName ? { name: toName } : {}) },
-    ...(template.replyTo ? { replyTo: { email: template.replyTo } } : {}),
+    // An internationalized domain goes out in its ASCII form (ada@xn--bcher-kva.de): SendGrid and
+    // SMTP without SMTPUTF8 take only ASCII addresses (docs/invitations.md, Internationalized addresses).
+    from: { email: asciiEmailAddress(template.fromAddress ?? sender.address), ...(fromName ? { name: fromName } : {}) },
+    to: { email: asciiEmailAddress(guest.email), ...(toName ? { name: toName } : {}) },
+    ...(template.replyTo ? { replyTo: { email: asciiEmailAddress(template.replyTo) } } : {}),
     subject: rendered.subject,
     html: rendered.html,
     text: rendered.text,

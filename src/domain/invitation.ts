@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { DomainError, type Decider } from './decider.js';
 import type { StreamNameKey } from './reservation.js';
+import { addressKeyText } from './email-address.js';
 
 /*
  * One invitation email to one guest (spec: check-in rule 1, Events): `invitation-<attendeeInvitationId>`.
@@ -52,12 +53,13 @@ export type ProviderEventType = (typeof providerEventTypes)[number];
 /**
  * The suppression list's key for an address of a client (docs/personal-data.md, Erasure): an
  * HMAC-SHA256 under the stream-name key (a plain SHA-256 with PII_ENCRYPTION=off, when every
- * field is plaintext anyway) of the client and the address, trimmed and lower-cased. It names the
+ * field is plaintext anyway) of the client and the address, trimmed and lower-cased, its domain in ASCII form (addressKeyText: `ada@bücher.de` and
+ * `ada@xn--bcher-kva.de`, the form SendGrid reports, are one address). It names the
  * entry instead of the address, so an entry can outlive the erasure of a guest who had the address
  * without keeping the address.
  */
 export const suppressionAddressKey = (clientId: string, email: string, nameKey: StreamNameKey | undefined): string => {
-  const text = `suppressed-address\n${clientId}\n${email.trim().toLowerCase()}`;
+  const text = `suppressed-address\n${clientId}\n${addressKeyText(email)}`;
   return nameKey ? `#${nameKey.id}.${createHmac('sha256', nameKey.key).update(text, 'utf8').digest('base64url')}` : createHash('sha256').update(text, 'utf8').digest('base64url');
 };
 

@@ -2,6 +2,7 @@ import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { WriteOp } from '../adapters/readstore/port.js';
 import { suppressingEvents, type InvitationEvent, type InvitationStatus, type ProviderEventType } from '../domain/invitation.js';
 import type { Projection } from './projection.js';
+import { addressKeyText } from '../domain/email-address.js';
 
 /** `invitations`: one document per invitation email (attendeeInvitationId), its state and history. */
 export interface InvitationDoc {
@@ -73,7 +74,7 @@ export interface SuppressionDoc {
 }
 
 /** A legacy entry's id: the address itself. */
-export const suppressionId = (clientId: string, email: string): string => `${clientId}:${email.trim().toLowerCase()}`;
+export const suppressionId = (clientId: string, email: string): string => `${clientId}:${addressKeyText(email)}`;
 /** An entry's id by the address's keyed hash (suppressionAddressKey); `#` keeps it apart from every legacy id. */
 export const hashedSuppressionId = (clientId: string, emailKey: string): string => `${clientId}#${emailKey}`;
 

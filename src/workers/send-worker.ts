@@ -9,7 +9,7 @@ import { invitationMessage, type InvitationParts, type Sender } from '../comms/i
 import { unsafeLinks, type LinkPolicy } from '../comms/link-safety.js';
 import { withEmbeddedImages } from '../comms/code-images.js';
 import type { PdfRenderer } from '../comms/pdf-pool.js';
-import { isEmailAddress } from '../domain/email-address.js';
+import { emailAddressProblem } from '../domain/email-address.js';
 import type { GuestEvent } from '../domain/guest.js';
 import {
   invitationDecider,
@@ -318,7 +318,8 @@ export class SendWorker implements Worker {
     if (ids.noEmail) return { refuse: 'no_email', error: 'the guest had no email address when the invitation was requested' };
     if (!guest.email) return { refuse: 'no_email', error: 'the guest has no email address' };
     if (ids.invalidEmail) return { refuse: 'invalid_email', error: 'the guest’s email was not an email address when the invitation was requested' };
-    if (!isEmailAddress(guest.email)) return { refuse: 'invalid_email', error: 'the guest’s email is not an email address' };
+    const problem = emailAddressProblem(guest.email);
+    if (problem) return { refuse: 'invalid_email', error: `the guest’s email ${problem.replace(/^must be/, 'is not')}` };
     if (!account?.commsApiEnabled) return { refuse: 'comms_api_not_enabled', error: 'the comms API is not enabled for this account' };
     // Spec, Authentication rule 3: the guest path sends too, so it is gated like the comms routes.
     if (!account.senderTrusted) return { refuse: 'trust_required', error: 'sender verification has not been completed for this account' };

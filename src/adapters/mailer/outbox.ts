@@ -12,6 +12,7 @@ import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { z } from 'zod';
 import { MailerError, type MailAddress, type Mailer, type MailMessage, type MailReceipt } from './port.js';
 import { processAlive } from '../../shared/process-alive.js';
+import { isEmailAddress } from '../../domain/email-address.js';
 
 /** Header carrying `MailMessage.messageKey`, so a moved or forwarded file still names its message. */
 export const MESSAGE_KEY_HEADER = 'X-Message-Key';
@@ -109,7 +110,8 @@ export function mailOptions(message: MailMessage): Mail.Options {
 const emailSchema = z.email();
 
 function checkedAddress(field: string, address: MailAddress): Mail.Address {
-  if (!emailSchema.safeParse(address.email).success) {
+  // zod's email takes no punycode TLD (xn--p1ai, .рф): an address of ours (isEmailAddress) passes too.
+  if (!emailSchema.safeParse(address.email).success && !isEmailAddress(address.email)) {
     throw new MailerError(`invalid ${field} address: ${JSON.stringify(address.email)}`, true);
   }
   return { address: address.email, name: address.name ?? '' };

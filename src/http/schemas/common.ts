@@ -4,7 +4,7 @@ import { registry } from '../openapi.js';
 import { normalizeId } from '../../shared/ids.js';
 import { parseDateTime } from '../../shared/date-time.js';
 import type { WallReading } from '../../shared/time-zones.js';
-import { EMAIL_PATTERN } from '../../domain/email-address.js';
+import { EMAIL_PATTERN, emailAddressProblem } from '../../domain/email-address.js';
 
 /**
  * A branch of a body's `oneOf`/`anyOf` that requires one field, with the field's type: without the type, a generated
@@ -174,12 +174,17 @@ export const VisibleText = (max?: number) => {
 
 /**
  * An email address as the service accepts it. The same pattern validates and is published,
- * so a client generated from /openapi.json sends only addresses that are accepted.
+ * so a client generated from /openapi.json sends only addresses that are accepted; an
+ * internationalized domain (`ada@bücher.de`) must also convert to its ASCII form (UTS #46),
+ * which a pattern cannot say (docs/api.md, Strings).
  */
 export const Email = z
   .string()
   .max(320)
-  .regex(EMAIL_PATTERN, 'must be an email address')
+  .superRefine((value, ctx) => {
+    const problem = emailAddressProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
   // The pattern is the rule (no `format: email`, whose checkers accept other addresses).
   .openapi({ pattern: EMAIL_PATTERN.source, example: 'ada@example.com' });
 
