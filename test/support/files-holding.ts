@@ -19,7 +19,10 @@ export function filesHolding(dir: string, needles: string[]): string[] {
   const lower = needles.map((n) => n.toLowerCase());
   return filesUnder(dir)
     .filter((file) => {
-      const text = fs.readFileSync(file).toString('latin1').toLowerCase();
+      // Read as UTF-8, the encoding every store here writes text in: a needle beyond ASCII ("Zoë")
+      // is found as its UTF-8 bytes (read as latin1 it never matched, whatever the file held).
+      // Bytes that are not UTF-8 (page headers, numbers) become U+FFFD and match nothing.
+      const text = fs.readFileSync(file).toString('utf8').toLowerCase();
       return lower.some((n) => text.includes(n));
     })
     .map((file) => path.relative(dir, file));
