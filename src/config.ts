@@ -170,6 +170,13 @@ export interface CommsConfig {
   blockedLinkDomains: string[];
   /** SEND_RETRY_DELAYS_MS: waits before retrying a send the provider refused for now (attempts = delays + 1). */
   sendRetryDelaysMs: number[];
+  /**
+   * SEND_CREDENTIALS_RETRY_DELAYS_MS: waits before trying again a send the provider refused on our
+   * credentials, the last one repeating (default 10 s, 30 s, 1 min, 2 min, 5 min).
+   */
+  sendCredentialsRetryDelaysMs: number[];
+  /** SEND_CREDENTIALS_HOLD_MS: how long such a send is held before it fails as provider_credentials_refused (default a day). */
+  sendCredentialsHoldMs: number;
   /** SEND_CONCURRENCY: emails in flight at once in one worker process. */
   sendConcurrency: number;
   /**
@@ -542,6 +549,10 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReade
   if (delays.some((d) => !Number.isInteger(d) || d < 0)) {
     problems.push(`SEND_RETRY_DELAYS_MS must be comma-separated non-negative integers (milliseconds) such as 2000,10000, got "${env.SEND_RETRY_DELAYS_MS}"`);
   }
+  const credentialDelays = list(env.SEND_CREDENTIALS_RETRY_DELAYS_MS || '10000,30000,60000,120000,300000').map(wholeNumber);
+  if (credentialDelays.length === 0 || credentialDelays.some((d) => !Number.isInteger(d) || d < 0 || d > maxTimerMs)) {
+    problems.push(`SEND_CREDENTIALS_RETRY_DELAYS_MS must be comma-separated non-negative integers (milliseconds) such as 10000,300000, got "${env.SEND_CREDENTIALS_RETRY_DELAYS_MS}"`);
+  }
   const sendingAddress = env.INVITES_SENDING_ADDRESS || 'invites@checkin.localhost';
   if (!/^[^@\s]+@[^@\s]+$/.test(sendingAddress)) problems.push(`INVITES_SENDING_ADDRESS must be an email address such as invites@example.com, got ${JSON.stringify(sendingAddress)}`);
   const concurrency = int('SEND_CONCURRENCY', 8, { min: 1, why: 'emails in flight at once' });
@@ -556,6 +567,8 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReade
     blockedLinkDomains: list(env.SPAM_BLOCKED_DOMAINS).map((d) => d.toLowerCase()),
     sendRetryDelaysMs: delays,
     sendConcurrency: concurrency,
+    sendCredentialsRetryDelaysMs: credentialDelays,
+    sendCredentialsHoldMs: int('SEND_CREDENTIALS_HOLD_MS', 86_400_000, { min: 0, why: 'milliseconds a send refused on our provider credentials is held and retried' }),
     // A lease is renewed every third of it, at most every 100 ms: one under a second lapses between
     // heartbeats at an ordinary pause, and another worker would take over (and send again) an email
     // still going out; 0 made every attempt stale at once.

@@ -589,7 +589,7 @@ export function createWorkers(
   platform: Platform,
   services: Services,
   config: Config,
-  metrics: Pick<Metrics, 'countSend' | 'countWebhookAttempt'>,
+  metrics: Pick<Metrics, 'countSend' | 'countWebhookAttempt' | 'setSendsBlockedOnCredentials'>,
   options: { retention?: boolean } = {},
 ): Worker[] {
   const { comms } = config;
@@ -609,6 +609,8 @@ export function createWorkers(
     retryDelaysMs: comms.sendRetryDelaysMs,
     concurrency: comms.sendConcurrency,
     attemptLeaseMs: comms.sendLeaseMs,
+    credentialsRetryDelaysMs: comms.sendCredentialsRetryDelaysMs,
+    credentialsHoldMs: comms.sendCredentialsHoldMs,
     sweepMs: comms.sweepMs,
     metrics,
   });

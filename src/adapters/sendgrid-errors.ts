@@ -59,6 +59,20 @@ const notSentCodes = new Set([
 /** Longest wait a rate-limit answer may ask for; a reset further away is taken as this. */
 const MAX_RETRY_AFTER_MS = 3_600_000;
 
+/**
+ * Whether SendGrid refused our API key rather than the request: every 401 (a key that is wrong,
+ * deleted or revoked: "The provided authorization grant is invalid, expired, or revoked"; "Maximum
+ * credits exceeded"; "Authenticated user is not authorized to send mail"), and a 403 unless its
+ * message is about the message's sender (`access forbidden` is a key without the needed scope, e.g.
+ * `mail.send`). A 403 "The from address does not match a verified Sender Identity" refuses that
+ * message's From, not the key (SendGrid's "4XX API Errors and Troubleshooting Suggestions").
+ */
+export function refusesCredentials(status: number, messages: string[]): boolean {
+  if (status === 401) return true;
+  if (status !== 403) return false;
+  return !messages.some((message) => /sender identity|from address|from email|send from/i.test(message));
+}
+
 /** The failure in our terms; `withFields` adds SendGrid's `field` to each message. */
 export function sendGridFailure(error: unknown, options: { withFields?: boolean } = {}): SendGridFailure {
   if (!isResponseError(error)) {

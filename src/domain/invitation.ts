@@ -40,6 +40,11 @@ export type SendFailureCode =
   /** Sender verification is not completed (or was revoked) for the account (spec: 403 trust_required). */
   | 'trust_required'
   | 'provider_rejected'
+  /**
+   * The provider refused our credentials (SendGrid 401 or a key-scope 403, SMTP authentication): the
+   * send was held and retried, and this is its final failure once the hold ran out (SendFailed only).
+   */
+  | 'provider_credentials_refused'
   | 'provider_unavailable'
   /** The email could not be built (the PDF, for one): a retry would fail the same way. */
   | 'render_failed'
@@ -114,7 +119,8 @@ export type InvitationEvent =
   | {
       type: 'SendAttemptFailed';
       /** `attendeeId` names the guest whose data key seals `error` (it may quote the address); events before it lack it. */
-      data: { attendeeInvitationId: string; attendeeId?: string; attempt: number; code: SendFailureCode; error: string; retryAt: string };
+      /** `heldSince`: code provider_credentials_refused, when this run of credential refusals began (the hold's start). */
+      data: { attendeeInvitationId: string; attendeeId?: string; attempt: number; code: SendFailureCode; error: string; retryAt: string; heldSince?: string };
     }
   | {
       type: 'SendSucceeded';
@@ -137,8 +143,10 @@ export type InvitationCommand =
    * The worker is about to hand the email to the provider. `idempotentProvider`: handing
    * the same message over twice still makes one email (the outbox), so an attempt cut
    * short by a crash may be repeated; with any other provider it may not (see decide).
+   * `credentialsRetry`: an invitation held on the provider's refusal of our credentials may start
+   * before its retryAt (the worker has no refusal outstanding: the key may work now).
    */
-  | { type: 'StartAttempt'; to: string; at: string; leaseMs: number; idempotentProvider: boolean }
+  | { type: 'StartAttempt'; to: string; at: string; leaseMs: number; idempotentProvider: boolean; credentialsRetry?: boolean }
   /** The heartbeat of an attempt in progress: extends its lease (issue 12, item 4). */
   | { type: 'RenewLease'; attempt: number; at: string; leaseMs: number }
   | { type: 'RecordSent'; attempt: number; provider: string; providerMessageId: string; at: string; attachedPdf: boolean }
@@ -171,6 +179,10 @@ export type InvitationState =
       to?: string;
       leaseUntil?: string;
       retryAt?: string;
+      /** Held on the provider's refusal of our credentials since then (cleared by another outcome). */
+      credentialsHeldSince?: string;
+      /** Attempts that failed on our credentials: not counted against the retry schedule (SEND_RETRY_DELAYS_MS). */
+      credentialHolds?: number;
       seenProviderEvents: string[];
       /** The stage (stageOf) of the report providerStatus shows; 0: none yet. */
       providerStage: number;
@@ -194,8 +206,12 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
         return { ...state, status: 'sending', attempts: event.data.attempt, to: event.data.to, leaseUntil: event.data.leaseUntil };
       case 'SendLeaseRenewed':
         return state.status === 'sending' && state.attempts === event.data.attempt ? { ...state, leaseUntil: event.data.leaseUntil } : state;
-      case 'SendAttemptFailed':
-        return { ...state, status: 'retrying', retryAt: event.data.retryAt };
+      case 'SendAttemptFailed': {
+        const { credentialsHeldSince: _h, ...rest } = state;
+        if (event.data.code !== 'provider_credentials_refused') return { ...rest, status: 'retrying', retryAt: event.data.retryAt };
+        const credentialsHeldSince = event.data.heldSince ?? state.credentialsHeldSince ?? event.data.retryAt;
+        return { ...rest, status: 'retrying', retryAt: event.data.retryAt, credentialsHeldSince, credentialHolds: (state.credentialHolds ?? 0) + 1 };
+      }
       case 'SendSucceeded':
         return { ...state, status: 'sent' };
       case 'SendFailed':
@@ -250,7 +266,8 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
         const { attendeeInvitationId, attendeeId } = state.ids;
         if (!command.permanent && command.retryAt) {
           const data = { attendeeInvitationId, attendeeId, attempt: command.attempt, code: command.code, error: command.error, retryAt: command.retryAt };
-          return [{ type: 'SendAttemptFailed', data }];
+          const held = command.code === 'provider_credentials_refused' ? { heldSince: state.credentialsHeldSince ?? command.at } : {};
+          return [{ type: 'SendAttemptFailed', data: { ...data, ...held } }];
         }
         return [failed(state, command.code, command.error, command.permanent, command.at)];
       }
@@ -298,6 +315,8 @@ function startAttempt(command: Extract<InvitationCommand, { type: 'StartAttempt'
     case 'requested':
       return [start];
     case 'retrying':
+      // Held on our credentials, the worker may try before retryAt (a restart with a new key, or the key working again).
+      if (command.credentialsRetry && state.credentialsHeldSince) return [start];
       return Date.parse(command.at) >= Date.parse(state.retryAt!) ? [start] : [];
     case 'sending':
       // Another worker's attempt still holds its lease: leave it alone.

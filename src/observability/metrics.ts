@@ -39,6 +39,7 @@ export class Metrics {
   private readonly relayLagSeconds: Gauge;
   private readonly consumerLag: Gauge<'group' | 'topic'>;
   private readonly webhookPending: Gauge;
+  private readonly sendsBlockedOnCredentials: Gauge;
   private readonly webhookDeadLettered: Gauge;
   private readonly busDeadLetters: Gauge<'topic'>;
   private readonly busDeadLettersReplayed: Gauge<'topic'>;
@@ -81,6 +82,11 @@ export class Metrics {
     this.relayLagEvents = new Gauge({ name: 'relay_lag_events', help: 'Events in the store past the relay checkpoint (not all of them are published)', registers });
     this.relayLagSeconds = new Gauge({ name: 'relay_lag_seconds', help: 'Age of the oldest event past the relay checkpoint (0 when caught up)', registers });
     this.consumerLag = new Gauge({ name: 'bus_consumer_lag_messages', help: 'Messages published and not yet committed by a consumer group, per topic', labelNames: ['group', 'topic'], registers });
+    this.sendsBlockedOnCredentials = new Gauge({
+      name: 'invitation_sends_blocked_on_credentials',
+      help: 'The email provider refused our credentials (SENDGRID_API_KEY, SMTP_URL) at its last answer: invitation sends are held (1) or not (0)',
+      registers,
+    });
     this.webhookPending = new Gauge({ name: 'webhook_deliveries_pending', help: 'Webhook deliveries waiting for an attempt (pending or retrying)', registers });
     this.webhookDeadLettered = new Gauge({ name: 'webhook_deliveries_dead_lettered', help: 'Webhook deliveries whose attempts ran out (dead letters)', registers });
     this.busDeadLetters = new Gauge({ name: 'bus_dead_letters', help: 'Messages held in <topic>.dlq (a consumer gave up on them), per source topic', labelNames: ['topic'], registers });
@@ -101,6 +107,7 @@ export class Metrics {
   countsWorkers(): void {
     for (const outcome of webhookAttemptOutcomes) this.webhookAttempts.inc({ outcome }, 0);
     this.sends.inc({ outcome: 'sent', code: '' }, 0);
+    this.sendsBlockedOnCredentials.set(0);
   }
 
   observeHttp(route: string, method: string, status: number, seconds: number): void {
@@ -114,6 +121,11 @@ export class Metrics {
 
   countSend(outcome: SendOutcome, code = ''): void {
     this.sends.inc({ outcome, code });
+  }
+
+  /** The send worker's hold on refused provider credentials began (true) or ended (false). */
+  setSendsBlockedOnCredentials(blocked: boolean): void {
+    this.sendsBlockedOnCredentials.set(blocked ? 1 : 0);
   }
 
   countWebhookAttempt(outcome: WebhookAttemptOutcome): void {

@@ -54,9 +54,20 @@ export interface SendSettings {
   attemptLeaseMs: number;
   /** How often this worker looks for sends no live worker holds (another worker was killed); 0: never. */
   sweepMs?: number;
-  /** Counts outcomes in invitation_sends_total. */
-  metrics?: Pick<Metrics, 'countSend'>;
+  /**
+   * Waits before trying again a send the provider refused on our credentials (SendGrid 401 or a
+   * key-scope 403, SMTP authentication); the last one repeats. Not counted against retryDelaysMs.
+   */
+  credentialsRetryDelaysMs?: number[];
+  /** How long a send is held on refused credentials before it fails as provider_credentials_refused. */
+  credentialsHoldMs?: number;
+  /** Counts outcomes in invitation_sends_total; says when sends are blocked on the provider's credentials. */
+  metrics?: Pick<Metrics, 'countSend'> & Partial<Pick<Metrics, 'setSendsBlockedOnCredentials'>>;
 }
+
+/** Defaults of the hold on refused credentials (docs/invitations.md): 10 s growing to 5 min, for a day. */
+export const defaultCredentialsRetryDelaysMs = [10_000, 30_000, 60_000, 120_000, 300_000];
+export const defaultCredentialsHoldMs = 86_400_000;
 
 export const sendWorkerGroup = 'send-worker';
 
@@ -68,6 +79,8 @@ export const sendWorkerGroup = 'send-worker';
  */
 function attemptFailure(error: unknown): { code: SendFailureCode; error: string; permanent: boolean; retryAfterMs?: number } {
   if (!(error instanceof MailerError)) return { code: 'render_failed', error: `the email could not be built: ${(error as Error).message}`, permanent: true };
+  // Our credentials, not the email: the provider took nothing, so the send is held (recordFailure).
+  if (error.credentialsRefused) return { code: 'provider_credentials_refused', error: `${error.message}; ${error.credentialsRefused}`, permanent: false, retryAfterMs: 0 };
   if (error.outcomeUnknown) {
     const advice = 'check the provider activity, then send again with POST /comms/v1/api/comms/send';
     return { code: 'outcome_unknown', error: `${error.message}; ${advice}`, permanent: false };
@@ -95,6 +108,8 @@ export class SendWorker implements Worker {
   private sweeping = false;
   /** Invitations queued because a bus message asked for them (again): only those report comms.skipped. */
   private readonly requestedByBus = new Set<string>();
+  /** The provider's last answer to this process refused our credentials: held sends wait for their retryAt. */
+  private credentialsBlocked = false;
   private readonly logger: Logger;
 
   constructor(
@@ -221,7 +236,8 @@ export class SendWorker implements Worker {
     if (state.status === 'none' || state.status === 'failed') return;
     // Queued by a sweep or a resume from a read model that lags: sent is done, not a request to skip.
     if (state.status === 'sent' && !repeatedRequest) return;
-    if (state.status === 'retrying' && Date.parse(state.retryAt!) > Date.now()) {
+    const heldMayTry = state.status === 'retrying' && state.credentialsHeldSince !== undefined && !this.credentialsBlocked;
+    if (state.status === 'retrying' && Date.parse(state.retryAt!) > Date.now() && !heldMayTry) {
       this.queue!.enqueue(invitationId, clientId, Date.parse(state.retryAt!));
       return;
     }
@@ -240,6 +256,7 @@ export class SendWorker implements Worker {
       at: this.now(),
       leaseMs: this.settings.attemptLeaseMs,
       idempotentProvider: this.settings.mailer.kind === 'outbox',
+      ...(heldMayTry ? { credentialsRetry: true } : {}),
     });
     const attempt = started.events.find((e) => e.type === 'SendStarted');
     if (!attempt || attempt.type !== 'SendStarted' || !prepared) return;
@@ -278,6 +295,7 @@ export class SendWorker implements Worker {
         at: this.now(),
         attachedPdf: prepared.attachPdf,
       });
+      await this.released().catch((error: unknown) => this.logger.warn({ err: error }, 'held invitation sends not re-queued; each goes at its retryAt'));
     } catch (error) {
       if (this.queue!.isStopped) return;
       await this.recordFailure(invitationId, clientId, attempt, error);
@@ -295,10 +313,51 @@ export class SendWorker implements Worker {
   private async recordFailure(invitationId: string, clientId: string, attempt: number, error: unknown): Promise<void> {
     if (!(error instanceof MailerError)) this.logger.error({ err: error, invitationId }, 'the invitation email could not be built');
     const { retryAfterMs, ...failure } = attemptFailure(error);
-    const delay = this.settings.retryDelaysMs[attempt - 1];
+    const state = await this.load(invitationId);
+    const holds = state.status === 'none' ? 0 : (state.credentialHolds ?? 0);
+    if (failure.code === 'provider_credentials_refused') return this.hold(invitationId, clientId, attempt, failure.error, state, holds);
+    // Attempts held on refused credentials do not use up the retry schedule.
+    const delay = this.settings.retryDelaysMs[attempt - 1 - holds];
     const retryAt = retryAfterMs !== undefined && delay !== undefined ? new Date(Date.now() + Math.max(delay, retryAfterMs)).toISOString() : undefined;
     await this.decide(clientId, invitationId, { type: 'RecordAttemptFailed', attempt, ...failure, ...(retryAt ? { retryAt } : {}), at: this.now() });
     if (retryAt) this.queue!.enqueue(invitationId, clientId, Date.parse(retryAt));
+  }
+
+  /**
+   * The provider refused our credentials (docs/invitations.md, Held on provider credentials): not the
+   * guest's or the email's fault, and nothing was accepted. The send is held and tried again, with a
+   * growing delay, until the hold (credentialsHoldMs since the first refusal) is over; only then does
+   * it fail as provider_credentials_refused. One error line says what to fix, when the block begins.
+   */
+  private async hold(invitationId: string, clientId: string, attempt: number, error: string, state: InvitationState, holds: number): Promise<void> {
+    if (!this.credentialsBlocked) {
+      this.credentialsBlocked = true;
+      this.settings.metrics?.setSendsBlockedOnCredentials?.(true);
+      this.logger.error({ provider: this.settings.mailer.kind, error: withoutAddresses(error) }, 'the email provider refused our credentials: invitation sends are held until they are fixed');
+    }
+    const delays = this.settings.credentialsRetryDelaysMs ?? defaultCredentialsRetryDelaysMs;
+    const holdMs = this.settings.credentialsHoldMs ?? defaultCredentialsHoldMs;
+    const now = this.services.clock.now().getTime();
+    const heldSince = state.status !== 'none' && state.credentialsHeldSince ? Date.parse(state.credentialsHeldSince) : now;
+    const over = now - heldSince >= holdMs;
+    const retryAt = over ? undefined : new Date(Date.now() + (delays[Math.min(holds, delays.length - 1)] ?? 0)).toISOString();
+    const text = over ? `${error}; held since ${new Date(heldSince).toISOString()}, not sent` : error;
+    await this.decide(clientId, invitationId, { type: 'RecordAttemptFailed', attempt, code: 'provider_credentials_refused', error: text, permanent: false, ...(retryAt ? { retryAt } : {}), at: this.now() });
+    if (retryAt) this.queue!.enqueue(invitationId, clientId, Date.parse(retryAt));
+  }
+
+  /** The provider took an email after refusing our credentials: the held sends go now. */
+  private async released(): Promise<void> {
+    if (!this.credentialsBlocked) return;
+    this.credentialsBlocked = false;
+    this.settings.metrics?.setSendsBlockedOnCredentials?.(false);
+    this.logger.info({ provider: this.settings.mailer.kind }, 'the email provider accepts our credentials again: held invitation sends resume');
+    const queue = this.queue!;
+    const invitations = this.services.readStore.collection<InvitationDoc>('invitations');
+    for await (const doc of invitations.stream({ status: { $in: ['retrying'] } })) {
+      if (queue.isStopped) return;
+      queue.enqueue(doc._id, doc.clientId, Date.now());
+    }
   }
 
   /** Everything the email needs, or why it cannot be sent. Read at send time: the guest's current email counts. */

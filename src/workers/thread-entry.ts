@@ -33,7 +33,7 @@ try {
   const config = revive(cloned) as Config;
   const logger = createLogger(config.logLevel).child({ thread: 'workers' });
   const metric = (method: Extract<FromThread, { type: 'metric' }>['method']) => (...args: unknown[]) => tell({ type: 'metric', method, args });
-  const metrics = { countSend: metric('countSend'), countWebhookAttempt: metric('countWebhookAttempt'), observeAppend: metric('observeAppend') };
+  const metrics = { countSend: metric('countSend'), countWebhookAttempt: metric('countWebhookAttempt'), observeAppend: metric('observeAppend'), setSendsBlockedOnCredentials: metric('setSendsBlockedOnCredentials') };
   const readStore = new RemoteReadStore(readStorePort, readStoreKind);
   const platform = createPlatform(config, logger, metrics, undefined, readStore);
   // The main thread's subscribers (projections, relay) read these rows from memory, not the file.

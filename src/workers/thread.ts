@@ -23,7 +23,7 @@ export type FromThread =
   /** The thread appended these rows, and the events file is synced up to this position. */
   | { type: 'appended'; durablePosition: number; rows: StoredRow[] }
   | { type: 'erased'; guestId: string }
-  | { type: 'metric'; method: 'countSend' | 'countWebhookAttempt' | 'observeAppend'; args: unknown[] }
+  | { type: 'metric'; method: 'countSend' | 'countWebhookAttempt' | 'observeAppend' | 'setSendsBlockedOnCredentials'; args: unknown[] }
   | { type: 'readYourWrites'; id: number; position: number };
 
 /** What the main thread says to the workers' thread. */

@@ -125,7 +125,9 @@ describe('sendgrid mailer', () => {
     }
     errors.push(await mailer.send(message({ subject: '' })).catch((error: unknown) => error));
 
-    expect(errors.map((error) => (error as MailerError).permanent)).toEqual([true, true, true, true, false, false, true]);
+    // 401 and 403 `access forbidden` refuse the key, not the message: held and retried (docs/invitations.md).
+    expect(errors.map((error) => (error as MailerError).permanent)).toEqual([true, false, false, true, false, false, true]);
+    expect(errors.map((error) => (error as MailerError).credentialsRefused !== undefined)).toEqual([false, true, true, false, false, false, false]);
     for (const error of errors) expect(`${(error as Error).stack} ${JSON.stringify(error)}`).not.toContain(double.apiKey);
   });
 
@@ -194,14 +196,14 @@ describe('smtp mailer', () => {
     expect(mail.envelope).toEqual({ from: 'events@example.com', to: ['guest@example.org'] });
   });
 
-  it.each(['PLAIN', 'LOGIN'] as const)('a wrong password (AUTH %s) is a permanent MailerError, 535, never containing the password', async (method) => {
+  it.each(['PLAIN', 'LOGIN'] as const)('a wrong password (AUTH %s) is a MailerError refusing our credentials (held, not permanent), 535, never containing the password', async (method) => {
     const server = await startSmtp({ authMethods: [method] });
     const wrong = `wrong:${randomUUID()}/@%`;
     const mailer = new SmtpMailer(server.urlWith({ password: wrong }));
     const error = await rejection(mailer.send(message()));
     await mailer.close();
 
-    expect(error).toMatchObject({ name: 'MailerError', permanent: true, statusCode: 535 });
+    expect(error).toMatchObject({ name: 'MailerError', permanent: false, statusCode: 535, credentialsRefused: expect.stringContaining('SMTP_URL') });
     const shown = `${error.message} ${error.stack} ${JSON.stringify(error)}`;
     // As typed, as it stands in the URL, and as it crosses the wire (AUTH PLAIN / AUTH LOGIN).
     const forms = [wrong, encodeURIComponent(wrong), base64(`\0${server.user}\0${wrong}`), base64(wrong)];
@@ -250,7 +252,7 @@ describe('smtp mailer', () => {
     const error = (fields: object) => Object.assign(new Error('smtp failure'), fields);
     const before = { bodyEnded: false };
     expect(smtpError(error({ responseCode: 550, code: 'EENVELOPE' }), before)).toMatchObject({ permanent: true, statusCode: 550, outcomeUnknown: false });
-    expect(smtpError(error({ responseCode: 535, code: 'EAUTH' }), before)).toMatchObject({ permanent: true });
+    expect(smtpError(error({ responseCode: 535, code: 'EAUTH' }), before)).toMatchObject({ permanent: false, credentialsRefused: expect.stringContaining('SMTP_URL') });
     expect(smtpError(error({ responseCode: 451, code: 'EENVELOPE' }), before)).toMatchObject({ permanent: false, statusCode: 451, outcomeUnknown: false });
     expect(smtpError(error({ code: 'ECONNECTION', command: 'CONN' }), before)).toMatchObject({ permanent: false, statusCode: undefined, outcomeUnknown: false });
     expect(smtpError(error({ code: 'ETIMEDOUT', command: 'CONN' }), before)).toMatchObject({ permanent: false, outcomeUnknown: false });

@@ -177,14 +177,14 @@ export function mailerContract(name: string, make: () => Promise<MailerUnderTest
       expect(error.message).toContain('The to email is invalid');
     });
 
-    it('a wrong API key is a permanent MailerError that never contains the key', async ({ skip }) => {
+    it('a wrong API key is a MailerError refusing our credentials (held and retried, not permanent) that never contains the key', async ({ skip }) => {
       skip(!subject.withApiKey, `${name} authenticates without an API key (its own tests cover a wrong password)`);
       const wrongKey = `SG.wrong-${randomUUID()}`;
       const mailer = subject.withApiKey!(wrongKey);
       extraMailers.push(mailer);
 
       const error = await rejection(mailer.send(invitation()));
-      expect(error).toMatchObject({ permanent: true, statusCode: 401 });
+      expect(error).toMatchObject({ permanent: false, statusCode: 401, credentialsRefused: expect.stringContaining('SENDGRID_API_KEY') });
       expect(`${error.message} ${error.stack} ${JSON.stringify(error)}`).not.toContain(wrongKey);
     });
   });

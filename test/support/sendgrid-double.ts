@@ -48,6 +48,12 @@ export interface SendGridDouble {
    * is lost: the client gets this status instead, as from a gateway that timed out waiting.
    */
   loseNextAnswer(status: number): void;
+  /**
+   * Every request is refused as SendGrid refuses a key (401 by default: revoked, deleted or wrong;
+   * 403 `access forbidden`: a key without the scope) until `restoreKey`, as after a bad key rotation.
+   */
+  revokeKey(status?: 401 | 403, message?: string): void;
+  restoreKey(): void;
   /** Authenticated domains by id, as created (and deleted) through the API. */
   domains: Map<number, SendGridDomain>;
   /**
@@ -114,6 +120,7 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
   const propagated = new Map<number, Set<DnsPurpose>>();
   const userId = randomInt(1_000_000, 10_000_000);
   let nextDomainId = 1;
+  let revoked: { status: number; message: string } | undefined;
 
   const server = http.createServer((req, res) => {
     void route(req, res).catch((error: Error) => reply(res, 500, [providerError(error.message)]));
@@ -137,6 +144,7 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse, body: string): Promise<void> {
+    if (revoked) return reply(res, revoked.status, [providerError(revoked.message)]);
     if (!authorized(req)) return reply(res, 401, [providerError(STATUS_MESSAGES[401])]);
     const url = new URL(req.url ?? '/', 'http://double');
     const path = url.pathname;
@@ -254,6 +262,8 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
     accepted,
     failNext: (status, message) => void scripted.push({ status, message }),
     loseNextAnswer: (status) => void scripted.push({ status, process: true }),
+    revokeKey: (status = 401, message) => void (revoked = { status, message: message ?? STATUS_MESSAGES[status]! }),
+    restoreKey: () => void (revoked = undefined),
     domains,
     publishDns,
     close: () =>

@@ -56,12 +56,19 @@ export interface MailerErrorDetails {
   outcomeUnknown?: boolean;
   /** The provider asked not to be called again before this many milliseconds (a rate limit's reset). */
   retryAfterMs?: number;
+  /**
+   * The provider refused our credentials (SendGrid 401 or a key-scope 403, an SMTP authentication
+   * failure), not the message: what the operator has to fix. Nothing was accepted, so the send is held
+   * and tried again (docs/invitations.md, Held on provider credentials).
+   */
+  credentialsRefused?: string;
 }
 
 /** The provider did not accept the message. `permanent`: sending the same message again cannot succeed. */
 export class MailerError extends Error {
   readonly outcomeUnknown: boolean;
   readonly retryAfterMs?: number;
+  readonly credentialsRefused?: string;
 
   constructor(
     message: string,
@@ -74,6 +81,7 @@ export class MailerError extends Error {
     this.name = 'MailerError';
     this.outcomeUnknown = details.outcomeUnknown ?? false;
     if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
+    if (details.credentialsRefused !== undefined) this.credentialsRefused = details.credentialsRefused;
   }
 }
 

@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import { Client } from '@sendgrid/client';
 import { MailService, type MailDataRequired } from '@sendgrid/mail';
 import { MailerError, type MailAddress, type Mailer, type MailMessage, type MailReceipt } from './port.js';
-import { isResponseError, sendGridFailure } from '../sendgrid-errors.js';
+import { isResponseError, refusesCredentials, sendGridFailure } from '../sendgrid-errors.js';
 
 export interface SendGridMailerOptions {
   apiKey: string;
@@ -127,7 +127,13 @@ function toMailerError(error: unknown): MailerError {
     );
   }
   const text = `SendGrid rejected the message (${failure.status}${failure.statusText ? ` ${failure.statusText}` : ''})`;
-  return new MailerError(failure.messages.length ? `${text}: ${failure.messages.join('; ')}` : text, failure.permanent, failure.status, {
+  const described = failure.messages.length ? `${text}: ${failure.messages.join('; ')}` : text;
+  if (refusesCredentials(failure.status, failure.messages)) {
+    // Our key, not the email: SendGrid took nothing, so the send is held and tried again (send worker).
+    const fix = 'check SENDGRID_API_KEY: a key that exists in SendGrid (Settings > API Keys) with the Mail Send (mail.send) scope, on an account that may send';
+    return new MailerError(`SendGrid refused the API key (${failure.status}${failure.messages.length ? `: ${failure.messages.join('; ')}` : ''})`, false, failure.status, { credentialsRefused: fix });
+  }
+  return new MailerError(described, failure.permanent, failure.status, {
     ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}),
   });
 }

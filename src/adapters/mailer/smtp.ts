@@ -96,8 +96,15 @@ function watchEnd(output: Readable, handOver: HandOver): Readable {
  *   `response` if there was one), ETLS; or the transport's 'Unexpected socket close' with neither.
  */
 export function smtpError(error: unknown, handOver: HandOver = { bodyEnded: false }): MailerError {
-  const { message, responseCode } = error as { message?: string; responseCode?: number };
+  const { message, responseCode, code } = error as { message?: string; responseCode?: number; code?: unknown };
   const text = `SMTP: ${message ?? String(error)}`;
+  // Our credentials, not the message (nodemailer's EAUTH: a refused AUTH such as 535 5.7.8, or no
+  // password to offer; 530 5.7.0 "Authentication required" to MAIL FROM, RFC 4954 §6): nothing was
+  // taken, so the send is held and tried again (send worker).
+  if (code === 'EAUTH' || responseCode === 530) {
+    const fix = 'check SMTP_URL: the user name and password (smtps://user:pass@host) the SMTP server accepts';
+    return new MailerError(text, false, responseCode, { credentialsRefused: fix });
+  }
   const replied = typeof responseCode === 'number' && responseCode >= 400 && responseCode < 600;
   if (replied) return new MailerError(text, responseCode >= 500, responseCode);
   if (handOver.bodyEnded) {
