@@ -110,13 +110,14 @@ describe('export fidelity', () => {
     expect(file.headers.get('content-disposition')).toContain(`filename*=UTF-8''${'x'.repeat(99)}%20guests%20`);
   });
 
-  it('downloads an export whose title holds a lone surrogate (the API takes any string as a title)', async () => {
-    const event = await newEventWith('Broken \ud83c title', [{ firstName: 'A' }]);
-    const reply = await exportCall(alice, event);
-    expect(reply.status).toBe(200);
-    const file = await download(alice, reply.body.url);
-    expect(file.status).toBe(200);
-    expect(reply.body.fileName).toMatch(/^Broken _ title guests \d{8}T\d{6}Z\.csv$/);
+  it('refuses a title holding a lone surrogate (no character; I-JSON), so no export file name meets one from the API', async () => {
+    const before = await alice.call('GET', '/checkin/v1/api/events?limit=1000');
+    const refused = await alice.call('POST', '/checkin/v1/api/event', { title: 'Broken \ud83c title', startTime: '2026-01-01T18:00:00Z', endTime: '2026-01-02T02:00:00Z' });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ code: 'invalid_encoding' });
+    expect(JSON.stringify(refused.body)).toContain('title');
+    const after = await alice.call('GET', '/checkin/v1/api/events?limit=1000');
+    expect(after.body.items.length).toBe(before.body.items.length);
   });
 
   it("writes the API's \"no end\" 9999-12-31T23:59:59Z as a time in both files, east of UTC too", async () => {
