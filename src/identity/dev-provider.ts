@@ -66,7 +66,8 @@ class SignInThrottle {
 /**
  * The built-in OpenID provider used when no `OIDC_ISSUER` is configured (README, Configuration).
  * Mount the router at `/core`: discovery, JWKS and an RFC 6749 token endpoint for the
- * client_credentials and password grants, issuing RS256 JWT access tokens.
+ * client_credentials, password and (with refreshTokens) refresh_token grants, issuing RS256 JWT
+ * access tokens; the password grant answers a refresh token too (refresh-tokens.ts).
  */
 export function createDevIdentityProvider(options: DevIdentityProviderOptions): Router {
   const ttl = options.tokenTtlSeconds ?? 3600;
