@@ -3,7 +3,15 @@
  * rotation for a public client, reuse of a spent token revokes the whole sign-in). Door staff
  * and the dashboard stay signed in past the access token's hour without the password again.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EmbeddedReadStore } from '../../src/adapters/readstore/embedded.js';
+import { MongoReadStore } from '../../src/adapters/readstore/mongo.js';
+import type { ReadStore } from '../../src/adapters/readstore/port.js';
+import { RefreshTokens, type RefreshFamilyDoc } from '../../src/identity/refresh-tokens.js';
 import { createClient, request, startTestService, type Client, type TestService } from '../support/service.js';
 
 let offsetMs = 0;
@@ -189,5 +197,79 @@ describe('two api processes sharing DATA_DIR', () => {
     } finally {
       await second.close();
     }
+  });
+});
+
+/** Two connections to one store stand for two api processes: each adapter at hand (MongoDB with MONGO_URL). */
+const stores: [string, () => Promise<{ open: () => ReadStore; drop: () => Promise<void> }>][] = [
+  [
+    'embedded read store (one SQLite file, two connections)',
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'refreshtok-'));
+      return { open: () => new EmbeddedReadStore(path.join(dir, 'read-models.sqlite')), drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+    },
+  ],
+];
+const mongoUrl = process.env.MONGO_URL;
+if (mongoUrl) {
+  stores.push([
+    'MongoDB read store (MONGO_URL, two clients)',
+    async () => {
+      const dbName = `refreshtok_test_${process.pid}_${Date.now()}`;
+      return {
+        open: () => new MongoReadStore({ url: mongoUrl, dbName }),
+        drop: async () => {
+          const client = new MongoClient(mongoUrl);
+          await client.db(dbName).dropDatabase().finally(() => client.close());
+        },
+      };
+    },
+  ]);
+}
+
+describe.each(stores)('refresh token families on the %s', (_name, setUp) => {
+  const subject = { sub: 'tm-1', tenant: 'acct-1', role: 'team_member' as const };
+  const always = async () => true;
+  let now = Date.parse('2026-11-28T10:00:00Z');
+  let drop: () => Promise<void>;
+  let opened: ReadStore[];
+  let one: RefreshTokens;
+  let other: RefreshTokens;
+
+  beforeAll(async () => {
+    const store = await setUp();
+    drop = store.drop;
+    opened = [store.open(), store.open()];
+    const make = (s: ReadStore) => new RefreshTokens({ collection: s.collection<RefreshFamilyDoc>('refresh_token_families'), now: () => new Date(now) });
+    [one, other] = [make(opened[0]!), make(opened[1]!)];
+  });
+  afterAll(async () => {
+    for (const s of opened) await s.close();
+    await drop();
+  });
+
+  it('a token rotated by one process is spent at the other, whose reuse ends the family for both', async () => {
+    const first = await one.issue(subject, 'checkin-app');
+    const rotated = await other.rotate(first, 'checkin-app', always);
+    expect(rotated.ok).toBe(true);
+    expect(await one.rotate(first, 'checkin-app', always)).toEqual({ ok: false, reason: 'reused' });
+    if (!rotated.ok) return;
+    expect(await other.rotate(rotated.token, 'checkin-app', always)).toEqual({ ok: false, reason: 'unknown' });
+  });
+
+  it('of two refreshes racing with one token, exactly one wins', async () => {
+    const first = await one.issue(subject, 'checkin-app');
+    const results = await Promise.all([one.rotate(first, 'checkin-app', always), other.rotate(first, 'checkin-app', always)]);
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+  });
+
+  it('lapsed families are purged; live ones stay', async () => {
+    const old = await one.issue(subject, 'checkin-app');
+    now += 8 * 86_400_000;
+    const live = await one.issue(subject, 'checkin-app');
+    // The process that wrote a family last holds its newest version (an embedded store's other connection has an old copy).
+    expect(await one.purgeExpired()).toBeGreaterThanOrEqual(1);
+    expect(await one.rotate(old, 'checkin-app', always)).toEqual({ ok: false, reason: 'unknown' });
+    expect((await one.rotate(live, 'checkin-app', always)).ok).toBe(true);
   });
 });
