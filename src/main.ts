@@ -31,6 +31,7 @@ import { openSqliteFile } from './adapters/sqlite-file.js';
 import { MongoClient } from 'mongodb';
 import { accountCredentials } from './commands/credentials.js';
 import { createDevIdentityProvider } from './identity/dev-provider.js';
+import { RefreshTokens, type RefreshFamilyDoc } from './identity/refresh-tokens.js';
 import { loadOrCreateSigningKey } from './identity/signing-key.js';
 import { createTokenVerifier } from './identity/token-verifier.js';
 import { accountsProjection, teamMembersProjection } from './projections/accounts.js';
@@ -682,6 +683,15 @@ async function startApi(
   closers.push(async () => overload.close());
   // Rate limits and the sign-in throttle count in one store that every api process shares.
   const counters = await rateLimitStore(config, closers, services.logger);
+  // The dev provider's refresh tokens live in the read store, which every api process shares.
+  const refreshTokens = config.oidcIssuer
+    ? undefined
+    : new RefreshTokens({
+        collection: platform.readStore.collection<RefreshFamilyDoc>('refresh_token_families'),
+        lifetimeSeconds: config.refreshTokenTtlSeconds,
+        idleSeconds: config.refreshTokenIdleSeconds,
+        now: () => services.clock.now(),
+      });
   const app = createApp({
     services,
     metrics: { registry: metrics, ...(config.observability.metricsToken ? { token: config.observability.metricsToken } : {}) },
@@ -701,6 +711,7 @@ async function startApi(
           ...(config.oidcAudience ? { audience: config.oidcAudience } : {}),
           failedSignInStore: counters,
           logger: services.logger,
+          ...(refreshTokens ? { refreshTokens } : {}),
         }),
     adminApiKey: config.adminApiKey,
     dashboard: {
@@ -724,6 +735,7 @@ async function startApi(
   // The read-store port has no TTL index: expired Idempotency-Key records are purged hourly,
   // expired guest exports (files and records) every minute.
   every(3_600_000, 'idempotency key purge', () => purgeExpiredIdempotencyKeys(platform.readStore), closers, services.logger);
+  if (refreshTokens) every(3_600_000, 'refresh token purge', () => refreshTokens.purgeExpired(), closers, services.logger);
   every(60_000, 'export sweep', () => sweepExpiredExports(services, exportSettings(config)), closers, services.logger);
   let drain: HttpDrain | undefined;
   // The overload guard answers before the app while the process cannot keep up (src/http/middleware/overload.ts);

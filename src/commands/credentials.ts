@@ -1,5 +1,6 @@
 import type { CredentialVerifier, TokenSubject } from '../identity/credentials.js';
-import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
+import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc, type TeamMemberRemovalDoc } from '../projections/accounts.js';
+import { scopedKey } from '../shared/ids.js';
 import { dummyPasswordHash, sameSecret, verifyPassword } from '../shared/secrets.js';
 import { caselessKey } from '../shared/text-key.js';
 import type { Services } from './services.js';
@@ -13,6 +14,7 @@ const clientSubject = (account: AccountDoc): TokenSubject => ({ sub: account._id
 export function accountCredentials(services: Services): CredentialVerifier {
   const accounts = services.readStore.collection<AccountDoc>('accounts');
   const members = services.readStore.collection<TeamMemberDoc>('team_members');
+  const removals = services.readStore.collection<TeamMemberRemovalDoc>('team_member_removals');
   return {
     async verifyClient(clientId, clientSecret) {
       const account = await accounts.get(clientId.toLowerCase());
@@ -42,6 +44,20 @@ export function accountCredentials(services: Services): CredentialVerifier {
       for (const candidate of byEmail) if (await verifyPassword(password, candidate.passwordHash)) matching.push(candidate);
       // Two accounts with this email and this password: whose sign-in it is cannot be told.
       return matching.length === 1 ? clientSubject(matching[0]!) : null;
+    },
+    async signInStands(subject, signedInAtMs) {
+      // swap(id, null, null) changes nothing and answers the document as stored: an api process
+      // beside the projecting one on an embedded read store holds an old copy in memory.
+      const account = (await accounts.swap(subject.tenant, null, null)).current;
+      if (!account) return false;
+      if (subject.role === 'client') {
+        // As authentication does (src/http/auth.ts): a sign-out-all password change ends the account user's sign-ins made before it.
+        return subject.sub === account._id && !(account.sessionsValidAfter && signedInAtMs < Date.parse(account.sessionsValidAfter));
+      }
+      const id = scopedKey(subject.tenant, subject.sub);
+      const removal = (await removals.swap(id, null, null)).current;
+      if (removal && signedInAtMs < Date.parse(removal.removedAt)) return false;
+      return (await members.swap(id, null, null)).current !== null;
     },
   };
 }

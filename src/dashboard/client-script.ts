@@ -3,8 +3,10 @@
  * step); kept as text here so it ships inside the compiled service. It must not contain
  * backquotes or dollar-brace sequences.
  *
- * The token and subscription key live in this closure only: nothing is written to storage,
- * cookies or the URL, so a reload signs out.
+ * The tokens (access and refresh) and the subscription key live in this closure only: nothing
+ * is written to storage, cookies or the URL, so a reload signs out. Shortly before the access
+ * token expires, or on a 401, the refresh token gets a new one (once; one refresh at a time, as
+ * a spent refresh token presented twice ends the sign-in); only a refused refresh signs out.
  */
 export const dashboardScript = String.raw`
 (function () {
@@ -72,14 +74,83 @@ export const dashboardScript = String.raw`
     });
   }
 
-  function api(path) {
-    return fetch(path, {
-      headers: { authorization: 'Bearer ' + session.token, 'ocp-apim-subscription-key': session.key, accept: 'application/json' },
-    }).then(function (res) {
-      return res.json().catch(function () { return {}; }).then(function (json) {
-        if (res.status === 401) { signOut('Your session ended (' + (json.message || 'unauthorized') + '). Sign in again.'); throw new Error('unauthorized'); }
-        if (!res.ok) { var e = new Error(json.message || ('HTTP ' + res.status)); e.status = res.status; e.code = json.code; throw e; }
-        return json;
+  /** POSTs a token request; resolves with the reply, its JSON read (an empty object when it is not JSON). */
+  function tokenRequest(fields) {
+    return fetch(tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) })
+      .then(function (res) { return res.json().catch(function () { return {}; }).then(function (json) { return { ok: res.ok, status: res.status, json: json }; }); });
+  }
+
+  function startSession(reply, key) {
+    return {
+      token: reply.access_token,
+      refreshToken: reply.refresh_token || null,
+      expiresAt: reply.expires_in > 0 ? Date.now() + Number(reply.expires_in) * 1000 : null,
+      // Refresh this long before expiry: a minute, or a tenth of a shorter lifetime.
+      margin: Math.min(60000, Number(reply.expires_in) * 100) || 0,
+      key: key,
+      refreshing: null,
+    };
+  }
+
+  /**
+   * A new access token from the refresh token (RFC 6749 section 6). Resolves true when the session
+   * has one, false when the identity provider refused (the session is over); rejects when it could
+   * not be asked (offline: the session stays and the next poll tries again).
+   */
+  function refreshSession() {
+    var current = session;
+    if (!current || !current.refreshToken) return Promise.resolve(false);
+    if (current.refreshing) return current.refreshing;
+    current.refreshing = tokenRequest({ grant_type: 'refresh_token', client_id: 'checkin-app', refresh_token: current.refreshToken })
+      .then(function (reply) {
+        if (session !== current) return false;
+        if (reply.ok && reply.json.access_token) {
+          var next = startSession(reply.json, current.key);
+          // A provider that does not rotate answers no new refresh token: the old one stays (RFC 6749 section 6).
+          current.token = next.token;
+          current.expiresAt = next.expiresAt;
+          current.margin = next.margin;
+          if (next.refreshToken) current.refreshToken = next.refreshToken;
+          return true;
+        }
+        if (reply.status >= 400 && reply.status < 500) { current.refreshToken = null; return false; }
+        throw new Error('the sign-in service answered HTTP ' + reply.status);
+      })
+      .finally(function () { current.refreshing = null; });
+    return current.refreshing;
+  }
+
+  function ended(message) {
+    signOut('Your session ended (' + (message || 'unauthorized') + '). Sign in again.');
+    return new Error('unauthorized');
+  }
+
+  function api(path, retried) {
+    if (!session) return Promise.reject(new Error('unauthorized'));
+    // Shortly before the access token expires (a minute, or a tenth of a short lifetime), refresh it first.
+    var current = session;
+    var soon = current.expiresAt && current.refreshToken && Date.now() > current.expiresAt - current.margin;
+    var ready = soon && !retried ? refreshSession().catch(function () { return true; }) : Promise.resolve(true);
+    return ready.then(function (ok) {
+      if (!ok) throw ended('the sign-in could not be renewed');
+      var used = current.token;
+      return fetch(path, {
+        headers: { authorization: 'Bearer ' + used, 'ocp-apim-subscription-key': current.key, accept: 'application/json' },
+      }).then(function (res) {
+        return res.json().catch(function () { return {}; }).then(function (json) {
+          if (res.status === 401) {
+            if (session !== current) throw new Error('unauthorized');
+            if (retried || !current.refreshToken) throw ended(json.message);
+            // Another request may have refreshed meanwhile: retry with its token, else refresh once.
+            var renewed = current.token !== used ? Promise.resolve(true) : refreshSession();
+            return renewed.then(function (again) {
+              if (!again) throw ended(json.message);
+              return api(path, true);
+            });
+          }
+          if (!res.ok) { var e = new Error(json.message || ('HTTP ' + res.status)); e.status = res.status; e.code = json.code; throw e; }
+          return json;
+        });
       });
     });
   }
@@ -96,13 +167,12 @@ export const dashboardScript = String.raw`
     $('login-error').textContent = '';
     if (!key) { $('login-error').textContent = 'Enter the account\u2019s subscription key.'; return; }
     setStatus('Signing in\u2026');
-    fetch(tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form })
-      .then(function (res) { return res.json().catch(function () { return {}; }).then(function (json) { return { ok: res.ok, status: res.status, json: json }; }); })
+    tokenRequest(form)
       .then(function (reply) {
         if (!reply.ok || !reply.json.access_token) {
           throw new Error(reply.json.error_description || reply.json.message || reply.json.error || (reply.ok ? 'sign-in failed' : 'the sign-in service answered HTTP ' + reply.status));
         }
-        session = { token: reply.json.access_token, key: key };
+        session = startSession(reply.json, key);
         $('password').value = '';
         return allEvents(null, []);
       })

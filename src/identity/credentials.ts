@@ -15,4 +15,10 @@ export interface CredentialVerifier {
   verifyClient(clientId: string, clientSecret: string): Promise<TokenSubject | null>;
   /** password grant: username + password of an account user (role client) or a team member (role team_member). null when wrong. */
   verifyPassword(username: string, password: string): Promise<TokenSubject | null>;
+  /**
+   * refresh_token grant: whether a password sign-in made at `signedInAtMs` still stands: its
+   * subject exists (the account; the team member, not removed since) and no sign-out-all password
+   * change came after it. Read as the store holds it now, not from a process's old copy.
+   */
+  signInStands(subject: TokenSubject, signedInAtMs: number): Promise<boolean>;
 }

@@ -5,6 +5,7 @@ import { counterLimiter, sourceIp, type RateLimitStore } from '../http/middlewar
 import type { Logger } from '../shared/logger.js';
 import { newId } from '../shared/ids.js';
 import type { CredentialVerifier, TokenSubject } from './credentials.js';
+import type { RefreshTokens } from './refresh-tokens.js';
 import { loadOrCreateSigningKey, type SigningKey } from './signing-key.js';
 
 /** The one public client allowed to use the password grant (the check-in app). */
@@ -28,6 +29,8 @@ export interface DevIdentityProviderOptions {
   /** Where the failure counts live: the rate limits' shared store, so every api process counts together; per process without it. */
   failedSignInStore?: RateLimitStore;
   logger?: Logger;
+  /** Refresh tokens for the password grant (RFC 6749 section 6); without it the grant answers none. */
+  refreshTokens?: RefreshTokens;
 }
 
 /**
@@ -63,7 +66,8 @@ class SignInThrottle {
 /**
  * The built-in OpenID provider used when no `OIDC_ISSUER` is configured (README, Configuration).
  * Mount the router at `/core`: discovery, JWKS and an RFC 6749 token endpoint for the
- * client_credentials and password grants, issuing RS256 JWT access tokens.
+ * client_credentials, password and (with refreshTokens) refresh_token grants, issuing RS256 JWT
+ * access tokens; the password grant answers a refresh token too (refresh-tokens.ts).
  */
 export function createDevIdentityProvider(options: DevIdentityProviderOptions): Router {
   const ttl = options.tokenTtlSeconds ?? 3600;
@@ -73,7 +77,7 @@ export function createDevIdentityProvider(options: DevIdentityProviderOptions): 
   const throttle = new SignInThrottle(options.failedSignIns ?? { attempts: 10, seconds: 15 * 60 }, options.failedSignInStore ?? { kind: 'memory' }, options.logger);
 
   const router = express.Router();
-  router.get('/.well-known/openid-configuration', (_req, res) => void res.json(discoveryDocument(options.issuer())));
+  router.get('/.well-known/openid-configuration', (_req, res) => void res.json(discoveryDocument(options.issuer(), options.refreshTokens !== undefined)));
   router.get('/.well-known/jwks', (_req, res) => void res.json({ keys: [key.publicJwk] }));
   router.post(
     '/connect/token',
@@ -81,8 +85,9 @@ export function createDevIdentityProvider(options: DevIdentityProviderOptions): 
     async (req: Request, res: Response) => {
       res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
       try {
-        const { subject, clientId } = await authorize(req, options.credentials, throttle);
-        res.json({ access_token: await issueAccessToken(subject, clientId), token_type: 'Bearer', expires_in: ttl });
+        const { subject, clientId, refreshToken } = await authorize(req, options, throttle);
+        const answer = { access_token: await issueAccessToken(subject, clientId), token_type: 'Bearer', expires_in: ttl };
+        res.json(refreshToken ? { ...answer, refresh_token: refreshToken } : answer);
       } catch (err) {
         if (!(err instanceof TokenRequestError)) throw err;
         sendTokenError(res, err, options.issuer());
@@ -104,13 +109,13 @@ export function createDevIdentityProvider(options: DevIdentityProviderOptions): 
   return router;
 }
 
-function discoveryDocument(issuer: string) {
+function discoveryDocument(issuer: string, refreshes: boolean) {
   const base = issuer.replace(/\/+$/, '');
   return {
     issuer,
     jwks_uri: `${base}/.well-known/jwks`,
     token_endpoint: `${base}/connect/token`,
-    grant_types_supported: ['client_credentials', 'password'],
+    grant_types_supported: ['client_credentials', 'password', ...(refreshes ? ['refresh_token'] : [])],
     token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic', 'none'],
     id_token_signing_alg_values_supported: ['RS256'],
     response_types_supported: ['token'],
@@ -138,7 +143,7 @@ function accessTokenIssuer(options: DevIdentityProviderOptions & { ttl: number; 
   };
 }
 
-// ---- the token request (RFC 6749 sections 2.3.1, 4.3, 4.4, 5.2) ----
+// ---- the token request (RFC 6749 sections 2.3.1, 4.3, 4.4, 5.2, 6) ----
 
 type TokenErrorCode = 'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unsupported_grant_type';
 
@@ -160,21 +165,49 @@ function sendTokenError(res: Response, err: TokenRequestError, issuer: string): 
   res.status(status).json({ error: err.error, error_description: err.description });
 }
 
-async function authorize(
-  req: Request,
-  credentials: CredentialVerifier,
-  throttle: SignInThrottle,
-): Promise<{ subject: TokenSubject; clientId: string }> {
+interface Grant {
+  subject: TokenSubject;
+  clientId: string;
+  /** Only the password and refresh_token grants have one (RFC 6749 4.4.3: client_credentials none). */
+  refreshToken?: string;
+}
+
+async function authorize(req: Request, options: DevIdentityProviderOptions, throttle: SignInThrottle): Promise<Grant> {
   const params = readParams(req);
   const grantType = params.grant_type;
+  const { credentials, refreshTokens } = options;
   if (grantType === undefined || grantType === '') throw new TokenRequestError('invalid_request', 'grant_type is required');
-  if (grantType !== 'client_credentials' && grantType !== 'password') {
-    throw new TokenRequestError('unsupported_grant_type', `grant_type ${grantType} is not supported`);
-  }
+  const supported = grantType === 'client_credentials' || grantType === 'password' || (grantType === 'refresh_token' && refreshTokens);
+  if (!supported) throw new TokenRequestError('unsupported_grant_type', `grant_type ${grantType} is not supported`);
   const client = readClient(req, params);
-  return grantType === 'client_credentials'
-    ? clientCredentialsGrant(client, credentials)
-    : passwordGrant(client, params, credentials, throttle, sourceIp(req));
+  if (grantType === 'client_credentials') return clientCredentialsGrant(client, credentials);
+  if (grantType === 'refresh_token') return refreshTokenGrant(client, params, credentials, refreshTokens!);
+  const grant = await passwordGrant(client, params, credentials, throttle, sourceIp(req));
+  return refreshTokens ? { ...grant, refreshToken: await refreshTokens.issue(grant.subject, grant.clientId) } : grant;
+}
+
+/**
+ * RFC 6749 section 6 with rotation (RFC 9700 4.14.2): the token is spent and a new one answered;
+ * a spent token presented again ends the whole sign-in. A refusal of any kind is invalid_grant.
+ */
+async function refreshTokenGrant(client: ClientAuthentication, params: Params, credentials: CredentialVerifier, refreshTokens: RefreshTokens): Promise<Grant> {
+  // Only checkin-app gets refresh tokens; it is a public client and has no secret to check.
+  if (client.clientId !== checkinAppClientId) {
+    throw new TokenRequestError('invalid_client', `the refresh_token grant is only for client_id ${checkinAppClientId}`);
+  }
+  const presented = params.refresh_token;
+  if (presented === undefined || presented === '') throw new TokenRequestError('invalid_request', 'refresh_token is required');
+  const result = await refreshTokens.rotate(presented, client.clientId, (family) => credentials.signInStands(family, family.signedInAtMs));
+  if (!result.ok) {
+    throw new TokenRequestError(
+      'invalid_grant',
+      result.reason === 'reused'
+        ? 'the refresh token was already used; every token of its sign-in is revoked: sign in again'
+        : 'the refresh token is not valid (unknown, expired, revoked, or its sign-in was signed out or removed): sign in again',
+    );
+  }
+  const { sub, tenant, role } = result.family;
+  return { subject: { sub, tenant, role }, clientId: result.family.clientId, refreshToken: result.token };
 }
 
 async function clientCredentialsGrant(client: ClientAuthentication, credentials: CredentialVerifier) {

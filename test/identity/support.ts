@@ -26,6 +26,9 @@ export const fakeCredentials: CredentialVerifier = {
     }
     return null;
   },
+  async signInStands(): Promise<boolean> {
+    return true;
+  },
 };
 
 export function tempKeyFile(): string {
