@@ -1,13 +1,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../support/browser.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 
 /** Debian's chromium (apt-get install chromium); playwright-core downloads no browser. */
-const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 /** Where the screenshot goes; `SCREENSHOT_PATH=docs/dashboard.png` refreshes the one in the docs. */
 const screenshotPath = process.env.SCREENSHOT_PATH ?? path.join(os.tmpdir(), `dashboard-${process.pid}.png`);
 
@@ -18,7 +17,6 @@ let eventId: string;
 const guests: string[] = [];
 
 beforeAll(async () => {
-  if (!fs.existsSync(executablePath)) throw new Error(`${executablePath} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   service = await startTestService({ INVITES_SENDING_ADDRESS: 'invites@checkin.test' });
   client = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
   const event = await client.call('POST', '/checkin/v1/api/event', {
@@ -45,7 +43,7 @@ beforeAll(async () => {
   await scan({ guestId: guests[0], gate: 'North', at: minutesAgo(25) });
   await scan({ guestId: guests[1], gate: 'South', at: minutesAgo(12) });
   await scan({ barcode: 'unknown-code', gate: 'North', at: minutesAgo(8) });
-  browser = await chromium.launch({ executablePath, headless: true, args: flags });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {

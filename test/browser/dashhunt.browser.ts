@@ -1,16 +1,12 @@
-import fs from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, signInToDashboard } from '../support/browser.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 
 /**
  * The browser pages as an organizer and a reviewer meet them (docs/analytics.md "The dashboard",
  * docs/api.md): Debian's chromium driven by playwright-core, as test/browser/dashboard.browser.ts.
  */
-const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-// docs.example.test is this machine: the page is seen under a public-looking name, not localhost.
-const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
-  '--host-resolver-rules=MAP docs.example.test 127.0.0.1'];
 
 let service: TestService;
 let browser: Browser;
@@ -18,10 +14,10 @@ let port: string;
 const hour = 3_600_000;
 
 beforeAll(async () => {
-  if (!fs.existsSync(executablePath)) throw new Error(`${executablePath} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   service = await startTestService({});
   port = new URL(service.url).port;
-  browser = await chromium.launch({ executablePath, headless: true, args: flags });
+  // docs.example.test is this machine: the page is seen under a public-looking name, not localhost.
+  browser = await launchChromium(['--host-resolver-rules=MAP docs.example.test 127.0.0.1']);
 }, 120_000);
 
 afterAll(async () => {
@@ -43,15 +39,7 @@ async function admit(client: Client, eventId: string, guest: Record<string, unkn
   expect(scan.body.result, JSON.stringify(scan.body)).toBe('admitted');
 }
 
-async function signIn(page: Page, client: Client) {
-  await page.goto(`${service.url}/dashboard`);
-  await page.getByLabel('User name or email').fill(client.email);
-  await page.getByLabel('Password').fill(client.password);
-  await page.getByLabel('Subscription key').fill(client.subscriptionKey);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  // Hang guard only: the password check is deliberately slow.
-  await expect.poll(() => page.locator('#board').isVisible(), { timeout: 30_000 }).toBe(true);
-}
+const signIn = (page: Page, client: Client) => signInToDashboard(page, service.url, client);
 
 describe('/docs in a real browser', () => {
   it('renders the API under its Content-Security-Policy and asks no other site for anything', async () => {

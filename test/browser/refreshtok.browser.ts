@@ -1,6 +1,6 @@
-import fs from 'node:fs';
-import { chromium, type Browser, type Page, type Request } from 'playwright-core';
+import type { Browser, Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, signInToDashboard } from '../support/browser.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 
 /**
@@ -8,17 +8,14 @@ import { createClient, startTestService, type Client, type TestService } from '.
  * in): a 401 or an access token about to expire is answered by one refresh, and only a refused
  * refresh signs out. Debian's chromium driven by playwright-core, as dashboard.browser.ts.
  */
-const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const hour = 3_600_000;
 
 let service: TestService;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!fs.existsSync(executablePath)) throw new Error(`${executablePath} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   service = await startTestService({});
-  browser = await chromium.launch({ executablePath, headless: true, args: flags });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {
@@ -33,15 +30,7 @@ async function boardFor(): Promise<Client> {
   return client;
 }
 
-async function signIn(page: Page, client: Client) {
-  await page.goto(`${service.url}/dashboard`);
-  await page.getByLabel('User name or email').fill(client.email);
-  await page.getByLabel('Password').fill(client.password);
-  await page.getByLabel('Subscription key').fill(client.subscriptionKey);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  // Hang guard only: the password check is deliberately slow.
-  await expect.poll(() => page.locator('#board').isVisible(), { timeout: 30_000 }).toBe(true);
-}
+const signIn = (page: Page, client: Client) => signInToDashboard(page, service.url, client);
 
 const grantOf = (request: Request): string | null => (request.url().endsWith('/core/connect/token') ? new URLSearchParams(request.postData() ?? '').get('grant_type') : null);
 

@@ -1,6 +1,6 @@
-import fs from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, signInToDashboard } from '../support/browser.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 
 /**
@@ -8,16 +8,13 @@ import { createClient, startTestService, type Client, type TestService } from '.
  * on (docs/identifiers.md "Time zones"): a Windows zone name mapped to IANA, unknown text
  * skipped for the account's zone. Debian's chromium driven by playwright-core, as dashhunt.
  */
-const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 let service: TestService;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!fs.existsSync(executablePath)) throw new Error(`${executablePath} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   service = await startTestService({});
-  browser = await chromium.launch({ executablePath, headless: true, args: flags });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {
@@ -30,15 +27,7 @@ async function newEvent(client: Client, fields: Record<string, unknown>): Promis
   expect(reply.status, JSON.stringify(reply.body)).toBe(200);
 }
 
-async function signIn(page: Page, client: Client) {
-  await page.goto(`${service.url}/dashboard`);
-  await page.getByLabel('User name or email').fill(client.email);
-  await page.getByLabel('Password').fill(client.password);
-  await page.getByLabel('Subscription key').fill(client.subscriptionKey);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  // Hang guard only: the password check is deliberately slow.
-  await expect.poll(() => page.locator('#board').isVisible(), { timeout: 30_000 }).toBe(true);
-}
+const signIn = (page: Page, client: Client) => signInToDashboard(page, service.url, client);
 
 describe('/dashboard event picker', () => {
   it("shows each start on the server's clock for the event: a Windows zone name as its IANA zone, unknown text and no zone as the account's zone", async () => {
