@@ -66,16 +66,16 @@ const plainIdText = () =>
     .refine((v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v), { message: 'must not contain control characters' })
     // URLs resolve `.` and `..` path segments (even percent-encoded) before they reach us: no route could name them.
     .refine((v) => v !== '.' && v !== '..', { message: 'must not be . or ..' });
-const plainIdDocument = {
-  type: 'string',
+const plainIdDocument = () => ({
+  type: 'string' as const,
   minLength: 1,
   maxLength: 128,
   pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$',
   not: { enum: ['.', '..'] },
   example: 'gala-2026',
   description: 'Any string of 1-128 characters without control characters, except . and .. (docs/identifiers.md)',
-} as const;
-export const PlainId = plainIdText().transform(normalizeId).openapi(plainIdDocument);
+});
+export const PlainId = plainIdText().transform(normalizeId).openapi(plainIdDocument());
 
 /**
  * A Guest's `customId` as written into a guest (spec: "Caller-chosen identifier", typed string,
@@ -83,7 +83,7 @@ export const PlainId = plainIdText().transform(normalizeId).openapi(plainIdDocum
  * through its caseless key (`customIdLower`), so lowering it here gained nothing and answered the
  * caller's own key back as another string (docs/identifiers.md, Case).
  */
-export const CustomIdText = plainIdText().openapi(plainIdDocument);
+export const CustomIdText = plainIdText().openapi(plainIdDocument());
 
 /**
  * Spec: timeZoneId (Event, User) is a string, so any string, stored and answered as given. Where a
