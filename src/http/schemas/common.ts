@@ -55,26 +55,35 @@ export const OptionalGuid = Guid.transform((v) => (v === NIL_GUID ? undefined : 
  * Every id the spec does not mark GUID (Event.id, TeamMember.id, eventId, customId, user and client
  * ids): a plain string of 1-128 characters without control characters, other than `.` and `..`
  * (docs/identifiers.md).
- * A GUID-shaped value is stored lowercase, like a GUID field.
+ * A GUID-shaped value is stored lowercase, like a GUID field (not a customId: see CustomIdText).
  */
-export const PlainId = z
-  .string()
-  .min(1, 'must not be empty')
-  // Characters are Unicode code points, as JSON Schema's maxLength counts them (an emoji is one).
-  .refine((v) => [...v].length <= 128, { message: 'must be at most 128 characters' })
-  .refine((v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v), { message: 'must not contain control characters' })
-  // URLs resolve `.` and `..` path segments (even percent-encoded) before they reach us: no route could name them.
-  .refine((v) => v !== '.' && v !== '..', { message: 'must not be . or ..' })
-  .transform(normalizeId)
-  .openapi({
-    type: 'string',
-    minLength: 1,
-    maxLength: 128,
-    pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$',
-    not: { enum: ['.', '..'] },
-    example: 'gala-2026',
-    description: 'Any string of 1-128 characters without control characters, except . and .. (docs/identifiers.md)',
-  });
+const plainIdText = () =>
+  z
+    .string()
+    .min(1, 'must not be empty')
+    // Characters are Unicode code points, as JSON Schema's maxLength counts them (an emoji is one).
+    .refine((v) => [...v].length <= 128, { message: 'must be at most 128 characters' })
+    .refine((v) => !/[\u0000-\u001f\u007f-\u009f]/.test(v), { message: 'must not contain control characters' })
+    // URLs resolve `.` and `..` path segments (even percent-encoded) before they reach us: no route could name them.
+    .refine((v) => v !== '.' && v !== '..', { message: 'must not be . or ..' });
+const plainIdDocument = () => ({
+  type: 'string' as const,
+  minLength: 1,
+  maxLength: 128,
+  pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$',
+  not: { enum: ['.', '..'] },
+  example: 'gala-2026',
+  description: 'Any string of 1-128 characters without control characters, except . and .. (docs/identifiers.md)',
+});
+export const PlainId = plainIdText().transform(normalizeId).openapi(plainIdDocument());
+
+/**
+ * A Guest's `customId` as written into a guest (spec: "Caller-chosen identifier", typed string,
+ * not GUID): the rules of a plain id, kept exactly as sent, a GUID-shaped one too. It is matched
+ * through its caseless key (`customIdLower`), so lowering it here gained nothing and answered the
+ * caller's own key back as another string (docs/identifiers.md, Case).
+ */
+export const CustomIdText = plainIdText().openapi(plainIdDocument());
 
 /**
  * Spec: timeZoneId (Event, User) is a string, so any string, stored and answered as given. Where a

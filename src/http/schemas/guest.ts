@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { DateTime, Guid, WindowEnd, WindowStart, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf, PlainId, QueryInt, Timestamp, named, nonEmptyTexts } from './common.js';
+import { CustomIdText, DateTime, Guid, WindowEnd, WindowStart, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf, PlainId, QueryInt, Timestamp, named, nonEmptyTexts } from './common.js';
 import { ex } from './example-values.js';
 import { guestStream, INT32_MAX, rejectionReasons } from '../../domain/guest.js';
 import { HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT } from '../../commands/guest-history.js';
@@ -81,7 +81,7 @@ export const GuestBody = registry.register(
     image: optional(image),
     // Empty (a spreadsheet's blank cell) or null means none; any other value is an id (docs/identifiers.md).
     customId: z
-      .preprocess((v) => (v === '' || v === null ? undefined : v), PlainId.optional())
+      .preprocess((v) => (v === '' || v === null ? undefined : v), CustomIdText.optional())
       .openapi({ type: ['string', 'null'], minLength: 0, description: 'Usable instead of id (docs/identifiers.md); empty or null means none' }),
     commsTemplateId: z
       // Without its own message a union that no option matches says only "Invalid input".
