@@ -194,11 +194,22 @@ describe('examples and answers hold against the document (ajv, JSON Schema 2020-
       ['/comms/v1/api/comms/events', '/comms/v1/api/comms/events'],
       ['/comms/v1/api/comms/webhook/deliveries', '/comms/v1/api/comms/webhook/deliveries'],
       ['/comms/v1/api/comms/invitations', `/comms/v1/api/comms/invitations?eventId=${event.id}`],
+      ['/checkin/v1/api/team/event/{id}', `/checkin/v1/api/team/event/${event.id}`],
+      ['/checkin/v1/api/event/{id}/timeline', `/checkin/v1/api/event/${event.id}/timeline`],
+      ['/comms/v1/api/comms/funnel', `/comms/v1/api/comms/funnel?eventId=${event.id}`],
+      ['/checkin/v1/api/event/{id}/tickets', `/checkin/v1/api/event/${event.id}/tickets`],
+      ['/checkin/v1/api/event/{id}/ticket-keys', `/checkin/v1/api/event/${event.id}/ticket-keys`],
+      ['/checkin/v1/api/guest/{id}/ticket', `/checkin/v1/api/guest/${guest.id}/ticket`],
+      ['/users/v1/api/users/email', `/users/v1/api/users/email?email=${encodeURIComponent(client.email)}`],
+      ['/checkin/v1/api/teammembers/user/{username}/events', `/checkin/v1/api/teammembers/user/${encodeURIComponent(client.email)}/events`],
     ];
     const wrong: string[] = [];
     for (const [documented, url] of reads) {
       const reply = await client.call('GET', url);
-      expect(reply.status, url).toBe(200);
+      if (reply.status !== 200) {
+        wrong.push(`GET ${url}: ${reply.status} ${JSON.stringify(reply.body).slice(0, 200)}`);
+        continue;
+      }
       const problem = check(doc.paths[documented].get.responses['200'].content['application/json'].schema, reply.body);
       if (problem) wrong.push(`GET ${documented}: ${problem}`);
     }
