@@ -46,6 +46,24 @@ export const ErrorBody = registry.register(
   }),
 );
 
+/** The groups of operations, in the order the docs page shows them; every operation's tag is one of them (redocly.yaml). */
+const tags: [string, string][] = [
+  ['Events', 'Create, read and list the client’s events'],
+  ['Guests', 'Register, update, list and read guests of an event, with their audit history'],
+  ['Door', 'Check-in, check-out, undo and blocks at the door; the scans and live counts of an event'],
+  ['Team members', 'Door accounts of the client and their per-event counts'],
+  ['Tickets', 'Signed ticket codes: the event’s public keys, offline sync, reissue and revoke'],
+  ['Users', 'The client’s own account: email lookup, profile and password'],
+  ['Templates', 'Invitation email templates of an event'],
+  ['Invitations', 'Send invitation emails and follow each one'],
+  ['Sending domain', 'The client’s own sending domain for invitation emails'],
+  ['Webhooks', 'The client’s webhook: configuration, deliveries, and the comms events it is sent'],
+  ['Export', 'Guest list exports of an event (CSV or Excel)'],
+  ['Analytics', 'Arrivals timeline of an event and the invitation funnel, with their exports'],
+  ['Personal data', 'A guest’s personal data: access (GDPR art. 15) and erasure (art. 17)'],
+  ['Admin', 'The operator API (`ADMIN_API_KEY`): accounts and subscription keys'],
+];
+
 export function openApiDocument(): ReturnType<OpenApiGeneratorV31['generateDocument']> {
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
@@ -55,5 +73,6 @@ export function openApiDocument(): ReturnType<OpenApiGeneratorV31['generateDocum
       description: 'Generated from the zod schemas that validate each request.',
     },
     servers: [{ url: '/' }],
+    tags: tags.map(([name, description]) => ({ name, description })),
   });
 }

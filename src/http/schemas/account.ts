@@ -65,7 +65,7 @@ export const UserResponse = registry.register(
 const UserName = (max?: number) =>
   VisibleText(max).refine((v) => !isPathlessUserName(v), { message: pathlessUserNameMessage }).openapi({ not: { enum: ['.', '..'] } });
 
-export const UserEmailQuery = z.object({ email: VisibleText() });
+export const UserEmailQuery = z.object({ email: VisibleText().openapi({ description: 'The calling user’s email (compared without case)' }) });
 
 export const UserUpdateBody = registry.register(
   'UserUpdate',
@@ -147,7 +147,9 @@ export const TeamMemberResponse = registry.register(
   }),
 );
 
-export const UsernameParams = z.object({ username: z.string().min(1) });
+export const UsernameParams = z.object({
+  username: z.string().min(1).openapi({ description: 'A team member’s user name, or the caller’s own user name or email for all of its team members' }),
+});
 
 export const AccountCreateBody = registry.register(
   'AdminAccountCreate',
@@ -217,4 +219,4 @@ export const SubscriptionKeyResponse = registry.register(
 );
 
 export const AccountIdParams = z.object({ id: PlainId });
-export const KeyParams = z.object({ id: PlainId, keyId: Guid });
+export const KeyParams = z.object({ id: PlainId, keyId: Guid.openapi({ description: 'The subscription key’s id (`subscriptionKeyId`)' }) });

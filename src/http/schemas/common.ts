@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { getOpenApiMetadata } from '@asteasolutions/zod-to-openapi';
+import { getOpenApiMetadata, getRefId } from '@asteasolutions/zod-to-openapi';
 import { registry } from '../openapi.js';
 import { normalizeId } from '../../shared/ids.js';
 import { parseDateTime } from '../../shared/date-time.js';
@@ -226,8 +226,7 @@ export const PageQuery = z.object({
   cursor: Cursor.optional(),
 });
 
-/** `{items, nextCursor?}`; its example wraps the item's example (src/http/examples.ts). */
-export const pageOf = <T extends z.ZodType>(item: T) => {
+const pageSchema = <T extends z.ZodType>(item: T) => {
   const itemExample = getOpenApiMetadata(item).example;
   return z
     .object({
@@ -235,4 +234,19 @@ export const pageOf = <T extends z.ZodType>(item: T) => {
       nextCursor: z.string().optional().openapi({ description: 'Absent on the last page; pass it as `cursor` for the next one' }),
     })
     .openapi(itemExample === undefined ? {} : { example: { items: [itemExample], nextCursor: 'WyJzdGFydFRpbWU6MSxfaWQ6MSIsIjIwMjYtMTItMTJUMTg6MDA6MDAuMDAwWiIsIm15LWV2ZW50LTEiXQ' } });
+};
+const pages = new Map<z.ZodType, ReturnType<typeof pageSchema>>();
+
+/**
+ * `{items, nextCursor?}`; its example wraps the item's example. The page of a named item is one
+ * named component, `<Item>Page` (`EventResponsePage`), that every list of it refers to: a
+ * generated client gets one page type per item, not one per operation.
+ */
+export const pageOf = <T extends z.ZodType>(item: T): ReturnType<typeof pageSchema<T>> => {
+  const known = pages.get(item);
+  if (known) return known as ReturnType<typeof pageSchema<T>>;
+  const refId = getRefId(item);
+  const page = refId === undefined ? pageSchema(item) : registry.register(`${refId}Page`, pageSchema(item));
+  pages.set(item, page);
+  return page;
 };

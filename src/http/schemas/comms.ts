@@ -167,12 +167,12 @@ export const InvitationResponse = registry.register(
 export const InvitationListQuery = PageQuery.extend({
   eventId: PlainId.optional(),
   attendeeId: PlainId.optional().openapi({ description: 'The guest, by id or customId (with `eventId` when the customId is used in several events)' }),
-  templateId: Guid.optional(),
-  status: InvitationStatus.optional(),
+  templateId: Guid.optional().openapi({ description: 'Only the invitations of this template' }),
+  status: InvitationStatus.optional().openapi({ description: 'Only the invitations with this status' }),
 });
 
 /** Spec: template ids and attendeeInvitationIds are GUIDs; a malformed one is 400 (Errors), not a 404. */
-export const GuidIdParam = z.object({ id: Guid });
+export const GuidIdParam = z.object({ id: Guid.openapi({ description: 'The template id or attendeeInvitationId (a GUID)' }) });
 
 export const DomainBody = registry.register(
   'SendingDomainRequest',

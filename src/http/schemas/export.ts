@@ -65,4 +65,4 @@ export const ExportResponse = registry.register(
   }),
 );
 
-export const ExportIdParams = z.object({ exportId: Guid });
+export const ExportIdParams = z.object({ exportId: Guid.openapi({ description: 'The `exportId` the export request answered' }) });

@@ -213,14 +213,17 @@ export const UpsertQuery = z.object({ removeObsoleteTags: booleanQuery.optional(
 
 /** byinfo: every match unless the caller pages (then `limit` defaults to 100). */
 export const ByInfoQuery = z.object({
-  additionalInfo: z.string().min(1),
+  additionalInfo: z.string().min(1).openapi({ description: 'Text the guest’s `additionalInfo` contains' }),
   limit: QueryInt(1, 1000).optional().openapi({ description: 'Page size (1-1000); without limit and cursor, every match' }),
   cursor: PageQuery.shape.cursor.openapi({ description: 'The X-Next-Cursor of the previous page' }),
 });
 
 export const GuestListQuery = PageQuery.extend({
-  tag: z.string().max(200).optional(),
-  state: z.enum(['admitted', 'not_admitted', 'inside', 'blocked', 'not_blocked', 'discharged']).optional(),
+  tag: z.string().max(200).optional().openapi({ description: 'Only guests with this tag (compared without case)' }),
+  state: z
+    .enum(['admitted', 'not_admitted', 'inside', 'blocked', 'not_blocked', 'discharged'])
+    .optional()
+    .openapi({ description: 'Only guests checked in (`admitted`) or not, inside now, blocked or not, or checked out (`discharged`)' }),
   q: z.string().min(1).max(200).optional().openapi({ description: 'Text in names, email, barcode or customId' }),
   changedSince: DateTime.optional().openapi({ description: 'Offline sync: guests changed after this time, oldest first' }),
 });
@@ -470,7 +473,8 @@ export const TeamStatsResponse = registry.register(
     }),
 );
 
-const historyEntry = z.object({
+/** One recorded event of a guest's history (also each `history` entry of its personal data). */
+export const GuestHistoryEntry = registry.register('GuestHistoryEntry', z.object({
   type: z.string().openapi({ description: 'Event type, e.g. GuestRegistered, GuestDetailsChanged, GuestAdmitted, GuestAdmissionAnnulled, InvitationRequested (docs/guests.md, History for auditors)' }),
   stream: z.string().openapi({ description: 'Whose history: the guest’s stream or one of its invitation emails’' }),
   at: Timestamp,
@@ -479,8 +483,8 @@ const historyEntry = z.object({
   actor: z.object({ type: z.string(), id: z.string() }),
   correlationId: z.string(),
   requestId: z.string().optional(),
-  data: z.record(z.string(), z.unknown()),
-});
+  data: z.record(z.string(), z.unknown()).openapi({ description: 'The event’s own fields, decrypted (their names depend on `type`)' }),
+}));
 
 export const GuestHistoryResponse = registry.register(
   'GuestHistory',
@@ -488,7 +492,7 @@ export const GuestHistoryResponse = registry.register(
     .object({
       guestId: z.string(),
       asOf: z.string().optional(),
-      events: z.array(historyEntry),
+      events: z.array(GuestHistoryEntry),
       state: z
         .record(z.string(), z.unknown())
         .nullable()
@@ -541,7 +545,9 @@ export const GuestHistoryResponse = registry.register(
     }),
 );
 
-export const ScanListQuery = PageQuery.extend({ result: z.enum(['admitted', 'rejected', 'discharged']).optional() });
+export const ScanListQuery = PageQuery.extend({
+  result: z.enum(['admitted', 'rejected', 'discharged']).optional().openapi({ description: 'Only the scans with this result' }),
+});
 export const TeamStatsQuery = z.object({
   bucket: QueryInt(1, 1440).default(15).openapi({ description: 'Bucket size in minutes (default 15)' }),
 });

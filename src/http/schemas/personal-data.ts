@@ -1,8 +1,11 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
+import { getOpenApiMetadata } from '@asteasolutions/zod-to-openapi';
 import { PlainId, VisibleText, Timestamp, named } from './common.js';
 import { ex } from './example-values.js';
-import { guestStream } from '../../domain/guest.js';
+import { GuestHistoryEntry, GuestHistoryResponse, GuestResponse, ScanRecord } from './guest.js';
+import { InvitationResponse } from './comms.js';
+import { CommsEventResponse, DeliveryResponse } from './webhook.js';
 
 const reason = VisibleText(1000).openapi({ description: 'Why the data is erased (kept in the audit trail; put no personal data in it)' });
 
@@ -50,6 +53,19 @@ export const ErasureBatchResponse = registry.register(
   z.object({ erased: z.number().int(), guests: z.array(erasure) }).openapi({ example: { erased: 1, guests: [erasureExample] } }),
 );
 
+const exampleOf = (schema: z.ZodType) => getOpenApiMetadata(schema).example as Record<string, unknown>;
+
+/** A comms event as the webhook sent it, with its delivery as the service keeps it (no id: it is the event's). */
+const personalCommsEvent = CommsEventResponse.omit({ deliveryStatus: true }).extend({
+  delivery: DeliveryResponse.omit({ id: true })
+    .extend({
+      sourceEventId: z.string().openapi({ description: 'The recorded event the webhook tells of' }),
+      redeliveries: z.number().int().optional().openapi({ description: 'Times the client asked for it again' }),
+    })
+    .nullable()
+    .openapi({ description: 'Its webhook delivery (status, attempts with URL and answer); null when none was made' }),
+});
+
 export const PersonalDataResponse = registry.register(
   'GuestPersonalData',
   z
@@ -57,30 +73,30 @@ export const PersonalDataResponse = registry.register(
       guestId: z.string(),
       eventId: z.string(),
       generatedAt: Timestamp,
-      guest: z.record(z.string(), z.unknown()).openapi({ description: 'The guest as GET /guest/{id} shows it' }),
-      invitations: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every invitation email: recipient, status, provider reports, history' }),
-      commsEvents: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'The comms events about the guest’s emails as the webhook sends them (id, type, createdAt, data), each with its webhook `delivery` (status, attempts with URL and answer) or null' }),
-      scans: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every scan of the guest at the door' }),
-      unmatchedScans: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Door scans of its event that matched no guest but looked up one of the guest’s values (id, a barcode or customId it has or had), with what they looked up' }),
+      guest: GuestResponse.openapi({ description: 'The guest as GET /guest/{id} shows it' }),
+      invitations: z.array(InvitationResponse).openapi({ description: 'Every invitation email: recipient, status, provider reports, history' }),
+      commsEvents: z.array(personalCommsEvent).openapi({ description: 'The comms events about the guest’s emails as the webhook sends them (id, type, createdAt, data), each with its webhook `delivery` (status, attempts with URL and answer) or null' }),
+      scans: z.array(ScanRecord).openapi({ description: 'Every scan of the guest at the door' }),
+      unmatchedScans: z.array(ScanRecord).openapi({ description: 'Door scans of its event that matched no guest but looked up one of the guest’s values (id, a barcode or customId it has or had), with what they looked up (`lookup`)' }),
       suppressions: z
         .array(z.object({ email: z.string(), reason: z.string(), at: Timestamp }))
         .openapi({ description: 'The suppression-list entries of the guest’s addresses (one it has or had, or an invitation went to): the address, the provider’s report that suppressed it (bounced, dropped, spam_reported, unsubscribed) and when' }),
       ticketCode: z.string().nullable().openapi({ description: "The guest's valid signed ticket code (docs/tickets.md), null when it has none" }),
-      history: z.array(z.record(z.string(), z.unknown())).openapi({ description: 'Every event of the guest and its invitations, decrypted' }),
+      history: z.array(GuestHistoryEntry).openapi({ description: 'Every event of the guest and its invitations, decrypted' }),
     })
     .openapi({
       example: {
         guestId: ex.guestId,
         eventId: ex.eventId,
         generatedAt: ex.scannedAt,
-        guest: { id: ex.guestId, eventId: ex.eventId, firstName: 'Ada', lastName: 'Lovelace', email: 'ada@example.com', admittedPlusOnes: 0 },
-        invitations: [{ attendeeInvitationId: ex.invitationId, status: 'sent', to: 'ada@example.com', providerStatus: 'delivered' }],
+        guest: exampleOf(GuestResponse),
+        invitations: [exampleOf(InvitationResponse)],
         commsEvents: [],
-        scans: [{ scanId: ex.scanId, result: 'admitted', at: ex.scannedAt, people: 1 }],
+        scans: [exampleOf(ScanRecord)],
         unmatchedScans: [],
         suppressions: [],
         ticketCode: null,
-        history: [{ type: 'GuestRegistered', stream: guestStream(ex.clientId, ex.guestId), at: ex.created, data: { firstName: 'Ada', lastName: 'Lovelace' } }],
+        history: [(exampleOf(GuestHistoryResponse).events as unknown[])[0]],
       },
     }),
 );

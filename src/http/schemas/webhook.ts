@@ -122,15 +122,15 @@ export const DeliveryResponse = registry.register(
 );
 
 export const DeliveryListQuery = PageQuery.extend({
-  status: DeliveryStatus.optional(),
-  type: CommsEventType.optional(),
+  status: DeliveryStatus.optional().openapi({ description: 'Only the deliveries with this status' }),
+  type: CommsEventType.optional().openapi({ description: 'Only the deliveries of this comms event type' }),
   from: DateTime.optional().openapi({ description: 'Deliveries created at or after this time' }),
   to: DateTime.optional().openapi({ description: 'Deliveries created before this time' }),
 });
 
 export const DeliveryListResponse = pageOf(DeliveryResponse);
 
-export const DeliveryParams = z.object({ id: Guid });
+export const DeliveryParams = z.object({ id: Guid.openapi({ description: 'The delivery id (the webhook id its body carries)' }) });
 
 export const CommsEventResponse = registry.register(
   'CommsEvent',
@@ -167,7 +167,7 @@ export const CommsEventResponse = registry.register(
 
 export const CommsEventsQuery = PageQuery.extend({
   since: DateTime.optional().openapi({ description: 'Events created at or after this time' }),
-  type: CommsEventType.optional(),
+  type: CommsEventType.optional().openapi({ description: 'Only the events of this type' }),
 });
 
 export const CommsEventsResponse = pageOf(CommsEventResponse);
