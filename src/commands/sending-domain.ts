@@ -183,7 +183,7 @@ function sendingAddressOf(given: string | undefined, domain: string): string {
   // SendGrid refuses a From it cannot parse ("The from email does not contain a valid address."): every send would fail.
   if (!address.endsWith(`@${domain}`) || !isEmailLocalPart(address.slice(0, -domain.length - 1))) {
     throw new DomainError('validation_error', 'the sending address must be at the custom domain', {
-      errors: [{ path: 'sendingAddress', message: `must be an address at ${domain}, e.g. invites@${domain}` }],
+      errors: [{ path: 'sendingAddress', message: `must be an address at ${domain} whose part before the @ is at most 64 letters, digits and . _ + - ' (RFC 5321), e.g. invites@${domain}` }],
     });
   }
   return address;

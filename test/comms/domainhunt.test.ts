@@ -138,4 +138,16 @@ describe('custom sending domain against SendGrid as it behaves', () => {
     const fine = await client.call('POST', `${api}/domain`, { domain: 'from.example.com', sendingAddress: 'Guest.Desk+2026' });
     expect(fine.body.sendingAddress).toBe('guest.desk+2026@from.example.com');
   });
+
+  it('publishes the 64-character bound of the sending address it enforces (RFC 5321), and names it when refusing', async () => {
+    const document = await (await fetch(`${service.url}/openapi.json`)).json();
+    const body = document.paths['/comms/v1/api/comms/domain'].post.requestBody.content['application/json'].schema;
+    const schema = body.$ref ? document.components.schemas[body.$ref.split('/').pop()] : body;
+    expect(schema.properties.sendingAddress.maxLength).toBe(64);
+    const client = await commsClient();
+    const refused = await client.call('POST', `${api}/domain`, { domain: 'from.example.com', sendingAddress: '0'.repeat(65) });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors[0]).toMatchObject({ path: 'sendingAddress', message: expect.stringContaining('at most 64') });
+    expect((await client.call('POST', `${api}/domain`, { domain: 'from.example.com', sendingAddress: '0'.repeat(64) })).status).toBe(200);
+  });
 });

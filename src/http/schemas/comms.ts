@@ -198,7 +198,8 @@ export const DomainBody = registry.register(
         .transform((label) => label || undefined),
     ).openapi({ description: 'Subdomain for the provider’s return path (absent, null or "": the default chosen by the provider)' }),
     sendingAddress: nullAsAbsent(z.string().trim().max(320)).openapi({
-      description: 'The local part of the From address at the domain (default `invites`); a whole address at the domain is accepted too',
+      description: 'The local part of the From address at the domain (default `invites`), at most 64 characters (RFC 5321); a whole address at the domain is accepted too',
+      maxLength: 64,
       pattern: '^[A-Za-z0-9_+-]+(\\.[A-Za-z0-9_+-]+)*$',
     }),
   }).openapi({ example: { domain: 'example.com', subdomain: 'mail', sendingAddress: 'invites' } }),
