@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import type { ZodType } from 'zod';
 import { findEvent } from '../commands/events.js';
+import { findGuestByIdOrCustomId } from '../commands/guest-lookup.js';
 import type { Services } from '../commands/services.js';
 import { normalizeId } from '../shared/ids.js';
 import { principalOf } from './context.js';
@@ -24,3 +25,20 @@ export function eventTimeZone(services: Services, pick: (raw: Raw) => { eventId?
 /** The body as a record (or an empty one). */
 export const fields = (value: unknown): Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+
+/**
+ * The guest history's zone for an offset-less `asOf`: the event `?eventId=` names, else the guest's
+ * own event (the path names the guest; an auditor need not repeat its event). Only `asOf` reads a
+ * wall time there, so nothing is looked up without it. A guest not found is left to the route's 404.
+ */
+export function guestHistoryTimeZone(services: Services) {
+  const named = eventTimeZone(services, ({ query }) => ({ eventId: fields(query).eventId }));
+  return async (raw: Raw, res: Response): Promise<string | undefined> => {
+    const query = fields(raw.query);
+    if (typeof query.eventId === 'string' && query.eventId !== '') return named(raw, res);
+    if (typeof query.asOf !== 'string' || typeof raw.params.id !== 'string') return undefined;
+    const { tenantId } = principalOf(res);
+    const guest = await findGuestByIdOrCustomId(services, tenantId, normalizeId(raw.params.id)).catch(() => undefined);
+    return guest ? (await findEvent(services, tenantId, guest.eventId))?.timeZoneId : undefined;
+  };
+}

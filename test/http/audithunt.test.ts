@@ -61,3 +61,26 @@ describe('asOf folds the guest as it was: a prefix of its stream, never a state 
     expect(later.body.state.blockedDate).toBeUndefined();
   });
 });
+
+describe('asOf without an offset is a wall time on the guest’s event clock', () => {
+  it('without ?eventId= too: the path names the guest, so its event’s zone reads the time (by id and by customId)', async () => {
+    const eventId = await newEvent(alice, { timeZoneId: 'Asia/Tokyo' });
+    now = new Date('2026-06-01T03:00:00Z');
+    const created = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Kei', customId: 'TZ-1' });
+    expect(created.status).toBe(200);
+    const id = created.body.id as string;
+    now = new Date('2026-06-01T05:00:00Z'); // 14:00 in Tokyo
+    expect((await alice.call('POST', `/checkin/v1/api/guests/${eventId}/block`, { ids: [id], reason: 'late' })).status).toBe(200);
+    now = undefined;
+    await eventually(async () => ((await alice.call('GET', `/checkin/v1/api/guest/${id}`)).body?.blockedDate ? true : undefined), 10_000, 'block projected');
+    // 13:00 on the event's clock is 04:00Z, before the block (read as UTC, 13:00Z, it was after).
+    for (const guest of [id, 'TZ-1']) {
+      const before = await history(guest, '2026-06-01T13:00:00');
+      expect(before.status, guest).toBe(200);
+      expect(before.body.events.map((e: any) => e.type), guest).not.toContain('GuestBlocked');
+      expect(before.body.state.blockedDate, guest).toBeUndefined();
+      const after = await history(guest, '2026-06-01T14:00:00');
+      expect(after.body.events.map((e: any) => e.type), guest).toContain('GuestBlocked');
+    }
+  });
+});

@@ -9,7 +9,7 @@ import { commandContext, principalOf } from '../context.js';
 import { HttpError } from '../errors.js';
 import { sendJsonArray } from '../json-array.js';
 import { defineRoute } from '../route.js';
-import { eventTimeZone, fields } from '../time-zone.js';
+import { eventTimeZone, fields, guestHistoryTimeZone } from '../time-zone.js';
 import { pageOf } from '../schemas/common.js';
 import { IdParams } from '../schemas/event.js';
 import {
@@ -106,7 +106,7 @@ export function guestsRouter(services: Services): Router {
       query: HistoryQuery,
       response: GuestHistoryResponse,
       errors: [403, 404, 409],
-      timeZone: eventTimeZone(services, ({ query }) => ({ eventId: fields(query).eventId })),
+      timeZone: guestHistoryTimeZone(services),
     },
     ({ params, query, res }) => guestHistory(services, principalOf(res).tenantId, params.id, query),
   );
