@@ -1,5 +1,6 @@
 import { MongoClient, ReadPreference, type Collection } from 'mongodb';
 import type { KeyStore, StoredDataKey } from './port.js';
+import { serverSelectionDefault, unreachable } from '../readstore/mongo.js';
 
 export const KEY_CONCERNS = {
   writeConcern: { w: 'majority', journal: true },
@@ -33,13 +34,14 @@ export class MongoKeyStore implements KeyStore {
   private readonly keys: Collection<KeyDoc>;
 
   constructor({ url, dbName }: { url: string; dbName: string }) {
-    this.client = new MongoClient(url, { ignoreUndefined: true });
+    // A server that is down fails a key's read or write within 5 s, answered 503 (docs/read-models.md).
+    this.client = new MongoClient(url, { ignoreUndefined: true, ...serverSelectionDefault(url) });
     this.keys = this.client.db(dbName).collection<KeyDoc>('personal_data_keys', KEY_CONCERNS);
   }
 
   async get(guestIds: string[]): Promise<StoredDataKey[]> {
     if (guestIds.length === 0) return [];
-    const docs = await this.keys.find({ _id: { $in: guestIds } }).toArray();
+    const docs = await this.keys.find({ _id: { $in: guestIds } }).toArray().catch(unreachable);
     return docs.map(fromDoc);
   }
 
@@ -54,7 +56,7 @@ export class MongoKeyStore implements KeyStore {
         },
       })),
       { ordered: false },
-    );
+    ).catch(unreachable);
     return new Set(Object.values(result.upsertedIds).map(String));
   }
 

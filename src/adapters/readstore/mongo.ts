@@ -13,6 +13,7 @@ import {
   MongoClient,
   MongoNetworkError,
   MongoServerError,
+  MongoServerSelectionError,
   ReadPreference,
   type AnyBulkWriteOperation,
   type Collection as MongoCollection,
@@ -35,6 +36,7 @@ import {
 } from './cursor.js';
 import {
   DuplicateKeyError,
+  ReadStoreUnavailableError,
   type Checkpoint,
   type Collection,
   type Doc,
@@ -84,7 +86,7 @@ export class MongoReadStore implements ReadStore {
 
   constructor({ url, dbName }: MongoReadStoreOptions) {
     // ignoreUndefined: an undefined field is left out, as JSON (and the embedded store) does.
-    this.client = new MongoClient(url, { ignoreUndefined: true });
+    this.client = new MongoClient(url, { ignoreUndefined: true, ...serverSelectionDefault(url) });
     this.db = this.client.db(dbName);
     this.traits = new ServerTraits(this.db);
   }
@@ -210,11 +212,11 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
   ) {}
 
   async get(id: string): Promise<T | null> {
-    return (await this.collection.findOne({ _id: id as never }, { projection: HIDDEN_FIELDS })) as T | null;
+    return (await this.collection.findOne({ _id: id as never }, { projection: HIDDEN_FIELDS }).catch(unreachable)) as T | null;
   }
 
   async findOne(filter: Filter): Promise<T | null> {
-    return (await this.collection.findOne(serverFilter(filter), { projection: HIDDEN_FIELDS })) as T | null;
+    return (await this.collection.findOne(serverFilter(filter), { projection: HIDDEN_FIELDS }).catch(unreachable)) as T | null;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<Page<T>> {
@@ -234,7 +236,8 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     const projection = wanted ? fetchPaths(wanted, keys) : HIDDEN_FIELDS;
     const docs = (await this.collection
       .find(query, { sort: sortSpec(keys), limit: limit + 1, projection })
-      .toArray()) as unknown as T[];
+      .toArray()
+      .catch(unreachable)) as unknown as T[];
     const page = docs.slice(0, limit);
     const last = page[page.length - 1];
     return {
@@ -258,7 +261,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     const keys = sortKeys(options.sort);
     // A stream has no limit: unless an index gives its order (`_id` included, the tie-break), the
     // server sorts every match, which before MongoDB 6.0 fails past 100 MB without allowDiskUse.
-    const allowDiskUse = await this.traits.findAllowsDiskUse();
+    const allowDiskUse = await this.traits.findAllowsDiskUse().catch(unreachable);
     let last: unknown[] | undefined;
     let resumes = 0;
     for (;;) {
@@ -282,7 +285,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
         }
         return;
       } catch (error) {
-        if (!isResumableRead(error) || resumes >= MAX_RESUMES) throw error;
+        if (!isResumableRead(error) || resumes >= MAX_RESUMES) throw asUnavailable(error);
         resumes += 1;
       } finally {
         await cursor.close().catch(() => undefined);
@@ -304,7 +307,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
   }
 
   async count(filter: Filter = {}): Promise<number> {
-    return this.collection.countDocuments(serverFilter(filter));
+    return this.collection.countDocuments(serverFilter(filter)).catch(unreachable);
   }
 
   async updateOne(id: string, update: Update, options: { upsert?: boolean } = {}): Promise<boolean> {
@@ -313,7 +316,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
       await this.traits.enforceSlices(this.collection, [{ kind: 'update', collection: this.name, id, update }]);
       return result.matchedCount > 0 || result.upsertedCount > 0;
     } catch (error) {
-      throw await asDuplicateKeyError(error, this.collection);
+      throw asUnavailable(await asDuplicateKeyError(error, this.collection));
     }
   }
 
@@ -321,16 +324,20 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     try {
       await this.collection.replaceOne({ _id: id as never }, withoutId(doc), { upsert: true });
     } catch (error) {
-      throw await asDuplicateKeyError(error, this.collection);
+      throw asUnavailable(await asDuplicateKeyError(error, this.collection));
     }
   }
 
   async deleteOne(id: string): Promise<void> {
-    await this.collection.deleteOne({ _id: id as never });
+    await this.collection.deleteOne({ _id: id as never }).catch(unreachable);
   }
 
   /** Collection.swap: one conditional write (an insert that a duplicate `_id` refuses, or a filtered replace or delete). */
   async swap(id: string, expected: Partial<Omit<T, '_id'>> | null, next: Omit<T, '_id'> | null): Promise<{ swapped: boolean; current: T | null }> {
+    return this.swapOnServer(id, expected, next).catch(unreachable);
+  }
+
+  private async swapOnServer(id: string, expected: Partial<Omit<T, '_id'>> | null, next: Omit<T, '_id'> | null): Promise<{ swapped: boolean; current: T | null }> {
     const filter = { _id: id as never, ...(expected ?? {}) };
     let swapped: boolean;
     if (expected === null) {
@@ -588,6 +595,34 @@ const RESUMABLE_CODES = new Set([
   150, // StaleEpoch
   13388, // StaleConfig
 ]);
+
+/**
+ * The driver's "cannot reach the server" (no server selected within serverSelectionTimeoutMS, a
+ * network error) as the port's ReadStoreUnavailableError, which the API answers 503 with
+ * Retry-After; every other error as it is.
+ */
+export function asUnavailable(error: unknown): unknown {
+  if (error instanceof MongoServerSelectionError || error instanceof MongoNetworkError) {
+    return new ReadStoreUnavailableError(`the MONGO_URL server did not answer: ${error.message}`, { cause: error });
+  }
+  return error;
+}
+
+export const unreachable = (error: unknown): never => {
+  throw asUnavailable(error);
+};
+
+/**
+ * How long an operation waits for a server it can use before it fails (the driver's
+ * serverSelectionTimeoutMS, 30 s by default): 5 s, so that a request while the server is down
+ * answers 503 within a client's patience instead of hanging half a minute. MONGO_URL's own
+ * `serverSelectionTimeoutMS` wins.
+ */
+export const defaultServerSelectionTimeoutMs = 5_000;
+
+export function serverSelectionDefault(url: string): { serverSelectionTimeoutMS?: number } {
+  return /[?&]serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: defaultServerSelectionTimeoutMs };
+}
 
 function isResumableRead(error: unknown): boolean {
   if (error instanceof MongoNetworkError) return true;
