@@ -111,3 +111,45 @@ describe('a read store that cannot be reached', () => {
     }
   });
 });
+
+/**
+ * mongodb 7.0 keeps the closed topology of a client whose first connection failed: every later
+ * operation answered "Topology is closed", also once the server was back (a service started
+ * while FerretDB was down answered 500 to every guest create until restarted). Needs a
+ * MongoDB-protocol server (MONGO_URL); a proxy on a port of its own plays the server that comes back.
+ */
+describe.skipIf(!process.env.MONGO_URL)('a MONGO_URL server down when the service starts (needs MONGO_URL)', () => {
+  it('answers again once the server is back, though the first operations found none', async () => {
+    const net = await import('node:net');
+    const { MongoReadStore } = await import('../../src/adapters/readstore/mongo.js');
+    const target = new URL(process.env.MONGO_URL!);
+    const probe = net.createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const store = new MongoReadStore({ url: `mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=1000&directConnection=true`, dbName: `realfault_${process.pid}` });
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(target.port), target.hostname);
+      client.pipe(upstream).pipe(client);
+      client.on('error', () => upstream.destroy());
+      upstream.on('error', () => client.destroy());
+    });
+    try {
+      await expect(store.collection('guests').get('g-1')).rejects.toBeInstanceOf(ReadStoreUnavailableError);
+      await expect(store.ping()).rejects.toBeInstanceOf(ReadStoreUnavailableError);
+      await new Promise<void>((resolve) => proxy.listen(port, '127.0.0.1', resolve));
+      let answered: unknown;
+      for (let attempt = 0; attempt < 50 && answered === undefined; attempt++) {
+        answered = await store.collection('guests').get('g-1').then(
+          (doc) => doc ?? 'none',
+          () => new Promise((resolve) => setTimeout(() => resolve(undefined), 200)),
+        );
+      }
+      expect(answered).toBe('none');
+      await store.ping();
+    } finally {
+      await store.close();
+      proxy.close();
+    }
+  }, 60_000);
+});
