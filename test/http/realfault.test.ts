@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import express from 'express';
-import { MongoNetworkError, MongoServerSelectionError } from 'mongodb';
+import { MongoBulkWriteError, MongoNetworkError, MongoServerSelectionError } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asUnavailable, serverSelectionDefault } from '../../src/adapters/readstore/mongo.js';
 import { ReadStoreUnavailableError } from '../../src/adapters/readstore/port.js';
@@ -47,6 +47,9 @@ describe('a read store that cannot be reached', () => {
   it('turns the driver\'s server-selection and network errors into ReadStoreUnavailableError, and leaves other errors as they are', () => {
     expect(asUnavailable(new MongoServerSelectionError('no server', { type: 'Unknown', servers: new Map() } as never))).toBeInstanceOf(ReadStoreUnavailableError);
     expect(asUnavailable(new MongoNetworkError('connection 5 to 127.0.0.1:27018 closed'))).toBeInstanceOf(ReadStoreUnavailableError);
+    // A bulkWrite (the key store's insert) wraps a lost connection in a MongoBulkWriteError.
+    const lost = new MongoBulkWriteError(new MongoNetworkError('connection 1 to 127.0.0.1:30703 closed') as never, {} as never);
+    expect(asUnavailable(lost)).toBeInstanceOf(ReadStoreUnavailableError);
     const other = new Error('a bug');
     expect(asUnavailable(other)).toBe(other);
   });

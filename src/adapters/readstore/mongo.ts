@@ -613,10 +613,16 @@ const RESUMABLE_CODES = new Set([
  * Retry-After; every other error as it is.
  */
 export function asUnavailable(error: unknown): unknown {
-  if (error instanceof MongoServerSelectionError || error instanceof MongoNetworkError || error instanceof MongoTopologyClosedError) {
-    return new ReadStoreUnavailableError(`the MONGO_URL server did not answer: ${error.message}`, { cause: error });
+  const cause = driverCause(error);
+  if (cause instanceof MongoServerSelectionError || cause instanceof MongoNetworkError || cause instanceof MongoTopologyClosedError) {
+    return new ReadStoreUnavailableError(`the MONGO_URL server did not answer: ${cause.message}`, { cause: error });
   }
   return error;
+}
+
+/** A bulkWrite wraps a driver error (a lost connection) in a MongoBulkWriteError, keeping it as `errorResponse`. */
+function driverCause(error: unknown): unknown {
+  return error instanceof MongoBulkWriteError && error.errorResponse instanceof Error ? error.errorResponse : error;
 }
 
 /**
@@ -630,7 +636,7 @@ export function asUnavailable(error: unknown): unknown {
 export function unreachableFor(client: MongoClient, closing: () => boolean): (error: unknown) => never {
   let reconnecting: Promise<unknown> | undefined;
   return (error: unknown): never => {
-    if (error instanceof MongoTopologyClosedError && !closing()) {
+    if (driverCause(error) instanceof MongoTopologyClosedError && !closing()) {
       reconnecting ??= client
         .connect()
         .catch(() => undefined)
