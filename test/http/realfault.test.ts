@@ -50,6 +50,8 @@ describe('a read store that cannot be reached', () => {
     // A bulkWrite (the key store's insert) wraps a lost connection in a MongoBulkWriteError.
     const lost = new MongoBulkWriteError(new MongoNetworkError('connection 1 to 127.0.0.1:30703 closed') as never, {} as never);
     expect(asUnavailable(lost)).toBeInstanceOf(ReadStoreUnavailableError);
+    // Node's socket error escaping the driver (a write after the server ended the socket).
+    expect(asUnavailable(Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' }))).toBeInstanceOf(ReadStoreUnavailableError);
     const other = new Error('a bug');
     expect(asUnavailable(other)).toBe(other);
   });

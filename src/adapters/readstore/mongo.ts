@@ -614,7 +614,10 @@ const RESUMABLE_CODES = new Set([
  */
 export function asUnavailable(error: unknown): unknown {
   const cause = driverCause(error);
-  if (cause instanceof MongoServerSelectionError || cause instanceof MongoNetworkError || cause instanceof MongoTopologyClosedError) {
+  // Node's own socket errors also escape the driver at times (a write after the server closed
+  // the socket: "This socket has been ended by the other party", code EPIPE).
+  const socketCode = (cause as NodeJS.ErrnoException | undefined)?.code;
+  if (cause instanceof MongoServerSelectionError || cause instanceof MongoNetworkError || cause instanceof MongoTopologyClosedError || (cause instanceof Error && (socketCode === 'EPIPE' || socketCode === 'ECONNRESET'))) {
     return new ReadStoreUnavailableError(`the MONGO_URL server did not answer: ${cause.message}`, { cause: error });
   }
   return error;
