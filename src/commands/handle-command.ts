@@ -23,7 +23,17 @@ export interface CommandContext {
    * (src/http/middleware/idempotency.ts), so the ids it makes can be the first attempt's.
    */
   idempotencySeed?: string;
+  /**
+   * Set by the HTTP layer, and kept by copies of the context: marked once an append of this
+   * request succeeded, so that a failure after it (the read store not answering the read-back) is
+   * answered `503 read_models_behind` ("recorded, read it back") and not as a retryable failure.
+   */
+  writes?: { recorded: boolean };
 }
+
+const markRecorded = (context: CommandContext): void => {
+  if (context.writes) context.writes.recorded = true;
+};
 
 /**
  * An id the request makes (a new guest's, an invitation's): under an Idempotency-Key derived from
@@ -206,6 +216,7 @@ export async function handleCommand<State, Command, Event extends AnyEvent>(
     }
     try {
       const written = await store.append(streamName, decided.toAppend, decided.revision < 0 ? 'no_stream' : decided.revision);
+      markRecorded(context);
       const result = resultOf(decider, decided, written);
       remember(store, streamName, result.state, written.nextRevision, options.personalData === false);
       return result;
@@ -265,7 +276,9 @@ export async function handleCommands(
     const changed = decided.filter((d) => d.events.length > 0);
     if (batchId && changed.length > 1) {
       try {
-        return await runIntent(store, items, decided, context, batchId);
+        const results = await runIntent(store, items, decided, context, batchId);
+        markRecorded(context);
+        return results;
       } catch (error) {
         if (error instanceof ConcurrencyError && attempt < maxAttempts) continue;
         throw error;
@@ -279,6 +292,7 @@ export async function handleCommands(
           expectedRevision: d.revision < 0 ? ('no_stream' as const) : d.revision,
         })),
       );
+      markRecorded(context);
       const byStream = new Map(changed.map((d, i) => [d, written[i]!]));
       // Batches read their streams; the streams they changed are no longer what a cache holds.
       for (const d of changed) forget(store, d.streamName);

@@ -27,5 +27,7 @@ export function commandContext(res: Response, clock: Clock): CommandContext {
     requestId,
     now: clock.now(),
     ...(idempotencySeed ? { idempotencySeed } : {}),
+    // One holder per request, whatever number of contexts its handler makes: errorHandler reads it.
+    writes: (res.locals.writes ??= { recorded: false }) as { recorded: boolean },
   };
 }

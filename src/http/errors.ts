@@ -2,8 +2,9 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ZodError } from 'zod';
 import { DomainError } from '../domain/decider.js';
 import { AppendTooLargeError, ConcurrencyError, StoreUnavailableError } from '../adapters/eventstore/port.js';
-import { DuplicateKeyError } from '../adapters/readstore/port.js';
+import { DuplicateKeyError, ReadStoreUnavailableError } from '../adapters/readstore/port.js';
 import { InvalidCursorError } from '../adapters/readstore/cursor.js';
+import { readModelsBehind } from '../commands/services.js';
 
 /** An error that is already an HTTP answer (the body shape of docs/api.md). */
 export class HttpError extends Error {
@@ -74,6 +75,15 @@ export function toHttpError(error: unknown): HttpError {
       error.retryable ? { 'retry-after': String(storeRetryAfterSeconds) } : undefined,
     );
   }
+  if (error instanceof ReadStoreUnavailableError) {
+    return new HttpError(
+      503,
+      'store_unavailable',
+      'the read store (MONGO_URL) did not answer; retry after the delay in Retry-After (with the same Idempotency-Key, a retry cannot apply a request twice)',
+      undefined,
+      { 'retry-after': String(storeRetryAfterSeconds) },
+    );
+  }
   if (error instanceof AppendTooLargeError) {
     return new HttpError(
       413,
@@ -138,7 +148,11 @@ export function bodyReadError(error: unknown): unknown {
 
 /** Renders every error; unexpected ones and store failures are logged with the request id (the body never carries the cause). */
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
-  const http = toHttpError(error);
+  // The read store failed after this request's change was appended (its read-back): the change
+  // stands, so the answer says read it back, not send it again (a retry without an
+  // Idempotency-Key would apply it twice: a second guest, a second invitation email).
+  const recorded = (res.locals.writes as { recorded: boolean } | undefined)?.recorded === true;
+  const http = toHttpError(recorded && error instanceof ReadStoreUnavailableError ? readModelsBehind("this request's change") : error);
   // A 5xx made on purpose (an HttpError: the identity provider unreachable) was logged where it was decided, once per cause.
   if (http.status >= 500 && !(error instanceof HttpError)) {
     const log = req.log ?? (res.app.get('logger') as { error: (o: object, m: string) => void } | undefined);

@@ -156,7 +156,7 @@ const errorText: Record<number, string> = {
   429: 'Rate limit: retry after `Retry-After` seconds',
   431: 'Request line or headers too large',
   500: 'Unexpected server error (`internal_error`): retry; the message never carries the cause, report the `X-Request-Id` if it persists',
-  503: 'Unavailable, retry after `Retry-After` seconds: `overloaded` (the service), `store_unavailable` (the event store), `read_models_behind` (the change was recorded but its read model did not show it in time: read it back, do not send it again) or `identity_provider_unavailable` (the bearer token could not be checked)',
+  503: 'Unavailable, retry after `Retry-After` seconds: `overloaded` (the service), `store_unavailable` (the event store or the read store), `read_models_behind` (the change was recorded but its read model did not show it in time: read it back, do not send it again) or `identity_provider_unavailable` (the bearer token could not be checked)',
 };
 
 const errorCodes: Record<number, string> = {

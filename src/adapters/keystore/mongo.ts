@@ -1,5 +1,6 @@
 import { MongoClient, ReadPreference, type Collection } from 'mongodb';
 import type { KeyStore, StoredDataKey } from './port.js';
+import { serverSelectionDefault, unreachableFor } from '../readstore/mongo.js';
 
 export const KEY_CONCERNS = {
   writeConcern: { w: 'majority', journal: true },
@@ -31,15 +32,19 @@ export class MongoKeyStore implements KeyStore {
   readonly kind = 'mongodb';
   private readonly client: MongoClient;
   private readonly keys: Collection<KeyDoc>;
+  private closing = false;
+  private readonly unreachable: (error: unknown) => never;
 
   constructor({ url, dbName }: { url: string; dbName: string }) {
-    this.client = new MongoClient(url, { ignoreUndefined: true });
+    // A server that is down fails a key's read or write within 5 s, answered 503 (docs/read-models.md).
+    this.client = new MongoClient(url, { ignoreUndefined: true, ...serverSelectionDefault(url) });
     this.keys = this.client.db(dbName).collection<KeyDoc>('personal_data_keys', KEY_CONCERNS);
+    this.unreachable = unreachableFor(this.client, () => this.closing);
   }
 
   async get(guestIds: string[]): Promise<StoredDataKey[]> {
     if (guestIds.length === 0) return [];
-    const docs = await this.keys.find({ _id: { $in: guestIds } }).toArray();
+    const docs = await this.keys.find({ _id: { $in: guestIds } }).toArray().catch(this.unreachable);
     return docs.map(fromDoc);
   }
 
@@ -54,7 +59,7 @@ export class MongoKeyStore implements KeyStore {
         },
       })),
       { ordered: false },
-    );
+    ).catch(this.unreachable);
     return new Set(Object.values(result.upsertedIds).map(String));
   }
 
@@ -88,6 +93,7 @@ export class MongoKeyStore implements KeyStore {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.client.close();
   }
 }

@@ -13,6 +13,8 @@ import {
   MongoClient,
   MongoNetworkError,
   MongoServerError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
   ReadPreference,
   type AnyBulkWriteOperation,
   type Collection as MongoCollection,
@@ -35,6 +37,7 @@ import {
 } from './cursor.js';
 import {
   DuplicateKeyError,
+  ReadStoreUnavailableError,
   type Checkpoint,
   type Collection,
   type Doc,
@@ -81,16 +84,20 @@ export class MongoReadStore implements ReadStore {
   private readonly db: Db;
   /** What the server is: whether it ignores `$push`'s `$slice` (FerretDB 1.x), whether `find` takes `allowDiskUse`. */
   private readonly traits: ServerTraits;
+  private closing = false;
+  /** Throws a driver error as the port's; reconnects a client the driver left closed (unreachableFor). */
+  private readonly unreachable: (error: unknown) => never;
 
   constructor({ url, dbName }: MongoReadStoreOptions) {
     // ignoreUndefined: an undefined field is left out, as JSON (and the embedded store) does.
-    this.client = new MongoClient(url, { ignoreUndefined: true });
+    this.client = new MongoClient(url, { ignoreUndefined: true, ...serverSelectionDefault(url) });
     this.db = this.client.db(dbName);
     this.traits = new ServerTraits(this.db);
+    this.unreachable = unreachableFor(this.client, () => this.closing);
   }
 
   collection<T extends Doc = Doc>(name: string): Collection<T> {
-    return new MongoDocuments<T>(this.db.collection(name), name, this.traits);
+    return new MongoDocuments<T>(this.db.collection(name), name, this.traits, this.unreachable);
   }
 
   /**
@@ -105,6 +112,10 @@ export class MongoReadStore implements ReadStore {
    * the next batch writes guarded: each op only while the document has not seen its position.
    */
   async applyBatch(ops: WriteOp[], checkpoint?: Checkpoint | Checkpoint[]): Promise<void> {
+    return this.applyOnServer(ops, checkpoint).catch(this.unreachable);
+  }
+
+  private async applyOnServer(ops: WriteOp[], checkpoint?: Checkpoint | Checkpoint[]): Promise<void> {
     const checkpoints = checkpoint === undefined ? [] : Array.isArray(checkpoint) ? checkpoint : [checkpoint];
     const marks = this.db.collection<{ _id: string; position?: number; pending?: boolean }>(CHECKPOINTS, PRIMARY);
     const stored = new Map<string, number>();
@@ -175,29 +186,30 @@ export class MongoReadStore implements ReadStore {
   }
 
   async getCheckpoint(name: string): Promise<number | null> {
-    const doc = await this.db.collection<{ _id: string; position?: number }>(CHECKPOINTS, PRIMARY).findOne({ _id: name });
+    const doc = await this.db.collection<{ _id: string; position?: number }>(CHECKPOINTS, PRIMARY).findOne({ _id: name }).catch(this.unreachable);
     return typeof doc?.position === 'number' ? doc.position : null;
   }
 
   async setCheckpoint(name: string, position: number | null): Promise<void> {
     const checkpoints = this.db.collection<{ _id: string; position: number }>(CHECKPOINTS);
-    if (position === null) await checkpoints.deleteOne({ _id: name });
-    else await checkpoints.updateOne({ _id: name }, { $set: { position } }, { upsert: true });
+    if (position === null) await checkpoints.deleteOne({ _id: name }).catch(this.unreachable);
+    else await checkpoints.updateOne({ _id: name }, { $set: { position } }, { upsert: true }).catch(this.unreachable);
   }
 
   async dropCollection(name: string): Promise<void> {
     try {
       await this.db.collection(name).drop();
     } catch (error) {
-      if (!(error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND)) throw error;
+      if (!(error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND)) this.unreachable(error);
     }
   }
 
   async ping(): Promise<void> {
-    await this.db.command({ ping: 1 });
+    await this.db.command({ ping: 1 }).catch(this.unreachable);
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.client.close();
   }
 }
@@ -207,14 +219,15 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     private readonly collection: MongoCollection<Document>,
     readonly name: string,
     private readonly traits: ServerTraits,
+    private readonly unreachable: (error: unknown) => never,
   ) {}
 
   async get(id: string): Promise<T | null> {
-    return (await this.collection.findOne({ _id: id as never }, { projection: HIDDEN_FIELDS })) as T | null;
+    return (await this.collection.findOne({ _id: id as never }, { projection: HIDDEN_FIELDS }).catch(this.unreachable)) as T | null;
   }
 
   async findOne(filter: Filter): Promise<T | null> {
-    return (await this.collection.findOne(serverFilter(filter), { projection: HIDDEN_FIELDS })) as T | null;
+    return (await this.collection.findOne(serverFilter(filter), { projection: HIDDEN_FIELDS }).catch(this.unreachable)) as T | null;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<Page<T>> {
@@ -234,7 +247,8 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     const projection = wanted ? fetchPaths(wanted, keys) : HIDDEN_FIELDS;
     const docs = (await this.collection
       .find(query, { sort: sortSpec(keys), limit: limit + 1, projection })
-      .toArray()) as unknown as T[];
+      .toArray()
+      .catch(this.unreachable)) as unknown as T[];
     const page = docs.slice(0, limit);
     const last = page[page.length - 1];
     return {
@@ -258,7 +272,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     const keys = sortKeys(options.sort);
     // A stream has no limit: unless an index gives its order (`_id` included, the tie-break), the
     // server sorts every match, which before MongoDB 6.0 fails past 100 MB without allowDiskUse.
-    const allowDiskUse = await this.traits.findAllowsDiskUse();
+    const allowDiskUse = await this.traits.findAllowsDiskUse().catch(this.unreachable);
     let last: unknown[] | undefined;
     let resumes = 0;
     for (;;) {
@@ -282,7 +296,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
         }
         return;
       } catch (error) {
-        if (!isResumableRead(error) || resumes >= MAX_RESUMES) throw error;
+        if (!isResumableRead(error) || resumes >= MAX_RESUMES) this.unreachable(error);
         resumes += 1;
       } finally {
         await cursor.close().catch(() => undefined);
@@ -304,7 +318,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
   }
 
   async count(filter: Filter = {}): Promise<number> {
-    return this.collection.countDocuments(serverFilter(filter));
+    return this.collection.countDocuments(serverFilter(filter)).catch(this.unreachable);
   }
 
   async updateOne(id: string, update: Update, options: { upsert?: boolean } = {}): Promise<boolean> {
@@ -313,7 +327,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
       await this.traits.enforceSlices(this.collection, [{ kind: 'update', collection: this.name, id, update }]);
       return result.matchedCount > 0 || result.upsertedCount > 0;
     } catch (error) {
-      throw await asDuplicateKeyError(error, this.collection);
+      this.unreachable(await asDuplicateKeyError(error, this.collection));
     }
   }
 
@@ -321,16 +335,20 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
     try {
       await this.collection.replaceOne({ _id: id as never }, withoutId(doc), { upsert: true });
     } catch (error) {
-      throw await asDuplicateKeyError(error, this.collection);
+      this.unreachable(await asDuplicateKeyError(error, this.collection));
     }
   }
 
   async deleteOne(id: string): Promise<void> {
-    await this.collection.deleteOne({ _id: id as never });
+    await this.collection.deleteOne({ _id: id as never }).catch(this.unreachable);
   }
 
   /** Collection.swap: one conditional write (an insert that a duplicate `_id` refuses, or a filtered replace or delete). */
   async swap(id: string, expected: Partial<Omit<T, '_id'>> | null, next: Omit<T, '_id'> | null): Promise<{ swapped: boolean; current: T | null }> {
+    return this.swapOnServer(id, expected, next).catch(this.unreachable);
+  }
+
+  private async swapOnServer(id: string, expected: Partial<Omit<T, '_id'>> | null, next: Omit<T, '_id'> | null): Promise<{ swapped: boolean; current: T | null }> {
     const filter = { _id: id as never, ...(expected ?? {}) };
     let swapped: boolean;
     if (expected === null) {
@@ -361,7 +379,7 @@ class MongoDocuments<T extends Doc> implements Collection<T> {
         // an index of a collection dropped a moment before (a projections rebuild), while another
         // connection of the pool touched the collection. MongoDB answers createIndex of an existing
         // identical index with success: do the same when it is there, else ask again.
-        if (!(error instanceof MongoServerError && /already exists/.test(error.message)) || attempt >= 5) throw error;
+        if (!(error instanceof MongoServerError && /already exists/.test(error.message)) || attempt >= 5) this.unreachable(error);
         if (await this.hasIndex(index)) return;
         await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
       }
@@ -588,6 +606,60 @@ const RESUMABLE_CODES = new Set([
   150, // StaleEpoch
   13388, // StaleConfig
 ]);
+
+/**
+ * The driver's "cannot reach the server" (no server selected within serverSelectionTimeoutMS, a
+ * network error) as the port's ReadStoreUnavailableError, which the API answers 503 with
+ * Retry-After; every other error as it is.
+ */
+export function asUnavailable(error: unknown): unknown {
+  const cause = driverCause(error);
+  // Node's own socket errors also escape the driver at times (a write after the server closed
+  // the socket: "This socket has been ended by the other party", code EPIPE).
+  const socketCode = (cause as NodeJS.ErrnoException | undefined)?.code;
+  if (cause instanceof MongoServerSelectionError || cause instanceof MongoNetworkError || cause instanceof MongoTopologyClosedError || (cause instanceof Error && (socketCode === 'EPIPE' || socketCode === 'ECONNRESET'))) {
+    return new ReadStoreUnavailableError(`the MONGO_URL server did not answer: ${cause.message}`, { cause: error });
+  }
+  return error;
+}
+
+/** A bulkWrite wraps a driver error (a lost connection) in a MongoBulkWriteError, keeping it as `errorResponse`. */
+function driverCause(error: unknown): unknown {
+  return error instanceof MongoBulkWriteError && error.errorResponse instanceof Error ? error.errorResponse : error;
+}
+
+/**
+ * A thrower of the driver's errors as asUnavailable makes them, for one client. It also mends
+ * what mongodb 7.0 leaves broken: a client whose first connection fails (the server down when
+ * the service starts) closes that topology and keeps it, so every later operation fails
+ * "Topology is closed" (MongoTopologyClosedError) even once the server is back: only a client
+ * without a topology connects on demand. `client.connect()` makes a new topology when the one
+ * it has is not connected; it is called on that error unless the client is being closed.
+ */
+export function unreachableFor(client: MongoClient, closing: () => boolean): (error: unknown) => never {
+  let reconnecting: Promise<unknown> | undefined;
+  return (error: unknown): never => {
+    if (driverCause(error) instanceof MongoTopologyClosedError && !closing()) {
+      reconnecting ??= client
+        .connect()
+        .catch(() => undefined)
+        .finally(() => (reconnecting = undefined));
+    }
+    throw asUnavailable(error);
+  };
+}
+
+/**
+ * How long an operation waits for a server it can use before it fails (the driver's
+ * serverSelectionTimeoutMS, 30 s by default): 5 s, so that a request while the server is down
+ * answers 503 within a client's patience instead of hanging half a minute. MONGO_URL's own
+ * `serverSelectionTimeoutMS` wins.
+ */
+export const defaultServerSelectionTimeoutMs = 5_000;
+
+export function serverSelectionDefault(url: string): { serverSelectionTimeoutMS?: number } {
+  return /[?&]serverSelectionTimeoutMS=/i.test(url) ? {} : { serverSelectionTimeoutMS: defaultServerSelectionTimeoutMs };
+}
 
 function isResumableRead(error: unknown): boolean {
   if (error instanceof MongoNetworkError) return true;

@@ -135,6 +135,18 @@ export interface ReadStore {
   close(): Promise<void>;
 }
 
+/**
+ * The store's server cannot be reached now (no server selected within the driver's time, a
+ * network error): nothing was read, and a write may not have happened. HTTP: 503
+ * store_unavailable with Retry-After, as for the event store.
+ */
+export class ReadStoreUnavailableError extends Error {
+  override readonly name = 'ReadStoreUnavailableError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 /** A unique index rejected a write. */
 export class DuplicateKeyError extends Error {
   override readonly name = 'DuplicateKeyError';

@@ -1,6 +1,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import {
   DuplicateKeyError,
+  ReadStoreUnavailableError,
   type Checkpoint,
   type Collection,
   type Doc,
@@ -99,6 +100,7 @@ export class RemoteReadStore implements ReadStore {
       // The store's own refusals keep their class (callers tell a duplicate key or a bad cursor by it).
       if (error.name === 'DuplicateKeyError') return call.reject(new DuplicateKeyError(error.collection ?? '', error.index ?? ''));
       if (error.name === 'InvalidCursorError') return call.reject(new InvalidCursorError());
+      if (error.name === 'ReadStoreUnavailableError') return call.reject(new ReadStoreUnavailableError(error.message));
       call.reject(Object.assign(new Error(error.message), { name: error.name }));
     });
   }
