@@ -10,7 +10,7 @@ import { unsafeLinks, type LinkPolicy } from '../comms/link-safety.js';
 import { withEmbeddedImages } from '../comms/code-images.js';
 import type { PdfRenderer } from '../comms/pdf-pool.js';
 import { emailAddressProblem } from '../domain/email-address.js';
-import type { GuestEvent } from '../domain/guest.js';
+import { guestStream, legacyGuestStream, type GuestEvent } from '../domain/guest.js';
 import {
   invitationDecider,
   invitationStream,
@@ -361,6 +361,21 @@ export class SendWorker implements Worker {
   }
 
   /** Everything the email needs, or why it cannot be sent. Read at send time: the guest's current email counts. */
+  /**
+   * A guest the guests read model does not show, though its stream holds events, is one the read
+   * model has not caught up with (a MongoDB store down or slow past the wait for it): the send is
+   * tried again (the queue's rerun) rather than failed `guest_not_found`, which lost the guest's
+   * invitation for good. Guests are never deleted, so only a guest with no stream is not found.
+   */
+  private async guestNotShownYet(ids: InvitationIds): Promise<void> {
+    for (const stream of [guestStream(ids.clientId, ids.attendeeId), legacyGuestStream(ids.attendeeId)]) {
+      const [first] = await this.services.eventStore.readStream(stream, { maxCount: 1, personalData: false });
+      if (first && (stream === guestStream(ids.clientId, ids.attendeeId) || first.metadata.tenantId === ids.clientId)) {
+        throw new Error(`the guests read model does not show guest ${ids.attendeeId} yet (read models behind); the send is tried again`);
+      }
+    }
+  }
+
   private async prepare(ids: InvitationIds): Promise<Prepared | Refusal> {
     const { readStore } = this.services;
     const [guest, template, event, account] = await Promise.all([
@@ -369,7 +384,10 @@ export class SendWorker implements Worker {
       findEvent(this.services, ids.clientId, ids.eventId),
       readStore.collection<AccountDoc>('accounts').get(ids.clientId),
     ]);
-    if (!guest) return { refuse: 'guest_not_found', error: 'the guest no longer exists' };
+    if (!guest) {
+      await this.guestNotShownYet(ids);
+      return { refuse: 'guest_not_found', error: 'the guest no longer exists' };
+    }
     if (!template || template.clientId !== ids.clientId || template.eventId !== guest.eventId || !event) {
       return { refuse: 'template_not_found', error: 'the template does not exist for this guest’s event' };
     }
