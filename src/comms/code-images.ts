@@ -54,6 +54,7 @@ export function codeTokensIn(source: string): CodeImageToken[] {
 export const codeInWords = (code: string): string => `Ticket code: ${code}`;
 
 export async function qrImage(code: string, cidSuffix: string): Promise<CodeImage> {
+  if (!asciiOnly(code)) return qrImageUtf8(code, cidSuffix);
   const qr = QRCode.create(code, { errorCorrectionLevel: qrErrorCorrection });
   const modules = qr.modules.size + 2 * qrQuietZoneModules;
   const content = await QRCode.toBuffer(code, {
@@ -67,8 +68,37 @@ export async function qrImage(code: string, cidSuffix: string): Promise<CodeImag
   return { token: 'qrCode', cid: `qrcode.${cidSuffix}`, filename: 'ticket-qr.png', contentType: 'image/png', content, width: size, height: size, alt: codeInWords(code) };
 }
 
+const asciiOnly = (code: string): boolean => /^[\x00-\x7f]*$/.test(code);
+
+/**
+ * A code with text beyond ASCII as a QR code that says its bytes are UTF-8: an ECI designator 26
+ * before them (ISO/IEC 18004 §6.4.2). Without it a reader takes byte-mode data as ISO-8859-1 (the
+ * standard's default) or guesses: `qrcode` writes the UTF-8 bytes with no designator (it has no ECI),
+ * which a door scanner that follows the standard reads as `CafÃ©`. bwip-js writes the designator;
+ * the symbol has the same level, quiet zone and pixels a module as `qrcode`'s. ASCII reads the same
+ * either way, so ASCII codes (every signed ticket) keep the designator-free symbol.
+ */
+async function qrImageUtf8(code: string, cidSuffix: string): Promise<CodeImage> {
+  const content = await bwipjs.toBuffer({
+    bcid: 'qrcode',
+    // bwip-js writes the text as UTF-8; `parsefnc` reads `^ECI000026`, so a `^` of the code is `^^`.
+    text: `^ECI000026${code.replace(/\^/g, '^^')}`,
+    parsefnc: true,
+    eclevel: qrErrorCorrection,
+    // bwip-js draws a QR module 2 units wide and scales units (padding too) by `scale`.
+    scale: qrPixelsPerModule / 2,
+    padding: qrQuietZoneModules * 2,
+    backgroundcolor: 'FFFFFF',
+  } as Parameters<typeof bwipjs.toBuffer>[0]).catch((error: unknown) => {
+    // Too long (2,330 bytes of UTF-8 at level M, the designator included): said as `qrcode` says it.
+    throw new Error(`The amount of data is too big to be stored in a QR Code (${(error as Error).message})`);
+  });
+  const size = (pngSize(content).width / qrPixelsPerModule) * qrShownPerModule;
+  return { token: 'qrCode', cid: `qrcode.${cidSuffix}`, filename: 'ticket-qr.png', contentType: 'image/png', content, width: size, height: size, alt: codeInWords(code) };
+}
+
 /** Code 128 holds ASCII (0-127) as itself; bwip-js would write other text as UTF-8 bytes in FNC4, which scans as other characters. */
-const code128Holds = (code: string): boolean => /^[\x00-\x7f]*$/.test(code);
+const code128Holds = asciiOnly;
 
 /**
  * The guest's code as Code 128, or, when Code 128 cannot hold it exactly (text beyond ASCII, or

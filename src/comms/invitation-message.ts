@@ -65,7 +65,11 @@ export async function invitationMessage(parts: InvitationParts, sender: Sender):
     ...(images.length > 0
       ? { attachments: images.map((i) => ({ filename: i.filename, contentType: i.contentType, content: i.content, contentId: i.cid })) }
       : {}),
-    trackingArgs: { attendeeInvitationId: parts.attendeeInvitationId, clientId: parts.clientId },
+    // Only what the provider's event reports need to name the invitation (its client follows from it):
+    // no client or guest id travels with the email (docs/invitations.md, What the recipient sees).
+    trackingArgs: { attendeeInvitationId: parts.attendeeInvitationId },
+    // A Reply-To is a mailbox the sender reads: SMTP sends offer it for unsubscribing (List-Unsubscribe).
+    ...(template.replyTo ? { unsubscribeAddress: asciiEmailAddress(template.replyTo) } : {}),
   };
 }
 

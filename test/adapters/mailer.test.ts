@@ -88,6 +88,7 @@ mailerContract('sendgrid', async () => {
     delivered: async () => double.accepted.map(({ body }) => fromSendGrid(body)),
     failNext: double.failNext,
     withApiKey: (apiKey) => new SendGridMailer({ apiKey, baseUrl: double.url }),
+    passesTrackingArgs: true,
   };
 });
 

@@ -65,7 +65,8 @@ describe('sends through SendGrid', () => {
       from: { email: 'expo@organizer.example', name: 'Expo Team' },
       replyTo: { email: 'help@organizer.example' },
       subject: 'Your pass, Ida',
-      trackingArgs: { attendeeInvitationId: invitation.attendeeInvitationId, clientId: client.id },
+      // The invitation id only: the client follows from it (no tenant id travels with the email).
+      trackingArgs: { attendeeInvitationId: invitation.attendeeInvitationId },
     });
     const accepted = sendgrid.accepted.find((a) => a.body.custom_args?.attendeeInvitationId === invitation.attendeeInvitationId)!;
     expect(invitation).toMatchObject({ provider: 'sendgrid', providerMessageId: accepted.messageId, attempts: 1 });

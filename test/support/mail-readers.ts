@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { simpleParser, type AddressObject } from 'mailparser';
-import { MESSAGE_KEY_HEADER, TRACKING_ARGS_HEADER } from '../../src/adapters/mailer/outbox.js';
+import { MESSAGE_KEY_HEADER } from '../../src/adapters/mailer/outbox.js';
 import type { MailAddress } from '../../src/adapters/mailer/port.js';
 import type { DeliveredMail } from '../contract/mailer.contract.js';
 import type { SendGridAddress, SendGridMail } from './sendgrid-double.js';
@@ -51,7 +51,9 @@ export async function fromEml(raw: Buffer): Promise<DeliveredMail> {
     if (!entry?.address) return undefined;
     return entry.name ? { email: entry.address, name: entry.name } : { email: entry.address };
   };
-  const tracking = header(TRACKING_ARGS_HEADER);
+  // The header the SMTP and outbox adapters once carried tracking args in (they no longer do): read
+  // back if present, so a message that carried them again shows it.
+  const tracking = header('X-Tracking-Args');
   return {
     messageKey: header(MESSAGE_KEY_HEADER) ?? '',
     from: first(mail.from)!,

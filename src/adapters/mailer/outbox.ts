@@ -14,10 +14,12 @@ import { MailerError, type MailAddress, type Mailer, type MailMessage, type Mail
 import { processAlive } from '../../shared/process-alive.js';
 import { isEmailAddress } from '../../domain/email-address.js';
 
-/** Header carrying `MailMessage.messageKey`, so a moved or forwarded file still names its message. */
+/**
+ * Header carrying `MailMessage.messageKey` (the attendeeInvitationId, an opaque id), so a moved or
+ * forwarded file, or a bounce quoting the message's headers, still names its message. It is the
+ * only id of ours in the headers: `trackingArgs` are not rendered (every header reaches the recipient).
+ */
 export const MESSAGE_KEY_HEADER = 'X-Message-Key';
-/** Header carrying `MailMessage.trackingArgs` as one JSON object (header names would lose the keys' case). */
-export const TRACKING_ARGS_HEADER = 'X-Tracking-Args';
 
 export class OutboxMailer implements Mailer {
   readonly kind = 'outbox';
@@ -102,9 +104,25 @@ export function mailOptions(message: MailMessage): Mail.Options {
     })),
     headers: {
       [MESSAGE_KEY_HEADER]: message.messageKey,
-      ...(message.trackingArgs && { [TRACKING_ARGS_HEADER]: { prepared: true, value: asciiJson(message.trackingArgs) } }),
+      ...(message.unsubscribeAddress && { 'List-Unsubscribe': { prepared: true, value: listUnsubscribe(message.unsubscribeAddress) } }),
     },
   };
+}
+
+/**
+ * `<mailto:address?subject=unsubscribe>` (RFC 2369, RFC 6068): the address percent-encoded but for
+ * the characters a mailto URI takes as they are, so the prepared header is ASCII and one line. No
+ * `List-Unsubscribe-Post`: RFC 8058 one-click needs an https URI.
+ */
+function listUnsubscribe(address: string): string {
+  const { address: checked } = checkedAddress('unsubscribe', { email: address });
+  const encoded = Array.from(Buffer.from(checked, 'utf8'))
+    .map((byte) => {
+      const c = String.fromCharCode(byte);
+      return /[A-Za-z0-9._~!$'()*+;:@-]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    })
+    .join('');
+  return `<mailto:${encoded}?subject=unsubscribe>`;
 }
 
 const emailSchema = z.email();
@@ -123,11 +141,6 @@ function checkedMessageKey(key: string): string {
     throw new MailerError(`outbox: message key ${JSON.stringify(key)} is not a safe file name`, true);
   }
   return key;
-}
-
-/** JSON with non-ASCII escaped: a prepared header goes out verbatim, and headers must be ASCII. */
-function asciiJson(value: Record<string, string>): string {
-  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 async function exists(file: string): Promise<boolean> {

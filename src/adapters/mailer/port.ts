@@ -35,8 +35,18 @@ export interface MailMessage {
   /** Plain-text alternative. */
   text?: string;
   attachments?: MailAttachment[];
-  /** Small string values the provider echoes in its event webhooks (SendGrid `custom_args`). */
+  /**
+   * Small string values the provider echoes in its event webhooks (SendGrid `custom_args`, which
+   * recipients never see). Only the SendGrid adapter passes them on: an SMTP server has no event
+   * webhooks to echo them in, and every header it is given reaches the recipient.
+   */
   trackingArgs?: Record<string, string>;
+  /**
+   * A mailbox that takes unsubscribe requests: SMTP and the outbox put it on the message as
+   * `List-Unsubscribe: <mailto:...?subject=unsubscribe>` (RFC 2369). SendGrid leaves it out: there
+   * the account's subscription tracking adds its own one-click unsubscribe (docs/invitations.md).
+   */
+  unsubscribeAddress?: string;
 }
 
 export interface MailReceipt {
