@@ -11,6 +11,7 @@ import { withEmbeddedImages } from '../comms/code-images.js';
 import type { PdfRenderer } from '../comms/pdf-pool.js';
 import { emailAddressProblem } from '../domain/email-address.js';
 import { personalGuestFields } from '../domain/personal-data.js';
+import { withoutAddresses } from '../shared/redaction.js';
 import { guestStream, legacyGuestStream, type GuestEvent } from '../domain/guest.js';
 import {
   invitationDecider,
@@ -515,5 +516,5 @@ export function withoutValues(text: string, values: readonly string[]): string {
   return pattern ? text.replace(new RegExp(pattern, 'gi'), '[Redacted]') : text;
 }
 
-/** Email addresses in a text (a provider's error) replaced by `[Redacted]`, for a log line (docs/personal-data.md). */
-export const withoutAddresses = (text: string): string => text.replace(/[^\s<>()[\]"',;:@]+@[^\s<>()[\]"',;:@]+/g, '[Redacted]');
+/** Email addresses in a text replaced by `[Redacted]` (src/shared/redaction.ts). */
+export { withoutAddresses };

@@ -16,6 +16,11 @@ import { postSendGridEvents } from '../support/sendgrid-events.js';
 import { adminKey, createClient, request, type Client, type Reply } from '../support/service.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
 import { until } from '../support/flows.js';
+import { deadLetterMessage } from '../../src/adapters/bus/delivery.js';
+import { toMessage } from '../../src/workers/event-message.js';
+import { guestStream } from '../../src/domain/guest.js';
+import { customIdStream, legacyCustomIdStream, streamNameForLogs, usernameStream } from '../../src/domain/reservation.js';
+import { withoutValues } from '../../src/workers/send-worker.js';
 
 const comms = '/comms/v1/api/comms';
 const tag = randomBytes(4).toString('hex');
@@ -51,30 +56,6 @@ let receiver: Receiver;
 let client: Client;
 const replies: Reply[] = [];
 
-beforeAll(async () => {
-  sendgrid = await startSendGridDouble();
-  receiver = await startReceiver({ fallback: 500 });
-  service = await spawnService({
-    LOG_LEVEL: 'trace',
-    SENDGRID_API_KEY: sendgrid.apiKey,
-    SENDGRID_BASE_URL: sendgrid.url,
-    SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
-    PII_MASTER_KEYS: `k1:${masterKey}`,
-    METRICS_TOKEN: metricsToken,
-    WEBHOOK_ALLOW_INSECURE: 'true',
-    SEND_RETRY_DELAYS_MS: '50,50',
-  });
-}, 120_000);
-
-afterAll(async () => {
-  if (service) {
-    service.kill('SIGTERM');
-    await service.exited;
-  }
-  await receiver?.close();
-  await sendgrid?.close();
-});
-
 /** Everything the process wrote: each stdout line as written (JSON), then stderr. */
 const everything = () => `${service.logs.map((line) => JSON.stringify(line)).join('\n')}\n${service.stderr}`;
 
@@ -101,6 +82,30 @@ async function invitationOf(guestId: string, done: (item: Record<string, unknown
 }
 
 describe('a realistic day, then every line the process wrote', () => {
+  beforeAll(async () => {
+    sendgrid = await startSendGridDouble();
+    receiver = await startReceiver({ fallback: 500 });
+    service = await spawnService({
+      LOG_LEVEL: 'trace',
+      SENDGRID_API_KEY: sendgrid.apiKey,
+      SENDGRID_BASE_URL: sendgrid.url,
+      SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+      PII_MASTER_KEYS: `k1:${masterKey}`,
+      METRICS_TOKEN: metricsToken,
+      WEBHOOK_ALLOW_INSECURE: 'true',
+      SEND_RETRY_DELAYS_MS: '50,50',
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    if (service) {
+      service.kill('SIGTERM');
+      await service.exited;
+    }
+    await receiver?.close();
+    await sendgrid?.close();
+  });
+
   it('holds no guest’s personal value, no password, token or secret; neither do /metrics and the answer headers', async () => {
     client = await createClient(service as { url: string }, { commsApiEnabled: true, senderTrusted: true });
     const webhook = await call('POST', `${comms}/webhook`, { url: receiver.url });
@@ -243,4 +248,50 @@ describe('a realistic day, then every line the process wrote', () => {
     const inHeaders = Object.entries(personal).filter(([, value]) => headerText.includes(value.toLowerCase())).map(([what]) => what);
     expect(inHeaders).toEqual([]);
   }, 240_000);
+});
+
+describe('the Kafka mode’s message keys and headers (built the same for the embedded bus)', () => {
+  const clientId = randomUUID();
+  const guestId = randomUUID();
+  const event = {
+    id: randomUUID(),
+    type: 'InvitationRequested',
+    streamName: guestStream(clientId, guestId),
+    revision: 1,
+    position: 42,
+    recordedAt: '2026-12-07T10:00:00.000Z',
+    data: { attendeeInvitationId: randomUUID(), personalData: { keyId: `${clientId}:${guestId}`, alg: 'A256GCM', ciphertext: 'c2VhbGVk' } },
+    metadata: { tenantId: clientId, requestId: 'req-1', traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` },
+  };
+
+  it('key a relayed event by its stream, which names ids only, and carry ids, type, position and the trace in headers', () => {
+    const message = toMessage(event as never);
+    expect(message.key).toBe(`guest-${clientId}:${guestId}`);
+    expect(Object.keys(message.headers ?? {}).sort()).toEqual(['event-id', 'event-position', 'event-type', 'request-id', 'tenant-id', 'traceparent']);
+    expect(JSON.stringify(message.headers)).not.toMatch(/@|ciphertext/);
+  });
+
+  it('a dead letter’s x-dlq-error keeps no email address of the handler’s error', () => {
+    const message = { ...toMessage(event as never), topic: 'comms.invitations.v1', partition: 0, offset: '7', attempt: 5, headers: toMessage(event as never).headers ?? {} };
+    const dead = deadLetterMessage(message, new Error(`550 5.1.1 <${ann.email}>: Recipient address rejected`), 5);
+    expect(dead.headers?.['x-dlq-error']).toBe('550 5.1.1 <[Redacted]>: Recipient address rejected');
+    expect(dead.key).toBe(message.key);
+  });
+});
+
+describe('what a log line shows of a stream name and of a text quoting a guest', () => {
+  it('a user-name stream and a legacy customId stream show no name; a hashed customId stream and a guest stream stay', () => {
+    expect(streamNameForLogs(usernameStream(ann.email))).toBe('username-[Redacted]');
+    const legacy = legacyCustomIdStream('client-1', 'event-1', ann.customId);
+    expect(streamNameForLogs(legacy)).toBe('guestcustomid-client-1:event-1:[Redacted]');
+    const hashed = customIdStream('client-1', 'event-1', ann.customId, { id: 'k1', key: Buffer.alloc(32, 1) });
+    expect(streamNameForLogs(hashed)).toBe(hashed);
+    expect(streamNameForLogs(guestStream('client-1', ann.customId))).toBe(guestStream('client-1', ann.customId));
+  });
+
+  it('withoutValues redacts a guest’s value as written, in another case and percent-encoded; short values stay', () => {
+    const info = 'peanut allergy, table 4';
+    const text = `spam_check_failed: https://blocked.test/p?i=${encodeURIComponent(info)}: blocked domain; ${info.toUpperCase()}; Al`;
+    expect(withoutValues(text, [info, 'Al'])).toBe('spam_check_failed: https://blocked.test/p?i=[Redacted]: blocked domain; [Redacted]; Al');
+  });
 });
