@@ -184,6 +184,7 @@ describe('a realistic day, then every line the process wrote', () => {
     expect(right.status, JSON.stringify(right.body)).toBe(200);
     const memberToken = right.body.access_token as string;
     await request(service.url!, 'GET', `/checkin/v1/api/event/${eventId}`, undefined, { authorization: `Bearer ${memberToken}`, 'ocp-apim-subscription-key': client.subscriptionKey });
+    expect((await call('GET', `/checkin/v1/api/teammembers/user/${encodeURIComponent(member.userName)}/events`)).status).toBe(200);
 
     // Failing webhook deliveries: at least a few attempts answered 500.
     await receiver.waitFor(3, 60_000);
@@ -218,6 +219,7 @@ describe('a realistic day, then every line the process wrote', () => {
       'bad input name': badInput.firstName,
       'bad input email': badInput.email,
       'team member password': member.password,
+      'team member user name': member.userName,
       'team member email': member.email,
       'team member first name': member.firstName,
       'wrong password': wrongPassword,
