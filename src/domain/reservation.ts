@@ -27,6 +27,21 @@ export const reservationKey = (value: string): string => caselessKey(value.trim(
 
 export const usernameStream = (userName: string): string => `username-${reservationKey(userName)}`;
 /**
+ * A stream name as a log line shows it: a user-name reservation stream is named by the user name
+ * (an account's is its email address) and a legacy customId reservation stream by the customId, so
+ * their value is `[Redacted]` (docs/personal-data.md, What the logs hold). Other stream names hold
+ * ids only and are shown as they are.
+ */
+export function streamNameForLogs(streamName: string): string {
+  if (streamName.startsWith('username-')) return 'username-[Redacted]';
+  if (streamName.startsWith('guestcustomid-')) {
+    const at = streamName.lastIndexOf(':');
+    if (at !== -1 && !streamName.startsWith('#', at + 1)) return `${streamName.slice(0, at + 1)}[Redacted]`;
+  }
+  return streamName;
+}
+
+/**
  * The secret that names customId reservation streams (docs/personal-data.md, "Stream names"):
  * a per-deployment key held wrapped in the data-key store; its id is part of every name.
  */

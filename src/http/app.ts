@@ -104,7 +104,15 @@ export function createApp(options: AppOptions): Express {
       pinoHttp({
         logger: services.logger,
         genReqId: (_req, res) => (res as unknown as { locals: { requestId: string } }).locals.requestId,
-        redact: ['req.headers.authorization', 'req.headers["ocp-apim-subscription-key"]', 'res.headers["x-next-cursor"]'],
+        // Credentials a caller or a proxy in front may send (a gateway's session cookie, a proxy's login), and the cursor (a guest's sort values).
+        redact: [
+          'req.headers.authorization',
+          'req.headers["ocp-apim-subscription-key"]',
+          'req.headers["proxy-authorization"]',
+          'req.headers.cookie',
+          'res.headers["set-cookie"]',
+          'res.headers["x-next-cursor"]',
+        ],
         // Personal data in URLs (search text, cursors, customIds) is not logged: a log line cannot be erased.
         serializers: { req: redactRequestUrl },
         // The route template, as in the metrics' `route` label: a log pipeline groups by it (the URL holds ids).

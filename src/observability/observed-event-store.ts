@@ -4,6 +4,7 @@ import {
   type EventStore,
   type NewEvent,
 } from '../adapters/eventstore/port.js';
+import { streamNameForLogs } from '../domain/reservation.js';
 import type { Logger } from '../shared/logger.js';
 import type { Metrics } from './metrics.js';
 import { currentTrace, traceMetadata } from './trace.js';
@@ -40,7 +41,7 @@ export function observedEventStore(store: EventStore, options: { metrics?: Pick<
     if (events.length === 0 || !logger.isLevelEnabled('info')) return;
     logger.info(
       {
-        stream: appends[0]!.streamName,
+        stream: streamNameForLogs(appends[0]!.streamName),
         ...(appends.length > 1 ? { streams: appends.length } : {}),
         events: events.length,
         types: [...new Set(events.map((e) => e.type))],

@@ -1,7 +1,7 @@
 /**
  * What the request log line says about a request's URL. Search text (`q`, `additionalInfo`,
  * `email`), cursors (they hold the sort values of the last row, e.g. a guest's name) and a
- * customId in a guest path are a guest's personal data, and a log line cannot be erased
+ * customId in a guest path are a guest's personal data (a team member's user name in its path is a person's too), and a log line cannot be erased
  * (docs/personal-data.md): their values are logged as `[Redacted]`. Ids, times, limits and
  * filters by state stay, for debugging.
  */
@@ -36,11 +36,16 @@ const shownValue = (name: string, value: unknown): unknown =>
 /** `/checkin/v1/api/guest/<id or customId>[/...]`: a customId may be an email address. */
 const guestPath = /^(\/checkin\/v1\/api\/guest\/)([^/?]+)/;
 
-/** The URL as logged: the path with a non-GUID guest id redacted, and personal query values redacted. */
+/** `/checkin/v1/api/teammembers/user/<user name>/events`: a user name is often the person's email address. */
+const teamMemberPath = /^(\/checkin\/v1\/api\/teammembers\/user\/)([^/?]+)/;
+
+/** The URL as logged: the path with a non-GUID guest id and a team member's user name redacted, and personal query values redacted. */
 export function loggedUrl(url: string): string {
   const queryAt = url.indexOf('?');
   const path = queryAt === -1 ? url : url.slice(0, queryAt);
-  const shownPath = path.replace(guestPath, (whole, prefix: string, id: string) => (isUuid(decodeSafely(id)) ? whole : `${prefix}${REDACTED}`));
+  const shownPath = path
+    .replace(guestPath, (whole, prefix: string, id: string) => (isUuid(decodeSafely(id)) ? whole : `${prefix}${REDACTED}`))
+    .replace(teamMemberPath, (_whole, prefix: string) => `${prefix}${REDACTED}`);
   if (queryAt === -1) return shownPath;
   const params = new URLSearchParams(url.slice(queryAt + 1));
   const shown = [...params].map(([name, value]) => {

@@ -10,6 +10,8 @@ import { unsafeLinks, type LinkPolicy } from '../comms/link-safety.js';
 import { withEmbeddedImages } from '../comms/code-images.js';
 import type { PdfRenderer } from '../comms/pdf-pool.js';
 import { emailAddressProblem } from '../domain/email-address.js';
+import { personalGuestFields } from '../domain/personal-data.js';
+import { withoutAddresses } from '../shared/redaction.js';
 import { guestStream, legacyGuestStream, type GuestEvent } from '../domain/guest.js';
 import {
   invitationDecider,
@@ -89,8 +91,9 @@ function attemptFailure(error: unknown): { code: SendFailureCode; error: string;
   return { code: 'provider_unavailable', error: error.message, permanent: false, retryAfterMs: error.retryAfterMs ?? 0 };
 }
 
-type Refusal = { refuse: SendFailureCode; error: string };
-type Prepared = { message: MailMessage; attachPdf: boolean; templateName: string; guestStream: string };
+/** `personal`: the guest's values, kept out of this worker's log lines (docs/personal-data.md, What the logs hold). */
+type Refusal = { refuse: SendFailureCode; error: string; personal?: readonly string[] };
+type Prepared = { message: MailMessage; attachPdf: boolean; templateName: string; guestStream: string; personal: readonly string[] };
 
 /**
  * The send worker (spec: check-in rule 1, Events comms.sent/failed/skipped): a consumer group
@@ -247,7 +250,7 @@ export class SendWorker implements Worker {
     }
     const prepared = state.status === 'sent' ? undefined : await this.prepare(state.ids);
     if (prepared && 'refuse' in prepared) {
-      await this.decide(clientId, invitationId, { type: 'Refuse', code: prepared.refuse, error: prepared.error, at: this.now() });
+      await this.decide(clientId, invitationId, { type: 'Refuse', code: prepared.refuse, error: prepared.error, at: this.now() }, {}, prepared.personal);
       return;
     }
     const started = await this.decide(clientId, invitationId, {
@@ -298,7 +301,7 @@ export class SendWorker implements Worker {
       await this.released().catch((error: unknown) => this.logger.warn({ err: error }, 'held invitation sends not re-queued; each goes at its retryAt'));
     } catch (error) {
       if (this.queue!.isStopped) return;
-      await this.recordFailure(invitationId, clientId, attempt, error);
+      await this.recordFailure(invitationId, clientId, attempt, error, prepared.personal);
     } finally {
       clearInterval(heartbeat);
     }
@@ -310,7 +313,7 @@ export class SendWorker implements Worker {
     return events.some((event) => event.type === 'GuestErased');
   }
 
-  private async recordFailure(invitationId: string, clientId: string, attempt: number, error: unknown): Promise<void> {
+  private async recordFailure(invitationId: string, clientId: string, attempt: number, error: unknown, personal: readonly string[]): Promise<void> {
     if (!(error instanceof MailerError)) this.logger.error({ err: error, invitationId }, 'the invitation email could not be built');
     const { retryAfterMs, ...failure } = attemptFailure(error);
     const state = await this.load(invitationId);
@@ -319,7 +322,7 @@ export class SendWorker implements Worker {
     // Attempts held on refused credentials do not use up the retry schedule.
     const delay = this.settings.retryDelaysMs[attempt - 1 - holds];
     const retryAt = retryAfterMs !== undefined && delay !== undefined ? new Date(Date.now() + Math.max(delay, retryAfterMs)).toISOString() : undefined;
-    await this.decide(clientId, invitationId, { type: 'RecordAttemptFailed', attempt, ...failure, ...(retryAt ? { retryAt } : {}), at: this.now() });
+    await this.decide(clientId, invitationId, { type: 'RecordAttemptFailed', attempt, ...failure, ...(retryAt ? { retryAt } : {}), at: this.now() }, {}, personal);
     if (retryAt) this.queue!.enqueue(invitationId, clientId, Date.parse(retryAt));
   }
 
@@ -388,6 +391,7 @@ export class SendWorker implements Worker {
       await this.guestNotShownYet(ids);
       return { refuse: 'guest_not_found', error: 'the guest no longer exists' };
     }
+    const personal = personalValuesOf(guest);
     if (!template || template.clientId !== ids.clientId || template.eventId !== guest.eventId || !event) {
       return { refuse: 'template_not_found', error: 'the template does not exist for this guest’s event' };
     }
@@ -396,7 +400,7 @@ export class SendWorker implements Worker {
     if (!guest.email) return { refuse: 'no_email', error: 'the guest has no email address' };
     if (ids.invalidEmail) return { refuse: 'invalid_email', error: 'the guest’s email was not an email address when the invitation was requested' };
     const problem = emailAddressProblem(guest.email);
-    if (problem) return { refuse: 'invalid_email', error: `the guest’s email ${problem.replace(/^must be/, 'is not')}` };
+    if (problem) return { refuse: 'invalid_email', error: `the guest’s email ${problem.replace(/^must be/, 'is not')}`, personal };
     if (!account?.commsApiEnabled) return { refuse: 'comms_api_not_enabled', error: 'the comms API is not enabled for this account' };
     // Spec, Authentication rule 3: the guest path sends too, so it is gated like the comms routes.
     if (!account.senderTrusted) return { refuse: 'trust_required', error: 'sender verification has not been completed for this account' };
@@ -406,7 +410,7 @@ export class SendWorker implements Worker {
     }
     const suppressed = await suppressionOf(this.services, ids.clientId, guest.email);
     if (suppressed) {
-      return { refuse: 'previous_send_permanently_failed', error: `${guest.email} was reported ${suppressed.reason} on ${suppressed.at}` };
+      return { refuse: 'previous_send_permanently_failed', error: `${guest.email} was reported ${suppressed.reason} on ${suppressed.at}`, personal };
     }
     const parts: InvitationParts = {
       attendeeInvitationId: ids.attendeeInvitationId,
@@ -423,8 +427,8 @@ export class SendWorker implements Worker {
     const message = await invitationMessage(parts, sender);
     // Checked after merging: a guest's own data in a link (href="{{additionalInfo}}") must pass too.
     const unsafe = unsafeLinks(message.html, this.settings.linkPolicy);
-    if (unsafe.length > 0) return { refuse: 'spam_check_failed', error: unsafe.map((u) => `${u.url}: ${u.reason}`).join('; ') };
-    return { message, attachPdf: template.attachPdf, templateName: template.name, guestStream: guestStreamOf(guest) };
+    if (unsafe.length > 0) return { refuse: 'spam_check_failed', error: unsafe.map((u) => `${u.url}: ${u.reason}`).join('; '), personal };
+    return { message, attachPdf: template.attachPdf, templateName: template.name, guestStream: guestStreamOf(guest), personal };
   }
 
   private async load(invitationId: string): Promise<InvitationState> {
@@ -440,6 +444,7 @@ export class SendWorker implements Worker {
     invitationId: string,
     command: InvitationCommand,
     ids: { correlationId?: string; causationId?: string; eventId?: string } = {},
+    personal: readonly string[] = [],
   ) {
     const context: CommandContext = {
       tenantId: clientId,
@@ -452,12 +457,12 @@ export class SendWorker implements Worker {
     const result = await handleCommand(this.services.eventStore, invitationDecider, invitationStream(invitationId), command, context, {
       ...(eventId ? { eventIds: (index: number) => derivedId(eventId, String(index)) } : {}),
     });
-    for (const event of result.events) this.report(invitationId, event);
+    for (const event of result.events) this.report(invitationId, event, personal);
     return result;
   }
 
   /** One log line per step of a send, and its outcome counted. */
-  private report(invitationId: string, event: InvitationEvent): void {
+  private report(invitationId: string, event: InvitationEvent, personal: readonly string[]): void {
     const { metrics } = this.settings;
     switch (event.type) {
       case 'SendSucceeded':
@@ -466,8 +471,9 @@ export class SendWorker implements Worker {
         return;
       case 'SendFailed':
         metrics?.countSend('failed', event.data.code);
-        // A mail server's refusal often quotes the recipient ('550 5.1.1 <ann@example.com>: ...'): logs keep no guest's address.
-        this.logger.warn({ invitationId, code: event.data.code, error: withoutAddresses(event.data.error) }, 'invitation send failed');
+        // A mail server's refusal often quotes the recipient ('550 5.1.1 <ann@example.com>: ...'), a refused
+        // link the guest's own data merged into it: logs keep no guest's address nor any of its values.
+        this.logger.warn({ invitationId, code: event.data.code, error: withoutValues(withoutAddresses(event.data.error), personal) }, 'invitation send failed');
         return;
       case 'SendSkipped':
         metrics?.countSend('skipped', event.data.reason);
@@ -487,5 +493,28 @@ export class SendWorker implements Worker {
   }
 }
 
-/** Email addresses in a text (a provider's error) replaced by `[Redacted]`, for a log line (docs/personal-data.md). */
-export const withoutAddresses = (text: string): string => text.replace(/[^\s<>()[\]"',;:@]+@[^\s<>()[\]"',;:@]+/g, '[Redacted]');
+/** The guest's personal values (its names, email, barcode, additionalInfo, customId, customData) that a text may quote. */
+export function personalValuesOf(guest: Partial<Record<(typeof personalGuestFields)[number], unknown>>): string[] {
+  return personalGuestFields.flatMap((field) => (field !== 'image' && typeof guest[field] === 'string' ? [guest[field] as string] : []));
+}
+
+/**
+ * Each of `values` (3 characters or more, trimmed, as written or percent-encoded, any case) in a
+ * text replaced by `[Redacted]`, for a log line (docs/personal-data.md, What the logs hold).
+ */
+export function withoutValues(text: string, values: readonly string[]): string {
+  const forms = new Set<string>();
+  for (const value of values) {
+    const trimmed = value.trim();
+    if (trimmed.length < 3) continue;
+    forms.add(trimmed);
+    forms.add(encodeURIComponent(trimmed));
+    forms.add(encodeURI(trimmed));
+  }
+  // Longest first, so a value inside another is not left half-redacted.
+  const pattern = [...forms].sort((a, b) => b.length - a.length).map((form) => form.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+  return pattern ? text.replace(new RegExp(pattern, 'gi'), '[Redacted]') : text;
+}
+
+/** Email addresses in a text replaced by `[Redacted]` (src/shared/redaction.ts). */
+export { withoutAddresses };

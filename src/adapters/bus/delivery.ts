@@ -1,4 +1,5 @@
 import type { Logger } from '../../shared/logger.js';
+import { withoutAddresses } from '../../shared/redaction.js';
 import type { BusMessage, MessageHandler, OutgoingMessage } from './port.js';
 import { carrierFromHeaders, runInCarriedTrace } from '../../observability/trace.js';
 
@@ -34,7 +35,8 @@ export function deadLetterMessage(message: BusMessage, error: unknown, attempts:
     value: message.value,
     headers: {
       ...message.headers,
-      'x-dlq-error': error instanceof Error ? error.message || error.name : String(error),
+      // A header is kept as long as the topic and cannot be erased: no email address in it (docs/personal-data.md).
+      'x-dlq-error': withoutAddresses(error instanceof Error ? error.message || error.name : String(error)),
       'x-dlq-attempts': String(attempts),
       'x-dlq-source-topic': message.topic,
       'x-dlq-source-partition': String(message.partition),
