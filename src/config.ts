@@ -172,6 +172,8 @@ export interface CommsConfig {
   smtpUrl?: string;
   /** OUTBOX_DIR: where the embedded mailer writes `.eml` files (default DATA_DIR/outbox). */
   outboxDir: string;
+  /** OUTBOX_RETENTION_DAYS: days an `.eml` file of the outbox is kept (default 30); 0 keeps them for ever. */
+  outboxRetentionDays: number;
   /** INVITES_SENDING_ADDRESS / INVITES_SENDER_NAME: the From of sends whose template names none. */
   sendingAddress: string;
   senderName?: string;
@@ -583,6 +585,7 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReade
     sendgridEventPublicKey: env.SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY || undefined,
     smtpUrl: env.SMTP_URL || undefined,
     outboxDir: path.resolve(env.OUTBOX_DIR || path.join(env.DATA_DIR || './data', 'outbox')),
+    outboxRetentionDays: int('OUTBOX_RETENTION_DAYS', 30, { max: 36_500, example: 30, why: 'days (0 keeps the emails for ever)' }),
     sendingAddress,
     senderName: env.INVITES_SENDER_NAME || undefined,
     blockedLinkDomains: list(env.SPAM_BLOCKED_DOMAINS).map((d) => d.toLowerCase()),

@@ -620,9 +620,11 @@ export function createWorkers(
   return options.retention === false ? consumers : [...consumers, retentionWorker(services, config)];
 }
 
-/** Erases the guests of events past their retention (issue 14, item 3). */
+/** Erases the guests of events past their retention (issue 14, item 3) and removes outbox emails past OUTBOX_RETENTION_DAYS. */
 function retentionWorker(services: Services, config: Config): Worker {
-  return new RetentionWorker(services, personalDataSettings(config), config.personalData.retentionSweepMs);
+  const settings = personalDataSettings(config);
+  const outbox = settings.outboxDir ? { dir: settings.outboxDir, days: config.comms.outboxRetentionDays } : undefined;
+  return new RetentionWorker(services, settings, config.personalData.retentionSweepMs, outbox);
 }
 
 /** Where erasure looks for files with personal data (the outbox only when the embedded mailer sends). */
