@@ -104,6 +104,8 @@ describe('comms history retention (COMMS_HISTORY_RETENTION_DAYS)', () => {
     offsetMs = 31 * DAY;
     try {
       expect((await ann.call('POST', `${api}/webhook/deliveries/${oldDelivered}/redeliver`)).status).toBe(404);
+      // Refused before anything was recorded: no redelivery goes out behind the 404.
+      expect(await service.platform.eventStore.readStream(deliveryStream(oldDelivered))).toHaveLength(streamBefore.length);
       expect((await ann.call('POST', `${api}/webhook/deliveries/${newDelivered}/redeliver`)).status).toBe(200);
     } finally {
       offsetMs = 0;
