@@ -6,6 +6,7 @@ import { MongoClient } from 'mongodb';
 import { sendgridSignatureVerifier } from './adapters/mailer/sendgrid-events.js';
 import { connectionStringProblem } from './adapters/eventstore/esdb.js';
 import { defaultKafkaMaxBatchBytes, kafkaNamespacePattern, kafkaSaslMechanisms, minKafkaMaxBatchBytes, type KafkaSasl, type KafkaSaslMechanism } from './adapters/bus/kafka.js';
+import { defaultRetryDelaysMs as defaultWebhookRetryDelaysMs } from './domain/webhook.js';
 import { parseKey } from './shared/encryption.js';
 import { withoutCredentials } from './shared/without-credentials.js';
 
@@ -74,6 +75,11 @@ export interface Config {
   webhookRetryDelaysMs?: number[];
   /** WEBHOOK_TIMEOUT_MS: how long one delivery attempt may take (default 10 s). */
   webhookTimeoutMs: number;
+  /**
+   * COMMS_HISTORY_RETENTION_DAYS: days the comms events feed and the webhook delivery log keep an
+   * entry (a delivery: once finished); 0 keeps them for ever. Default 30.
+   */
+  commsHistoryRetentionDays: number;
   /**
    * WEBHOOK_ENCRYPTION_KEYS: `id:key,...` (32-byte keys, base64/base64url/hex) that encrypt webhook secrets;
    * WEBHOOK_ENCRYPTION_KEY_ID names the one new secrets use (default the first). Unset: a key file
@@ -166,6 +172,8 @@ export interface CommsConfig {
   smtpUrl?: string;
   /** OUTBOX_DIR: where the embedded mailer writes `.eml` files (default DATA_DIR/outbox). */
   outboxDir: string;
+  /** OUTBOX_RETENTION_DAYS: days an `.eml` file of the outbox is kept (default 30); 0 keeps them for ever. */
+  outboxRetentionDays: number;
   /** INVITES_SENDING_ADDRESS / INVITES_SENDER_NAME: the From of sends whose template names none. */
   sendingAddress: string;
   senderName?: string;
@@ -426,7 +434,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 function webhookConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReader): Pick<
   Config,
-  'webhookAllowInsecure' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookEncryptionKeys' | 'webhookEncryptionKeyId'
+  'webhookAllowInsecure' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookEncryptionKeys' | 'webhookEncryptionKeyId' | 'commsHistoryRetentionDays'
 > {
   const insecure = (env.WEBHOOK_ALLOW_INSECURE || 'false').toLowerCase();
   if (insecure !== 'true' && insecure !== 'false') problems.push(`WEBHOOK_ALLOW_INSECURE must be true or false (the default), got "${env.WEBHOOK_ALLOW_INSECURE}"`);
@@ -440,11 +448,21 @@ function webhookConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeRea
     }
   }
   const timeout = int('WEBHOOK_TIMEOUT_MS', 10_000, { min: 1, max: maxTimerMs, why: 'milliseconds' });
+  const historyDays = int('COMMS_HISTORY_RETENTION_DAYS', 30, { max: 36_500, example: 30, why: 'days (0 keeps the history for ever)' });
+  // A delivery is removed only once finished, but a window inside the retry schedule would empty the
+  // log of deliveries a receiver is still being retried for by the time it reconciles.
+  const retryWindowMs = (delays ?? defaultWebhookRetryDelaysMs).reduce((sum, d) => sum + (Number.isInteger(d) ? d : 0), 0);
+  if (historyDays > 0 && historyDays * 86_400_000 <= retryWindowMs) {
+    problems.push(
+      `COMMS_HISTORY_RETENTION_DAYS must be longer than the webhook retry schedule (WEBHOOK_RETRY_DELAYS_MS, ${Math.ceil(retryWindowMs / 86_400_000)} days), or 0, got ${historyDays}`,
+    );
+  }
   const { keys, keyId } = keyList(env, 'WEBHOOK_ENCRYPTION_KEYS', 'WEBHOOK_ENCRYPTION_KEY_ID', problems);
   return {
     webhookAllowInsecure: insecure === 'true',
     webhookRetryDelaysMs: delays,
     webhookTimeoutMs: timeout,
+    commsHistoryRetentionDays: historyDays,
     webhookEncryptionKeys: keys,
     webhookEncryptionKeyId: keyId,
   };
@@ -567,6 +585,7 @@ function commsConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeReade
     sendgridEventPublicKey: env.SENDGRID_EVENT_WEBHOOK_PUBLIC_KEY || undefined,
     smtpUrl: env.SMTP_URL || undefined,
     outboxDir: path.resolve(env.OUTBOX_DIR || path.join(env.DATA_DIR || './data', 'outbox')),
+    outboxRetentionDays: int('OUTBOX_RETENTION_DAYS', 30, { max: 36_500, example: 30, why: 'days (0 keeps the emails for ever)' }),
     sendingAddress,
     senderName: env.INVITES_SENDER_NAME || undefined,
     blockedLinkDomains: list(env.SPAM_BLOCKED_DOMAINS).map((d) => d.toLowerCase()),

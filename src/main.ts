@@ -55,6 +55,7 @@ import { timelineProjection } from './projections/timeline.js';
 import { funnelProjection } from './projections/funnel.js';
 import { webhookSettings } from './commands/webhooks.js';
 import { exportSettings, sweepExpiredExports } from './commands/export.js';
+import { pruneCommsHistory } from './commands/comms-history-retention.js';
 import { createWebhookDispatcher } from './workers/webhook-dispatcher.js';
 import { ProjectionRunner } from './projections/runner.js';
 import { loggedRebuild } from './projections/rebuild-log.js';
@@ -619,9 +620,11 @@ export function createWorkers(
   return options.retention === false ? consumers : [...consumers, retentionWorker(services, config)];
 }
 
-/** Erases the guests of events past their retention (issue 14, item 3). */
+/** Erases the guests of events past their retention (issue 14, item 3) and removes outbox emails past OUTBOX_RETENTION_DAYS. */
 function retentionWorker(services: Services, config: Config): Worker {
-  return new RetentionWorker(services, personalDataSettings(config), config.personalData.retentionSweepMs);
+  const settings = personalDataSettings(config);
+  const outbox = settings.outboxDir ? { dir: settings.outboxDir, days: config.comms.outboxRetentionDays } : undefined;
+  return new RetentionWorker(services, settings, config.personalData.retentionSweepMs, outbox);
 }
 
 /** Where erasure looks for files with personal data (the outbox only when the embedded mailer sends). */
@@ -737,6 +740,8 @@ async function startApi(
   every(3_600_000, 'idempotency key purge', () => purgeExpiredIdempotencyKeys(platform.readStore), closers, services.logger);
   if (refreshTokens) every(3_600_000, 'refresh token purge', () => refreshTokens.purgeExpired(), closers, services.logger);
   every(60_000, 'export sweep', () => sweepExpiredExports(services, exportSettings(config)), closers, services.logger);
+  // The comms events feed and the webhook delivery log keep COMMS_HISTORY_RETENTION_DAYS (docs/operations.md, "What grows").
+  every(3_600_000, 'comms history retention', () => pruneCommsHistoryLogged(services, config), closers, services.logger);
   let drain: HttpDrain | undefined;
   // The overload guard answers before the app while the process cannot keep up (src/http/middleware/overload.ts);
   // CORS comes before both, so that its refusals carry the CORS headers too (src/http/cors.ts).
@@ -764,6 +769,13 @@ async function startApi(
 }
 
 /** A periodic clean-up that never keeps the process alive and stops with the service. */
+async function pruneCommsHistoryLogged(services: Services, config: Config): Promise<void> {
+  const deleted = await pruneCommsHistory(services.readStore, { days: config.commsHistoryRetentionDays }, services.clock.now());
+  if (deleted.commsEvents + deleted.deliveries > 0) {
+    services.logger.info({ ...deleted, retentionDays: config.commsHistoryRetentionDays }, 'comms history past its retention deleted');
+  }
+}
+
 function every(
   ms: number,
   name: string,

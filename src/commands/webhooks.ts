@@ -9,8 +9,10 @@ import {
   webhookIdFor,
   webhookStream,
   type StoredSecret,
+  defaultRetryDelaysMs,
 } from '../domain/webhook.js';
 import type { CommsEventDoc, DeliveryDoc, WebhookDoc } from '../projections/webhooks.js';
+import { commsHistoryCutoff } from './comms-history-retention.js';
 import { decrypt, encrypt, keyringOf, loadOrCreateKeyFile, type Keyring } from '../shared/encryption.js';
 import { newId } from '../shared/ids.js';
 import { newSecret } from '../shared/secrets.js';
@@ -33,10 +35,12 @@ export interface WebhookSettings {
   leaseMs?: number;
   /** How often a dispatcher looks for deliveries no live worker holds; 0 or unset: never. */
   sweepMs?: number;
+  /** COMMS_HISTORY_RETENTION_DAYS: a finished delivery older than this is no longer in the log (0 or unset: kept for ever). */
+  historyRetentionDays?: number;
 }
 
-/** About 10 attempts over about 8 hours: 5 s, 30 s, 2 min, 5 min, 15 min, 30 min, 1 h, 2 h, 4 h. */
-export const defaultRetryDelaysMs = [5_000, 30_000, 120_000, 300_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000];
+/** The webhook backoff schedule unless WEBHOOK_RETRY_DELAYS_MS sets one (the domain holds it: config checks against it). */
+export { defaultRetryDelaysMs };
 
 const settingsByConfig = new WeakMap<Config, WebhookSettings>();
 
@@ -60,6 +64,7 @@ export function webhookSettings(config: Config): WebhookSettings {
       perAccountConcurrency: 4,
       leaseMs: config.comms.sendLeaseMs,
       sweepMs: config.comms.sweepMs,
+      historyRetentionDays: config.commsHistoryRetentionDays,
     };
     settingsByConfig.set(config, settings);
   }
@@ -237,8 +242,9 @@ export async function getDelivery(services: Services, clientId: string, id: stri
 }
 
 /** Sends a delivery again: same webhook id and body, fresh timestamp and signature, a fresh attempt budget. */
-export async function redeliver(services: Services, context: CommandContext, id: string): Promise<DeliveryView> {
+export async function redeliver(services: Services, context: CommandContext, id: string, settings?: Pick<WebhookSettings, 'historyRetentionDays'>): Promise<DeliveryView> {
   const deliveryId = id.toLowerCase();
+  if (await pastRetention(services, deliveryId, settings?.historyRetentionDays ?? 0)) throw new DomainError('not_found', 'delivery not found');
   // Sent to the webhook configured now, even when the delivery was first made for one since deleted.
   const webhook = await webhooks(services).get(context.tenantId);
   const result = await handleCommand(services.eventStore, deliveryDecider, deliveryStream(deliveryId), {
@@ -249,6 +255,18 @@ export async function redeliver(services: Services, context: CommandContext, id:
   }, context);
   await services.readYourWrites(result.position);
   return getDelivery(services, context.tenantId, deliveryId);
+}
+
+/**
+ * A delivery the log no longer shows because it finished longer ago than the retention (its
+ * events stay in the event store): not redelivered, as one never made is not. One the read model
+ * does not show yet (just scheduled) is younger than any window, so it can be.
+ */
+async function pastRetention(services: Services, deliveryId: string, days: number): Promise<boolean> {
+  const cutoff = commsHistoryCutoff({ days }, services.clock.now());
+  if (cutoff === undefined || (await deliveries(services).get(deliveryId))) return false;
+  const [last] = await services.eventStore.readStream(deliveryStream(deliveryId), { direction: 'backwards', maxCount: 1 });
+  return last !== undefined && last.metadata.occurredAt < cutoff;
 }
 
 export interface CommsEventView {

@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import { DomainError, type Decider } from './decider.js';
 
+/** About 10 attempts over about 8 hours: 5 s, 30 s, 2 min, 5 min, 15 min, 30 min, 1 h, 2 h, 4 h. */
+export const defaultRetryDelaysMs = [5_000, 30_000, 120_000, 300_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000];
+
 /*
  * Webhooks (spec: Webhook configuration, Comms rules 2-4, Events).
  *

@@ -5,6 +5,7 @@ import { AppendTooLargeError, ConcurrencyError, StoreUnavailableError } from '..
 import { DuplicateKeyError, ReadStoreUnavailableError } from '../adapters/readstore/port.js';
 import { InvalidCursorError } from '../adapters/readstore/cursor.js';
 import { readModelsBehind } from '../commands/services.js';
+import { withoutCredentials } from '../shared/without-credentials.js';
 
 /** An error that is already an HTTP answer (the body shape of docs/api.md). */
 export class HttpError extends Error {
@@ -146,6 +147,30 @@ export function bodyReadError(error: unknown): unknown {
   ]);
 }
 
+/**
+ * A store outage the service expects and answers 503 `store_unavailable` for: the read store
+ * (MONGO_URL) or the event store did not answer. Not a bug: while it lasts every request fails
+ * the same way, so a stack per request only floods the operators' alerting. An event store that
+ * refuses the service (`retryable: false`: wrong credentials, a configuration to fix) is not one.
+ */
+export function isStoreOutage(error: unknown): boolean {
+  return error instanceof ReadStoreUnavailableError || (error instanceof StoreUnavailableError && error.retryable);
+}
+
+type RequestLogger = { error: (o: object, m: string) => void; warn: (o: object, m: string) => void };
+
+/**
+ * Logs a request's failure: a store outage as one `warn` line with its cause's message and no
+ * stack (`store unavailable`), anything else as an `error` with the whole error (a bug to look at).
+ */
+export function logFailure(log: RequestLogger | undefined, error: unknown, fields: object, message: string): void {
+  if (isStoreOutage(error)) {
+    log?.warn({ ...fields, code: 'store_unavailable', cause: withoutCredentials((error as Error).message) }, `${message}: store unavailable`);
+  } else {
+    log?.error({ ...fields, err: error }, message);
+  }
+}
+
 /** Renders every error; unexpected ones and store failures are logged with the request id (the body never carries the cause). */
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   // The read store failed after this request's change was appended (its read-back): the change
@@ -155,8 +180,8 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   const http = toHttpError(recorded && error instanceof ReadStoreUnavailableError ? readModelsBehind("this request's change") : error);
   // A 5xx made on purpose (an HttpError: the identity provider unreachable) was logged where it was decided, once per cause.
   if (http.status >= 500 && !(error instanceof HttpError)) {
-    const log = req.log ?? (res.app.get('logger') as { error: (o: object, m: string) => void } | undefined);
-    log?.error({ err: error, requestId: res.locals.requestId, method: req.method, path: req.path }, 'request failed');
+    const log = req.log ?? (res.app.get('logger') as RequestLogger | undefined);
+    logFailure(log, error, { requestId: res.locals.requestId, method: req.method, path: req.path }, 'request failed');
   }
   // An answer already begun (a streamed array cut short) cannot carry an error: it was ended
   // where it stood, and the error is only logged (above).

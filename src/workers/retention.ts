@@ -3,6 +3,7 @@ import type { AccountDoc } from '../projections/accounts.js';
 import { eraseGuests, type PersonalDataSettings } from '../commands/personal-data.js';
 import type { GuestDoc } from '../projections/guests.js';
 import type { Services } from '../commands/services.js';
+import { removeOutboxMessagesBefore } from '../adapters/mailer/outbox.js';
 import { newId } from '../shared/ids.js';
 import { chooseZone, offsetAt, wallTimeToInstant } from '../shared/time-zones.js';
 import type { Worker } from './worker.js';
@@ -39,13 +40,17 @@ export class RetentionWorker implements Worker {
     private readonly services: Services,
     private readonly settings: PersonalDataSettings,
     private readonly sweepMs: number,
+    /** The embedded mailer's folder and OUTBOX_RETENTION_DAYS (0: kept for ever); absent when another mailer sends. */
+    private readonly outbox?: { dir: string; days: number },
   ) {}
 
   async start(): Promise<void> {
     if (this.timer) return;
     this.timer = setInterval(() => {
       if (this.running) return;
-      this.running = this.runOnce(this.services.clock.now())
+      const now = this.services.clock.now();
+      this.running = this.runOnce(now)
+        .then(() => this.pruneOutbox(now))
         .catch((error: unknown) => this.services.logger.error({ err: error }, 'retention sweep failed; it runs again at the next interval'))
         .finally(() => (this.running = undefined));
     }, this.sweepMs);
@@ -56,6 +61,14 @@ export class RetentionWorker implements Worker {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     await this.running;
+  }
+
+  /** Removes the outbox's emails older than OUTBOX_RETENTION_DAYS at `now`; returns how many. */
+  async pruneOutbox(now: Date): Promise<number> {
+    if (!this.outbox || this.outbox.days === 0) return 0;
+    const removed = await removeOutboxMessagesBefore(this.outbox.dir, now.getTime() - this.outbox.days * DAY_MS);
+    if (removed > 0) this.services.logger.info({ removed, retentionDays: this.outbox.days }, 'retention: outbox emails removed');
+    return removed;
   }
 
   /**

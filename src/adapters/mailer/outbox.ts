@@ -84,6 +84,33 @@ export class OutboxMailer implements Mailer {
 }
 
 /**
+ * Deletes the messages (`.eml` files) of the folder written before `cutoffMs` (epoch ms, by the
+ * file's modification time), for OUTBOX_RETENTION_DAYS: the folder otherwise keeps every email
+ * ever sent, each with a guest's address, name and code. A file guards against a second copy of
+ * its message only while that message's send is in progress (seconds); the invitation's stream
+ * is what keeps an invitation from being sent twice, so a removed file lets nothing go out again.
+ * Returns how many it removed; a folder not made yet holds none.
+ */
+export async function removeOutboxMessagesBefore(dir: string, cutoffMs: number): Promise<number> {
+  let names: string[];
+  try {
+    names = await fs.readdir(dir);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    if (!name.endsWith('.eml') || name.startsWith('.')) continue;
+    const file = path.join(dir, name);
+    const stat = await fs.stat(file).catch(() => undefined);
+    if (!stat?.isFile() || stat.mtimeMs >= cutoffMs) continue;
+    await fs.rm(file, { force: true });
+    removed += 1;
+  }
+  return removed;
+}
+
+/**
  * The nodemailer options for a message (shared with the SMTP adapter, so both render the same
  * RFC 822 message). Throws a permanent MailerError for an address no provider would accept.
  */

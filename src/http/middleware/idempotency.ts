@@ -20,7 +20,7 @@ import type { Collection, ReadStore } from '../../adapters/readstore/port.js';
 import { DuplicateKeyError } from '../../adapters/readstore/port.js';
 import { newId } from '../../shared/ids.js';
 import type { Principal } from '../context.js';
-import { HttpError } from '../errors.js';
+import { HttpError, logFailure } from '../errors.js';
 
 export const IDEMPOTENCY_COLLECTION = 'idempotency_keys';
 
@@ -217,7 +217,7 @@ function recordResponse(req: Request, res: Response, keys: Collection<Idempotenc
     keep(args[0], args[1]);
     const body = size <= MAX_STORED_BODY_BYTES ? Buffer.concat(chunks) : undefined;
     settle(res, keys, reserved, body)
-      .catch((error: unknown) => req.log?.error({ err: error, idempotencyKey: id }, 'could not store the idempotent response'))
+      .catch((error: unknown) => logFailure(req.log, error, { idempotencyKey: id }, 'could not store the idempotent response'))
       .finally(() => end(...args));
     return res;
   }) as Response['end'];

@@ -150,7 +150,7 @@ export function webhooksRouter(services: Services, settings: WebhookSettings): R
       response: DeliveryResponse,
       errors: [403, 404],
     },
-    ({ params, res }) => redeliver(services, context(res), params.id),
+    ({ params, res }) => redeliver(services, context(res), params.id, settings),
   );
   defineRoute(
     router,
