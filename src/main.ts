@@ -137,7 +137,7 @@ function createDataKeys(config: Config, logger: Logger, embeddedEvents?: SqliteE
     ? keyringOf(personalData.masterKeys, personalData.masterKeyId)
     : loadOrCreateKeyFile(path.join(config.dataDir, 'personal-data', 'master-keys.json'));
   const store: KeyStore = config.mongoUrl
-    ? new MongoKeyStore({ url: config.mongoUrl, dbName: config.mongoDb })
+    ? new MongoKeyStore({ url: config.mongoUrl, dbName: config.mongoDb, logger: logger.child({ adapter: 'mongodb-keys' }) })
     : !embeddedEvents
       ? new EmbeddedKeyStore(path.join(config.dataDir, 'personal-data-keys.sqlite'))
       : // In the event store's file and transactions: a new key commits with the first events sealed with it.
@@ -186,7 +186,7 @@ export function createPlatform(
   const dataKeys = createDataKeys(config, logger, embeddedEvents);
   const eventStore = dataKeys ? sealedEventStore(observed, dataKeys, { logger: logger.child({ adapter: 'personal-data' }) }) : observed;
   const readStore = givenReadStore ?? (config.mongoUrl
-    ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb })
+    ? new MongoReadStore({ url: config.mongoUrl, dbName: config.mongoDb, logger: logger.child({ adapter: 'mongodb' }) })
     : new EmbeddedReadStore(file('read-models.sqlite'), { onCollectionLoaded: logCollectionLoaded(logger) }));
   const bus = createBus(config, logger);
   const readPreference = config.mongoUrl ? secondaryReadPreference(config.mongoUrl) : undefined;

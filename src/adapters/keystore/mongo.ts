@@ -1,5 +1,6 @@
 import { MongoClient, ReadPreference, type Collection } from 'mongodb';
 import type { KeyStore, StoredDataKey } from './port.js';
+import type { Logger } from '../../shared/logger.js';
 import { serverSelectionDefault, unreachableFor } from '../readstore/mongo.js';
 
 export const KEY_CONCERNS = {
@@ -35,11 +36,11 @@ export class MongoKeyStore implements KeyStore {
   private closing = false;
   private readonly unreachable: (error: unknown) => never;
 
-  constructor({ url, dbName }: { url: string; dbName: string }) {
+  constructor({ url, dbName, logger }: { url: string; dbName: string; logger?: Pick<Logger, 'warn'> }) {
     // A server that is down fails a key's read or write within 5 s, answered 503 (docs/read-models.md).
     this.client = new MongoClient(url, { ignoreUndefined: true, ...serverSelectionDefault(url) });
     this.keys = this.client.db(dbName).collection<KeyDoc>('personal_data_keys', KEY_CONCERNS);
-    this.unreachable = unreachableFor(this.client, () => this.closing);
+    this.unreachable = unreachableFor(this.client, () => this.closing, { ...(logger ? { logger } : {}) });
   }
 
   async get(guestIds: string[]): Promise<StoredDataKey[]> {

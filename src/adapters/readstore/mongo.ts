@@ -8,10 +8,12 @@
  * last. A crash between the writes and the checkpoint makes the runner hand the same
  * ops again, and the guards skip what was already applied.
  */
+import type { Logger } from '../../shared/logger.js';
 import {
   MongoBulkWriteError,
   MongoClient,
   MongoNetworkError,
+  MongoNotConnectedError,
   MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
@@ -76,6 +78,10 @@ const MAX_RESUMES = 3;
 export interface MongoReadStoreOptions {
   url: string;
   dbName: string;
+  /** Where a restarted driver monitor is reported (unreachableFor). */
+  logger?: Pick<Logger, 'warn'>;
+  /** unreachableFor's monitorSilentMs (tests). */
+  monitorSilentMs?: number;
 }
 
 export class MongoReadStore implements ReadStore {
@@ -88,12 +94,12 @@ export class MongoReadStore implements ReadStore {
   /** Throws a driver error as the port's; reconnects a client the driver left closed (unreachableFor). */
   private readonly unreachable: (error: unknown) => never;
 
-  constructor({ url, dbName }: MongoReadStoreOptions) {
+  constructor({ url, dbName, logger, monitorSilentMs }: MongoReadStoreOptions) {
     // ignoreUndefined: an undefined field is left out, as JSON (and the embedded store) does.
     this.client = new MongoClient(url, { ignoreUndefined: true, ...serverSelectionDefault(url) });
     this.db = this.client.db(dbName);
     this.traits = new ServerTraits(this.db);
-    this.unreachable = unreachableFor(this.client, () => this.closing);
+    this.unreachable = unreachableFor(this.client, () => this.closing, { ...(logger ? { logger } : {}), ...(monitorSilentMs === undefined ? {} : { monitorSilentMs }) });
   }
 
   collection<T extends Doc = Doc>(name: string): Collection<T> {
@@ -609,15 +615,16 @@ const RESUMABLE_CODES = new Set([
 
 /**
  * The driver's "cannot reach the server" (no server selected within serverSelectionTimeoutMS, a
- * network error) as the port's ReadStoreUnavailableError, which the API answers 503 with
- * Retry-After; every other error as it is.
+ * network error; the client between its close and connect when unreachableFor restarts it) as
+ * the port's ReadStoreUnavailableError, which the API answers 503 with Retry-After; every other
+ * error as it is.
  */
 export function asUnavailable(error: unknown): unknown {
   const cause = driverCause(error);
   // Node's own socket errors also escape the driver at times (a write after the server closed
   // the socket: "This socket has been ended by the other party", code EPIPE).
   const socketCode = (cause as NodeJS.ErrnoException | undefined)?.code;
-  if (cause instanceof MongoServerSelectionError || cause instanceof MongoNetworkError || cause instanceof MongoTopologyClosedError || (cause instanceof Error && (socketCode === 'EPIPE' || socketCode === 'ECONNRESET'))) {
+  if (cause instanceof MongoServerSelectionError || cause instanceof MongoNetworkError || cause instanceof MongoTopologyClosedError || cause instanceof MongoNotConnectedError || (cause instanceof Error && (socketCode === 'EPIPE' || socketCode === 'ECONNRESET'))) {
     return new ReadStoreUnavailableError(`the MONGO_URL server did not answer: ${cause.message}`, { cause: error });
   }
   return error;
@@ -628,24 +635,67 @@ function driverCause(error: unknown): unknown {
   return error instanceof MongoBulkWriteError && error.errorResponse instanceof Error ? error.errorResponse : error;
 }
 
+/** Options of unreachableFor: when a silent server monitor counts as stopped, the clock, where to say so. */
+export interface UnreachableOptions {
+  /**
+   * How long the driver may go without any server heartbeat event (started, succeeded or failed)
+   * while operations fail unreachable before its monitor counts as stopped: longer than the longest
+   * check can take (connectTimeoutMS 30 s plus heartbeatFrequencyMS 10 s, by default). Default 60 s.
+   */
+  monitorSilentMs?: number;
+  now?: () => number;
+  logger?: Pick<Logger, 'warn'>;
+}
+
 /**
  * A thrower of the driver's errors as asUnavailable makes them, for one client. It also mends
- * what mongodb 7.0 leaves broken: a client whose first connection fails (the server down when
- * the service starts) closes that topology and keeps it, so every later operation fails
- * "Topology is closed" (MongoTopologyClosedError) even once the server is back: only a client
- * without a topology connects on demand. `client.connect()` makes a new topology when the one
- * it has is not connected; it is called on that error unless the client is being closed.
+ * two states mongodb 7.0 can leave a client in for good:
+ *
+ * - a client whose first connection fails (the server down when the service starts) closes that
+ *   topology and keeps it, so every later operation fails "Topology is closed"
+ *   (MongoTopologyClosedError) even once the server is back: only a client without a topology
+ *   connects on demand. `client.connect()` makes a new topology when the one it has is not
+ *   connected; it is called on that error unless the client is being closed.
+ * - the server monitor stops: seen on this machine under load (about one in two server stops of
+ *   40 s with the load average near 20, never on a quiet machine): the server is stopped while the
+ *   monitor checks it, the monitor then emits no heartbeat again, the server stays Unknown with the
+ *   lost connection's error, and every operation waits serverSelectionTimeoutMS and fails with that
+ *   error ("connection 8 to ... closed") long after the server is back, until the process restarts.
+ *   A healthy monitor emits a heartbeat event at least every connectTimeoutMS + heartbeatFrequencyMS
+ *   (a check that hangs ends at its timeout); so when an operation fails unreachable and no
+ *   heartbeat event came for `monitorSilentMs`, the client is closed and connected again (a new
+ *   topology, new monitors), once at a time, with a warn line.
  */
-export function unreachableFor(client: MongoClient, closing: () => boolean): (error: unknown) => never {
+export function unreachableFor(client: MongoClient, closing: () => boolean, options: UnreachableOptions = {}): (error: unknown) => never {
+  const now = options.now ?? Date.now;
+  const silentMs = options.monitorSilentMs ?? 60_000;
   let reconnecting: Promise<unknown> | undefined;
+  let lastHeartbeat = now();
+  const heard = () => (lastHeartbeat = now());
+  for (const event of ['serverHeartbeatStarted', 'serverHeartbeatSucceeded', 'serverHeartbeatFailed'] as const) client.on(event, heard);
+  const reconnect = (restart: boolean) => {
+    reconnecting ??= (restart ? client.close().catch(() => undefined) : Promise.resolve())
+      .then(() => (closing() ? undefined : client.connect()))
+      .catch(() => undefined)
+      .finally(() => {
+        reconnecting = undefined;
+        heard();
+      });
+  };
   return (error: unknown): never => {
-    if (driverCause(error) instanceof MongoTopologyClosedError && !closing()) {
-      reconnecting ??= client
-        .connect()
-        .catch(() => undefined)
-        .finally(() => (reconnecting = undefined));
+    const unavailable = asUnavailable(error);
+    if (!closing() && reconnecting === undefined) {
+      if (driverCause(error) instanceof MongoTopologyClosedError) reconnect(false);
+      else if (unavailable instanceof ReadStoreUnavailableError && now() - lastHeartbeat > silentMs) {
+        options.logger?.warn(
+          { silentMs: now() - lastHeartbeat, err: unavailable },
+          'the MongoDB driver heard no server heartbeat while operations failed: its server monitor stopped; closing the client and connecting again',
+        );
+        heard();
+        reconnect(true);
+      }
     }
-    throw asUnavailable(error);
+    throw unavailable;
   };
 }
 
