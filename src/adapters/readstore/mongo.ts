@@ -640,7 +640,8 @@ export interface UnreachableOptions {
   /**
    * How long the driver may go without any server heartbeat event (started, succeeded or failed)
    * while operations fail unreachable before its monitor counts as stopped: longer than the longest
-   * check can take (connectTimeoutMS 30 s plus heartbeatFrequencyMS 10 s, by default). Default 60 s.
+   * check can take (connectTimeoutMS 30 s plus heartbeatFrequencyMS 10 s, by default). Default 60 s,
+   * or those two of MONGO_URL plus 20 s when that is longer.
    */
   monitorSilentMs?: number;
   now?: () => number;
@@ -668,7 +669,9 @@ export interface UnreachableOptions {
  */
 export function unreachableFor(client: MongoClient, closing: () => boolean, options: UnreachableOptions = {}): (error: unknown) => never {
   const now = options.now ?? Date.now;
-  const silentMs = options.monitorSilentMs ?? 60_000;
+  // A check that hangs ends at connectTimeoutMS (30 s by default; 0 is none), the next starts heartbeatFrequencyMS (10 s) later.
+  const { connectTimeoutMS = 30_000, heartbeatFrequencyMS = 10_000 } = client.options ?? {};
+  const silentMs = options.monitorSilentMs ?? Math.max(60_000, (connectTimeoutMS || 30_000) + heartbeatFrequencyMS + 20_000);
   let reconnecting: Promise<unknown> | undefined;
   let lastHeartbeat = now();
   const heard = () => (lastHeartbeat = now());
