@@ -150,8 +150,8 @@ export class RefreshTokens {
   /** Whether `secretHash` is the secret the family's last rotation spent, less than the grace ago. */
   private withinGrace(family: RefreshFamilyDoc, secretHash: string): boolean {
     if (this.graceMs <= 0 || family.previousSecretHash !== secretHash || family.rotatedAtMs === undefined) return false;
-    const nowMs = this.now().getTime();
-    return nowMs >= family.rotatedAtMs && nowMs < family.rotatedAtMs + this.graceMs;
+    // No lower bound: a rotation stamped a little ahead of this clock is another process's skew.
+    return this.now().getTime() < family.rotatedAtMs + this.graceMs;
   }
 
   /** The token the last rotation answered, recomputed from the secret it spent; nothing is written. */

@@ -140,6 +140,14 @@ describe('reuse grace across api processes sharing one store', () => {
     expect((await other.rotate(tokens[0]!, 'checkin-app', always)).ok).toBe(true);
   });
 
+  it("a process whose clock is 2 s behind the rotating one's still takes the spent token inside the grace", async () => {
+    const behind = new RefreshTokens({ collection: opened[1]!.collection<RefreshFamilyDoc>('refresh_token_families'), now: () => new Date(now - 2000) });
+    const first = await one.issue(subject, 'checkin-app');
+    const rotated = await one.rotate(first, 'checkin-app', always);
+    if (!rotated.ok) throw new Error('rotation refused');
+    expect(await behind.rotate(first, 'checkin-app', always)).toMatchObject({ ok: true, token: rotated.token });
+  });
+
   it('the spent token presented at the other process after the grace ends the family for both', async () => {
     const first = await one.issue(subject, 'checkin-app');
     const rotated = await one.rotate(first, 'checkin-app', always);
