@@ -65,6 +65,8 @@ export interface Config {
   /** Dev provider refresh tokens: a sign-in's absolute lifetime and how long one may lie unused. */
   refreshTokenTtlSeconds: number;
   refreshTokenIdleSeconds: number;
+  /** Dev provider refresh tokens: how long a just-spent token still answers its successor (0: never). */
+  refreshTokenReuseGraceSeconds: number;
   /** Per source IP per minute on the whole API (60 s block on excess); 0 switches it off. */
   rateLimitPerMinute: number;
   /** Per source IP per minute on POST /comms/v1/api/comms/send, on top; 0 switches it off. */
@@ -283,6 +285,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 3600, { min: 1, max: 31_536_000, why: 'seconds, a year at most; a token of 0 s is expired when issued' }),
     refreshTokenTtlSeconds: int('REFRESH_TOKEN_TTL_SECONDS', 2_592_000, { min: 60, max: 31_536_000, why: 'seconds from the password sign-in, a year at most' }),
     refreshTokenIdleSeconds: int('REFRESH_TOKEN_IDLE_SECONDS', 604_800, { min: 60, max: 31_536_000, why: 'seconds a refresh token may lie unused, a year at most' }),
+    refreshTokenReuseGraceSeconds: int('REFRESH_TOKEN_REUSE_GRACE_SECONDS', 30, { min: 0, max: 300, why: 'seconds a just-rotated refresh token is still taken (0 turns it off), five minutes at most' }),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 1000),
     sendRateLimitPerMinute: int('SEND_RATE_LIMIT_PER_MINUTE', 300),
     ...webhookConfig(env, problems, int),

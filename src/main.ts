@@ -20,7 +20,8 @@ import { KafkaBus } from './adapters/bus/kafka.js';
 import type { Services } from './commands/services.js';
 import { loadConfig, roles, type Config, type Role } from './config.js';
 import { createApp, type Readiness } from './http/app.js';
-import { issuerTokenEndpoint } from './identity/token-endpoint.js';
+import { issuerEndpoints } from './identity/token-endpoint.js';
+import type { DashboardOptions } from './dashboard/page.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { continueOnRead } from './http/expect-continue.js';
 import { authenticate } from './http/auth.js';
@@ -635,6 +636,17 @@ export function personalDataSettings(config: Config): PersonalDataSettings {
 }
 
 /** The domain-authentication port's adapter: SendGrid when its key is set, else records checked by DNS lookups. */
+/**
+ * Where /dashboard asks for tokens and revokes the refresh token at sign-out: the dev provider's
+ * endpoints; an external issuer's, by discovery; DASHBOARD_TOKEN_URL alone names no revocation.
+ */
+function dashboardEndpoints(config: Config): DashboardOptions {
+  if (config.dashboardTokenUrl) return { tokenUrl: config.dashboardTokenUrl };
+  if (!config.oidcIssuer) return { tokenUrl: '/core/connect/token', revocationUrl: '/core/connect/revocation' };
+  const endpoints = issuerEndpoints(config.oidcIssuer);
+  return { tokenUrl: async () => (await endpoints()).token, revocationUrl: async () => (await endpoints()).revocation };
+}
+
 function createDomainAuthenticator(config: Config): DomainAuthenticator {
   const { sendgridApiKey, sendgridBaseUrl } = config.comms;
   return sendgridApiKey
@@ -693,6 +705,7 @@ async function startApi(
         collection: platform.readStore.collection<RefreshFamilyDoc>('refresh_token_families'),
         lifetimeSeconds: config.refreshTokenTtlSeconds,
         idleSeconds: config.refreshTokenIdleSeconds,
+        reuseGraceSeconds: config.refreshTokenReuseGraceSeconds,
         now: () => services.clock.now(),
       });
   const app = createApp({
@@ -717,9 +730,7 @@ async function startApi(
           ...(refreshTokens ? { refreshTokens } : {}),
         }),
     adminApiKey: config.adminApiKey,
-    dashboard: {
-      tokenUrl: config.dashboardTokenUrl ?? (config.oidcIssuer ? issuerTokenEndpoint(config.oidcIssuer) : '/core/connect/token'),
-    },
+    dashboard: dashboardEndpoints(config),
     webhooks: webhookSettings(config),
     exports: exportSettings(config),
     personalData: personalDataSettings(config),

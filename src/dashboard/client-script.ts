@@ -7,12 +7,15 @@
  * is written to storage, cookies or the URL, so a reload signs out. Shortly before the access
  * token expires, or on a 401, the refresh token gets a new one (once; one refresh at a time, as
  * a spent refresh token presented twice ends the sign-in); only a refused refresh signs out.
+ * "Sign out" also revokes the refresh token (RFC 7009) where the page knows a revocation endpoint,
+ * so a copy of it elsewhere stops working too.
  */
 export const dashboardScript = String.raw`
 (function () {
   'use strict';
   var body = document.body;
   var tokenUrl = body.getAttribute('data-token-url');
+  var revocationUrl = body.getAttribute('data-revocation-url');
   var refreshMs = Number(body.getAttribute('data-refresh-seconds') || 5) * 1000;
   var session = null;
   var timer = null;
@@ -195,6 +198,16 @@ export const dashboardScript = String.raw`
       });
   }
 
+  /** RFC 7009: ends the sign-in at the identity provider; the page forgets it whatever the answer. */
+  function revokeSession(current) {
+    if (!revocationUrl || !current || !current.refreshToken) return;
+    fetch(revocationUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: current.refreshToken, token_type_hint: 'refresh_token', client_id: 'checkin-app' }),
+    }).catch(function () {});
+  }
+
   function signOut(message) {
     session = null;
     shown++;
@@ -326,7 +339,7 @@ export const dashboardScript = String.raw`
   }
 
   $('login-form').addEventListener('submit', signIn);
-  $('logout').addEventListener('click', function () { signOut('Signed out.'); $('username').focus(); });
+  $('logout').addEventListener('click', function () { revokeSession(session); signOut('Signed out.'); $('username').focus(); });
   $('event').addEventListener('change', function () {
     if (arrivalsChart) { arrivalsChart.destroy(); arrivalsChart = null; }
     // Nothing of the event shown before stays on screen under the new one's name.

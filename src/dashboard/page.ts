@@ -18,6 +18,12 @@ export interface DashboardOptions {
    * (an external issuer's token_endpoint, by discovery). Default: the dev provider's.
    */
   tokenUrl?: string | (() => Promise<string>);
+  /**
+   * Where "Sign out" revokes the refresh token (RFC 7009): a URL, or a function that finds it (an
+   * external issuer's revocation_endpoint). Default: the dev provider's when tokenUrl is its
+   * token endpoint, else none (the page then only forgets the tokens).
+   */
+  revocationUrl?: string | (() => Promise<string | undefined>);
   /** Seconds between refreshes. */
   refreshSeconds?: number;
 }
@@ -33,22 +39,26 @@ const escapeHtml = (text: string) =>
 export function dashboardRouter(options: DashboardOptions = {}): Router {
   const router = express.Router();
   const { tokenUrl = '/core/connect/token' } = options;
-  const security = (token: string) => ({
-    // An external issuer's token endpoint is the one other origin the page may call.
-    'Content-Security-Policy': `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'${/^https?:/i.test(token) ? ` ${new URL(token).origin}` : ''}; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`,
+  const revocationUrl = options.revocationUrl ?? (tokenUrl === '/core/connect/token' ? '/core/connect/revocation' : undefined);
+  const origins = (urls: (string | undefined)[]) => [...new Set(urls.filter((u): u is string => !!u && /^https?:/i.test(u)).map((u) => new URL(u).origin))];
+  const security = (...urls: (string | undefined)[]) => ({
+    // An external issuer's token (and revocation) endpoint is the one other origin the page may call.
+    'Content-Security-Policy': `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'${origins(urls).map((o) => ` ${o}`).join('')}; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`,
     'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'no-referrer',
   });
-  const assets = security('');
+  const assets = security();
   router.get('/dashboard', async (_req, res, next) => {
     let token: string;
+    let revocation: string | undefined;
     try {
       token = typeof tokenUrl === 'string' ? tokenUrl : await tokenUrl();
+      revocation = typeof revocationUrl === 'function' ? await revocationUrl() : revocationUrl;
     } catch (error) {
       next(error);
       return;
     }
-    res.set({ ...security(token), 'Cache-Control': 'no-store' }).type('html').send(page(token, options.refreshSeconds));
+    res.set({ ...security(token, revocation), 'Cache-Control': 'no-store' }).type('html').send(page(token, revocation, options.refreshSeconds));
   });
   // The page's own script and stylesheet change with every deploy: asked again each time.
   const own = { ...assets, 'Cache-Control': 'no-cache' };
@@ -62,7 +72,7 @@ export function dashboardRouter(options: DashboardOptions = {}): Router {
   return router;
 }
 
-function page(tokenUrl: string, refreshSeconds = 5): string {
+function page(tokenUrl: string, revocationUrl: string | undefined, refreshSeconds = 5): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -73,7 +83,7 @@ function page(tokenUrl: string, refreshSeconds = 5): string {
   <link rel="stylesheet" href="/dashboard/assets/uPlot.min.css?v=${uplotVersion}">
   <link rel="stylesheet" href="/dashboard/dashboard.css">
 </head>
-<body data-token-url="${escapeHtml(tokenUrl)}" data-refresh-seconds="${refreshSeconds}">
+<body data-token-url="${escapeHtml(tokenUrl)}" data-revocation-url="${escapeHtml(revocationUrl ?? '')}" data-refresh-seconds="${refreshSeconds}">
   <a class="skip" href="#main">Skip to the figures</a>
   <header>
     <h1>Door dashboard</h1>

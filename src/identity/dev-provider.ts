@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { SignJWT } from 'jose';
+import { decodeProtectedHeader, SignJWT } from 'jose';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { counterLimiter, sourceIp, type RateLimitStore } from '../http/middleware/rate-limit.js';
 import type { Logger } from '../shared/logger.js';
@@ -94,9 +94,34 @@ export function createDevIdentityProvider(options: DevIdentityProviderOptions): 
       }
     },
   );
+  // RFC 7009 token revocation: the dashboard's "Sign out", an app's sign-out.
+  router.post(
+    '/connect/revocation',
+    express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }),
+    async (req: Request, res: Response) => {
+      res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
+      try {
+        await revoke(req, options.refreshTokens);
+        res.status(200).end();
+      } catch (err) {
+        if (!(err instanceof TokenRequestError)) throw err;
+        sendTokenError(res, err, options.issuer());
+      }
+    },
+  );
+  // No browser flow (authorization code, implicit): the authorization endpoint the discovery
+  // document must name (OpenID Connect Discovery 1.0 section 3) answers every request so, without
+  // redirecting (no redirect_uri is registered, RFC 6749 4.1.2.1), instead of a bare 404.
+  router.all('/connect/authorize', (_req, res) => {
+    res.set({ 'Cache-Control': 'no-store' }).status(400).json({
+      error: 'unsupported_response_type',
+      error_description:
+        'the built-in provider has no browser sign-in (authorization code or implicit flow): use grant_type=password or client_credentials at the token_endpoint, or set OIDC_ISSUER to a full OpenID provider',
+    });
+  });
   // A form the body parser refuses (too large, too many parameters, a Content-Encoding that does
   // not decode) is answered in RFC 6749 5.2's shape too: OAuth client libraries read `error`.
-  router.use('/connect/token', (err: unknown, _req: Request, res: Response, next: NextFunction) => {
+  router.use(['/connect/token', '/connect/revocation'], (err: unknown, _req: Request, res: Response, next: NextFunction) => {
     // body-parser's refusals are http-errors: a 4xx status, marked expose.
     const { type, status, expose } = (err ?? {}) as { type?: unknown; status?: unknown; expose?: unknown };
     if (expose !== true || typeof status !== 'number' || status < 400 || status >= 500) return next(err);
@@ -109,16 +134,24 @@ export function createDevIdentityProvider(options: DevIdentityProviderOptions): 
   return router;
 }
 
+/**
+ * OpenID Connect Discovery 1.0 / RFC 8414 metadata, stating only what the provider does: no
+ * browser flow, so the authorization endpoint refuses every response_type and
+ * response_types_supported is empty (it said `token`, the implicit flow, which never existed);
+ * revocation only where there are refresh tokens to revoke, for the public checkin-app (`none`).
+ */
 function discoveryDocument(issuer: string, refreshes: boolean) {
   const base = issuer.replace(/\/+$/, '');
   return {
     issuer,
+    authorization_endpoint: `${base}/connect/authorize`,
     jwks_uri: `${base}/.well-known/jwks`,
     token_endpoint: `${base}/connect/token`,
+    ...(refreshes ? { revocation_endpoint: `${base}/connect/revocation`, revocation_endpoint_auth_methods_supported: ['none'] } : {}),
     grant_types_supported: ['client_credentials', 'password', ...(refreshes ? ['refresh_token'] : [])],
     token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic', 'none'],
     id_token_signing_alg_values_supported: ['RS256'],
-    response_types_supported: ['token'],
+    response_types_supported: [],
     subject_types_supported: ['public'],
     claims_supported: ['iss', 'sub', 'aud', 'iat', 'nbf', 'exp', 'jti', 'client_id', 'tenant', 'role', 'iat_ms'],
   };
@@ -145,7 +178,7 @@ function accessTokenIssuer(options: DevIdentityProviderOptions & { ttl: number; 
 
 // ---- the token request (RFC 6749 sections 2.3.1, 4.3, 4.4, 5.2, 6) ----
 
-type TokenErrorCode = 'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unsupported_grant_type';
+type TokenErrorCode = 'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unsupported_grant_type' | 'unsupported_token_type';
 
 class TokenRequestError extends Error {
   constructor(
@@ -208,6 +241,40 @@ async function refreshTokenGrant(client: ClientAuthentication, params: Params, c
   }
   const { sub, tenant, role } = result.family;
   return { subject: { sub, tenant, role }, clientId: result.family.clientId, refreshToken: result.token };
+}
+
+/**
+ * RFC 7009: `token` (and an optional `token_type_hint`, which is only a hint: every token is
+ * looked up as a refresh token) from checkin-app, the only client holding refresh tokens,
+ * authenticated as the token endpoint does (a public client: its client_id). A refresh token of
+ * the sign-in, live or just spent, ends the whole sign-in; an unknown, expired or already revoked
+ * one is answered 200 all the same (2.2). An access token cannot be revoked (a self-contained JWT
+ * that lapses at its exp): 400 unsupported_token_type (2.2.1), so a client knows it still works.
+ */
+async function revoke(req: Request, refreshTokens: RefreshTokens | undefined): Promise<void> {
+  const params = readParams(req);
+  const client = readClient(req, params);
+  if (client.clientId !== checkinAppClientId) {
+    throw new TokenRequestError('invalid_client', `revocation is only for client_id ${checkinAppClientId}, the one client given refresh tokens`);
+  }
+  const { token } = params;
+  if (token === undefined || token === '') throw new TokenRequestError('invalid_request', 'token is required');
+  const outcome = refreshTokens ? await refreshTokens.revokeToken(token, client.clientId) : 'unknown';
+  if (outcome === 'unknown' && looksLikeJwt(token)) {
+    throw new TokenRequestError(
+      'unsupported_token_type',
+      'access tokens are self-contained JWTs and cannot be revoked; they lapse at their exp. Revoke the refresh token to end the sign-in',
+    );
+  }
+}
+
+function looksLikeJwt(token: string): boolean {
+  try {
+    decodeProtectedHeader(token);
+    return token.split('.').length === 3;
+  } catch {
+    return false;
+  }
 }
 
 async function clientCredentialsGrant(client: ClientAuthentication, credentials: CredentialVerifier) {

@@ -64,7 +64,7 @@ export interface TokenVerifierOptions {
   localKeys?: JSONWebKeySet;
   /** Allows a plain-http issuer and JWKS (the dev provider only). */
   allowInsecureIssuer?: boolean;
-  /** Tolerated clock skew for exp/nbf; default 5. */
+  /** Tolerated clock skew for exp, nbf and iat; default 5. */
   clockToleranceSec?: number;
   /** Minimum time between two JWKS fetches triggered by an unknown kid; default 30. */
   jwksCooldownSec?: number;
@@ -172,11 +172,18 @@ function refusalWithoutKeys(token: string, context: Omit<VerifyContext, keyof Is
   const nowSec = Math.floor(context.currentDate.getTime() / 1000);
   if (typeof payload.exp === 'number' && payload.exp <= nowSec - context.clockToleranceSec) return new InvalidTokenError('expired');
   if (typeof payload.nbf === 'number' && payload.nbf > nowSec + context.clockToleranceSec) return new InvalidTokenError('not yet valid');
+  if (issuedInFuture(payload, context)) return new InvalidTokenError('not yet valid');
   const { audience } = context;
   if (audience !== undefined && !(payload.aud === audience || (Array.isArray(payload.aud) && payload.aud.includes(audience)))) {
     return new InvalidTokenError('wrong audience');
   }
   return undefined;
+}
+
+/** `iat` later than now plus the clock tolerance (whole seconds, as jose compares nbf). */
+function issuedInFuture(payload: JWTPayload, context: { clockToleranceSec: number; currentDate: Date }): boolean {
+  const nowSec = Math.floor(context.currentDate.getTime() / 1000);
+  return typeof payload.iat === 'number' && payload.iat > nowSec + context.clockToleranceSec;
 }
 
 interface IssuerKeys {
@@ -288,6 +295,9 @@ async function verifySignedToken(token: string, context: VerifyContext): Promise
     throw new InvalidTokenError('wrong type', { detail: 'the token is not an access token (header typ)' });
   }
   const { sub, iat, exp } = payload;
+  // jose checks iat only against a maxTokenAge: a token issued in the future (a provider's clock
+  // far ahead, or a token minted to outlive a sign-out-all) is refused as nbf is, same tolerance.
+  if (issuedInFuture(payload, context)) throw new InvalidTokenError('not yet valid', { detail: 'the "iat" claim is in the future' });
   const tenant = claimValue(payload, context.tenantClaim);
   // jose has checked that iat and exp are numbers; sub is only known to be present.
   if (typeof sub !== 'string' || sub === '') throw claimError('sub', 'a non-empty string');

@@ -35,10 +35,12 @@ describe('dev identity provider', () => {
       issuer: server.issuer,
       jwks_uri: `${server.issuer}/.well-known/jwks`,
       token_endpoint: `${server.issuer}/connect/token`,
+      // No browser flow: the authorization endpoint refuses every response_type (identity2.test.ts).
+      authorization_endpoint: `${server.issuer}/connect/authorize`,
       grant_types_supported: ['client_credentials', 'password'],
       token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic', 'none'],
       id_token_signing_alg_values_supported: ['RS256'],
-      response_types_supported: ['token'],
+      response_types_supported: [],
       subject_types_supported: ['public'],
     });
   });

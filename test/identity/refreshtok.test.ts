@@ -19,8 +19,12 @@ const clock = { now: () => new Date(Date.now() + offsetMs) };
 let service: TestService;
 let alice: Client;
 
+// Reuse as detected at once: the grace for a just-spent token (REFRESH_TOKEN_REUSE_GRACE_SECONDS,
+// default 30 s) is off here; test/identity/identity2.test.ts covers it.
+const noGrace = { REFRESH_TOKEN_REUSE_GRACE_SECONDS: '0' };
+
 beforeAll(async () => {
-  service = await startTestService({}, { clock });
+  service = await startTestService(noGrace, { clock });
   alice = await createClient(service);
 });
 afterAll(() => service.close());
@@ -168,7 +172,7 @@ describe('refresh token lifetimes (injected clock)', () => {
 describe('two api processes sharing DATA_DIR', () => {
   it('agree: a token refreshed at one is spent at the other, and reuse there revokes the family everywhere', async () => {
     const door = await doorStaff();
-    const second = await startTestService({}, { role: 'api', dataDir: service.dataDir });
+    const second = await startTestService(noGrace, { role: 'api', dataDir: service.dataDir });
     try {
       const first = (await signIn(door.userName, door.password, service.url)).body.refresh_token as string;
       const atSecond = await refresh(first, second.url);
@@ -186,7 +190,7 @@ describe('two api processes sharing DATA_DIR', () => {
 
   it('the second process refuses a refresh after a team member is deleted through the first', async () => {
     const door = await doorStaff();
-    const second = await startTestService({}, { role: 'api', dataDir: service.dataDir });
+    const second = await startTestService(noGrace, { role: 'api', dataDir: service.dataDir });
     try {
       const signedIn = await signIn(door.userName, door.password, second.url);
       expect(signedIn.status).toBe(200);
@@ -240,7 +244,7 @@ describe.each(stores)('refresh token families on the %s', (_name, setUp) => {
     const store = await setUp();
     drop = store.drop;
     opened = [store.open(), store.open()];
-    const make = (s: ReadStore) => new RefreshTokens({ collection: s.collection<RefreshFamilyDoc>('refresh_token_families'), now: () => new Date(now) });
+    const make = (s: ReadStore) => new RefreshTokens({ collection: s.collection<RefreshFamilyDoc>('refresh_token_families'), reuseGraceSeconds: 0, now: () => new Date(now) });
     [one, other] = [make(opened[0]!), make(opened[1]!)];
   });
   afterAll(async () => {
