@@ -160,9 +160,12 @@ class HeldProjections implements EventStore {
     for (const a of appends) this.onAppend?.(a.streamName);
     return written;
   }
+  /** Runs after a stream was read, before its reader gets the events (a racer's change in between). */
+  afterRead?: (streamName: string) => Promise<void>;
   async readStream(streamName: string, options?: ReadStreamOptions) {
     const events = await this.inner.readStream(streamName, options);
     this.onRead?.(streamName);
+    await this.afterRead?.(streamName);
     return events;
   }
   headPosition(filter?: EventFilter) {
@@ -246,5 +249,52 @@ describe('a duplicate create decided while the read models lag behind the first'
     expect(second.status, JSON.stringify(second.body)).toBe(200);
     expect((await first).body).toEqual(second.body);
     store.onAppend = store.onRead = undefined;
+  });
+});
+
+describe.each(['embedded store', 'stream by stream'] as const)('an erasure that read the guest before an update changed its customId, on the %s', (mode) => {
+  let service: TestService;
+  let held: HeldProjections;
+  let alice: Client;
+  let eventId: string;
+  beforeAll(async () => {
+    service = await startTestService(
+      {},
+      {
+        wrapEventStore: (inner) => {
+          held = new HeldProjections(inner);
+          return mode === 'embedded store' ? held : new StreamByStreamStore(held);
+        },
+      },
+    );
+    alice = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+    eventId = await newEvent(alice);
+  });
+  afterAll(() => service.close());
+
+  it('leaves neither customId held: each can be given to a new guest', async () => {
+    const before = `crm-${randomUUID().slice(0, 8)}`;
+    const after = `crm-${randomUUID().slice(0, 8)}`;
+    const id = randomUUID();
+    expect((await alice.call('POST', '/checkin/v1/api/guest', { id, eventId, customId: before, firstName: 'Ada' })).status).toBe(200);
+    let racer: Promise<{ status: number; body: any }> | undefined;
+    // The erasure reads the guest's stream (its values, its customIds); the update lands just after.
+    held.afterRead = async (streamName) => {
+      if (racer || !streamName.startsWith('guest-') || !streamName.endsWith(id)) return;
+      racer = alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ id, customId: after, firstName: 'Back' }]);
+      expect((await racer).status).toBe(204);
+    };
+    const erased = await alice.call('POST', `/checkin/v1/api/guest/${id}/erase`, { reason: 'request' });
+    held.afterRead = undefined;
+    expect(racer).toBeDefined();
+    expect(erased.status, JSON.stringify(erased.body)).toBeLessThan(300);
+    // The erasure's retry (its answer lost) finds the guest by the customId it had last.
+    const again = await alice.call('POST', `/checkin/v1/api/guest/${after}/erase?eventId=${eventId}`, { reason: 'request' });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body).toMatchObject({ id, erased: true });
+    for (const customId of [before, after]) {
+      const created = await alice.call('POST', '/checkin/v1/api/guest', { eventId, customId, firstName: 'New' });
+      expect(created.status, `${customId}: ${JSON.stringify(created.body)}`).toBe(200);
+    }
   });
 });
