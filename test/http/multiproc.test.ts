@@ -72,6 +72,24 @@ describe.each(['embedded store', 'stream by stream, interleaved'] as const)('on 
     }
   });
 
+  it('one account renamed twice at once: it keeps exactly the name it ends with; the other names are free again', async () => {
+    for (let round = 0; round < 3; round++) {
+      const client = await createClient(service);
+      const names = [0, 1].map((n) => `acct-${n}-${randomUUID().slice(0, 8)}`);
+      const replies = await Promise.all(names.map((userName) => client.call('PUT', '/users/v1/api/user', { id: client.id, userName })));
+      expect(replies.map((r) => r.status), JSON.stringify(replies.map((r) => r.body))).toEqual([204, 204]);
+      const kept = (await service.platform.readStore.collection<{ _id: string; userName: string }>('accounts').get(client.id))!.userName;
+      expect(names).toContain(kept);
+      // The name it does not use, and its first one (its email), can be taken by someone else.
+      for (const free of [...names.filter((n) => n !== kept), client.email]) {
+        const taken = await bob.call('POST', '/checkin/v1/api/teammember', { userName: free, password: `Pw-${randomUUID()}`, email: 'door@example.com' });
+        expect(taken.status, `${free}: ${JSON.stringify(taken.body)}`).toBe(200);
+      }
+      const refused = await bob.call('POST', '/checkin/v1/api/teammember', { userName: kept, password: `Pw-${randomUUID()}`, email: 'door@example.com' });
+      expect(refused.body.code).toBe('username_taken');
+    }
+  });
+
   it('batch upserts of different guests claiming one customId at once: one guest holds it', async () => {
     for (let round = 0; round < rounds; round++) {
       const customId = `crm-${randomUUID().slice(0, 8)}`;
