@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
+import { createClient, newEvent, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { StreamByStreamStore } from '../support/stream-by-stream-store.js';
 import type {
   EventFilter,
@@ -313,6 +313,43 @@ describe.each(['embedded store', 'stream by stream'] as const)('an erasure that 
     for (const customId of [before, after]) {
       const created = await alice.call('POST', '/checkin/v1/api/guest', { eventId, customId, firstName: 'New' });
       expect(created.status, `${customId}: ${JSON.stringify(created.body)}`).toBe(200);
+    }
+  });
+});
+
+/**
+ * Two api processes over one DATA_DIR (test/identity/refreshtok.test.ts runs them so too): the
+ * embedded read store keeps a copy of its documents in each process, so an Idempotency-Key must
+ * be taken on its file, not on a process's copy. (The second process's own read models are not
+ * updated by the first's projections: its writes answer 503 read_models_behind here, README, Roles.)
+ */
+describe('two api processes sharing one DATA_DIR', () => {
+  let first: TestService;
+  let second: TestService;
+  beforeAll(async () => {
+    // One issuer for both, so a token of one is good at the other.
+    first = await startTestService({ PUBLIC_URL: 'http://checkin.test' });
+    second = await startTestService({ PUBLIC_URL: 'http://checkin.test', READ_YOUR_WRITES_TIMEOUT_MS: '200' }, { role: 'api', dataDir: first.dataDir });
+  });
+  afterAll(async () => {
+    await second?.stop();
+    await first?.close();
+  });
+
+  it('one Idempotency-Key sent to both at once runs the request once', async () => {
+    const alice = await createClient(first);
+    const eventId = await newEvent(alice);
+    const atSecond = (method: string, pathname: string, body: unknown, headers: Record<string, string>) =>
+      request(second.url, method, pathname, body, { authorization: `Bearer ${alice.token}`, 'ocp-apim-subscription-key': alice.subscriptionKey, ...headers });
+    for (let round = 0; round < rounds; round++) {
+      const key = { 'idempotency-key': randomUUID() };
+      const body = [{ firstName: `Once-${round}` }];
+      const replies = await Promise.all([alice.call('POST', `/checkin/v1/api/guests/${eventId}`, body, key), atSecond('POST', `/checkin/v1/api/guests/${eventId}`, body, key)]);
+      expect(replies.every((r) => r.status === 200 || ['idempotency_key_in_progress', 'read_models_behind'].includes(r.body.code)), JSON.stringify(replies.map((r) => r.body))).toBe(true);
+      // The first process projects every write, the second's too.
+      await first.services.readYourWrites(await first.platform.eventStore.headPosition());
+      const listed = (await alice.call('GET', `/checkin/v1/api/guests/${eventId}?limit=100`)).body.items as { firstName: string }[];
+      expect(listed.filter((g) => g.firstName === `Once-${round}`)).toHaveLength(1);
     }
   });
 });
