@@ -1,4 +1,4 @@
-import { accountDecider, accountStream, isPathlessUserName, pathlessUserNameMessage, type AccountProfile } from '../domain/account.js';
+import { accountDecider, accountStream, isPathlessUserName, pathlessUserNameMessage, type AccountCommand, type AccountProfile } from '../domain/account.js';
 import { DomainError } from '../domain/decider.js';
 import { checkPasswordPolicy } from '../domain/password-policy.js';
 import { reservationDecider, reservationKey, usernameStream, type ReservationCommand } from '../domain/reservation.js';
@@ -160,15 +160,37 @@ export async function updateUser(
   context: CommandContext,
   input: Partial<AccountProfile> & { id: string },
 ): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await updateUserOnce(services, context, input);
+    } catch (error) {
+      // Renamed by a concurrent request after this one read the name: nothing was applied; plan it again.
+      if (error instanceof DomainError && error.details?.code === 'account_changed' && attempt < 5) continue;
+      throw error;
+    }
+  }
+}
+
+async function updateUserOnce(services: Services, context: CommandContext, input: Partial<AccountProfile> & { id: string }): Promise<void> {
   const { id, ...changes } = input;
   if (id.toLowerCase() !== context.tenantId.toLowerCase()) throw new DomainError('not_found', 'user not found');
-  const current = await getAccount(services, context.tenantId);
+  await getAccount(services, context.tenantId);
+  // The user name as the account's stream has it: the read model may not show a rename yet.
+  let state = accountDecider.initialState();
+  for (const event of await services.eventStore.readStream(accountStream(context.tenantId))) state = accountDecider.evolve(state, event as never);
+  if (state.status !== 'registered') throw new DomainError('not_found', 'user not found');
+  const current = state.profile;
   // Renamed when the reservation changes: the same name in another case or Unicode form keeps it (claiming and then releasing one key would free it).
   const renamed = changes.userName !== undefined && reservationKey(changes.userName) !== reservationKey(current.userName);
   const update: BatchItem = {
     streamName: accountStream(context.tenantId),
     decider: accountDecider,
-    command: { type: 'UpdateProfile', clientId: context.tenantId, changes },
+    command: {
+      type: 'UpdateProfile',
+      clientId: context.tenantId,
+      changes,
+      ...(changes.userName !== undefined ? { plannedOn: reservationKey(current.userName) } : {}),
+    } satisfies AccountCommand,
   };
   // Only a new name: an account named `.` or `..` before they were refused keeps its own.
   if (renamed && isPathlessUserName(changes.userName!)) {

@@ -201,7 +201,9 @@ async function applyItem(store: EventStore, intent: BatchIntent, index: number, 
       if (error instanceof DomainError) return { status: 'skipped', state: fresh.state, redecided: true, events: [], position: -1, revision: fresh.revision, error };
       throw error;
     }
-    if (decided.length === 0) return { status: 'applied', state: fresh.state, redecided: true, events: [], position: -1, revision: fresh.revision };
+    // Decided nothing on the fresh stream (a racer made the change first): its last event is what the answer waits for (handle-command.ts, CommandResult).
+    const lastPosition = fresh.history.length > 0 ? (fresh.history[fresh.history.length - 1] as StoredEvent).position : -1;
+    if (decided.length === 0) return { status: 'applied', state: fresh.state, redecided: true, events: [], position: lastPosition, revision: fresh.revision };
     base = { state: fresh.state, revision: fresh.revision };
     expected = fresh.revision < 0 ? 'no_stream' : fresh.revision;
     // Caller-chosen ids belong to the item's own command, never to its undo.

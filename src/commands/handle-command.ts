@@ -47,7 +47,12 @@ export const repeatableId = (context: Pick<CommandContext, 'idempotencySeed'>, .
 export interface CommandResult<State, Event> {
   state: State;
   events: Event[];
-  /** Global position of the last event written, or -1 when the decider decided nothing. */
+  /**
+   * Global position of the last event written. When the decider decided nothing: the position of
+   * the stream's last event as read (-1 for a stream that does not exist), so a request whose
+   * change another request recorded first (a duplicate create, a retry) waits until the read
+   * models show that change before answering from them (docs/eventstore.md).
+   */
   position: number;
   revision: number;
 }
@@ -74,6 +79,8 @@ interface Decided<State, Event> {
   streamName: string;
   state: State;
   revision: number;
+  /** Global position of the stream's last event as read; -1 when none was read (a new stream, a cached fold). */
+  lastPosition: number;
   events: Event[];
   toAppend: NewEvent[];
 }
@@ -140,6 +147,7 @@ async function load<State, Command, Event extends AnyEvent>(
   const cached = useCache && !eventIds ? cachedFold(store, streamName, { personalData }) : undefined;
   let state = cached?.state as State | undefined;
   let revision = cached?.revision ?? -1;
+  let lastPosition = -1;
   let applied = false;
   if (state === undefined) {
     // A stream believed new is not read: the append expects no stream, so the store refuses it
@@ -148,6 +156,7 @@ async function load<State, Command, Event extends AnyEvent>(
     state = decider.initialState();
     for (const stored of history) state = decider.evolve(state, stored as unknown as Event);
     revision = history.length > 0 ? history[history.length - 1]!.revision : -1;
+    lastPosition = history.length > 0 ? history[history.length - 1]!.position : -1;
     // Check first: a command whose ids are already in the stream was applied. The store's own
     // id check covers only a retry at the same revision (EventStoreDB), not one decided later.
     if (eventIds) {
@@ -163,7 +172,7 @@ async function load<State, Command, Event extends AnyEvent>(
     data: event.data as Record<string, unknown>,
     metadata,
   }));
-  return { streamName, state, revision, events, toAppend };
+  return { streamName, state, revision, lastPosition, events, toAppend };
 }
 
 function resultOf<State, Command, Event extends AnyEvent>(
@@ -176,7 +185,7 @@ function resultOf<State, Command, Event extends AnyEvent>(
   return {
     state,
     events: decided.events,
-    position: written?.position ?? -1,
+    position: written?.position ?? decided.lastPosition,
     revision: written?.nextRevision ?? decided.revision,
   };
 }

@@ -120,7 +120,22 @@ export async function eraseAll(
   return results;
 }
 
+/** How often an erasure reads the guest again after an update changed its customId meanwhile (guest_changed). */
+const eraseAttempts = 5;
+
 async function eraseOne(services: Services, context: CommandContext, doc: GuestDoc, reason: string) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await eraseOnce(services, context, doc, reason);
+    } catch (error) {
+      // An update changed the guest's customId after this erasure read it: nothing of the erasure was applied; read it again.
+      if (error instanceof DomainError && error.details?.code === 'guest_changed' && attempt < eraseAttempts) continue;
+      throw error;
+    }
+  }
+}
+
+async function eraseOnce(services: Services, context: CommandContext, doc: GuestDoc, reason: string) {
   const guestId = guestIdOf(doc);
   // Every value the guest ever had, read while the key still opens them: each is searched for below.
   const events = await services.eventStore.readStream(guestStreamOf(doc));
@@ -135,8 +150,14 @@ async function eraseOne(services: Services, context: CommandContext, doc: GuestD
   // its legacy one.
   const nameKey = values.customIds.length > 0 ? await services.dataKeys?.streamNameKey() : undefined;
   // The customId the guest has now (one of values.customIds, so nameKey was read) finds it again for a retried erasure (findGuestToErase).
-  const customIdKey = doc.customId ? erasedCustomIdKey(context.tenantId, doc.customId, nameKey) : undefined;
-  const command: GuestCommand = { type: 'Erase', erasedBy: context.actor.id, reason, at: context.now.toISOString(), ...(customIdKey ? { customIdKey } : {}) };
+  // The customId as the stream has it (the read model may lag behind an update).
+  let current: GuestState = guestDecider.initialState();
+  for (const event of events) current = guestDecider.evolve(current, event as unknown as GuestEvent);
+  const customId = current.exists ? current.details.customId : doc.customId;
+  const customIdKey = customId ? erasedCustomIdKey(context.tenantId, customId, nameKey) : undefined;
+  // `releasing`: the guest decides the erasure only while its customId is one released here (src/domain/guest.ts).
+  const releasing = [...new Set(values.customIds.map(reservationKey))];
+  const command: GuestCommand = { type: 'Erase', erasedBy: context.actor.id, reason, at: context.now.toISOString(), ...(customIdKey ? { customIdKey } : {}), releasing };
   const releases: BatchItem[] = values.customIds.flatMap((customId) => {
     const hashed = customIdStream(context.tenantId, doc.eventId, customId, nameKey);
     const legacy = legacyCustomIdStream(context.tenantId, doc.eventId, customId);

@@ -1,3 +1,4 @@
+import { caselessKey } from '../shared/text-key.js';
 import { DomainError, type Decider } from './decider.js';
 
 /** The client's user profile (spec: User). The password never appears here, only its hash. */
@@ -55,7 +56,18 @@ export type AccountCommand =
       commsApiEnabled: boolean;
       senderTrusted: boolean;
     }
-  | { type: 'UpdateProfile'; clientId: string; changes: Partial<AccountProfile> }
+  | {
+      type: 'UpdateProfile';
+      clientId: string;
+      changes: Partial<AccountProfile>;
+      /**
+       * With a `userName` in `changes`: the user name (its reservation key) the change was planned
+       * on, whose reservation the same batch keeps or releases. An account renamed since (a
+       * concurrent rename) is refused (`account_changed`) and the change planned again, so the
+       * account never ends with a name it does not hold, nor holds one it does not use.
+       */
+      plannedOn?: string;
+    }
   | {
       type: 'ChangePassword';
       clientId: string;
@@ -134,6 +146,9 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
     if (state.status !== 'registered') throw new DomainError('not_found', 'user not found');
     switch (command.type) {
       case 'UpdateProfile': {
+        if (command.plannedOn !== undefined && caselessKey(state.profile.userName.trim()) !== command.plannedOn) {
+          throw new DomainError('conflict', 'the account was renamed meanwhile; send the change again', { code: 'account_changed' });
+        }
         const changed = Object.fromEntries(
           Object.entries(command.changes).filter(
             ([key, value]) => value !== undefined && state.profile[key as keyof AccountProfile] !== value,

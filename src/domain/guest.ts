@@ -362,7 +362,20 @@ export type GuestCommand =
   | { type: 'Block'; reason: string; at: string }
   | { type: 'Unblock'; at: string }
   /** Issue 14: erase the guest's personal data (idempotent). */
-  | { type: 'Erase'; erasedBy: string; reason: string; at: string; customIdKey?: string }
+  | {
+      type: 'Erase';
+      erasedBy: string;
+      reason: string;
+      at: string;
+      customIdKey?: string;
+      /**
+       * The customIds (as reservation keys, `reservationKey`) whose reservations the erasure's
+       * batch releases. A guest whose customId is not among them was changed after the erasure
+       * read it (an update racing it): refused (`guest_changed`), so the eraser reads it again,
+       * rather than erasing it and leaving its new customId reserved by no one who uses it.
+       */
+      releasing?: string[];
+    }
   /** Revoke the valid ticket (if any) and issue `ticket`, whose serial follows the last one. */
   | { type: 'ReissueTicket'; ticket: IssuedTicket; at: string; by: string }
   | { type: 'RevokeTicket'; at: string; by: string };
@@ -899,13 +912,18 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
         return [{ type: 'GuestBlocked', data: { ...ids, reason: command.reason, at: command.at } }];
       case 'Unblock':
         return state.blockedDate ? [{ type: 'GuestUnblocked', data: { ...ids, at: command.at } }] : [];
-      case 'Erase':
+      case 'Erase': {
+        const customId = state.details.customId;
+        if (command.releasing && customId !== undefined && !command.releasing.includes(caselessKey(customId.trim()))) {
+          throw new DomainError('conflict', 'the guest was changed while it was being erased; erase it again', { code: 'guest_changed' });
+        }
         return [
           {
             type: 'GuestErased',
             data: { ...ids, erasedBy: command.erasedBy, reason: command.reason, at: command.at, ...(command.customIdKey ? { customIdKey: command.customIdKey } : {}) },
           },
         ];
+      }
       case 'ReissueTicket': {
         const expected = (state.ticketSerial ?? 0) + 1;
         if (command.ticket.serial !== expected) {

@@ -6,8 +6,9 @@
  *
  * Records live in the read store's `idempotency_keys` collection, `_id = <tenantId>:<key>`
  * (a team member's: `<tenantId>:team_member<TAB><teamMemberId><TAB><key>`).
- * A key is reserved without transactions: an upsert that only sets fields on insert, then a
- * read; whoever's random `owner` token is on the record runs the request.
+ * A key is reserved without transactions: an insert that only succeeds where no record is
+ * (`Collection.swap` from null, decided by the store, so it holds across processes sharing the
+ * read store); whoever's random `owner` token is on the record runs the request.
  *
  * A request that failed (5xx) or was abandoned may still be applied later (on EventStoreDB a
  * recorded batch is completed after a crash: docs/eventstore.md), so the retry that runs it again
@@ -143,13 +144,15 @@ async function reserve(
     lockedUntil: new Date(at.getTime() + inProgressTimeoutMs).toISOString(),
   };
   for (let attempt = 1; ; attempt++) {
-    try {
-      await keys.updateOne(id, { $setOnInsert: fields }, { upsert: true });
-    } catch (error) {
-      // MongoDB may refuse one of two concurrent upserts of one _id; the other one won.
-      if (!(error instanceof DuplicateKeyError)) throw error;
-    }
-    const record = await keys.get(id);
+    // Inserted only where no record is: a compare-and-swap decided by the store itself (MongoDB: an
+    // insert its unique _id refuses; the embedded store: a transaction on its file, not on this
+    // process's copy), so two api processes sharing one read store never both take a key.
+    const inserted = await keys.swap(id, null, fields as Omit<IdempotencyRecord, '_id'>).catch((error: unknown) => {
+      // A store that answers a lost race with a duplicate-key error: the other one won.
+      if (error instanceof DuplicateKeyError) return { swapped: false, current: null };
+      throw error;
+    });
+    const record = inserted.swapped ? ({ _id: id, ...fields } as IdempotencyRecord) : (inserted.current ?? (await keys.get(id)));
     if (record && (record.owner === owner || !isStale(record, fields.createdAt))) return record;
     if (record) {
       // A retry of a request that failed or was abandoned (not expired) runs it again with its seed.
