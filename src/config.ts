@@ -32,8 +32,11 @@ export interface Config {
    * so that deployments sharing a Kafka cluster do not consume one another's messages. Unset: none.
    */
   kafkaNamespace?: string;
-  /** KAFKA_SSL (and KAFKA_SSL_CA_FILE, read at start): TLS to the brokers; unset or false: plain TCP. */
-  kafkaSsl?: true | { ca: string };
+  /**
+   * KAFKA_SSL (and KAFKA_SSL_CA_FILE, KAFKA_SSL_CERT_FILE, KAFKA_SSL_KEY_FILE, read at start): TLS to
+   * the brokers, with a private CA and a client certificate (mTLS) when given; unset or false: plain TCP.
+   */
+  kafkaSsl?: true | { ca?: string; cert?: string; key?: string };
   /** KAFKA_SASL_MECHANISM, _USERNAME, _PASSWORD or _PASSWORD_FILE; unset: no SASL. */
   kafkaSasl?: KafkaSasl;
   /** KAFKA_REPLICATION_FACTOR: replicas of the topics the service creates; unset: the cluster's default.replication.factor. */
@@ -472,22 +475,50 @@ function webhookConfig(env: NodeJS.ProcessEnv, problems: string[], int: WholeRea
 }
 
 /**
- * KAFKA_SSL, KAFKA_SSL_CA_FILE and KAFKA_SASL_*. A problem names the variable and never holds the
- * password (nor a file's contents: a password file given as the CA file is not echoed).
+ * KAFKA_SSL, KAFKA_SSL_CA_FILE, KAFKA_SSL_CERT_FILE, KAFKA_SSL_KEY_FILE and KAFKA_SASL_*. A problem
+ * names the variable and never holds the password nor the private key (nor a file's contents: a
+ * password file given as the CA file is not echoed).
  */
 function kafkaSecurityConfig(env: NodeJS.ProcessEnv, problems: string[]): Pick<Config, 'kafkaSsl' | 'kafkaSasl'> {
   const sslRaw = (env.KAFKA_SSL ?? '').trim().toLowerCase();
   if (sslRaw !== '' && sslRaw !== 'true' && sslRaw !== 'false') problems.push(`KAFKA_SSL must be true or false (the default), got ${JSON.stringify(env.KAFKA_SSL)}`);
   let kafkaSsl: Config['kafkaSsl'];
   if (sslRaw === 'true') kafkaSsl = true;
+  const tlsFiles: { ca?: string; cert?: string; key?: string } = {};
   if (env.KAFKA_SSL_CA_FILE) {
     const file = env.KAFKA_SSL_CA_FILE;
     if (sslRaw !== 'true') problems.push('KAFKA_SSL_CA_FILE is set but KAFKA_SSL is not true: set KAFKA_SSL=true for TLS to the brokers, or unset KAFKA_SSL_CA_FILE');
     const ca = readSetting('KAFKA_SSL_CA_FILE', file, problems);
     if (ca !== undefined && !ca.includes('-----BEGIN CERTIFICATE-----')) {
       problems.push(`KAFKA_SSL_CA_FILE must be a PEM file of the CA certificates that signed the brokers' certificates (-----BEGIN CERTIFICATE-----), ${JSON.stringify(file)} holds none`);
-    } else if (ca !== undefined && sslRaw === 'true') kafkaSsl = { ca };
+    } else if (ca !== undefined) tlsFiles.ca = ca;
   }
+  // Mutual TLS (a client certificate: Aiven, MSK with TLS authentication): the certificate and its key go together.
+  const certFile = env.KAFKA_SSL_CERT_FILE || undefined;
+  const keyFile = env.KAFKA_SSL_KEY_FILE || undefined;
+  if (certFile || keyFile) {
+    const given = [certFile && 'KAFKA_SSL_CERT_FILE', keyFile && 'KAFKA_SSL_KEY_FILE'].filter(Boolean).join(' and ');
+    if (sslRaw !== 'true') problems.push(`${given} ${certFile && keyFile ? 'are' : 'is'} set but KAFKA_SSL is not true: a client certificate is sent only over TLS, set KAFKA_SSL=true`);
+    if (!certFile || !keyFile) {
+      problems.push(`KAFKA_SSL_CERT_FILE and KAFKA_SSL_KEY_FILE go together (the client certificate and its private key, both PEM), only ${given} is set`);
+    }
+    if (certFile) {
+      const cert = readSetting('KAFKA_SSL_CERT_FILE', certFile, problems);
+      if (cert !== undefined && !cert.includes('-----BEGIN CERTIFICATE-----')) {
+        problems.push(`KAFKA_SSL_CERT_FILE must be a PEM file of this service's client certificate (-----BEGIN CERTIFICATE-----, its chain after it), ${JSON.stringify(certFile)} holds none`);
+      } else if (cert !== undefined) tlsFiles.cert = cert;
+    }
+    if (keyFile) {
+      // The key is a secret: a problem names the file, never its contents.
+      const key = readSetting('KAFKA_SSL_KEY_FILE', keyFile, problems);
+      if (key !== undefined && /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(key)) {
+        problems.push(`KAFKA_SSL_KEY_FILE must hold an unencrypted PEM private key, ${JSON.stringify(keyFile)} holds an encrypted one: decrypt it with openssl pkey -in <file> -out <new file> and keep the new file as secret as the old`);
+      } else if (key !== undefined && !/-----BEGIN (RSA |EC )?PRIVATE KEY-----/.test(key)) {
+        problems.push(`KAFKA_SSL_KEY_FILE must be a PEM file of the client certificate's private key (-----BEGIN PRIVATE KEY-----), ${JSON.stringify(keyFile)} holds none`);
+      } else if (key !== undefined) tlsFiles.key = key;
+    }
+  }
+  if (sslRaw === 'true' && Object.keys(tlsFiles).length > 0) kafkaSsl = tlsFiles;
   const mechanismRaw = (env.KAFKA_SASL_MECHANISM ?? '').trim().toLowerCase();
   const username = env.KAFKA_SASL_USERNAME || undefined;
   const passwordSet = Boolean(env.KAFKA_SASL_PASSWORD);

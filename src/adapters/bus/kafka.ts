@@ -12,6 +12,7 @@ import {
   Partitioners,
   logLevel as KafkaLogLevel,
   type Admin,
+  type ConfigResourceTypes,
   type Consumer as KafkaConsumer,
   type EachBatchPayload,
   type IHeaders,
@@ -70,8 +71,9 @@ export interface KafkaBusOptions {
    */
   namespace?: string;
   /**
-   * KAFKA_SSL / KAFKA_SSL_CA_FILE: TLS to the brokers. `true` checks their certificates against
-   * Node's CAs; an object is passed to tls.connect (`{ ca }` for a private CA). Unset: plain TCP.
+   * KAFKA_SSL / KAFKA_SSL_CA_FILE / KAFKA_SSL_CERT_FILE / KAFKA_SSL_KEY_FILE: TLS to the brokers.
+   * `true` checks their certificates against Node's CAs; an object is passed to tls.connect (`{ ca }`
+   * for a private CA, `{ cert, key }` for a client certificate: mutual TLS). Unset: plain TCP.
    */
   ssl?: boolean | TlsConnectionOptions;
   /** KAFKA_SASL_*: SASL authentication. The password goes to kafkajs only; nothing of this bus logs it. */
@@ -100,6 +102,21 @@ export const defaultKafkaMaxBatchBytes = 1_000_000;
 const recordBatchOverhead = 61;
 /** The smallest maxBatchBytes accepted: room for a relayed event without its data. */
 export const minKafkaMaxBatchBytes = 16_384;
+
+/**
+ * The shortest `retention.ms` of an existing topic that passes the start's check without a warning:
+ * Kafka's default, 7 days. A message goes after it whether consumed or not, so a consumer stopped
+ * longer never sees it (a requested invitation is then never sent), and a dead letter can be
+ * replayed only that long.
+ */
+export const minKafkaRetentionMs = 7 * 24 * 3_600_000;
+
+/**
+ * kafkajs's ConfigResourceTypes.TOPIC. Not imported as a value: Node's ESM loader finds only the
+ * first few of kafkajs's CommonJS exports by name (the ones before `CompressionTypes:
+ * Compression.Types` in its index.js), and `import { ConfigResourceTypes }` fails at start there.
+ */
+const topicResource = 2 as ConfigResourceTypes;
 
 const kafkaLogLevels: Record<KafkaBusLogLevel, KafkaLogLevel> = {
   nothing: KafkaLogLevel.NOTHING,
@@ -302,6 +319,7 @@ export class KafkaBus implements ReadableBus {
   async consume(options: ConsumerOptions, handler: MessageHandler): Promise<Consumer> {
     if (options.topics.length === 0) throw new Error('kafka bus: consume() needs at least one topic');
     await this.ensureTopics(options.topics);
+    if (options.fromBeginning ?? true) await this.warnIfGroupStartsOver(options.groupId, options.topics);
     const consumer = new KafkaBusConsumer(this, options, handler, () => this.consumers.delete(consumer));
     this.consumers.add(consumer);
     try {
@@ -311,6 +329,41 @@ export class KafkaBus implements ReadableBus {
       throw error;
     }
     return consumer;
+  }
+
+  /**
+   * A group with no committed offset on a topic that holds messages reads them all from the
+   * beginning (`fromBeginning`): right for a new deployment (nothing published before the group
+   * joined is lost), and also what happens when the broker dropped the offsets of a group that had
+   * no member for `offsets.retention.minutes` (7 days by default): every retained message is
+   * handled again. Said once per consume(), so an operator sees why after a long outage; a
+   * failed look is no reason not to start.
+   */
+  private async warnIfGroupStartsOver(groupId: string, topics: string[]): Promise<void> {
+    try {
+      const admin = await this.connectedAdmin();
+      const names = [...new Set(topics.map((topic) => this.serverName(topic)))];
+      const committed = await retryRetriable(() => admin.fetchOffsets({ groupId: this.serverName(groupId), topics: names }));
+      const rereads: { topic: string; messages: number }[] = [];
+      for (const name of names) {
+        const partitions = committed.find((c) => c.topic === name)?.partitions ?? [];
+        if (partitions.some((p) => Number(p.offset) >= 0)) continue;
+        const offsets = await retryRetriable(() => admin.fetchTopicOffsets(name));
+        const messages = offsets.reduce((sum, p) => sum + Math.max(0, Number(p.high) - Number(p.low)), 0);
+        if (messages > 0) rereads.push({ topic: this.callerName(name), messages });
+      }
+      if (rereads.length === 0) return;
+      const total = rereads.reduce((sum, r) => sum + r.messages, 0);
+      this.logger.warn(
+        { groupId, serverGroupId: this.serverName(groupId), topics: rereads },
+        `kafka bus: consumer group ${this.serverName(groupId)} has no committed offset on ${rereads.map((r) => this.serverName(r.topic)).join(', ')}: ` +
+          `it reads the ${total} message(s) held there from the beginning. Expected on a new deployment; on one that ran before, the broker dropped the group's offsets ` +
+          `(offsets.retention.minutes, 7 days by default, counted from when its last member left). No email goes out twice and no webhook is delivered twice, ` +
+          `but each invitation already sent whose request is read again is reported once more as comms.skipped (docs/operations.md, Kafka consumer offsets)`,
+      );
+    } catch (error) {
+      this.logger.debug({ err: error, groupId }, 'kafka bus: could not read the committed offsets of the group before it starts');
+    }
   }
 
   async ping(): Promise<void> {
@@ -413,11 +466,74 @@ export class KafkaBus implements ReadableBus {
             { cause: error },
           );
         }
+        if (types.some((type) => type === 'POLICY_VIOLATION' || type === 'INVALID_PARTITIONS' || type === 'INVALID_CONFIG' || type === 'INVALID_REQUEST')) {
+          throw new Error(
+            `kafka bus: the cluster refused to create the topics ${missing.join(', ')} with ${this.partitions} partitions and ${this.replicationFactor === undefined ? 'its default replication factor' : `KAFKA_REPLICATION_FACTOR=${this.replicationFactor}`} ` +
+              `(${[...new Set(types)].join(', ')}: ${innerMessages(error)}). Its topic creation policy decides what it takes: an operator must create them as it allows, ` +
+              `under exactly these names (KAFKA_NAMESPACE included), with cleanup.policy=delete and a retention.ms of at least 7 days; the service then uses them as they are`,
+            { cause: error },
+          );
+        }
         if (!types.includes('UNKNOWN_TOPIC_OR_PARTITION')) throw error;
       }
     }
     // Created, but its leaders not yet known everywhere; or it was there already (created by an operator, or by another process a moment ago).
     for (const topic of topics) await this.leadersOf(topic, admin);
+    const preexisting = topics.filter((topic) => existing.has(topic));
+    if (preexisting.length > 0) await this.checkTopicSettings(preexisting, admin);
+  }
+
+  /**
+   * Topics that were there before this process (an operator's, or an older deployment's) are used
+   * as they are, but a setting the service does not work well with is said, once per topic and
+   * process, as a warning naming the topic and the fix: fewer partitions than the service creates
+   * (fewer worker processes can share the work), fewer replicas than KAFKA_REPLICATION_FACTOR (or
+   * one on a cluster of several brokers), `cleanup.policy` with `compact` (the broker keeps only
+   * the latest message of each key, so a message not yet consumed can go), and a `retention.ms`
+   * below `minKafkaRetentionMs`. A principal not allowed to describe them (DESCRIBE_CONFIGS) only
+   * loses the check.
+   */
+  private async checkTopicSettings(names: string[], admin: Admin): Promise<void> {
+    try {
+      const [{ topics: metadata }, described, cluster] = await Promise.all([
+        admin.fetchTopicMetadata({ topics: names }),
+        admin.describeConfigs({
+          includeSynonyms: false,
+          resources: names.map((name) => ({ type: topicResource, name, configNames: ['cleanup.policy', 'retention.ms'] })),
+        }),
+        admin.describeCluster(),
+      ]);
+      for (const name of names) {
+        const problems: string[] = [];
+        const partitions = metadata.find((topic) => topic.name === name)?.partitions ?? [];
+        if (partitions.length > 0 && partitions.length < this.partitions) {
+          problems.push(`has ${partitions.length} partition(s), fewer than the ${this.partitions} the service creates: at most ${partitions.length} consumer(s) of a group share its messages and further worker processes sit idle (kafka-topics.sh --alter --partitions ${this.partitions})`);
+        }
+        const replicas = partitions.length > 0 ? Math.min(...partitions.map((p) => p.replicas.length)) : undefined;
+        if (replicas !== undefined && this.replicationFactor !== undefined && replicas < this.replicationFactor) {
+          problems.push(`has ${replicas} replica(s), fewer than KAFKA_REPLICATION_FACTOR=${this.replicationFactor} (topics that exist are not changed: kafka-reassign-partitions.sh adds replicas)`);
+        } else if (replicas === 1 && this.replicationFactor === undefined && cluster.brokers.length > 1) {
+          problems.push(`has 1 replica on a cluster of ${cluster.brokers.length} brokers: what its broker holds is lost with it (kafka-reassign-partitions.sh adds replicas)`);
+        }
+        const entries = described.resources.find((r) => r.resourceName === name && r.errorCode === 0)?.configEntries ?? [];
+        const setting = (key: string) => entries.find((entry) => entry.configName === key)?.configValue;
+        const cleanup = setting('cleanup.policy');
+        if (cleanup !== undefined && cleanup.includes('compact')) {
+          problems.push(`has cleanup.policy=${cleanup}: the broker keeps only the latest message of each key (an event stream), so a message not yet consumed can be removed and its invitation or webhook never happen (kafka-configs.sh --alter --add-config cleanup.policy=delete)`);
+        }
+        const retention = setting('retention.ms');
+        if (retention !== undefined && Number(retention) >= 0 && Number(retention) < minKafkaRetentionMs) {
+          problems.push(`has retention.ms=${retention} (${(Number(retention) / 3_600_000).toFixed(1)} h), below 7 days: a message goes after that whether consumed or not, so a consumer stopped longer never handles it (a requested invitation is never sent), and a dead letter can be replayed only that long (kafka-configs.sh --alter --add-config retention.ms=${minKafkaRetentionMs})`);
+        }
+        if (problems.length === 0) continue;
+        this.logger.warn(
+          { topic: this.callerName(name), serverTopic: name, problems },
+          `kafka bus: the existing topic ${name} ${problems.join('; ')}. The service uses it as it is (docs/operations.md, Kafka topics the service creates)`,
+        );
+      }
+    } catch (error) {
+      this.logger.info({ err: error, topics: names }, 'kafka bus: could not check the settings of existing topics (the principal may lack DESCRIBE_CONFIGS); they are used as they are');
+    }
   }
 
   private async leadersOf(topic: string, admin: Admin): Promise<void> {
@@ -717,6 +833,13 @@ function errorTypes(error: unknown): string[] {
     ...(typeof type === 'string' ? [type] : []),
     ...(Array.isArray(errors) ? errors.flatMap((inner: unknown) => errorTypes(inner)) : []),
   ];
+}
+
+/** The messages of a kafkajs error's inner errors (a KafkaJSAggregateError's, one per topic), else its own. */
+function innerMessages(error: unknown): string {
+  const { message, errors } = error as { message?: unknown; errors?: unknown };
+  const inner = Array.isArray(errors) ? [...new Set(errors.map((e: unknown) => String((e as { message?: unknown }).message)))] : [];
+  return inner.length > 0 ? inner.join('; ') : String(message);
 }
 
 /** Retries a Kafka admin call on a retriable error (a group's coordinator still loading answers NOT_COORDINATOR). */
