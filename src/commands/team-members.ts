@@ -7,6 +7,7 @@ import { hashPassword, verifyPassword } from '../shared/secrets.js';
 import { caselessKey } from '../shared/text-key.js';
 import { reservationDecider, usernameStream, type ReservationCommand } from '../domain/reservation.js';
 import { checkUsernameFree, usernameClaim, withUsername } from './accounts.js';
+import { scrubCollection } from './personal-data.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -104,6 +105,7 @@ export async function registerTeamMember(
       clientId: context.tenantId,
       profile,
       passwordHash: await hashPassword(password),
+      registrationId: newId(),
     },
   };
   // The user name is claimed in the same batch, before the team member (src/commands/batch-intents.ts).
@@ -148,6 +150,21 @@ export async function removeTeamMember(services: Services, context: CommandConte
     : [remove];
   const results = await handleCommands(services.eventStore, items, context);
   await services.readYourWrites(lastPosition(results));
+  if (doc) await forgetTeamMember(services, context.tenantId, doc);
+}
+
+/**
+ * What the removal leaves of the team member's personal data (docs/personal-data.md, "Team members
+ * and account users"): the events' copy went with the registration's data key (the codec deletes
+ * it as TeamMemberRemoved is stored), the `team_members` document with the projection. Here the
+ * stored idempotent replies of the client that repeat its email or names (a create's answer, kept
+ * 24 h), and the deleted document's bytes in the embedded store's free pages and WAL.
+ */
+async function forgetTeamMember(services: Services, clientId: string, doc: TeamMemberDoc): Promise<void> {
+  const needles = [doc.email, doc.firstName, doc.lastName].filter((value): value is string => typeof value === 'string' && value.trim() !== '');
+  const ownKeys = `^${clientId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`;
+  await scrubCollection(services, 'idempotency_keys', { _id: { $regex: ownKeys } }, needles);
+  await services.readStore.purgeDeleted?.();
 }
 
 /**
