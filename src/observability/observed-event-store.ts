@@ -40,7 +40,7 @@ export function observedEventStore(store: EventStore, options: { metrics?: Pick<
     if (events.length === 0 || !logger.isLevelEnabled('info')) return;
     logger.info(
       {
-        stream: appends[0]!.streamName,
+        stream: loggedStreamName(appends[0]!.streamName),
         ...(appends.length > 1 ? { streams: appends.length } : {}),
         events: events.length,
         types: [...new Set(events.map((e) => e.type))],
@@ -90,4 +90,15 @@ export function observedEventStore(store: EventStore, options: { metrics?: Pick<
 /** A metadata object without its undefined fields (so they do not hide the carried ones). */
 function definedOnly<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+/**
+ * A stream name as logged. A user name's reservation stream is named by the name itself (an
+ * account's is often an email address), and so is a customId's under its legacy name; a log line
+ * cannot be erased, so those are logged as `username-[Redacted]` and
+ * `guestcustomid-<client>:<event>:[Redacted]` (docs/personal-data.md, "Team members and account users").
+ */
+export function loggedStreamName(streamName: string): string {
+  if (streamName.startsWith('username-')) return 'username-[Redacted]';
+  return streamName.replace(/^(guestcustomid-[^:]*:[^:]*:)(?!#)[^]+$/, '$1[Redacted]');
 }

@@ -35,12 +35,20 @@ const shownValue = (name: string, value: unknown): unknown =>
 
 /** `/checkin/v1/api/guest/<id or customId>[/...]`: a customId may be an email address. */
 const guestPath = /^(\/checkin\/v1\/api\/guest\/)([^/?]+)/;
+/**
+ * `/checkin/v1/api/teammembers/user/<username>/events`: a user name, or the client's email, which
+ * a team member's removal cannot take back out of a log line (docs/personal-data.md, "Team members
+ * and account users"). Always redacted.
+ */
+const userNamePath = /^(\/checkin\/v1\/api\/teammembers\/user\/)([^/?]+)/;
 
-/** The URL as logged: the path with a non-GUID guest id redacted, and personal query values redacted. */
+/** The URL as logged: the path with a non-GUID guest id and a user name redacted, and personal query values redacted. */
 export function loggedUrl(url: string): string {
   const queryAt = url.indexOf('?');
   const path = queryAt === -1 ? url : url.slice(0, queryAt);
-  const shownPath = path.replace(guestPath, (whole, prefix: string, id: string) => (isUuid(decodeSafely(id)) ? whole : `${prefix}${REDACTED}`));
+  const shownPath = path
+    .replace(guestPath, (whole, prefix: string, id: string) => (isUuid(decodeSafely(id)) ? whole : `${prefix}${REDACTED}`))
+    .replace(userNamePath, (_whole, prefix: string) => `${prefix}${REDACTED}`);
   if (queryAt === -1) return shownPath;
   const params = new URLSearchParams(url.slice(queryAt + 1));
   const shown = [...params].map(([name, value]) => {

@@ -6,11 +6,13 @@
  * scans stay counted under the team member's id and user name.
  */
 import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, newEvent, passwordToken, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { filesHolding } from '../support/files-holding.js';
+import { createLogger } from '../../src/shared/logger.js';
 
 let service: TestService;
 beforeAll(async () => {
@@ -95,5 +97,31 @@ describe('team members: personal data sealed, and gone with the team member', ()
     const self = await door('GET', `${api}/teammembers/user/${staff.userName}/events`);
     expect(self.status).toBe(200);
     expect(self.body).toEqual([{ id, userName: staff.userName, email: staff.email, firstName: staff.firstName, lastName: staff.lastName, canForce: false }]);
+  });
+});
+
+describe('the request log holds no user name from a team member path', () => {
+  it('logs GET teammembers/user/{username}/events with the user name (or the client email) redacted', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const logged = await startTestService({}, { logger: createLogger('info', sink) });
+    try {
+      const client = await createClient(logged);
+      const staff = doorStaff();
+      expect((await client.call('POST', `${api}/teammember`, { ...staff, password })).status).toBe(200);
+      expect((await client.call('GET', `${api}/teammembers/user/${encodeURIComponent(client.email)}/events`)).status).toBe(200);
+      expect((await client.call('GET', `${api}/teammembers/user/${staff.userName}/events`)).status).toBe(200);
+      await new Promise((resolve) => setImmediate(resolve));
+      const log = lines.join('');
+      expect(log).toContain('/checkin/v1/api/teammembers/user/[Redacted]/events');
+      for (const value of [staff.userName, client.email, encodeURIComponent(client.email)]) expect(log, value).not.toContain(value);
+    } finally {
+      await logged.close();
+    }
   });
 });
