@@ -285,7 +285,7 @@ function scrubbed<T>(value: T, needles: string[]): { value: T; changed: boolean 
 }
 
 /** Replaces the matching documents of a collection with their scrubbed copies. */
-export async function scrubCollection(services: Services, name: string, filter: Record<string, unknown>, needles: string[]): Promise<void> {
+async function scrubCollection(services: Services, name: string, filter: Record<string, unknown>, needles: string[]): Promise<void> {
   if (needles.length === 0) return;
   const collection = services.readStore.collection<Doc>(name);
   const changes: Doc[] = [];

@@ -7,7 +7,6 @@ import { hashPassword, verifyPassword } from '../shared/secrets.js';
 import { caselessKey } from '../shared/text-key.js';
 import { reservationDecider, usernameStream, type ReservationCommand } from '../domain/reservation.js';
 import { checkUsernameFree, usernameClaim, withUsername } from './accounts.js';
-import { scrubCollection } from './personal-data.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 
@@ -157,14 +156,40 @@ export async function removeTeamMember(services: Services, context: CommandConte
  * What the removal leaves of the team member's personal data (docs/personal-data.md, "Team members
  * and account users"): the events' copy went with the registration's data key (the codec deletes
  * it as TeamMemberRemoved is stored), the `team_members` document with the projection. Here the
- * stored idempotent replies of the client that repeat its email or names (a create's answer, kept
- * 24 h), and the deleted document's bytes in the embedded store's free pages and WAL.
+ * stored idempotent reply of its create (kept 24 h), whose `userName`, `email`, `firstName` and
+ * `lastName` become `[erased]` (a retry then answers that, and creates nothing), and the deleted
+ * document's bytes in the embedded store's free pages and WAL. Only a reply that is this team
+ * member (its id and user name) is touched: searching every reply for a short name would spoil
+ * other requests' replays.
  */
 async function forgetTeamMember(services: Services, clientId: string, doc: TeamMemberDoc): Promise<void> {
-  const needles = [doc.email, doc.firstName, doc.lastName].filter((value): value is string => typeof value === 'string' && value.trim() !== '');
+  const replies = services.readStore.collection<IdempotencyReply>('idempotency_keys');
   const ownKeys = `^${clientId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`;
-  await scrubCollection(services, 'idempotency_keys', { _id: { $regex: ownKeys } }, needles);
+  const id = teamMemberIdOf(doc);
+  const changed: { _id: string; body: string }[] = [];
+  for await (const reply of replies.stream({ _id: { $regex: ownKeys }, body: { $exists: true } }, { readOnly: true })) {
+    if (reply.bodyEncoding === 'base64' || typeof reply.body !== 'string') continue;
+    let answer: unknown;
+    try {
+      answer = JSON.parse(reply.body);
+    } catch {
+      continue;
+    }
+    if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) continue;
+    const view = answer as Record<string, unknown>;
+    if (view.id !== id || view.userName !== doc.userName) continue;
+    for (const field of ['userName', 'email', 'firstName', 'lastName']) if (typeof view[field] === 'string') view[field] = '[erased]';
+    changed.push({ _id: reply._id, body: JSON.stringify(view) });
+  }
+  for (const { _id, body } of changed) await replies.updateOne(_id, { $set: { body } });
   await services.readStore.purgeDeleted?.();
+}
+
+/** The part of a stored idempotent reply (src/http/middleware/idempotency.ts) the removal looks at. */
+interface IdempotencyReply {
+  _id: string;
+  body?: string;
+  bodyEncoding?: 'utf8' | 'base64';
 }
 
 /**

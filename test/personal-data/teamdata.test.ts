@@ -71,6 +71,11 @@ describe('team members: personal data sealed, and gone with the team member', ()
 
     expect((await client.call('DELETE', `${api}/teammember/${id}`)).status).toBe(204);
     expect(filesHolding(service.dataDir, [staff.email, staff.firstName, staff.lastName])).toEqual([]);
+    // A retry of the create with its key answers the stored reply, without the person, and creates no one.
+    const retried = await client.call('POST', `${api}/teammember`, { ...staff, password, id }, { 'idempotency-key': `tm-${id}` });
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({ id, userName: '[erased]', email: '[erased]', firstName: '[erased]', lastName: '[erased]' });
+    expect((await client.call('GET', `${api}/teammembers/user/${encodeURIComponent(client.email)}/events`)).body).toEqual([]);
 
     // The registration no longer opens; a rebuild skips it and leaves no team member document.
     await service.runner!.rebuild([]);
