@@ -104,6 +104,7 @@ export async function registerTeamMember(
       clientId: context.tenantId,
       profile,
       passwordHash: await hashPassword(password),
+      registrationId: newId(),
     },
   };
   // The user name is claimed in the same batch, before the team member (src/commands/batch-intents.ts).
@@ -148,6 +149,47 @@ export async function removeTeamMember(services: Services, context: CommandConte
     : [remove];
   const results = await handleCommands(services.eventStore, items, context);
   await services.readYourWrites(lastPosition(results));
+  if (doc) await forgetTeamMember(services, context.tenantId, doc);
+}
+
+/**
+ * What the removal leaves of the team member's personal data (docs/personal-data.md, "Team members
+ * and account users"): the events' copy went with the registration's data key (the codec deletes
+ * it as TeamMemberRemoved is stored), the `team_members` document with the projection. Here the
+ * stored idempotent reply of its create (kept 24 h), whose `userName`, `email`, `firstName` and
+ * `lastName` become `[erased]` (a retry then answers that, and creates nothing), and the deleted
+ * document's bytes in the embedded store's free pages and WAL. Only a reply that is this team
+ * member (its id and user name) is touched: searching every reply for a short name would spoil
+ * other requests' replays.
+ */
+async function forgetTeamMember(services: Services, clientId: string, doc: TeamMemberDoc): Promise<void> {
+  const replies = services.readStore.collection<IdempotencyReply>('idempotency_keys');
+  const ownKeys = `^${clientId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`;
+  const id = teamMemberIdOf(doc);
+  const changed: { _id: string; body: string }[] = [];
+  for await (const reply of replies.stream({ _id: { $regex: ownKeys }, body: { $exists: true } }, { readOnly: true })) {
+    if (reply.bodyEncoding === 'base64' || typeof reply.body !== 'string') continue;
+    let answer: unknown;
+    try {
+      answer = JSON.parse(reply.body);
+    } catch {
+      continue;
+    }
+    if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) continue;
+    const view = answer as Record<string, unknown>;
+    if (view.id !== id || view.userName !== doc.userName) continue;
+    for (const field of ['userName', 'email', 'firstName', 'lastName']) if (typeof view[field] === 'string') view[field] = '[erased]';
+    changed.push({ _id: reply._id, body: JSON.stringify(view) });
+  }
+  for (const { _id, body } of changed) await replies.updateOne(_id, { $set: { body } });
+  await services.readStore.purgeDeleted?.();
+}
+
+/** The part of a stored idempotent reply (src/http/middleware/idempotency.ts) the removal looks at. */
+interface IdempotencyReply {
+  _id: string;
+  body?: string;
+  bodyEncoding?: 'utf8' | 'base64';
 }
 
 /**

@@ -57,6 +57,20 @@ export const unmatchedScanKeyId = (clientId: string, scanId: unknown): string | 
 export const batchIntentKeyId = (clientId: string, batchId: unknown): string | undefined =>
   typeof batchId === 'string' && batchId !== '' ? `batch:${scopedKey(clientId, batchId)}` : undefined;
 
+/**
+ * The data key of one registration of a team member (door staff): it seals the profile and the
+ * password hash in TeamMemberRegistered, and the removal (TeamMemberRemoved) deletes it. Per
+ * registration, not per id, because a removed id may be registered again (a new password) and a
+ * deleted key leaves a tombstone that would drop the new registration's fields.
+ */
+export const teamMemberKeyId = (clientId: string, teamMemberId: unknown, registrationId: unknown): string | undefined =>
+  typeof teamMemberId === 'string' && teamMemberId !== '' && typeof registrationId === 'string' && registrationId !== ''
+    ? `teammember:${scopedKey(clientId, teamMemberId)}:${encodeURIComponent(registrationId)}`
+    : undefined;
+
+/** A team member's personal data and credential in TeamMemberRegistered (docs/personal-data.md, "Team members and account users"). */
+export const personalTeamMemberFields = ['userName', 'email', 'firstName', 'lastName', 'passwordHash'] as const;
+
 export const personalDataRules: readonly PersonalDataRule[] = [
   { streamPrefix: 'guest-', types: ['GuestRegistered'], fields: personalGuestFields, owner: (d, client) => dataKeyId(client, d.guestId) },
   { streamPrefix: 'guest-', types: ['GuestDetailsChanged'], within: 'changes', fields: personalGuestFields, owner: (d, client) => dataKeyId(client, d.guestId) },
@@ -75,6 +89,13 @@ export const personalDataRules: readonly PersonalDataRule[] = [
   { streamPrefix: 'door-', types: ['UnmatchedScanRejected'], fields: ['lookup'], owner: (d, client) => unmatchedScanKeyId(client, d.scanId) },
   // An intent too large for one append is written in parts (`batchlog-parts-<batchId>`), each a slice of the items' JSON.
   { streamPrefix: 'batchlog', types: ['BatchStarted', 'BatchIntentPart'], fields: ['items'], owner: (d, client) => batchIntentKeyId(client, d.batchId) },
+  // Events written before registrations had an id hold these in plaintext and read as written.
+  {
+    streamPrefix: 'teammember-',
+    types: ['TeamMemberRegistered'],
+    fields: personalTeamMemberFields,
+    owner: (d, client) => teamMemberKeyId(client, d.teamMemberId, d.registrationId),
+  },
 ];
 
 /** An event whose append ends the need for a data key: the event store codec deletes the key once the event is stored. */
@@ -91,6 +112,8 @@ export const keyEndRules: readonly KeyEndRule[] = [
   // An erased guest's key goes as GuestErased is stored, whoever stores it (the request, or the
   // batch completer after a crash): a retry cannot find the guest by its customId any more.
   { streamPrefix: 'guest-', type: 'GuestErased', keyId: (d, client) => dataKeyId(client, d.guestId) },
+  // A removed team member's registration is never opened again: its profile and password hash go with the key.
+  { streamPrefix: 'teammember-', type: 'TeamMemberRemoved', keyId: (d, client) => teamMemberKeyId(client, d.teamMemberId, d.registrationId) },
 ];
 
 // By event type, so the codec's look-up per appended or read event is one Map get.

@@ -13,12 +13,19 @@ export interface TeamMemberProfile {
 export type TeamMemberEvent =
   | {
       type: 'TeamMemberRegistered';
-      data: TeamMemberProfile & { teamMemberId: string; clientId: string; passwordHash: string };
+      /**
+       * `registrationId` names this registration's data key, which seals the profile and the
+       * password hash (docs/personal-data.md, "Team members and account users"); removal deletes
+       * it. Events written before it carry none and hold their fields in plaintext. After the
+       * removal the event reads without the sealed fields and with `personalDataErased: true`.
+       */
+      data: Partial<TeamMemberProfile> & { teamMemberId: string; clientId: string; passwordHash?: string; registrationId?: string; personalDataErased?: true };
     }
   | {
       /** The client removed its door staff: it signs in no more, and its tokens from before are refused (docs/api.md, Team members). */
       type: 'TeamMemberRemoved';
-      data: { teamMemberId: string; clientId: string; userName: string; at: string };
+      /** `userName`: in events written before team members' data was sealed only; `registrationId` names the data key deleted with it. */
+      data: { teamMemberId: string; clientId: string; userName?: string; registrationId?: string; at: string };
     };
 
 export type TeamMemberCommand =
@@ -28,13 +35,15 @@ export type TeamMemberCommand =
       clientId: string;
       profile: TeamMemberProfile;
       passwordHash: string;
+      /** A new random id per registration: it names the data key that seals this registration's personal data. */
+      registrationId: string;
     }
   | { type: 'RemoveTeamMember'; teamMemberId: string; clientId: string; at: string };
 
 /** `removed`: the id may be registered again (the way to give door staff a new password). */
 export type TeamMemberState =
   | { status: 'none' }
-  | { status: 'registered'; clientId: string; profile: TeamMemberProfile }
+  | { status: 'registered'; clientId: string; profile: TeamMemberProfile; registrationId?: string }
   | { status: 'removed'; clientId: string };
 
 /** Team member ids are the caller's and scoped per client (docs/identifiers.md). */
@@ -44,8 +53,9 @@ export const teamMemberDecider: Decider<TeamMemberState, TeamMemberCommand, Team
   initialState: () => ({ status: 'none' }),
   evolve: (_state, event) => {
     if (event.type === 'TeamMemberRemoved') return { status: 'removed', clientId: event.data.clientId };
-    const { teamMemberId: _t, clientId, passwordHash: _p, ...profile } = event.data;
-    return { status: 'registered', clientId, profile };
+    const { teamMemberId: _t, clientId, passwordHash: _p, registrationId, personalDataErased: _e, ...profile } = event.data;
+    // A registration whose key its removal deleted has no profile; its removal always follows it in the stream.
+    return { status: 'registered', clientId, profile: profile as TeamMemberProfile, ...(registrationId !== undefined ? { registrationId } : {}) };
   },
   decide(command, state) {
     if (command.type === 'RemoveTeamMember') {
@@ -55,7 +65,13 @@ export const teamMemberDecider: Decider<TeamMemberState, TeamMemberCommand, Team
       return [
         {
           type: 'TeamMemberRemoved',
-          data: { teamMemberId: command.teamMemberId, clientId: command.clientId, userName: state.profile.userName, at: command.at },
+          // No user name: the removal deletes the registration's data key, and the event must not repeat what it sealed.
+          data: {
+            teamMemberId: command.teamMemberId,
+            clientId: command.clientId,
+            ...(state.registrationId !== undefined ? { registrationId: state.registrationId } : {}),
+            at: command.at,
+          },
         },
       ];
     }
@@ -69,6 +85,7 @@ export const teamMemberDecider: Decider<TeamMemberState, TeamMemberCommand, Team
           teamMemberId: command.teamMemberId,
           clientId: command.clientId,
           passwordHash: command.passwordHash,
+          registrationId: command.registrationId,
           ...command.profile,
         },
       },

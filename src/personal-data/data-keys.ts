@@ -18,12 +18,14 @@ const streamNameKeyRow = (id: string) => `#customid-stream-names:${id}`;
 
 /**
  * What a key row is, for messages: the store holds guests' keys (`<client>:<guest>`) and also
- * the keys of unmatched scans (`scan:`), batch intents (`batch:`) and the customId stream-name key.
+ * the keys of unmatched scans (`scan:`), batch intents (`batch:`), team member registrations
+ * (`teammember:`) and the customId stream-name key.
  */
 export function keyRowLabel(rowId: string): string {
   if (rowId.startsWith('#customid-stream-names:')) return `the customId stream-name key (${rowId})`;
   if (rowId.startsWith('scan:')) return `the data key of unmatched door scan ${rowId}`;
   if (rowId.startsWith('batch:')) return `the data key of batch intent ${rowId}`;
+  if (rowId.startsWith('teammember:')) return `the data key of team member registration ${rowId}`;
   return `the data key of guest ${rowId}`;
 }
 

@@ -181,13 +181,16 @@ export const teamMembersProjection: Projection = {
       ];
     }
     if (event.type !== 'TeamMemberRegistered') return [];
-    const { teamMemberId, ...fields } = event.data;
+    // A registration whose data key its removal deleted (docs/personal-data.md): its removal follows and leaves no document.
+    if (event.data.personalDataErased || event.data.userName === undefined) return [];
+    const { teamMemberId, registrationId: _r, personalDataErased: _e, ...fields } = event.data;
+    const { userName } = event.data;
     return [
       {
         kind: 'replace',
         collection: 'team_members',
         id: scopedKey(fields.clientId, teamMemberId),
-        doc: { teamMemberId, ...fields, userNameLower: caselessKey(fields.userName), created: stored.metadata.occurredAt },
+        doc: { teamMemberId, ...fields, userNameLower: caselessKey(userName), created: stored.metadata.occurredAt },
       },
     ];
   },
