@@ -1,4 +1,4 @@
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
 
 export interface TeamMemberProfile {
@@ -13,7 +13,8 @@ export interface TeamMemberProfile {
 export type TeamMemberEvent =
   | {
       type: 'TeamMemberRegistered';
-      data: TeamMemberProfile & { teamMemberId: string; clientId: string; passwordHash: string };
+      /** `idAsSent`: the id kept exactly as sent (absent: registered when a GUID-shaped id was lowercased; storedTeamMemberId). */
+      data: TeamMemberProfile & { teamMemberId: string; clientId: string; passwordHash: string; idAsSent?: true };
     }
   | {
       /** The client removed its door staff: it signs in no more, and its tokens from before are refused (docs/api.md, Team members). */
@@ -38,7 +39,7 @@ export type TeamMemberState =
   | { status: 'removed'; clientId: string };
 
 /** Team member ids are the caller's and scoped per client (docs/identifiers.md). */
-export const teamMemberStream = (clientId: string, id: string): string => `teammember-${scopedKey(clientId, id)}`;
+export const teamMemberStream = (clientId: string, id: string): string => `teammember-${exactKey(clientId, id)}`;
 
 export const teamMemberDecider: Decider<TeamMemberState, TeamMemberCommand, TeamMemberEvent> = {
   initialState: () => ({ status: 'none' }),
@@ -70,6 +71,7 @@ export const teamMemberDecider: Decider<TeamMemberState, TeamMemberCommand, Team
           clientId: command.clientId,
           passwordHash: command.passwordHash,
           ...command.profile,
+          idAsSent: true,
         },
       },
     ];

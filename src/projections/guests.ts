@@ -2,7 +2,7 @@ import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { WriteOp } from '../adapters/readstore/port.js';
 import { guestKeyOfStream, guestStreamOfKey, type ClosedExit, type DoorEvent, type GuestDetails, type GuestEvent } from '../domain/guest.js';
 import type { Projection } from './projection.js';
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 import { personalGuestFields } from '../domain/personal-data.js';
 import { caselessKey } from '../shared/text-key.js';
 import { reservationKey } from '../domain/reservation.js';
@@ -316,7 +316,7 @@ function teamStatsOps(
     {
       kind: 'update',
       collection: 'team_stats',
-      id: `${scopedKey(event.metadata.tenantId, event.data.eventId)}:${encodeURIComponent(scannedBy.id)}`,
+      id: `${exactKey(event.metadata.tenantId, event.data.eventId)}:${encodeURIComponent(scannedBy.id)}`,
       upsert: true,
       update: {
         $set: { eventId: event.data.eventId, clientId: event.metadata.tenantId, teamMemberId: scannedBy.id, username: scannedBy.username },
@@ -346,7 +346,7 @@ function eventStatsOp(event: StoredEvent & { data: { eventId: string } }, inc: R
   return {
     kind: 'update',
     collection: 'event_stats',
-    id: scopedKey(event.metadata.tenantId, event.data.eventId),
+    id: exactKey(event.metadata.tenantId, event.data.eventId),
     upsert: true,
     update: { $set: { clientId: event.metadata.tenantId, eventId: event.data.eventId }, $inc: inc },
   };

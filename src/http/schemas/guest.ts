@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { CustomIdText, DateTime, Guid, WindowEnd, WindowStart, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf, PlainId, QueryInt, Timestamp, named, nonEmptyTexts } from './common.js';
+import { CustomIdText, DateTime, Guid, WindowEnd, WindowStart, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf, PlainId, RefId, QueryInt, Timestamp, named, nonEmptyTexts } from './common.js';
 import { ex } from './example-values.js';
 import { guestStream, INT32_MAX, rejectionReasons } from '../../domain/guest.js';
 import { HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT } from '../../commands/guest-history.js';
@@ -187,7 +187,7 @@ export const GuestBatch = z
 
 export const EventIdParams = z.object({ eventId: PlainId });
 export const GuestIdParams = z.object({
-  id: PlainId.openapi({ description: 'The guest id (GUID) or its customId (docs/identifiers.md)' }),
+  id: RefId.openapi({ description: 'The guest id (GUID) or its customId (docs/identifiers.md)' }),
 });
 
 /** With a customId used in several of the caller's events, `eventId` says which (else 409 ambiguous_custom_id). */
@@ -244,14 +244,14 @@ export const ScanBody = registry.register(
   'Scan',
   z
     .object({
-      guestId: PlainId.optional().openapi({ description: 'The guest id, or its customId instead (usable instead of id): a value that is no guest id of the event is tried as a customId' }),
+      guestId: RefId.optional().openapi({ description: 'The guest id, or its customId instead (usable instead of id): a value that is no guest id of the event is tried as a customId' }),
       barcode: z
         .string()
         .min(1)
         .max(maxScannedCode, `must be at most ${maxScannedCode} characters: no QR code or barcode holds more`)
         .optional()
         .openapi({ description: 'What the scanner read: a barcode or a signed ticket (`T1.…`); CR, LF, Tab or spaces around a signed ticket are ignored' }),
-      customId: PlainId.optional(),
+      customId: RefId.optional(),
       plusOnes: Int32Count.optional().openapi({ description: 'Plus ones entering with this scan' }),
       force: z.boolean().optional().openapi({ description: 'Override of block and validity on a check-in: the client, or a team member with canForce (else 403); ignored on a check-out' }),
       nonce: z.string().min(1).max(200).optional().openapi({ description: 'A repeat with the same nonce returns the first result' }),
@@ -302,8 +302,8 @@ export const UndoBody = registry.register(
     .object({
       scanId: Guid.optional(),
       nonce: z.string().min(1).max(200).optional(),
-      guestId: PlainId.optional().openapi({ description: 'Undo this guest’s last check-in: its id, or its customId instead (usable instead of id)' }),
-      customId: PlainId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
+      guestId: RefId.optional().openapi({ description: 'Undo this guest’s last check-in: its id, or its customId instead (usable instead of id)' }),
+      customId: RefId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
     })
     .refine((b) => [b.scanId, b.nonce, b.guestId, b.customId].filter((v) => v !== undefined).length === 1, {
       message: 'give exactly one of scanId, nonce, guestId or customId',
@@ -330,8 +330,8 @@ export const BlockBody = registry.register(
   'BulkBlock',
   z
     .object({
-      ids: z.array(PlainId).optional().openapi({ description: 'Guests named by id, or by customId instead (usable instead of id): a GUID that is one of the event’s guest ids is that guest, any other value a customId' }),
-      customIds: z.array(PlainId).optional().openapi({ description: 'Guests named by customId only' }),
+      ids: z.array(RefId).optional().openapi({ description: 'Guests named by id, or by customId instead (usable instead of id): a GUID that is one of the event’s guest ids is that guest, any other value a customId' }),
+      customIds: z.array(RefId).optional().openapi({ description: 'Guests named by customId only' }),
       barcodes: z.array(z.string().min(1)).optional(),
       reason: z.string().optional().openapi({ description: 'Recorded as the guests’ blockedReason (block only); at most 4 MiB (UTF-8)' }),
     })
