@@ -70,3 +70,97 @@ describe('a GUID-shaped event id and team member id in upper case are plain stri
     expect([timeline.status, timeline.body.eventId ?? upper]).toEqual([200, upper]);
   });
 });
+
+describe('events and team members stored before plain ids kept their case (GUID-shaped ids were lowercased)', () => {
+  const stored = async (stream: string, type: string, data: Record<string, unknown>) => {
+    const appended = await service.platform.eventStore.append(stream, [{
+      id: randomUUID(),
+      type,
+      data,
+      metadata: { tenantId: alice.id, actor: { type: 'client', id: alice.id }, correlationId: randomUUID(), occurredAt: new Date().toISOString() },
+    }], 'no_stream');
+    await service.runner!.waitFor(appended.position);
+  };
+
+  it('an old event is still found by the upper-case id it was created with, and keeps its one stream', async () => {
+    const upper = randomUUID().toUpperCase();
+    const lower = upper.toLowerCase();
+    const stream = `event-${encodeURIComponent(alice.id)}:${lower}`;
+    await stored(stream, 'EventCreated', { eventId: lower, clientId: alice.id, title: 'Old', ...times });
+
+    expect((await alice.call('GET', `${api}/event/${upper}`)).body).toMatchObject({ id: lower, title: 'Old' });
+    const guest = await alice.call('POST', `${api}/guest`, { eventId: upper, firstName: 'Ada', barcode: 'OLD-1' });
+    expect([guest.status, guest.body.eventId]).toEqual([200, lower]);
+    expect((await alice.call('GET', `${api}/guests/${upper}`)).body.items.map((g: { id: string }) => g.id)).toEqual([guest.body.id]);
+    expect((await alice.call('POST', `${api}/guests/${upper}/checkin`, { barcode: 'OLD-1' })).body.result).toBe('admitted');
+    expect((await alice.call('GET', `${api}/event/${upper}/stats`)).status).toBe(200);
+
+    const again = await alice.call('POST', `${api}/event`, { id: upper, title: 'Old, updated', ...times });
+    expect(again.body).toMatchObject({ id: lower, title: 'Old, updated' });
+    expect((await service.platform.eventStore.readStream(stream)).map((e) => e.type)).toEqual(['EventCreated', 'EventUpdated']);
+    expect(await service.platform.eventStore.readStream(`event-${encodeURIComponent(alice.id)}:${upper}`)).toEqual([]);
+  });
+
+  it('an old team member is removed by the upper-case id it was registered with', async () => {
+    const upper = randomUUID().toUpperCase();
+    const lower = upper.toLowerCase();
+    const userName = `idf-old-${Date.now()}`;
+    await stored(`teammember-${encodeURIComponent(alice.id)}:${lower}`, 'TeamMemberRegistered', {
+      teamMemberId: lower, clientId: alice.id, userName, email: 'old@example.com', passwordHash: 'x',
+    });
+    expect((await alice.call('DELETE', `${api}/teammember/${upper}`)).status).toBe(204);
+    expect((await service.platform.eventStore.readStream(`teammember-${encodeURIComponent(alice.id)}:${lower}`)).map((e) => e.type)).toEqual([
+      'TeamMemberRegistered',
+      'TeamMemberRemoved',
+    ]);
+  });
+});
+
+describe('customId usable instead of id on every route that names one guest', () => {
+  it('a GUID-shaped customId in upper case (no guest’s id) finds its guest on each route', async () => {
+    const comms = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
+    const eventId = `idf-${randomUUID()}`;
+    expect((await comms.call('POST', `${api}/event`, { id: eventId, title: 'Routes', ...times })).status).toBe(200);
+    const template = await comms.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invite', html: '<p>Hi {{firstName}}</p>' });
+    expect(template.status).toBe(200);
+    const [keep, gone] = [randomUUID().toUpperCase(), randomUUID().toUpperCase()];
+    const made = await comms.call('POST', `${api}/guests/${eventId}`, [
+      { firstName: 'Keep', email: 'keep@example.com', customId: keep },
+      { firstName: 'Gone', email: 'gone@example.com', customId: gone },
+    ]);
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    const [keepId, goneId] = made.body.map((g: { id: string }) => g.id);
+    expect(made.body.map((g: { customId: string }) => g.customId)).toEqual([keep, gone]);
+
+    const checked: [string, number, unknown][] = [];
+    const call = async (method: string, route: string, body?: unknown) => {
+      const reply = await comms.call(method, route, body);
+      checked.push([`${method} ${route}`, reply.status, reply.body?.code]);
+      return reply;
+    };
+    expect((await call('GET', `${api}/guest/${keep}`)).body.id).toBe(keepId);
+    expect((await call('GET', `${api}/guest/${keep.toLowerCase()}?eventId=${eventId}`)).body.id).toBe(keepId);
+    expect((await call('GET', `${api}/guest/${keep}/history`)).status).toBe(200);
+    expect((await call('GET', `${api}/guest/${keep}/personal-data`)).status).toBe(200);
+    expect((await call('GET', `${api}/guest/${keep}/ticket`)).status).toBe(200);
+    expect((await call('POST', `${api}/guest/${keep}/ticket/reissue`, {})).status).toBe(200);
+    expect((await call('POST', `${api}/guest/${keep}/ticket/revoke`, {})).status).toBe(204);
+    expect((await call('PUT', `${api}/guests/${eventId}/upsert`, [{ customId: keep, lastName: 'Upserted' }])).status).toBe(204);
+    expect((await call('POST', `${api}/guests/${eventId}/checkin`, { customId: keep })).body.result).toBe('admitted');
+    expect((await call('POST', `${api}/guests/${eventId}/checkin/undo`, { customId: keep })).status).toBe(200);
+    expect((await call('POST', `${api}/guests/${eventId}/checkin`, { guestId: keep })).body.result).toBe('admitted');
+    expect((await call('POST', `${api}/guests/${eventId}/checkout`, { customId: keep })).status).toBe(200);
+    expect((await call('POST', `${api}/guests/${eventId}/block`, { ids: [keep], reason: 'test' })).status).toBe(200);
+    expect((await call('POST', `${api}/guests/${eventId}/unblock`, { customIds: [keep] })).status).toBe(200);
+    const send = await call('POST', '/comms/v1/api/comms/send', { templateId: template.body.id, attendeeIds: [keep] });
+    expect(send.status, JSON.stringify(send.body)).toBe(200);
+    expect(JSON.stringify(send.body)).toContain(keepId);
+    const invitations = await call('GET', `/comms/v1/api/comms/invitations?attendeeId=${keep}`);
+    expect(invitations.body.items.map((i: { attendeeId: string }) => i.attendeeId)).toEqual([keepId]);
+    expect((await call('POST', `${api}/guests/${eventId}/erase`, { ids: [gone], reason: 'test' })).status).toBe(200);
+    expect((await call('POST', `${api}/guest/${keep}/erase`, { reason: 'test' })).status).toBe(200);
+    expect((await comms.call('GET', `${api}/guest/${goneId}`)).body.erased).toBe(true);
+    expect((await comms.call('GET', `${api}/guest/${keepId}`)).body).toMatchObject({ erased: true, lastName: null });
+    expect(checked.filter(([, status]) => status >= 400)).toEqual([]);
+  });
+});
