@@ -164,3 +164,47 @@ describe('customId usable instead of id on every route that names one guest', ()
     expect(checked.filter(([, status]) => status >= 400)).toEqual([]);
   });
 });
+
+describe('unset date-times, changedSince ties and padded barcodes', () => {
+  it('admitted, blockedDate and discharged given as "" (an unset cell) are not set: the guest is created, not admitted or blocked', async () => {
+    const eventId = `idf-${randomUUID()}`;
+    await alice.call('POST', `${api}/event`, { id: eventId, title: 'Unset', ...times });
+    const one = await alice.call('POST', `${api}/guest`, { eventId, firstName: 'Ada', admitted: '', blockedDate: '', discharged: '' });
+    expect(one.status, JSON.stringify(one.body)).toBe(200);
+    expect(one.body).toMatchObject({ admitted: null, blockedDate: null, discharged: null });
+    const batch = await alice.call('POST', `${api}/guests/${eventId}`, [{ firstName: 'Bo', admitted: '', blockedDate: null, discharged: '' }]);
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    expect(batch.body[0]).toMatchObject({ admitted: null, blockedDate: null });
+    const upsert = await alice.call('PUT', `${api}/guests/${eventId}/upsert`, [{ id: one.body.id, lastName: 'L', admitted: '', blockedDate: '' }]);
+    expect(upsert.status, JSON.stringify(upsert.body)).toBe(204);
+    expect((await alice.call('POST', `${api}/guests/${eventId}/checkin`, { guestId: one.body.id })).body.result).toBe('admitted');
+    // An upsert never changes the admission: "" there does not undo it.
+    expect((await alice.call('PUT', `${api}/guests/${eventId}/upsert`, [{ id: one.body.id, admitted: '' }])).status).toBe(204);
+    expect((await alice.call('GET', `${api}/guest/${one.body.id}`)).body.admitted).not.toBeNull();
+    expect((await alice.call('POST', `${api}/guest`, { eventId, admitted: 'soon' })).status).toBe(400);
+  });
+
+  it('a changedSince walk page by page (nextCursor) loses no guest changed in the same millisecond as another', async () => {
+    const eventId = `idf-${randomUUID()}`;
+    await alice.call('POST', `${api}/event`, { id: eventId, title: 'Ties', ...times });
+    const made = await alice.call('POST', `${api}/guests/${eventId}`, Array.from({ length: 5 }, (_, i) => ({ firstName: `T${i}` })));
+    expect(new Set(made.body.map((g: { updated: string }) => g.updated)).size).toBe(1);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await alice.call('GET', `${api}/guests/${eventId}?changedSince=2000-01-01T00:00:00Z&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      seen.push(...page.body.items.map((g: { id: string }) => g.id));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    expect(seen.sort()).toEqual(made.body.map((g: { id: string }) => g.id).sort());
+  });
+
+  it('a barcode with spaces around it is kept as given and matched at the door as scanned or trimmed', async () => {
+    const eventId = `idf-${randomUUID()}`;
+    await alice.call('POST', `${api}/event`, { id: eventId, title: 'Pads', ...times });
+    const guest = await alice.call('POST', `${api}/guest`, { eventId, firstName: 'Pad', barcode: ' PAD-1 ' });
+    expect(guest.body.barcode).toBe(' PAD-1 ');
+    const scan = await alice.call('POST', `${api}/guests/${eventId}/checkin`, { barcode: 'PAD-1' });
+    expect([scan.status, scan.body.result, scan.body.guest?.id]).toEqual([200, 'admitted', guest.body.id]);
+  });
+});

@@ -46,6 +46,18 @@ const clearableTime = <T extends z.ZodType<string, string>>(time: T) =>
     .nullish()
     .transform((v): string | null | undefined => (v === '' ? null : v === null ? undefined : v));
 
+/**
+ * `admitted`, `blockedDate`, `discharged`: a date-time, or `""` or null for "not set", as a
+ * record read back from a spreadsheet or a database writes an unset time (spec: these record
+ * progress, and an upsert never changes them): absent, so the guest is not admitted, blocked or
+ * checked out by it (docs/guests.md).
+ */
+const unsetTime = () =>
+  z
+    .union([DateTime, z.literal('')], { error: 'must be an existing ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z or 2026-11-21T11:00:00+01:00, or "" for none' })
+    .nullish()
+    .transform((v): string | undefined => (v === '' || v === null ? undefined : v));
+
 export const GuestBody = registry.register(
   'Guest',
   z.object({
@@ -68,8 +80,8 @@ export const GuestBody = registry.register(
     createdBy: optional(text()).openapi({
       description: 'Taken when the record creates the guest (absent: the caller’s User id); a later upsert does not change it',
     }),
-    admitted: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (an imported admission); upsert never changes it' }),
-    blockedDate: optional(DateTime).openapi({ description: 'Taken when the record creates the guest; upsert never changes it' }),
+    admitted: unsetTime().openapi({ description: 'Taken when the record creates the guest (an imported admission); upsert never changes it; "" or null: not admitted' }),
+    blockedDate: unsetTime().openapi({ description: 'Taken when the record creates the guest; upsert never changes it; "" or null: not given' }),
     blockedReason: optional(text()).openapi({
       description: 'Taken when the record creates the guest (a non-empty one without blockedDate: blocked from now); upsert never changes it',
     }),
@@ -77,7 +89,7 @@ export const GuestBody = registry.register(
     validFrom: clearableTime(WindowStart).openapi({ description: 'null: not given (kept); "": none (removes the bound from an existing guest)' }),
     validTo: clearableTime(WindowEnd).openapi({ description: 'null: not given (kept); "": none (removes the bound from an existing guest)' }),
     isGroup: optional(z.boolean()),
-    discharged: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (needs admitted); upsert never changes it' }),
+    discharged: unsetTime().openapi({ description: 'Taken when the record creates the guest (needs admitted); upsert never changes it; "" or null: not checked out' }),
     image: optional(image),
     // Empty (a spreadsheet's blank cell) or null means none; any other value is an id (docs/identifiers.md).
     customId: z
