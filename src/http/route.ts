@@ -138,6 +138,14 @@ async function toStoredEventIds(path: string, req: Request, res: Response, parse
     const value = record[key];
     if (typeof value === 'string' && value !== value.toLowerCase()) record[key] = await storedEventId(principal.tenantId, value);
   }
+  // A batch's records may repeat the path's event id: spelled as the path was, it is the same event.
+  const resolved = (parsed.params ?? {}) as Record<string, unknown>;
+  const given = (req.params as Record<string, unknown>).eventId;
+  if (Array.isArray(parsed.body) && typeof given === 'string' && resolved.eventId !== given) {
+    for (const item of parsed.body as unknown[]) {
+      if (item !== null && typeof item === 'object' && (item as Record<string, unknown>).eventId === given) (item as Record<string, unknown>).eventId = resolved.eventId;
+    }
+  }
 }
 
 /** Whether a request value holds a date-time without an offset anywhere. */

@@ -94,6 +94,8 @@ describe('events and team members stored before plain ids kept their case (GUID-
     expect((await alice.call('GET', `${api}/guests/${upper}`)).body.items.map((g: { id: string }) => g.id)).toEqual([guest.body.id]);
     expect((await alice.call('POST', `${api}/guests/${upper}/checkin`, { barcode: 'OLD-1' })).body.result).toBe('admitted');
     expect((await alice.call('GET', `${api}/event/${upper}/stats`)).status).toBe(200);
+    const batch = await alice.call('POST', `${api}/guests/${upper}`, [{ eventId: upper, firstName: 'Bo' }]);
+    expect([batch.status, batch.body[0]?.eventId], JSON.stringify(batch.body)).toEqual([200, lower]);
 
     const again = await alice.call('POST', `${api}/event`, { id: upper, title: 'Old, updated', ...times });
     expect(again.body).toMatchObject({ id: lower, title: 'Old, updated' });
