@@ -3,7 +3,7 @@ import { DomainError } from '../domain/decider.js';
 import { checkPasswordPolicy } from '../domain/password-policy.js';
 import { reservationDecider, reservationKey, usernameStream, type ReservationCommand } from '../domain/reservation.js';
 import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
-import { newId, scopedKey } from '../shared/ids.js';
+import { exactKey, newId } from '../shared/ids.js';
 import { hashPassword, newSecret, sha256, verifyPassword } from '../shared/secrets.js';
 import { caselessKey } from '../shared/text-key.js';
 import { handleCommand, handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
@@ -116,7 +116,7 @@ export async function checkUsernameFree(services: Services, userName: string, ow
   const key = caselessKey(userName.trim());
   const account = await accounts(services).findOne({ userNameLower: key });
   const member = await services.readStore.collection<TeamMemberDoc>('team_members').findOne({ userNameLower: key });
-  if ((account && account._id !== ownerId) || (member && scopedKey(member.clientId, teamMemberIdOf(member)) !== ownerId)) {
+  if ((account && account._id !== ownerId) || (member && exactKey(member.clientId, teamMemberIdOf(member)) !== ownerId)) {
     throw new DomainError('conflict', `the user name ${userName} is taken`, { code: 'username_taken' });
   }
 }

@@ -1,6 +1,6 @@
 import type { CredentialVerifier, TokenSubject } from '../identity/credentials.js';
 import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc, type TeamMemberRemovalDoc } from '../projections/accounts.js';
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 import { dummyPasswordHash, sameSecret, verifyPassword } from '../shared/secrets.js';
 import { caselessKey } from '../shared/text-key.js';
 import type { Services } from './services.js';
@@ -54,7 +54,7 @@ export function accountCredentials(services: Services): CredentialVerifier {
         // As authentication does (src/http/auth.ts): a sign-out-all password change ends the account user's sign-ins made before it.
         return subject.sub === account._id && !(account.sessionsValidAfter && signedInAtMs < Date.parse(account.sessionsValidAfter));
       }
-      const id = scopedKey(subject.tenant, subject.sub);
+      const id = exactKey(subject.tenant, subject.sub);
       const removal = (await removals.swap(id, null, null)).current;
       if (removal && signedInAtMs < Date.parse(removal.removedAt)) return false;
       return (await members.swap(id, null, null)).current !== null;

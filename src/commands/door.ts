@@ -140,8 +140,14 @@ async function findGuests(services: Services, clientId: string, eventId: string,
   // A barcode is any string and matches exactly first; a scanner in keyboard mode adds CR, LF or Tab
   // around what it read, so a value that matched nothing is tried again without them.
   const trimmed = lookup.barcode !== undefined && found.length === 0 ? withoutScannerPadding(lookup.barcode) : undefined;
-  if (trimmed === undefined || trimmed === lookup.barcode || trimmed === '') return found;
-  return (await guests(services).find({ barcode: trimmed, clientId, eventId }, { limit: 10, readOnly: true })).items;
+  if (trimmed === undefined || trimmed === '') return found;
+  if (trimmed !== lookup.barcode) {
+    const bare = (await guests(services).find({ barcode: trimmed, clientId, eventId }, { limit: 10, readOnly: true })).items;
+    if (bare.length > 0) return bare;
+  }
+  // A barcode stored with white space around it (a padded spreadsheet cell) is matched by what it
+  // holds: `PAD-1` scanned or typed finds the guest whose barcode is ` PAD-1 `.
+  return (await guests(services).find({ barcodeTrimmed: trimmed, clientId, eventId }, { limit: 10, readOnly: true })).items;
 }
 
 /**

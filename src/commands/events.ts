@@ -1,6 +1,6 @@
 import { eventDecider, eventStream, legacyEventStream, type EventChanges, type EventDetails } from '../domain/event.js';
 import { DomainError } from '../domain/decider.js';
-import { isUuid, newId, normalizeId, scopedKey } from '../shared/ids.js';
+import { exactKey, isUuid, newId } from '../shared/ids.js';
 import { chooseZone, ianaZone } from '../shared/time-zones.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
 import { readModelsBehind, type Services } from './services.js';
@@ -11,7 +11,7 @@ export interface EventView extends EventDetails {
   updated: string;
 }
 
-export type EventDoc = { _id: string; clientId: string; eventId: string; created: string; updated: string } & EventDetails;
+export type EventDoc = { _id: string; clientId: string; eventId: string; created: string; updated: string; idAsSent?: true } & EventDetails;
 
 /**
  * The views with `ianaTimeZone`: the zone the service reads and shows each event's times on (its
@@ -25,7 +25,7 @@ export async function withIanaTimeZone(services: Services, clientId: string, vie
 }
 
 export function toEventView(doc: EventDoc): EventView {
-  const { _id, clientId: _c, eventId, ...rest } = doc;
+  const { _id, clientId: _c, eventId, idAsSent: _kept, ...rest } = doc;
   return { id: eventId, ...rest };
 }
 
@@ -36,7 +36,7 @@ export async function saveEvent(
   input: EventChanges & { id?: string },
 ): Promise<EventView> {
   const { id, ...details } = input;
-  const eventId = normalizeId(id ?? newId());
+  const eventId = id === undefined ? newId() : await storedEventId(services, context.tenantId, id);
   const stream = await eventStreamOf(services, context.tenantId, eventId);
   const result = await handleCommand(services.eventStore, eventDecider, stream, {
     type: 'SaveEvent',
@@ -56,14 +56,31 @@ export async function saveEvent(
  */
 async function eventStreamOf(services: Services, clientId: string, eventId: string): Promise<string> {
   const scoped = eventStream(clientId, eventId);
-  if (!isUuid(eventId)) return scoped;
+  // Old streams are named by a lowercase GUID; an id in another case is a newer event's own.
+  if (!isUuid(eventId) || eventId !== eventId.toLowerCase()) return scoped;
   if ((await services.eventStore.readStream(scoped, { maxCount: 1 })).length > 0) return scoped;
   const [first] = await services.eventStore.readStream(legacyEventStream(eventId), { maxCount: 1 });
   return first && (first.data as { clientId?: string }).clientId === clientId ? legacyEventStream(eventId) : scoped;
 }
 
 /** The read-model key of a client's event. */
-export const eventKey = (clientId: string, eventId: string): string => scopedKey(clientId, eventId);
+export const eventKey = (clientId: string, eventId: string): string => exactKey(clientId, eventId);
+
+/**
+ * The id a caller's event id is stored under. An event id is a plain string, kept and compared as
+ * sent (docs/identifiers.md, Case). Before that rule a GUID-shaped id was lowercased when stored,
+ * so `ABC…` was stored as `abc…`: a request naming `ABC…` when no event has that exact id, and
+ * the caller's event `abc…` is such an older one (no `idAsSent`), means that event, as it always
+ * did. Every other id is itself (an unknown one included: the caller's 404 or create follows).
+ */
+export async function storedEventId(services: Services, clientId: string, eventId: string): Promise<string> {
+  const lower = eventId.toLowerCase();
+  if (lower === eventId || !isUuid(eventId)) return eventId;
+  const events = services.readStore.collection<EventDoc>('events');
+  if (await events.get(eventKey(clientId, eventId), { readOnly: true })) return eventId;
+  const old = (await events.get(eventKey(clientId, lower), { readOnly: true })) ?? (await events.get(lower, { readOnly: true }));
+  return old && old.clientId === clientId && !old.idAsSent ? lower : eventId;
+}
 
 /** An event of this client, or null (another client's events are not seen). */
 export async function findEvent(services: Services, clientId: string, eventId: string): Promise<EventView | null> {
@@ -72,7 +89,7 @@ export async function findEvent(services: Services, clientId: string, eventId: s
   const doc = await events.get(eventKey(clientId, eventId), { readOnly: true });
   if (doc) return toEventView(doc);
   // A document written before the keys were scoped (until `projections rebuild events`).
-  const legacy = isUuid(eventId) ? await events.get(eventId.toLowerCase(), { readOnly: true }) : null;
+  const legacy = isUuid(eventId) && eventId === eventId.toLowerCase() ? await events.get(eventId, { readOnly: true }) : null;
   return legacy && legacy.clientId === clientId ? toEventView(legacy) : null;
 }
 

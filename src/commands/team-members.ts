@@ -2,7 +2,7 @@ import { DomainError } from '../domain/decider.js';
 import { checkPasswordPolicy } from '../domain/password-policy.js';
 import { teamMemberDecider, teamMemberStream, type TeamMemberProfile } from '../domain/team-member.js';
 import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
-import { isUuid, newId, normalizeId, scopedKey } from '../shared/ids.js';
+import { exactKey, isUuid, newId } from '../shared/ids.js';
 import { hashPassword, verifyPassword } from '../shared/secrets.js';
 import { caselessKey } from '../shared/text-key.js';
 import { reservationDecider, usernameStream, type ReservationCommand } from '../domain/reservation.js';
@@ -28,12 +28,27 @@ export const toTeamMemberView = (doc: TeamMemberDoc): TeamMemberView => ({
  * A team member of this client by id, or null (another client's is not seen: ids are scoped per
  * client, docs/identifiers.md). A document from before the scoping is keyed by the bare GUID.
  */
+/**
+ * The id a caller's team member id is stored under: itself (a plain id, kept and compared as
+ * sent), or, for a GUID-shaped id no team member has in this exact spelling, the lowercase id of
+ * a team member registered before plain ids kept their case (then a GUID-shaped id was lowercased;
+ * docs/identifiers.md, Case).
+ */
+export async function storedTeamMemberId(services: Services, clientId: string, id: string): Promise<string> {
+  const lower = id.toLowerCase();
+  if (lower === id || !isUuid(id)) return id;
+  const members = services.readStore.collection<TeamMemberDoc>('team_members');
+  if (await members.get(exactKey(clientId, id), { readOnly: true })) return id;
+  const old = (await members.get(exactKey(clientId, lower), { readOnly: true })) ?? (await members.get(lower, { readOnly: true }));
+  return old && old.clientId === clientId && !old.idAsSent ? lower : id;
+}
+
 export async function findTeamMember(services: Services, clientId: string, teamMemberId: string): Promise<TeamMemberDoc | null> {
   const members = services.readStore.collection<TeamMemberDoc>('team_members');
   // Read-only: every caller only reads the member (its name, canForce, the stored view).
   const doc =
-    (await members.get(scopedKey(clientId, teamMemberId), { readOnly: true })) ??
-    (isUuid(teamMemberId) ? await members.get(teamMemberId.toLowerCase(), { readOnly: true }) : null);
+    (await members.get(exactKey(clientId, teamMemberId), { readOnly: true })) ??
+    (isUuid(teamMemberId) && teamMemberId === teamMemberId.toLowerCase() ? await members.get(teamMemberId, { readOnly: true }) : null);
   return doc?.clientId === clientId ? doc : null;
 }
 
@@ -91,7 +106,7 @@ export async function registerTeamMember(
   input: TeamMemberProfile & { id?: string; password: string },
 ): Promise<TeamMemberView> {
   const { id, password, ...profile } = input;
-  const teamMemberId = normalizeId(id ?? newId());
+  const teamMemberId = id === undefined ? newId() : await storedTeamMemberId(services, context.tenantId, id);
   checkPasswordPolicy(password, profile);
   const repeated = id ? await repeatedCreate(services, context.tenantId, teamMemberId, input) : await repeatedCreateByName(services, context.tenantId, input);
   if (repeated) return repeated;
@@ -111,7 +126,7 @@ export async function registerTeamMember(
   // The claim's owner is the client and the id: a reservation repeats for its own owner, and
   // another client's team member (ids are scoped per client) or an account (owner: its bare id)
   // with this id must find the name taken, not take it too.
-  const owner = scopedKey(context.tenantId, teamMemberId);
+  const owner = exactKey(context.tenantId, teamMemberId);
   await checkUsernameFree(services, profile.userName, owner);
   const results = await withUsername(profile.userName, () =>
     handleCommands(services.eventStore, [usernameClaim(profile.userName, 'team_member', owner, 1), register], context),
@@ -127,7 +142,7 @@ export async function registerTeamMember(
  * Another client's team member, or an id never used, is not found; a repeat changes nothing.
  */
 export async function removeTeamMember(services: Services, context: CommandContext, id: string): Promise<void> {
-  const teamMemberId = normalizeId(id);
+  const teamMemberId = await storedTeamMemberId(services, context.tenantId, id);
   const doc = await findTeamMember(services, context.tenantId, teamMemberId);
   const remove: BatchItem = {
     streamName: teamMemberStream(context.tenantId, teamMemberId),
@@ -141,7 +156,7 @@ export async function removeTeamMember(services: Services, context: CommandConte
         {
           streamName: usernameStream(doc.userName),
           decider: reservationDecider,
-          command: { type: 'Release', key: doc.userName, ownerId: scopedKey(context.tenantId, teamMemberId) } satisfies ReservationCommand,
+          command: { type: 'Release', key: doc.userName, ownerId: exactKey(context.tenantId, teamMemberId) } satisfies ReservationCommand,
           stage: 'release',
           partOf: 0,
         },

@@ -20,7 +20,7 @@ import { LRUCache } from 'lru-cache';
 import type { ReadStore } from '../adapters/readstore/port.js';
 import { TIMELINE_HEADS_COLLECTION, type TimelineHeadDoc } from '../projections/timeline.js';
 import { SerializedJson } from '../shared/serialized-json.js';
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 
 /** Bytes of answers kept per read store; the least recently used go first. */
 const MAX_BYTES = 32 * 1024 * 1024;
@@ -45,7 +45,7 @@ class TimelineAnswers {
   private readonly building = new Map<string, Promise<SerializedJson>>();
 
   async answer(readStore: ReadStore, clientId: string, eventId: string, key: string, build: () => Promise<unknown>): Promise<SerializedJson> {
-    const head = await readStore.collection<TimelineHeadDoc>(TIMELINE_HEADS_COLLECTION).get(scopedKey(clientId, eventId));
+    const head = await readStore.collection<TimelineHeadDoc>(TIMELINE_HEADS_COLLECTION).get(exactKey(clientId, eventId));
     if (!head) {
       // The heads are gone (a rebuild has just dropped them): nothing kept can be trusted.
       this.kept.delete(key);

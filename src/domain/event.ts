@@ -1,4 +1,4 @@
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
 
 /** An event (the occasion guests attend), as the spec's Event object describes it. */
@@ -15,7 +15,12 @@ export interface EventDetails {
 }
 
 export type EventEvent =
-  | { type: 'EventCreated'; data: { eventId: string; clientId: string } & EventDetails }
+  /**
+   * `idAsSent`: the id is kept exactly as sent (every event created since plain ids kept their
+   * case). An event without it was created when a GUID-shaped id was lowercased; a request
+   * spelling its id in another case still finds it (storedEventId, docs/identifiers.md).
+   */
+  | { type: 'EventCreated'; data: { eventId: string; clientId: string; idAsSent?: true } & EventDetails }
   | { type: 'EventUpdated'; data: { eventId: string; clientId: string } & EventDetails };
 
 /** A save's details; `retentionDays: null` removes the event's own retention (the client's default then applies). */
@@ -33,7 +38,7 @@ export type EventState =
   | { status: 'exists'; clientId: string; details: EventDetails };
 
 /** Event ids are the caller's and scoped per client (docs/identifiers.md). */
-export const eventStream = (clientId: string, eventId: string): string => `event-${scopedKey(clientId, eventId)}`;
+export const eventStream = (clientId: string, eventId: string): string => `event-${exactKey(clientId, eventId)}`;
 /** Before ids were scoped, an event (a GUID then) had the stream `event-<guid>`; such streams are still used. */
 export const legacyEventStream = (eventId: string): string => `event-${eventId.toLowerCase()}`;
 
@@ -59,7 +64,7 @@ export const eventDecider: Decider<EventState, EventCommand, EventEvent> = {
       });
     }
     const data = { eventId: command.eventId, clientId: command.clientId, ...details };
-    if (state.status === 'none') return [{ type: 'EventCreated', data }];
+    if (state.status === 'none') return [{ type: 'EventCreated', data: { ...data, idAsSent: true } }];
     // Another client's event is reported as missing, never as forbidden.
     if (state.clientId !== command.clientId) throw new DomainError('not_found', 'event not found');
     if (sameDetails(state.details, details)) return [];

@@ -1,4 +1,4 @@
-import { scopedKey } from '../shared/ids.js';
+import { exactKey, scopedKey } from '../shared/ids.js';
 import { caselessKey } from '../shared/text-key.js';
 import { DomainError, type Decider } from './decider.js';
 import { isEmailAddress } from './email-address.js';
@@ -399,7 +399,7 @@ export const guestKeyOfStream = (streamName: string): string => streamName.slice
  * Scans that match no single guest (unknown barcode, or one shared by several guests) are
  * still recorded, on the event's door stream, so the organizer sees them.
  */
-export const doorStream = (clientId: string, eventId: string): string => `door-${scopedKey(clientId, eventId)}`;
+export const doorStream = (clientId: string, eventId: string): string => `door-${exactKey(clientId, eventId)}`;
 
 export type DoorEvent = {
   type: 'UnmatchedScanRejected';

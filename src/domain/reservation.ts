@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 import { caselessKey } from '../shared/text-key.js';
 import { DomainError, type Decider } from './decider.js';
 
@@ -59,7 +59,7 @@ export interface StreamNameKey {
  */
 export const customIdStream = (clientId: string, eventId: string, customId: string, nameKey: StreamNameKey | undefined): string => {
   if (!nameKey) return legacyCustomIdStream(clientId, eventId, customId);
-  const scope = scopedKey(clientId, eventId);
+  const scope = exactKey(clientId, eventId);
   const digest = createHmac('sha256', nameKey.key).update(`${scope}\n${reservationKey(customId)}`, 'utf8').digest('base64url');
   return `guestcustomid-${scope}:#${nameKey.id}.${digest}`;
 };
@@ -80,7 +80,7 @@ export const erasedCustomIdKey = (clientId: string, customId: string, nameKey: S
  * plaintext). Still read, so a customId reserved under it stays taken, and released.
  */
 export const legacyCustomIdStream = (clientId: string, eventId: string, customId: string): string =>
-  `guestcustomid-${scopedKey(clientId, eventId)}:${encodeURIComponent(reservationKey(customId))}`;
+  `guestcustomid-${exactKey(clientId, eventId)}:${encodeURIComponent(reservationKey(customId))}`;
 
 export const reservationDecider: Decider<ReservationState, ReservationCommand, ReservationEvent> = {
   initialState: () => ({}),

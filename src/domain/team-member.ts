@@ -1,4 +1,4 @@
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
 
 export interface TeamMemberProfile {
@@ -18,8 +18,10 @@ export type TeamMemberEvent =
        * password hash (docs/personal-data.md, "Team members and account users"); removal deletes
        * it. Events written before it carry none and hold their fields in plaintext. After the
        * removal the event reads without the sealed fields and with `personalDataErased: true`.
+       * `idAsSent`: the id kept exactly as sent (absent: registered when a GUID-shaped id was
+       * lowercased; storedTeamMemberId).
        */
-      data: Partial<TeamMemberProfile> & { teamMemberId: string; clientId: string; passwordHash?: string; registrationId?: string; personalDataErased?: true };
+      data: Partial<TeamMemberProfile> & { teamMemberId: string; clientId: string; passwordHash?: string; registrationId?: string; personalDataErased?: true; idAsSent?: true };
     }
   | {
       /** The client removed its door staff: it signs in no more, and its tokens from before are refused (docs/api.md, Team members). */
@@ -47,7 +49,7 @@ export type TeamMemberState =
   | { status: 'removed'; clientId: string };
 
 /** Team member ids are the caller's and scoped per client (docs/identifiers.md). */
-export const teamMemberStream = (clientId: string, id: string): string => `teammember-${scopedKey(clientId, id)}`;
+export const teamMemberStream = (clientId: string, id: string): string => `teammember-${exactKey(clientId, id)}`;
 
 export const teamMemberDecider: Decider<TeamMemberState, TeamMemberCommand, TeamMemberEvent> = {
   initialState: () => ({ status: 'none' }),
@@ -87,6 +89,7 @@ export const teamMemberDecider: Decider<TeamMemberState, TeamMemberCommand, Team
           passwordHash: command.passwordHash,
           registrationId: command.registrationId,
           ...command.profile,
+          idAsSent: true,
         },
       },
     ];

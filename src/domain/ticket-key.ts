@@ -1,4 +1,4 @@
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 import type { Decider } from './decider.js';
 
 /**
@@ -45,7 +45,7 @@ export type TicketKeyCommand =
   /** `from` is the ciphertext that was decrypted: a key rotated or re-encrypted in between makes it stale, and nothing is written. */
   | { type: 'ReencryptTicketKey'; clientId: string; eventId: string; keyId: string; from: string; encryptedPrivateKey: string; encryptionKeyId: string };
 
-export const ticketKeysStream = (clientId: string, eventId: string): string => `ticketkeys-${scopedKey(clientId, eventId)}`;
+export const ticketKeysStream = (clientId: string, eventId: string): string => `ticketkeys-${exactKey(clientId, eventId)}`;
 
 export const currentTicketKey = (state: TicketKeysState): TicketKey | undefined => state.keys[state.keys.length - 1];
 

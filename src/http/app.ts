@@ -12,7 +12,8 @@ import { declaredLengthLimit, jsonOnly, verifyUtf8, wellFormedJson, knownBodyNam
 import { methodGuard } from './middleware/methods.js';
 import { onlyUnder, routersFor } from './middleware/dispatch.js';
 import { compressAnswers } from './middleware/compression.js';
-import { declaredRoutes } from './route.js';
+import { declaredRoutes, type StoredEventIdOf } from './route.js';
+import { storedEventId } from '../commands/events.js';
 import { docsRouter } from './docs-page.js';
 import { adminAuth, adminRouter } from './routes/admin.js';
 import { eventsRouter } from './routes/events.js';
@@ -89,6 +90,8 @@ export function createApp(options: AppOptions): Express {
   app.set('trust proxy', options.trustProxy);
   app.set('etag', false);
   app.set('logger', services.logger);
+  // Event ids as stored (src/http/route.ts toStoredEventIds; docs/identifiers.md, Case).
+  app.locals.storedEventId = ((clientId, eventId) => storedEventId(services, clientId, eventId)) satisfies StoredEventIdOf;
   app.use(traceContext);
   if (options.metrics) app.use(httpMetrics(options.metrics.registry));
   // Before everything that answers, the idempotency middleware included: it stores the plain answer.

@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import type { Services } from '../commands/services.js';
 import { InvalidTokenError, providerRetryAfterSec, providerUnavailableReasons } from '../identity/token-verifier.js';
 import type { AccountDoc, TeamMemberRemovalDoc } from '../projections/accounts.js';
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 import { sameSecret } from '../shared/secrets.js';
 import type { Principal } from './context.js';
 import { HttpError } from './errors.js';
@@ -118,7 +118,7 @@ export function authenticate(verifier: BearerVerifier, services: Services): Requ
     if (token.role !== 'client' && token.role !== 'team_member') return next(unauthorized('the token has no known role'));
     if (token.role === 'team_member') {
       // A removed team member's tokens end with it (DELETE teammember/{id}), not when they expire.
-      const removal = await removals.get(scopedKey(token.tenant, token.sub), { readOnly: true });
+      const removal = await removals.get(exactKey(token.tenant, token.sub), { readOnly: true });
       if (removal && issuedAtMs(token) < Date.parse(removal.removedAt)) {
         return next(unauthorized('this team member was removed by its client; its tokens are no longer valid'));
       }

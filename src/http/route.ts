@@ -97,6 +97,7 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
       // expected, no body is a missing body ("required"). A JSON null is a body, refused as such.
       body: parse(spec.body, spec.body ? (req.body === undefined ? (spec.body instanceof z.ZodArray ? undefined : {}) : req.body) : undefined),
     }));
+    await toStoredEventIds(spec.path, req, res, { params, query, body });
     const value = await handler({ body, query, params, req, res } as RouteInput<z.infer<B>, z.infer<Q>, z.infer<P>>);
     if (res.headersSent) return;
     const status = spec.status ?? 200;
@@ -109,6 +110,42 @@ export function defineRoute<B extends ZodType = ZodType, Q extends ZodType = Zod
   const alone = Router();
   alone[spec.method](spec.path, handle);
   single.set(router, [...(single.get(router) ?? []), { path: spec.path, alone }]);
+}
+
+/** What createApp puts in `app.locals.storedEventId`: commands/events.ts storedEventId for the app's services. */
+export type StoredEventIdOf = (clientId: string, eventId: string) => Promise<string>;
+
+/**
+ * Every event id a request names (path `eventId`, an event route's `{id}`, query and body
+ * `eventId`, the export body's `id`) as the event is stored: itself, or, for a GUID-shaped id in
+ * another case than an event stored before plain ids kept their case, that event's lowercase id
+ * (docs/identifiers.md, Case). Only a GUID-shaped id with an upper-case letter is looked up.
+ */
+async function toStoredEventIds(path: string, req: Request, res: Response, parsed: { params: unknown; query: unknown; body: unknown }): Promise<void> {
+  const storedEventId = req.app.locals.storedEventId as StoredEventIdOf | undefined;
+  const principal = res.locals.principal as { tenantId?: string } | undefined;
+  if (!storedEventId || !principal?.tenantId) return;
+  const places: [unknown, string][] = [
+    [parsed.params, 'eventId'],
+    [parsed.query, 'eventId'],
+    [parsed.body, 'eventId'],
+  ];
+  if (/\/event\/:id(\/|$)/.test(path)) places.push([parsed.params, 'id']);
+  if (path === '/checkin/v1/api/event/export' && req.method === 'POST') places.push([parsed.body, 'id']);
+  for (const [holder, key] of places) {
+    if (holder === null || typeof holder !== 'object' || Array.isArray(holder)) continue;
+    const record = holder as Record<string, unknown>;
+    const value = record[key];
+    if (typeof value === 'string' && value !== value.toLowerCase()) record[key] = await storedEventId(principal.tenantId, value);
+  }
+  // A batch's records may repeat the path's event id: spelled as the path was, it is the same event.
+  const resolved = (parsed.params ?? {}) as Record<string, unknown>;
+  const given = (req.params as Record<string, unknown>).eventId;
+  if (Array.isArray(parsed.body) && typeof given === 'string' && resolved.eventId !== given) {
+    for (const item of parsed.body as unknown[]) {
+      if (item !== null && typeof item === 'object' && (item as Record<string, unknown>).eventId === given) (item as Record<string, unknown>).eventId = resolved.eventId;
+    }
+  }
 }
 
 /** Whether a request value holds a date-time without an offset anywhere. */

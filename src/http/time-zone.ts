@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import type { ZodType } from 'zod';
-import { findEvent } from '../commands/events.js';
+import { findEvent, storedEventId } from '../commands/events.js';
 import { findGuestByIdOrCustomId } from '../commands/guest-lookup.js';
 import type { Services } from '../commands/services.js';
 import { normalizeId } from '../shared/ids.js';
@@ -18,7 +18,8 @@ export function eventTimeZone(services: Services, pick: (raw: Raw) => { eventId?
     const { eventId, timeZoneId } = pick(raw);
     if (typeof timeZoneId === 'string' && timeZoneId) return timeZoneId;
     if (typeof eventId !== 'string' || eventId === '' || eventId.length > 128) return undefined;
-    return (await findEvent(services, principalOf(res).tenantId, normalizeId(eventId)))?.timeZoneId;
+    const { tenantId } = principalOf(res);
+    return (await findEvent(services, tenantId, await storedEventId(services, tenantId, eventId)))?.timeZoneId;
   };
 }
 

@@ -3,7 +3,7 @@ import type { WriteOp } from '../adapters/readstore/port.js';
 import type { AccountEvent } from '../domain/account.js';
 import type { TeamMemberEvent } from '../domain/team-member.js';
 import type { Projection } from './projection.js';
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 import { caselessKey } from '../shared/text-key.js';
 
 /**
@@ -49,6 +49,8 @@ export interface TeamMemberDoc {
   lastName?: string;
   canForce?: boolean;
   passwordHash: string;
+  /** Registered with its id kept exactly as sent (docs/identifiers.md, Case). */
+  idAsSent?: true;
   created: string;
 }
 
@@ -174,7 +176,7 @@ export const teamMembersProjection: Projection = {
     const event = stored as unknown as StoredEvent & TeamMemberEvent;
     if (event.type === 'TeamMemberRemoved') {
       const { teamMemberId, clientId, at } = event.data;
-      const id = scopedKey(clientId, teamMemberId);
+      const id = exactKey(clientId, teamMemberId);
       return [
         { kind: 'delete', collection: 'team_members', id },
         { kind: 'replace', collection: 'team_member_removals', id, doc: { clientId, teamMemberId, removedAt: at } },
@@ -189,7 +191,7 @@ export const teamMembersProjection: Projection = {
       {
         kind: 'replace',
         collection: 'team_members',
-        id: scopedKey(fields.clientId, teamMemberId),
+        id: exactKey(fields.clientId, teamMemberId),
         doc: { teamMemberId, ...fields, userNameLower: caselessKey(userName), created: stored.metadata.occurredAt },
       },
     ];

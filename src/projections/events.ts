@@ -1,7 +1,7 @@
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { EventEvent } from '../domain/event.js';
 import type { Projection } from './projection.js';
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 
 /** `events` read model: one document per event (occasion), owned by a client. */
 export const eventsProjection: Projection = {
@@ -22,7 +22,7 @@ export const eventsProjection: Projection = {
       {
         kind: 'update',
         collection: 'events',
-        id: scopedKey(event.data.clientId, event.data.eventId),
+        id: exactKey(event.data.clientId, event.data.eventId),
         upsert: true,
         update: {
           $set: { ...event.data, updated: stored.metadata.occurredAt },

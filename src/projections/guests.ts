@@ -2,10 +2,11 @@ import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { WriteOp } from '../adapters/readstore/port.js';
 import { guestKeyOfStream, guestStreamOfKey, type ClosedExit, type DoorEvent, type GuestDetails, type GuestEvent } from '../domain/guest.js';
 import type { Projection } from './projection.js';
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 import { personalGuestFields } from '../domain/personal-data.js';
 import { caselessKey } from '../shared/text-key.js';
 import { reservationKey } from '../domain/reservation.js';
+import { withoutScannerPadding } from '../tickets/ticket-code.js';
 
 /**
  * `guests`: one document per guest; every guest query reads it (docs/read-models.md). `_id` is
@@ -35,6 +36,12 @@ export interface GuestDoc extends GuestDetails {
   emailLower?: string;
   customIdLower?: string;
   additionalInfoLower?: string;
+  /**
+   * The barcode without the white space and control characters around it, when it has any: the
+   * door matches a scan against it when the barcode as sent matches nothing (docs/guests.md,
+   * "Equivalent text"). Written from this version on (a `rebuild guests` writes it for older guests).
+   */
+  barcodeTrimmed?: string;
   /** The valid signed ticket (issue 16), for a guest without a barcode; see ticketCodeOf (src/tickets/event-keys.ts). */
   ticketCode?: string;
   ticketKeyId?: string;
@@ -62,6 +69,7 @@ export const personalDocFields = [
   'emailLower',
   'customIdLower',
   'additionalInfoLower',
+  'barcodeTrimmed',
 ] as const;
 
 /** `scans`: every scan at the door, admitted, discharged or rejected. */
@@ -96,6 +104,7 @@ const lowerFields = (details: GuestDetails) => ({
   // Keyed as its reservation keys it, without the white space around it (` C-1 ` and `C-1` are one customId).
   ...(details.customId !== undefined ? { customIdLower: reservationKey(details.customId) } : {}),
   ...(details.additionalInfo !== undefined ? { additionalInfoLower: caselessKey(details.additionalInfo) } : {}),
+  ...(typeof details.barcode === 'string' ? { barcodeTrimmed: withoutScannerPadding(details.barcode) } : {}),
 });
 
 const guestUpdateOp = (id: string, at: string, set: Record<string, unknown>, extra: Record<string, unknown> = {}): WriteOp => ({
@@ -138,6 +147,7 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
       // null removes the field (a validity bound lifted): the document holds no null.
       const changes = event.data.changes as Record<string, unknown>;
       const removed = Object.keys(changes).filter((field) => changes[field] === null);
+      if (removed.includes('barcode')) removed.push('barcodeTrimmed');
       const set = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== null)) as GuestDetails;
       return [guestUpdate(id, at, { ...set, ...lowerFields(set) }, removed.length > 0 ? { $unset: Object.fromEntries(removed.map((f) => [f, ''])) } : {})];
     }
@@ -316,7 +326,7 @@ function teamStatsOps(
     {
       kind: 'update',
       collection: 'team_stats',
-      id: `${scopedKey(event.metadata.tenantId, event.data.eventId)}:${encodeURIComponent(scannedBy.id)}`,
+      id: `${exactKey(event.metadata.tenantId, event.data.eventId)}:${encodeURIComponent(scannedBy.id)}`,
       upsert: true,
       update: {
         $set: { eventId: event.data.eventId, clientId: event.metadata.tenantId, teamMemberId: scannedBy.id, username: scannedBy.username },
@@ -346,7 +356,7 @@ function eventStatsOp(event: StoredEvent & { data: { eventId: string } }, inc: R
   return {
     kind: 'update',
     collection: 'event_stats',
-    id: scopedKey(event.metadata.tenantId, event.data.eventId),
+    id: exactKey(event.metadata.tenantId, event.data.eventId),
     upsert: true,
     update: { $set: { clientId: event.metadata.tenantId, eventId: event.data.eventId }, $inc: inc },
   };
@@ -376,6 +386,7 @@ export const guestsProjection: Projection = {
         { name: 'eventId_name', keys: { eventId: 1, lastNameLower: 1, firstNameLower: 1 } },
         // The selective field first: the embedded store narrows by an index's first key.
         { name: 'barcode_eventId', keys: { barcode: 1, eventId: 1 } },
+        { name: 'barcodeTrimmed_eventId', keys: { barcodeTrimmed: 1, eventId: 1 } },
         { name: 'customId_eventId', keys: { customIdLower: 1, eventId: 1 } },
         { name: 'eventId_updated', keys: { eventId: 1, updated: 1 } },
         // byinfo: "contains, any case" on additionalInfo's key (a trigram index on the embedded store).

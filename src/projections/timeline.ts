@@ -3,7 +3,7 @@ import type { WriteOp } from '../adapters/readstore/port.js';
 import type { DoorEvent, GuestEvent } from '../domain/guest.js';
 import { fieldKey } from './guests.js';
 import type { Projection } from './projection.js';
-import { scopedKey } from '../shared/ids.js';
+import { exactKey } from '../shared/ids.js';
 
 /**
  * `timeline_minutes`: the door's activity per event and UTC minute (docs/analytics.md). A scan
@@ -64,7 +64,7 @@ function minuteOp(event: StoredEvent & { data: { eventId: string } }, at: string
     kind: 'update',
     collection: TIMELINE_COLLECTION,
     // Event ids are scoped per client (docs/identifiers.md): the key names the client too.
-    id: split === 'total' ? `${scopedKey(event.metadata.tenantId, eventId)}:${minute}` : `${scopedKey(event.metadata.tenantId, eventId)}:${minute}:${split}`,
+    id: split === 'total' ? `${exactKey(event.metadata.tenantId, eventId)}:${minute}` : `${exactKey(event.metadata.tenantId, eventId)}:${minute}:${split}`,
     upsert: true,
     update: { $set: { clientId: event.metadata.tenantId, eventId, split, minute }, $inc: inc },
   };
@@ -90,7 +90,7 @@ function headOp(event: StoredEvent & { data: { eventId: string } }): WriteOp {
   return {
     kind: 'update',
     collection: TIMELINE_HEADS_COLLECTION,
-    id: scopedKey(event.metadata.tenantId, eventId),
+    id: exactKey(event.metadata.tenantId, eventId),
     upsert: true,
     update: { $set: { clientId: event.metadata.tenantId, eventId }, $max: { position: event.position } },
   };

@@ -22,8 +22,9 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 export const isUuid = (value: string): boolean => uuidPattern.test(value);
 
 /**
- * Caller-chosen ids are plain strings (docs/identifiers.md): a GUID is compared in lowercase
- * (RFC 4122 GUIDs are case-insensitive), any other string exactly as given.
+ * A value that may name a GUID-keyed record (a guest id or its customId, a client id): a GUID is
+ * compared in lowercase (RFC 4122 GUIDs are case-insensitive), any other string as given. Not for
+ * plain ids (event, team member): those are kept exactly as sent (exactKey, docs/identifiers.md).
  */
 export const normalizeId = (id: string): string => (isUuid(id) ? id.toLowerCase() : id);
 
@@ -33,3 +34,12 @@ export const normalizeId = (id: string): string => (isUuid(id) ? id.toLowerCase(
  * in stream names, read-model keys and URLs, and no two (client, id) pairs share a key.
  */
 export const scopedKey = (clientId: string, id: string): string => `${encodeURIComponent(clientId)}:${encodeURIComponent(normalizeId(id))}`;
+
+/**
+ * The storage key of a caller's plain id (event id, team member id; spec: "All identifiers are
+ * strings", these are not marked GUID): as scopedKey, but the id kept exactly as sent, a
+ * GUID-shaped one in upper case too, so `ABC…` and `abc…` are two events. Ids stored before this
+ * rule were lowercased when GUID-shaped; requests still find them (storedEventId,
+ * storedTeamMemberId), and their keys, being lowercase, are the same under either function.
+ */
+export const exactKey = (clientId: string, id: string): string => `${encodeURIComponent(clientId)}:${encodeURIComponent(id)}`;

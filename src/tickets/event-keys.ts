@@ -13,7 +13,6 @@ import {
 import type { TicketToIssue } from '../domain/guest.js';
 import type { GuestDoc } from '../projections/guests.js';
 import { decrypt, encrypt, type Keyring } from '../shared/encryption.js';
-import { normalizeId } from '../shared/ids.js';
 import { encodeTicket, maxSerial, parseTicket, ticketSpellings, verifyTicket } from './ticket-code.js';
 
 /**
@@ -31,7 +30,7 @@ export const ticketCodeOf = (guest: Pick<GuestDoc, 'barcode' | 'ticketCode'>): s
 
 /** The AES-GCM additional data of a stored private key: it decrypts only as this event's key. */
 const privateKeyContext = (clientId: string, eventId: string, keyId: string): string =>
-  `ticket-key:${clientId}:${normalizeId(eventId)}:${keyId}`;
+  `ticket-key:${clientId}:${eventId}:${keyId}`;
 
 function freshKey(keyring: Keyring, clientId: string, eventId: string): NewTicketKey {
   const keyId = randomBytes(4).toString('hex');
@@ -50,7 +49,7 @@ function requireKeyring(services: Services): Keyring {
 
 export async function readTicketKeys(store: EventStore, clientId: string, eventId: string): Promise<TicketKeysState> {
   let state = ticketKeyDecider.initialState();
-  for (const event of await store.readStream(ticketKeysStream(clientId, normalizeId(eventId)))) {
+  for (const event of await store.readStream(ticketKeysStream(clientId, eventId))) {
     state = ticketKeyDecider.evolve(state, event as never);
   }
   return state;
@@ -75,7 +74,7 @@ async function loadForVerify(store: EventStore, clientId: string, eventId: strin
   const cache = cacheOf(store);
   // Bounded: an event's entry is a few hundred bytes; the oldest go first.
   if (cache.size >= 10_000) cache.delete(cache.keys().next().value!);
-  cache.set(ticketKeysStream(clientId, normalizeId(eventId)), entry);
+  cache.set(ticketKeysStream(clientId, eventId), entry);
   return entry;
 }
 
@@ -109,7 +108,7 @@ async function checkOneSpelling(
 ): Promise<TicketCheck> {
   const ticket = parseTicket(code);
   if (!ticket) return { valid: false };
-  const stream = ticketKeysStream(clientId, normalizeId(event.id));
+  const stream = ticketKeysStream(clientId, event.id);
   let keys = cacheOf(services.eventStore).get(stream);
   if (!keys?.keys.has(ticket.keyId)) keys = await loadForVerify(services.eventStore, clientId, event.id);
   const key = keys.keys.get(ticket.keyId);
@@ -126,10 +125,10 @@ export interface TicketSigner {
 export async function ticketSigner(services: Services, context: CommandContext, eventId: string): Promise<TicketSigner> {
   const keyring = requireKeyring(services);
   const clientId = context.tenantId;
-  const result = await handleCommand(services.eventStore, ticketKeyDecider, ticketKeysStream(clientId, normalizeId(eventId)), {
+  const result = await handleCommand(services.eventStore, ticketKeyDecider, ticketKeysStream(clientId, eventId), {
     type: 'EnsureTicketKey',
     clientId,
-    eventId: normalizeId(eventId),
+    eventId: eventId,
     key: freshKey(keyring, clientId, eventId),
     at: context.now.toISOString(),
   }, context);
@@ -151,14 +150,14 @@ function signerFor(keyring: Keyring, clientId: string, eventId: string, key: Tic
 export async function rotateTicketKey(services: Services, context: CommandContext, eventId: string): Promise<TicketKeysState> {
   const keyring = requireKeyring(services);
   const clientId = context.tenantId;
-  const result = await handleCommand(services.eventStore, ticketKeyDecider, ticketKeysStream(clientId, normalizeId(eventId)), {
+  const result = await handleCommand(services.eventStore, ticketKeyDecider, ticketKeysStream(clientId, eventId), {
     type: 'RotateTicketKey',
     clientId,
-    eventId: normalizeId(eventId),
+    eventId: eventId,
     key: freshKey(keyring, clientId, eventId),
     at: context.now.toISOString(),
   }, context);
-  cacheOf(services.eventStore).delete(ticketKeysStream(clientId, normalizeId(eventId)));
+  cacheOf(services.eventStore).delete(ticketKeysStream(clientId, eventId));
   return result.state;
 }
 
@@ -204,10 +203,10 @@ export async function reencryptTicketKey(services: Services, context: CommandCon
   const keyContext = privateKeyContext(clientId, eventId, key.keyId);
   const pkcs8 = decrypt(keyring, { ciphertext: key.encryptedPrivateKey, keyId: key.encryptionKeyId }, keyContext);
   const again = encrypt(keyring, pkcs8, keyContext);
-  const result = await handleCommand(services.eventStore, ticketKeyDecider, ticketKeysStream(clientId, normalizeId(eventId)), {
+  const result = await handleCommand(services.eventStore, ticketKeyDecider, ticketKeysStream(clientId, eventId), {
     type: 'ReencryptTicketKey',
     clientId,
-    eventId: normalizeId(eventId),
+    eventId: eventId,
     keyId: key.keyId,
     from: key.encryptedPrivateKey,
     encryptedPrivateKey: again.ciphertext,

@@ -78,7 +78,7 @@ function payloadOf(fields: TicketFields): Buffer {
 
 /** What the signature covers: the payload, a zero byte, the event id. */
 export const signedMessage = (payload: Buffer, eventId: string): Buffer =>
-  Buffer.concat([payload, Buffer.from([0]), Buffer.from(normalizeId(eventId), 'utf8')]);
+  Buffer.concat([payload, Buffer.from([0]), Buffer.from(eventId, 'utf8')]);
 
 export function encodeTicket(fields: TicketFields, eventId: string, privateKey: KeyObject): string {
   if (!/^[0-9a-f]{8}$/.test(fields.keyId)) throw new Error(`ticket key id must be 8 hex digits, not ${fields.keyId}`);

@@ -26,18 +26,18 @@ describe('events over HTTP', () => {
     expect(read.body.clientId).toBeUndefined();
   });
 
-  it('keeps a caller-supplied id (any case) and updates the event on a second POST, keeping the fields it is not given', async () => {
+  it('keeps a caller-supplied id exactly as sent (a GUID-shaped one in upper case too) and updates the event on a second POST, keeping the fields it is not given', async () => {
     const id = 'A1B2C3D4-E5F6-4A7B-8C9D-0E1F2A3B4C5D';
     const kept = { tags: 'vip', timeZoneId: 'Europe/Berlin', customData: '{"crm":7}', active: false };
     await alice.call('POST', '/checkin/v1/api/event', { ...event, id, ...kept });
     const updated = await alice.call('POST', '/checkin/v1/api/event', { ...event, id, title: 'Gala 2' });
     expect(updated.status).toBe(200);
-    expect(updated.body.id).toBe(id.toLowerCase());
+    expect(updated.body.id).toBe(id);
     expect(updated.body).toMatchObject({ title: 'Gala 2', ...kept });
     expect((await alice.call('GET', `/checkin/v1/api/event/${id}`)).body).toMatchObject({ title: 'Gala 2', ...kept });
     const cleared = await alice.call('POST', '/checkin/v1/api/event', { ...event, id, title: 'Gala 2', tags: '', active: true });
     expect(cleared.body).toMatchObject({ tags: '', active: true, timeZoneId: 'Europe/Berlin', customData: '{"crm":7}' });
-    const history = await service.platform.eventStore.readStream(`event-${alice.id}:${id.toLowerCase()}`);
+    const history = await service.platform.eventStore.readStream(`event-${alice.id}:${id}`);
     expect(history.map((e) => e.type)).toEqual(['EventCreated', 'EventUpdated', 'EventUpdated']);
     expect(history[1]!.metadata).toMatchObject({ tenantId: alice.id, actor: { type: 'client', id: alice.id } });
   });

@@ -4,7 +4,7 @@ import type { Services } from '../../commands/services.js';
 import { listTeamMembers, registerTeamMember, removeTeamMember } from '../../commands/team-members.js';
 import { commandContext, principalOf } from '../context.js';
 import { defineRoute } from '../route.js';
-import { AccountIdParams, TeamMemberBody, TeamMemberResponse, teamMemberFields, UsernameParams } from '../schemas/account.js';
+import { TeamMemberIdParams, TeamMemberBody, TeamMemberResponse, teamMemberFields, UsernameParams } from '../schemas/account.js';
 import { withEveryField } from '../../shared/every-field.js';
 
 export function teamMembersRouter(services: Services): Router {
@@ -32,7 +32,7 @@ export function teamMembersRouter(services: Services): Router {
         'The team member signs in no more and every token it was given before the removal is refused (401), at once; its user name is free again ' +
         '(create it anew to give the person a new password). Its scans stay counted in the team statistics. A repeat is 204; an id the client never used is 404.',
       tags: ['Team members'],
-      params: AccountIdParams,
+      params: TeamMemberIdParams,
       status: 204,
       errors: [404],
     },

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { Email, Guid, nullAsAbsent, PlainId, retentionDays, TimeZoneId, timeZoneName, VisibleText, named } from './common.js';
+import { Email, Guid, nullAsAbsent, PlainId, RefId, retentionDays, TimeZoneId, timeZoneName, VisibleText, named } from './common.js';
 import { isPathlessUserName, pathlessUserNameMessage } from '../../domain/account.js';
 import { ex } from './example-values.js';
 
@@ -70,7 +70,7 @@ export const UserEmailQuery = z.object({ email: VisibleText().openapi({ descript
 export const UserUpdateBody = registry.register(
   'UserUpdate',
   z.object({
-    id: PlainId,
+    id: RefId,
     // null is "not given", as a field left out: a User read back answers its unset fields as null,
     // and .NET and Java serializers write null for every property left unset (docs/api.md, Bodies).
     firstName: nullAsAbsent(name),
@@ -103,7 +103,7 @@ export const UserUpdateBody = registry.register(
 export const PasswordChangeBody = registry.register(
   'PasswordChangeRequest',
   z.object({
-    id: PlainId,
+    id: RefId,
     oldPassword: z.string().min(1).max(1000).openapi({ description: 'The current password (a wrong one is 400 `invalid_old_password`)' }),
     newPassword: password.openapi({ description: 'Password policy, and different from the old password' }),
     signOutAllSessions: nullAsAbsent(z.boolean()).openapi({ description: 'Refuse every password sign-in (dashboard, mobile app) made before the change; client_credentials tokens stay (absent, null or false: other sessions stay)' }),
@@ -218,5 +218,7 @@ export const SubscriptionKeyResponse = registry.register(
     .openapi({ example: { subscriptionKeyId: ex.subscriptionKeyId, subscriptionKey: 'sk_Hh8c2Vq7P0yN3mB6rT1wZ4xL9sD5fG2jK7pQ0aE3uI' } }),
 );
 
-export const AccountIdParams = z.object({ id: PlainId });
-export const KeyParams = z.object({ id: PlainId, keyId: Guid.openapi({ description: 'The subscription key’s id (`subscriptionKeyId`)' }) });
+export const AccountIdParams = z.object({ id: RefId });
+/** A team member's id: a plain id, kept and compared as sent (docs/identifiers.md, Case). */
+export const TeamMemberIdParams = z.object({ id: PlainId });
+export const KeyParams = z.object({ id: RefId, keyId: Guid.openapi({ description: 'The subscription key’s id (`subscriptionKeyId`)' }) });

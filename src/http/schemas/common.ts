@@ -55,7 +55,9 @@ export const OptionalGuid = Guid.transform((v) => (v === NIL_GUID ? undefined : 
  * Every id the spec does not mark GUID (Event.id, TeamMember.id, eventId, customId, user and client
  * ids): a plain string of 1-128 characters without control characters, other than `.` and `..`
  * (docs/identifiers.md).
- * A GUID-shaped value is stored lowercase, like a GUID field (not a customId: see CustomIdText).
+ * Kept exactly as sent, a GUID-shaped value in upper case too: the spec marks these ids string, not
+ * GUID, so `ABC…` and `abc…` are two ids (docs/identifiers.md, Case; ids stored lowercase before
+ * this rule are still found: storedEventId, storedTeamMemberId).
  */
 const plainIdText = () =>
   z
@@ -75,7 +77,14 @@ const plainIdDocument = () => ({
   example: 'gala-2026',
   description: 'Any string of 1-128 characters without control characters, except . and .. (docs/identifiers.md)',
 });
-export const PlainId = plainIdText().transform(normalizeId).openapi(plainIdDocument());
+export const PlainId = plainIdText().openapi(plainIdDocument());
+
+/**
+ * A plain-id field that names a GUID-keyed record instead: a guest by its id or customId, a client
+ * by its id. A GUID there is matched in any case (lowercased: guest and client ids are GUIDs); any
+ * other value is a customId, matched case-insensitively anyway (docs/identifiers.md).
+ */
+export const RefId = plainIdText().transform(normalizeId).openapi(plainIdDocument());
 
 /**
  * A Guest's `customId` as written into a guest (spec: "Caller-chosen identifier", typed string,

@@ -3,7 +3,7 @@ import { mergeTokens } from '../../comms/merge-tokens.js';
 import { isPublicDomainName } from '../../domain/domain-name.js';
 import { EMAIL_PATTERN } from '../../domain/email-address.js';
 import { registry } from '../openapi.js';
-import { Email, Guid, nullAsAbsent, OptionalGuid, PageQuery, PlainId, VisibleText, Timestamp } from './common.js';
+import { Email, Guid, nullAsAbsent, OptionalGuid, PageQuery, PlainId, RefId, VisibleText, Timestamp } from './common.js';
 import { ex } from './example-values.js';
 
 /** A send's correlationId is copied into each of up to 200 guests' events and webhooks. */
@@ -89,7 +89,7 @@ export const SendBody = registry.register(
   z.object({
     templateId: Guid,
     attendeeIds: z
-      .array(PlainId)
+      .array(RefId)
       .min(1)
       .max(200, 'at most 200 guests per call')
       .openapi({
@@ -166,7 +166,7 @@ export const InvitationResponse = registry.register(
 
 export const InvitationListQuery = PageQuery.extend({
   eventId: PlainId.optional(),
-  attendeeId: PlainId.optional().openapi({ description: 'The guest, by id or customId (with `eventId` when the customId is used in several events)' }),
+  attendeeId: RefId.optional().openapi({ description: 'The guest, by id or customId (with `eventId` when the customId is used in several events)' }),
   templateId: Guid.optional().openapi({ description: 'Only the invitations of this template' }),
   status: InvitationStatus.optional().openapi({ description: 'Only the invitations with this status' }),
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { CustomIdText, DateTime, Guid, WindowEnd, WindowStart, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf, PlainId, QueryInt, Timestamp, named, nonEmptyTexts } from './common.js';
+import { CustomIdText, DateTime, Guid, WindowEnd, WindowStart, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf, PlainId, RefId, QueryInt, Timestamp, named, nonEmptyTexts } from './common.js';
 import { ex } from './example-values.js';
 import { guestStream, INT32_MAX, rejectionReasons } from '../../domain/guest.js';
 import { HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT } from '../../commands/guest-history.js';
@@ -46,6 +46,18 @@ const clearableTime = <T extends z.ZodType<string, string>>(time: T) =>
     .nullish()
     .transform((v): string | null | undefined => (v === '' ? null : v === null ? undefined : v));
 
+/**
+ * `admitted`, `blockedDate`, `discharged`: a date-time, or `""` or null for "not set", as a
+ * record read back from a spreadsheet or a database writes an unset time (spec: these record
+ * progress, and an upsert never changes them): absent, so the guest is not admitted, blocked or
+ * checked out by it (docs/guests.md).
+ */
+const unsetTime = () =>
+  z
+    .union([DateTime, z.literal('')], { error: 'must be an existing ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z or 2026-11-21T11:00:00+01:00, or "" for none' })
+    .nullish()
+    .transform((v): string | undefined => (v === '' || v === null ? undefined : v));
+
 export const GuestBody = registry.register(
   'Guest',
   z.object({
@@ -68,8 +80,8 @@ export const GuestBody = registry.register(
     createdBy: optional(text()).openapi({
       description: 'Taken when the record creates the guest (absent: the caller’s User id); a later upsert does not change it',
     }),
-    admitted: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (an imported admission); upsert never changes it' }),
-    blockedDate: optional(DateTime).openapi({ description: 'Taken when the record creates the guest; upsert never changes it' }),
+    admitted: unsetTime().openapi({ description: 'Taken when the record creates the guest (an imported admission); upsert never changes it; "" or null: not admitted' }),
+    blockedDate: unsetTime().openapi({ description: 'Taken when the record creates the guest; upsert never changes it; "" or null: not given' }),
     blockedReason: optional(text()).openapi({
       description: 'Taken when the record creates the guest (a non-empty one without blockedDate: blocked from now); upsert never changes it',
     }),
@@ -77,7 +89,7 @@ export const GuestBody = registry.register(
     validFrom: clearableTime(WindowStart).openapi({ description: 'null: not given (kept); "": none (removes the bound from an existing guest)' }),
     validTo: clearableTime(WindowEnd).openapi({ description: 'null: not given (kept); "": none (removes the bound from an existing guest)' }),
     isGroup: optional(z.boolean()),
-    discharged: optional(DateTime).openapi({ description: 'Taken when the record creates the guest (needs admitted); upsert never changes it' }),
+    discharged: unsetTime().openapi({ description: 'Taken when the record creates the guest (needs admitted); upsert never changes it; "" or null: not checked out' }),
     image: optional(image),
     // Empty (a spreadsheet's blank cell) or null means none; any other value is an id (docs/identifiers.md).
     customId: z
@@ -187,7 +199,7 @@ export const GuestBatch = z
 
 export const EventIdParams = z.object({ eventId: PlainId });
 export const GuestIdParams = z.object({
-  id: PlainId.openapi({ description: 'The guest id (GUID) or its customId (docs/identifiers.md)' }),
+  id: RefId.openapi({ description: 'The guest id (GUID) or its customId (docs/identifiers.md)' }),
 });
 
 /** With a customId used in several of the caller's events, `eventId` says which (else 409 ambiguous_custom_id). */
@@ -244,14 +256,14 @@ export const ScanBody = registry.register(
   'Scan',
   z
     .object({
-      guestId: PlainId.optional().openapi({ description: 'The guest id, or its customId instead (usable instead of id): a value that is no guest id of the event is tried as a customId' }),
+      guestId: RefId.optional().openapi({ description: 'The guest id, or its customId instead (usable instead of id): a value that is no guest id of the event is tried as a customId' }),
       barcode: z
         .string()
         .min(1)
         .max(maxScannedCode, `must be at most ${maxScannedCode} characters: no QR code or barcode holds more`)
         .optional()
         .openapi({ description: 'What the scanner read: a barcode or a signed ticket (`T1.…`); CR, LF, Tab or spaces around a signed ticket are ignored' }),
-      customId: PlainId.optional(),
+      customId: RefId.optional(),
       plusOnes: Int32Count.optional().openapi({ description: 'Plus ones entering with this scan' }),
       force: z.boolean().optional().openapi({ description: 'Override of block and validity on a check-in: the client, or a team member with canForce (else 403); ignored on a check-out' }),
       nonce: z.string().min(1).max(200).optional().openapi({ description: 'A repeat with the same nonce returns the first result' }),
@@ -302,8 +314,8 @@ export const UndoBody = registry.register(
     .object({
       scanId: Guid.optional(),
       nonce: z.string().min(1).max(200).optional(),
-      guestId: PlainId.optional().openapi({ description: 'Undo this guest’s last check-in: its id, or its customId instead (usable instead of id)' }),
-      customId: PlainId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
+      guestId: RefId.optional().openapi({ description: 'Undo this guest’s last check-in: its id, or its customId instead (usable instead of id)' }),
+      customId: RefId.optional().openapi({ description: 'Undo the last check-in of the guest with this customId' }),
     })
     .refine((b) => [b.scanId, b.nonce, b.guestId, b.customId].filter((v) => v !== undefined).length === 1, {
       message: 'give exactly one of scanId, nonce, guestId or customId',
@@ -330,8 +342,8 @@ export const BlockBody = registry.register(
   'BulkBlock',
   z
     .object({
-      ids: z.array(PlainId).optional().openapi({ description: 'Guests named by id, or by customId instead (usable instead of id): a GUID that is one of the event’s guest ids is that guest, any other value a customId' }),
-      customIds: z.array(PlainId).optional().openapi({ description: 'Guests named by customId only' }),
+      ids: z.array(RefId).optional().openapi({ description: 'Guests named by id, or by customId instead (usable instead of id): a GUID that is one of the event’s guest ids is that guest, any other value a customId' }),
+      customIds: z.array(RefId).optional().openapi({ description: 'Guests named by customId only' }),
       barcodes: z.array(z.string().min(1)).optional(),
       reason: z.string().optional().openapi({ description: 'Recorded as the guests’ blockedReason (block only); at most 4 MiB (UTF-8)' }),
     })

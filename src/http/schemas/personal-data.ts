@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
 import { getOpenApiMetadata } from '@asteasolutions/zod-to-openapi';
-import { PlainId, VisibleText, Timestamp, named } from './common.js';
+import { PlainId, RefId, VisibleText, Timestamp, named } from './common.js';
 import { ex } from './example-values.js';
 import { GuestHistoryEntry, GuestHistoryResponse, GuestResponse, ScanRecord } from './guest.js';
 import { InvitationResponse } from './comms.js';
@@ -24,7 +24,7 @@ export const EraseBatchBody = registry.register(
   z
     .object({
       reason,
-      ids: z.array(PlainId).min(1).max(200, 'at most 200 guest ids or customIds per call').optional().openapi({ description: 'Up to 200 guest ids or customIds of the event' }),
+      ids: z.array(RefId).min(1).max(200, 'at most 200 guest ids or customIds per call').optional().openapi({ description: 'Up to 200 guest ids or customIds of the event' }),
       all: z.literal(true).optional().openapi({ description: 'Every guest of the event (instead of ids)' }),
     })
     .refine((b) => (b.ids !== undefined) !== (b.all !== undefined), { message: 'give either ids or all: true', path: ['ids'] })
