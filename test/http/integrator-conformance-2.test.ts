@@ -335,10 +335,14 @@ describe('A batch record names its event exactly, as ids compare everywhere', ()
     expect(reply.status).toBe(400);
     expect(reply.body.errors).toEqual([{ path: '0.eventId', message: 'must be the event of the path (or left out)' }]);
     expect((await alice.call('GET', `/checkin/v1/api/guests/${eventId}`)).body.items).toEqual([]);
-    // The same id, and a GUID in another case (GUIDs are case-insensitive), are the path's event.
+    // The same id is the path's event. An event id is a plain string (the spec marks no GUID), so
+    // a GUID-shaped one in another case is another event too (docs/identifiers.md, Case).
     expect((await alice.call('PUT', `/checkin/v1/api/guests/${eventId}/upsert`, [{ eventId, customId: 'c1' }])).status).toBe(204);
-    const guidEvent = '5e1f0c2a-7b3d-4c8e-9f1a-2b3c4d5e6f70';
+    const guidEvent = `5e1f0c2a-7b3d-4c8e-9f1a-${Date.now().toString(16).padStart(12, '0').slice(-12)}`;
     await newEvent(alice, { id: guidEvent });
-    expect((await alice.call('PUT', `/checkin/v1/api/guests/${guidEvent}/upsert`, [{ eventId: guidEvent.toUpperCase(), customId: 'c1' }])).status).toBe(204);
+    expect((await alice.call('PUT', `/checkin/v1/api/guests/${guidEvent}/upsert`, [{ eventId: guidEvent, customId: 'c1' }])).status).toBe(204);
+    const otherCase = await alice.call('PUT', `/checkin/v1/api/guests/${guidEvent}/upsert`, [{ eventId: guidEvent.toUpperCase(), customId: 'c2' }]);
+    expect(otherCase.status).toBe(400);
+    expect(otherCase.body.errors).toEqual([{ path: '0.eventId', message: 'must be the event of the path (or left out)' }]);
   });
 });
