@@ -211,3 +211,14 @@ describe('long texts', () => {
     expect(csvRecords(csv)[0]!.additionalInfo).toBe(long);
   });
 });
+
+describe('sheet names', () => {
+  it('are fixed, whatever the title: no title breaks Excel\'s 31 characters or its forbidden []:*?/\\', async () => {
+    const title = 'Q1/Q2 [draft]: *all* guests? \\ a title far longer than thirty-one characters';
+    const event = await newEventWith(title, [{ firstName: 'A' }]);
+    const workbook = new ExcelJS.Workbook();
+    await workbook.xlsx.load((await exported(event, 'EXCEL')) as unknown as ArrayBuffer);
+    expect(workbook.worksheets.map((sheet) => sheet.name)).toEqual(['Guests', 'Summary']);
+    expect(workbook.getWorksheet('Summary')!.getCell('B1').value).toBe(title);
+  });
+});
