@@ -208,9 +208,23 @@ function cellText(text: string): string {
   return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;
 }
 
+/**
+ * An underscore that would start `_xHHHH_` (ECMA-376 Part 1, 22.9.2.19 ST_Xstring): Excel,
+ * LibreOffice and openpyxl read that as the character HHHH in a cell's text or a sheet name, so
+ * `Table_x0041_` would show as `TableA`. Written `_x005F_` (the underscore's own escape), only
+ * where needed: some Excel versions refuse underscores escaped where no escape follows.
+ */
+const escapeLike = /_(?=x[0-9a-fA-F]{4}_)/g;
+
+/** Text for a cell, header or sheet name (ST_Xstring): XML-escaped, and `_xHHHH_` kept literal. */
 function textXml(text: string): string {
-  if (!needsWork.test(text)) return text;
-  return text.replace(notXml, '').replace(markup, (c) => entities[c]!);
+  const xml = needsWork.test(text) ? text.replace(notXml, '').replace(markup, (c) => entities[c]!) : text;
+  return xml.includes('_x') ? xml.replace(escapeLike, '_x005F_') : xml;
+}
+
+/** Plain XML text (document properties, which are not ST_Xstring). */
+function plainXml(text: string): string {
+  return needsWork.test(text) ? text.replace(notXml, '').replace(markup, (c) => entities[c]!) : text;
 }
 
 /** Leading or trailing white space (XML's: space, tab, CR, LF) is kept only when the text element says so. */
@@ -292,7 +306,7 @@ function coreXml(creator: string, at: Date): string {
   return (
     `${XML_DECLARATION}<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" ` +
     'xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">' +
-    `<dc:creator>${textXml(creator)}</dc:creator>` +
+    `<dc:creator>${plainXml(creator)}</dc:creator>` +
     `<dcterms:created xsi:type="dcterms:W3CDTF">${time}</dcterms:created><dcterms:modified xsi:type="dcterms:W3CDTF">${time}</dcterms:modified>` +
     '</cp:coreProperties>'
   );
