@@ -185,9 +185,9 @@ describe.each(stores)('docs/read-models.md: fields, types, indexes and examples 
     for (const doc of docs[name]!) {
       for (const [key, value] of Object.entries(doc)) {
         if (key === '_pos' || key === '_seq') continue;
-        const expected = typeTable[name]?.[key] ?? 'string';
+        const expected: Kind | 'string' = typeTable[name]?.[key] ?? 'string';
         if (kindOf(value) !== expected) wrong.push(`${key}: ${kindOf(value)}, documented ${expected}`);
-        else if (expected === 'string' && isTimeField(name, key) && !isoMillis.test(value as string)) wrong.push(`${key}: ${JSON.stringify(value)} is not a UTC time with milliseconds`);
+        else if (typeof value === 'string' && isTimeField(name, key) && !isoMillis.test(value as string)) wrong.push(`${key}: ${JSON.stringify(value)} is not a UTC time with milliseconds`);
       }
     }
     expect([...new Set(wrong)]).toEqual([]);
