@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import type { StoredEvent } from '../../src/adapters/eventstore/port.js';
 import { createClient, passwordToken, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually } from '../webhooks/receiver.js';
@@ -25,6 +25,8 @@ export interface AuditDataset {
   attendeeInvitationId: string;
   /** A moment between Ann's check-out and the ticket reissue. */
   beforeReissue: string;
+  /** Signs SendGrid event reports the service accepts (it was given the public half). */
+  sendGridKey: KeyObject;
 }
 
 /** `env`: more settings for the service (a MongoDB read store: MONGO_URL, MONGO_DB). */
@@ -89,7 +91,7 @@ export async function buildAuditDataset(env: Record<string, string> = {}): Promi
   await eventually(async () => (await alice.call('GET', `/comms/v1/api/comms/invitations/${invitation.attendeeInvitationId}`)).body?.opens === 1 || undefined, 10_000, 'open projected');
   await eventually(async () => (await alice.call('GET', `/checkin/v1/api/event/${eventId}/timeline`)).body?.totals?.annulled === 1 || undefined, 10_000, 'timeline projected');
   await eventually(async () => (await alice.call('GET', `/comms/v1/api/comms/funnel?eventId=${eventId}`)).body?.totals?.checkedIn === 1 || undefined, 10_000, 'funnel projected');
-  return { service, alice, bob, eventId, teamMemberId, templateId, ann, bo, cy, attendeeInvitationId: invitation.attendeeInvitationId, beforeReissue };
+  return { service, alice, bob, eventId, teamMemberId, templateId, ann, bo, cy, attendeeInvitationId: invitation.attendeeInvitationId, beforeReissue, sendGridKey: privateKey };
 }
 
 /** Every event in the store, in order. */

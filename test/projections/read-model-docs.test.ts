@@ -10,11 +10,11 @@ import { buildAuditDataset, type AuditDataset } from './audit-dataset.js';
  * this evening's data must be there. Keep this table in step with docs/read-models.md.
  */
 const documented: Record<string, string[]> = {
-  events: ['_id', 'eventId', 'clientId', 'title', 'startTime', 'endTime', 'active', 'timeZoneId', 'tags', 'customData', 'retentionDays', 'created', 'updated'],
+  events: ['_id', 'eventId', 'clientId', 'title', 'startTime', 'endTime', 'active', 'timeZoneId', 'tags', 'customData', 'retentionDays', 'idAsSent', 'created', 'updated'],
   guests: [
     '_id', 'guestId', 'clientId', 'eventId', 'firstName', 'otherNames', 'lastName', 'email', 'plusOnes', 'admittedPlusOnes', 'additionalInfo', 'barcode',
     'tags', 'createdBy', 'admitted', 'blockedDate', 'blockedReason', 'validFrom', 'validTo', 'isGroup', 'discharged', 'image', 'customId',
-    'commsTemplateId', 'correlationId', 'tagList', 'inside', 'lastNameLower', 'firstNameLower', 'emailLower', 'customIdLower', 'created', 'updated',
+    'commsTemplateId', 'correlationId', 'tagList', 'inside', 'lastNameLower', 'firstNameLower', 'emailLower', 'customIdLower', 'otherNamesLower', 'additionalInfoLower', 'barcodeTrimmed', 'created', 'updated',
     'ticketCode', 'ticketKeyId', 'ticketSerial', 'ticketIssuedAt', 'erased', 'erasedAt',
   ],
   scans: [
@@ -27,7 +27,7 @@ const documented: Record<string, string[]> = {
     '_id', 'email', 'userName', 'firstName', 'lastName', 'companyName', 'timeZoneId', 'customData', 'emailLower', 'userNameLower', 'passwordHash',
     'clientSecretHash', 'subscriptionKeys', 'commsApiEnabled', 'senderTrusted', 'retentionDays', 'sessionsValidAfter', 'created', 'updated',
   ],
-  team_members: ['_id', 'teamMemberId', 'clientId', 'userName', 'userNameLower', 'email', 'firstName', 'lastName', 'canForce', 'passwordHash', 'created'],
+  team_members: ['_id', 'teamMemberId', 'clientId', 'userName', 'userNameLower', 'email', 'firstName', 'lastName', 'canForce', 'passwordHash', 'idAsSent', 'created'],
   templates: ['_id', 'templateId', 'clientId', 'eventId', 'name', 'html', 'subject', 'fromAddress', 'fromName', 'replyTo', 'attachPdf', 'created'],
   invitations: [
     '_id', 'clientId', 'eventId', 'attendeeId', 'templateId', 'correlationId', 'status', 'attempts', 'to', 'provider', 'providerMessageId', 'error',
