@@ -39,7 +39,7 @@ export interface GuestDoc extends GuestDetails {
   /**
    * The barcode without the white space and control characters around it, when it has any: the
    * door matches a scan against it when the barcode as sent matches nothing (docs/guests.md,
-   * "Equivalent text"). Written from this version on (a `rebuild guests` writes it for older guests).
+   * "Equivalent text"). Written from projection version 4 on: the first start after an upgrade rebuilds the guests read model, which writes it for older guests.
    */
   barcodeTrimmed?: string;
   /** The valid signed ticket (issue 16), for a guest without a barcode; see ticketCodeOf (src/tickets/event-keys.ts). */
@@ -376,8 +376,10 @@ export const guestsProjection: Projection = {
   /** 2: the …Lower keys and tagList are NFC (caselessKey), with otherNamesLower and additionalInfoLower; customIdLower without the white space around the customId.
    * 3: gate and device names every JavaScript object has (`constructor`, `toString`, `__proto__`) are
    * counted under their percent-encoded key (fieldKey); the release before left such admissions out
-   * of admissionsByGate and admissionsByDevice. */
-  version: 3,
+   * of admissionsByGate and admissionsByDevice.
+   * 4: `barcodeTrimmed`, which the door matches a padded barcode by; the release before (b4fedaa) wrote
+   * none, so its guests stored with white space around their barcode were not found by what it holds. */
+  version: 4,
   filter: { streamPrefixes: ['guest-', 'door-'] },
   collections: [
     {
