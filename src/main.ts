@@ -242,22 +242,37 @@ export interface RunningService {
  * key id. A key store that does not answer within 5 s is not waited for (as the stream-name key below).
  */
 async function masterKeysChecked(platform: Platform, logger: Logger): Promise<void> {
-  if (!platform.dataKeys) return;
-  const check = platform.dataKeys.missingMasterKeys();
-  let missing: { masterKeyId: string; count: number }[] | undefined;
+  const dataKeys = platform.dataKeys;
+  if (!dataKeys) return;
+  const keySource = platform.config.personalData.masterKeys
+    ? 'PII_MASTER_KEYS'
+    : `the development master key file ${path.join(platform.config.dataDir, 'personal-data', 'master-keys.json')}`;
+  const check = Promise.all([dataKeys.missingMasterKeys(), dataKeys.unopenedMasterKeys()]);
+  let found: [{ masterKeyId: string; count: number }[], string[]] | undefined;
   try {
-    missing = await Promise.race([check, new Promise<undefined>((resolve) => void setTimeout(() => resolve(undefined), 5_000).unref())]);
+    found = await Promise.race([check, new Promise<undefined>((resolve) => void setTimeout(() => resolve(undefined), 5_000).unref())]);
   } catch (error) {
     logger.warn({ err: error }, 'could not check on start that PII_MASTER_KEYS holds every master key the stored data keys are wrapped under');
     return;
   }
   check.catch(() => {});
-  if (!missing || missing.length === 0) return;
+  if (!found) return;
+  const [missing, unopened] = found;
+  if (missing.length === 0 && unopened.length === 0) return;
   await platform.close();
+  if (unopened.length > 0) {
+    // A restore without its master key: the development key file made anew has a date-based id, the same as the copy's key made that day.
+    throw new Error(
+      `stored data keys do not open with master key ${unopened.map((id) => `"${id}"`).join(', ')} of ${keySource}: it holds another key under that id ` +
+        '(a restored copy without its own master key file, which the start then made anew; another deployment\'s key; a changed value). ' +
+        'Without the key they were wrapped with, those guests\' personal data does not open. Put back the master key of this data (docs/operations.md, Backups and restores)',
+    );
+  }
   const which = missing.map((m) => `"${m.masterKeyId}" (${m.count} data keys)`).join(', ');
   throw new Error(
-    `PII_MASTER_KEYS lacks master keys that stored data keys are wrapped under: ${which}. Without them those guests' personal data does not open. ` +
-      'Add them back (next to the current key), then run npm run admin -- rewrap-personal-data-keys before removing them (docs/personal-data.md, Rotation)',
+    `${keySource} lacks master keys that stored data keys are wrapped under: ${which}. Without them those guests' personal data does not open. ` +
+      'Add them back (next to the current key), then run npm run admin -- rewrap-personal-data-keys before removing them (docs/personal-data.md, Rotation); ' +
+      'after a restore, put back the master key of the copy (docs/operations.md, Backups and restores)',
   );
 }
 

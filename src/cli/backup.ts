@@ -21,6 +21,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Config } from '../config.js';
 import type { Logger } from '../shared/logger.js';
+import { holderCollection } from '../projections/holder.js';
 import { requireStore } from './common.js';
 
 export const manifestName = 'manifest.json';
@@ -187,6 +188,22 @@ async function copyDatabase(source: string, destination: string, logger: Logger,
   return { name, pages, restarts, startedAt, finishedAt: new Date().toISOString() };
 }
 
+/**
+ * The live service's projections holder (its pid, host and heartbeat) is not state: in the copy
+ * it would make a restore within 20 s of the backup, or beside the still running service on the
+ * same host, look as if a service ran on the restored files (`hold-pending-sends` refused, the
+ * restored service's projections waited). The copy holds no holder.
+ */
+function withoutProjectionsHolder(file: string): void {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    const hasDocs = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'readstore_docs'").get() !== undefined;
+    if (hasDocs) db.prepare('DELETE FROM readstore_docs WHERE collection = ?').run(holderCollection);
+  } finally {
+    db.close();
+  }
+}
+
 function eventStoreFigures(file: string): BackupManifest['eventStore'] {
   // Read-write, so closing the last connection removes the -wal and -shm files the open made.
   const db = new Database(file, { fileMustExist: true });
@@ -231,6 +248,7 @@ export async function backupDataDir(config: Config, destination: string, logger:
   for (const { name } of present) {
     const destinationFile = path.join(target, name);
     const copied = await copyDatabase(path.join(config.dataDir, name), destinationFile, logger, options);
+    if (name === 'read-models.sqlite') withoutProjectionsHolder(destinationFile);
     // The read models hold personal data in clear: the copy is for the operator's account only.
     fs.chmodSync(destinationFile, 0o600);
     files.push({ ...copied, bytes: fs.statSync(destinationFile).size, sha256: await sha256Of(destinationFile) });
