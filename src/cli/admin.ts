@@ -27,7 +27,7 @@ import type { Config } from '../config.js';
 import type { CommandContext } from '../commands/handle-command.js';
 import type { Services } from '../commands/services.js';
 import { loadConfig } from '../config.js';
-import { createBus, createPlatform, personalDataSettings } from '../main.js';
+import { createBus, createPlatform, masterKeyProblem, personalDataSettings } from '../main.js';
 import { systemClock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import { createLogger } from '../shared/logger.js';
@@ -272,6 +272,11 @@ async function main(): Promise<void> {
     now: new Date(),
   };
   try {
+    if (command === 'reapply-erasures' || command === 'hold-pending-sends') {
+      // Run on a restored DATA_DIR: with a master key file made anew (the copy's not put back) they would go on with keys that open nothing.
+      const problem = await masterKeyProblem(platform, logger);
+      if (problem) throw new Error(`${problem}. Nothing was changed`);
+    }
     let result: unknown;
     switch (command) {
       case 'create-account': {
