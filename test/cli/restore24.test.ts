@@ -204,3 +204,74 @@ describe('the restore drill: a hot backup of realistic data, restored into a fre
     }
   }, 300_000);
 });
+
+describe('admin restore', () => {
+  it('refuses a DATA_DIR with data (the running service, newer data), an unfinished or damaged backup, and a backup without its master key; then restores, holds and erases again', async () => {
+    const dataDir = tempDir('restore-live-');
+    const service = await startTestService({}, { dataDir });
+    const backup = path.join(tempDir('restore-backups-'), 'copy');
+    let client: Awaited<ReturnType<typeof createClient>>;
+    let keptId: string;
+    let goneId: string;
+    const failure = (dir: string, args: string[], env: Record<string, string> = {}) =>
+      run(process.execPath, ['--import', 'tsx', path.join('src', 'cli', 'admin.ts'), ...args], { env: { ...embeddedEnv, DATA_DIR: dir, LOG_LEVEL: 'silent', ...env } }).then(
+        () => 'exit 0',
+        (error: { stderr: string }) => error.stderr,
+      );
+    try {
+      client = await createClient(service);
+      const eventId = await newEvent(client);
+      const guest = async (firstName: string) => (await client.call('POST', `${api}/guest`, { eventId, firstName, lastName: `Kept${firstName}`, email: `${firstName.toLowerCase()}@example.com` })).body.id as string;
+      keptId = await guest('Konrad');
+      goneId = await guest('Gisela');
+      await admin(dataDir, ['backup', backup]);
+      // Erased after the backup: the restored copy brings it back, the erasure list outside the backups erases it again.
+      expect((await client.call('POST', `${api}/guest/${goneId}/erase`, { reason: 'after the backup' })).status).toBe(200);
+      // Restoring over the running service's DATA_DIR (newer data than the backup): refused, nothing written.
+      const before = fs.readdirSync(dataDir).sort();
+      expect(await failure(dataDir, ['restore', backup])).toMatch(/DATA_DIR \(.*\) holds data \(.*events\.sqlite.*\): a restore goes into an empty DATA_DIR.*Nothing was changed/);
+      expect(fs.readdirSync(dataDir).sort()).toEqual(before);
+    } finally {
+      await service.stop();
+    }
+    const target = () => tempDir('restore-into-');
+    // Not a finished backup (no manifest), a damaged file, a file of another backup.
+    const unfinished = tempDir('unfinished-');
+    for (const name of fs.readdirSync(backup).filter((n) => n !== 'manifest.json')) fs.copyFileSync(path.join(backup, name), path.join(unfinished, name));
+    expect(await failure(target(), ['restore', unfinished])).toMatch(/holds no manifest\.json: not a backup admin backup finished/);
+    const damaged = tempDir('damaged-');
+    for (const name of fs.readdirSync(backup)) fs.copyFileSync(path.join(backup, name), path.join(damaged, name));
+    fs.appendFileSync(path.join(damaged, 'read-models.sqlite'), 'x');
+    const emptyTarget = target();
+    expect(await failure(emptyTarget, ['restore', damaged])).toMatch(/read-models\.sqlite does not match the manifest .*Nothing was changed/);
+    expect(fs.readdirSync(emptyTarget)).toEqual([]);
+    // Without the master key (not put back, no PII_MASTER_KEYS): refused loudly before anything is written.
+    expect(await failure(emptyTarget, ['restore', backup])).toMatch(/the backup's personal data is sealed under master key "k\d{8}", which neither PII_MASTER_KEYS nor a key file .* holds: without it the restored guests' personal data is unreadable for good/);
+    expect(fs.readdirSync(emptyTarget)).toEqual([]);
+
+    // The master key put back first, then the restore with the erasure list.
+    const restoredDir = target();
+    fs.mkdirSync(path.join(restoredDir, 'personal-data'));
+    fs.copyFileSync(path.join(dataDir, 'personal-data', 'master-keys.json'), path.join(restoredDir, 'personal-data', 'master-keys.json'));
+    const list = path.join(tempDir('erasures-'), 'since-backup.txt');
+    fs.writeFileSync(list, `${client!.id} ${goneId!}\n`);
+    const done = JSON.parse((await admin(restoredDir, ['restore', backup, '--from', list])).stdout);
+    expect(done).toMatchObject({
+      restored: { files: ['read-models.sqlite', 'bus.sqlite', 'rate-limits.sqlite', 'events.sqlite'] },
+      holdPendingSends: { held: 0 },
+      reapplyErasures: { reErased: 1 },
+    });
+    // A second restore into the now full DATA_DIR is refused.
+    expect(await failure(restoredDir, ['restore', backup])).toMatch(/holds data/);
+    const restored = await startTestService({}, { dataDir: restoredDir });
+    try {
+      await caughtUp(restored);
+      const token = await clientToken(restored.url, client!.id, client!.clientSecret);
+      const get = (id: string) => request(restored.url, 'GET', `${api}/guest/${id}`, undefined, { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': client!.subscriptionKey });
+      expect((await get(keptId!)).body).toMatchObject({ id: keptId!, firstName: 'Konrad', email: 'konrad@example.com' });
+      expect((await get(goneId!)).body).toMatchObject({ id: goneId!, erased: true, firstName: null, email: null });
+    } finally {
+      await restored.stop();
+    }
+  }, 300_000);
+});
