@@ -262,6 +262,7 @@ async function main(): Promise<void> {
   }
   let restored: RestoreSummary | undefined;
   if (command === 'restore') {
+    if (init) throw new Error('admin restore fills an empty DATA_DIR from a backup, so --init does not apply to it. Nothing was changed');
     if (!accountId) throw new Error('restore needs the backup folder: npm run admin -- restore <backup> (DATA_DIR: an empty folder to restore into)');
     restored = await restoreDataDir(config, accountId, progressLogger());
   }
