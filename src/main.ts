@@ -242,22 +242,48 @@ export interface RunningService {
  * key id. A key store that does not answer within 5 s is not waited for (as the stream-name key below).
  */
 async function masterKeysChecked(platform: Platform, logger: Logger): Promise<void> {
-  if (!platform.dataKeys) return;
-  const check = platform.dataKeys.missingMasterKeys();
-  let missing: { masterKeyId: string; count: number }[] | undefined;
+  const problem = await masterKeyProblem(platform, logger);
+  if (!problem) return;
+  await platform.close();
+  throw new Error(problem);
+}
+
+/**
+ * Why the configured master keyring cannot open the stored data keys, or undefined: the start's
+ * check, and that of the admin commands a restore runs (`reapply-erasures`, `hold-pending-sends`),
+ * which would otherwise go on with a master key file they had just made anew.
+ */
+export async function masterKeyProblem(platform: Platform, logger: Logger): Promise<string | undefined> {
+  const dataKeys = platform.dataKeys;
+  if (!dataKeys) return undefined;
+  const keySource = platform.config.personalData.masterKeys
+    ? 'PII_MASTER_KEYS'
+    : `the development master key file ${path.join(platform.config.dataDir, 'personal-data', 'master-keys.json')}`;
+  const check = Promise.all([dataKeys.missingMasterKeys(), dataKeys.unopenedMasterKeys()]);
+  let found: [{ masterKeyId: string; count: number }[], string[]] | undefined;
   try {
-    missing = await Promise.race([check, new Promise<undefined>((resolve) => void setTimeout(() => resolve(undefined), 5_000).unref())]);
+    found = await Promise.race([check, new Promise<undefined>((resolve) => void setTimeout(() => resolve(undefined), 5_000).unref())]);
   } catch (error) {
     logger.warn({ err: error }, 'could not check on start that PII_MASTER_KEYS holds every master key the stored data keys are wrapped under');
-    return;
+    return undefined;
   }
   check.catch(() => {});
-  if (!missing || missing.length === 0) return;
-  await platform.close();
+  if (!found) return undefined;
+  const [missing, unopened] = found;
+  if (unopened.length > 0) {
+    // A restore without its master key: the development key file made anew has a date-based id, the same as the copy's key made that day.
+    return (
+      `stored data keys do not open with master key ${unopened.map((id) => `"${id}"`).join(', ')} of ${keySource}: it holds another key under that id ` +
+      "(a restored copy without its own master key file, which was then made anew; another deployment's key; a changed value). " +
+      "Without the key they were wrapped with, those guests' personal data does not open. Put back the master key of this data (docs/operations.md, Backups and restores)"
+    );
+  }
+  if (missing.length === 0) return undefined;
   const which = missing.map((m) => `"${m.masterKeyId}" (${m.count} data keys)`).join(', ');
-  throw new Error(
-    `PII_MASTER_KEYS lacks master keys that stored data keys are wrapped under: ${which}. Without them those guests' personal data does not open. ` +
-      'Add them back (next to the current key), then run npm run admin -- rewrap-personal-data-keys before removing them (docs/personal-data.md, Rotation)',
+  return (
+    `${keySource} lacks master keys that stored data keys are wrapped under: ${which}. Without them those guests' personal data does not open. ` +
+    'Add them back (next to the current key), then run npm run admin -- rewrap-personal-data-keys before removing them (docs/personal-data.md, Rotation); ' +
+    'after a restore, put back the master key of the copy (docs/operations.md, Backups and restores)'
   );
 }
 

@@ -27,7 +27,7 @@ import type { Config } from '../config.js';
 import type { CommandContext } from '../commands/handle-command.js';
 import type { Services } from '../commands/services.js';
 import { loadConfig } from '../config.js';
-import { createBus, createPlatform, personalDataSettings } from '../main.js';
+import { createBus, createPlatform, masterKeyProblem, personalDataSettings } from '../main.js';
 import { systemClock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import { createLogger } from '../shared/logger.js';
@@ -37,7 +37,7 @@ import { projectionsHolder } from '../projections/holder.js';
 import { reapplyErasures } from '../commands/reapply-erasures.js';
 import { reencryptSecrets } from '../commands/reencrypt-secrets.js';
 import { webhookSettings } from '../commands/webhooks.js';
-import { backupDataDir } from './backup.js';
+import { backupDataDir, restoreDataDir, type RestoreSummary } from './backup.js';
 import { deadLetterSources, listDeadLetters, replayDeadLetters, sourceTopicOf } from '../commands/dead-letters.js';
 import { cliStart, commandLogLevel, helpText, requireStore, type CliHelp } from './common.js';
 
@@ -87,6 +87,14 @@ const help: CliHelp = {
       example: 'backup /backups/checkin-2026-11-24',
     },
     {
+      usage: 'restore <backup> [--from <file>]',
+      does:
+        'puts a backup admin backup made into an empty DATA_DIR, then holds its pending sends (hold-pending-sends) and erases again the guests whose erasure it undid (reapply-erasures; ' +
+        '--from: the erasure list kept outside the backups). Refuses, changing nothing, a folder without manifest.json, a file whose SHA-256 differs from it, a DATA_DIR holding data ' +
+        '(a running service, or newer data), and a backup whose master key PII_MASTER_KEYS or the key file does not hold. Then start the service',
+      example: 'restore /backups/checkin-2026-11-24 --from erasures-since-backup.jsonl',
+    },
+    {
       usage: 'reapply-erasures [--from <file>]',
       does:
         'after a restore, before users come back: erases again every guest whose erasure the restore undid: the guests of the event store\'s GuestErased events whose data key is back, ' +
@@ -119,12 +127,12 @@ const help: CliHelp = {
     },
   ],
   notes: [
-    'backup, reapply-erasures and hold-pending-sends: docs/operations.md, Backups and restores.',
+    'backup, restore, reapply-erasures and hold-pending-sends: docs/operations.md, Backups and restores.',
     'dead-letters: docs/operations.md, Dead letters.',
   ],
 };
 
-const commands = ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'reencrypt-secrets', 'backup', 'reapply-erasures', 'hold-pending-sends', 'dead-letters'];
+const commands = ['create-account', 'list-accounts', 'set-access', 'issue-key', 'revoke-key', 'rewrap-personal-data-keys', 'reencrypt-secrets', 'backup', 'restore', 'reapply-erasures', 'hold-pending-sends', 'dead-letters'];
 
 /** backup, reapply-erasures and hold-pending-sends log their progress as JSON lines on stderr (info unless LOG_LEVEL says otherwise); stdout keeps the result. */
 const progressLogger = () => createLogger(commandLogLevel('info'), destination({ dest: 2, sync: true }));
@@ -137,13 +145,14 @@ const flag = (name: string, value: string | undefined): boolean | undefined => {
 };
 
 /** How many positionals (the command's included) each command takes: more is a mistyped option (`set-access <id> sender-trusted true`). */
-const positionalCount: Record<string, number> = { 'set-access': 2, 'issue-key': 2, 'revoke-key': 3, backup: 2, 'dead-letters': 2 };
+const positionalCount: Record<string, number> = { 'set-access': 2, 'issue-key': 2, 'revoke-key': 3, backup: 2, restore: 2, 'dead-letters': 2 };
 
 /** The options each command reads; another is refused (`issue-key <id> --sender-trusted true` switched nothing and exited 0). */
 const optionsOf: Record<string, string[]> = {
   'create-account': ['email', 'password', 'password-stdin', 'user-name', 'first-name', 'last-name', 'company-name', 'time-zone-id', 'comms-api-enabled', 'sender-trusted'],
   'set-access': ['comms-api-enabled', 'sender-trusted'],
   backup: ['include-key-files', 'pages-per-step', 'pause-ms'],
+  restore: ['from'],
   'reapply-erasures': ['from'],
   'hold-pending-sends': ['dry-run'],
   'dead-letters': ['topic', 'limit', 'ids', 'all', 'dry-run'],
@@ -251,12 +260,18 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(manifest, null, 2));
     return;
   }
+  let restored: RestoreSummary | undefined;
+  if (command === 'restore') {
+    if (init) throw new Error('admin restore fills an empty DATA_DIR from a backup, so --init does not apply to it. Nothing was changed');
+    if (!accountId) throw new Error('restore needs the backup folder: npm run admin -- restore <backup> (DATA_DIR: an empty folder to restore into)');
+    restored = await restoreDataDir(config, accountId, progressLogger());
+  }
   if (command === 'dead-letters') {
     requireStore(config, init, { command: 'admin dead-letters', initApplies: false });
     await deadLetters(config, accountId, values);
     return;
   }
-  requireStore(config, init, { command: `admin ${command}`, initApplies: !['reapply-erasures', 'hold-pending-sends', 'list-accounts', 'reencrypt-secrets'].includes(command) });
+  requireStore(config, init, { command: `admin ${command}`, initApplies: !['restore', 'reapply-erasures', 'hold-pending-sends', 'list-accounts', 'reencrypt-secrets'].includes(command) });
   const platform = createPlatform(config, logger);
   const services: Services = {
     eventStore: platform.eventStore,
@@ -271,7 +286,43 @@ async function main(): Promise<void> {
     correlationId: newId(),
     now: new Date(),
   };
+  const reapply = async () => {
+    const progress = progressLogger();
+    const done = await reapplyErasures(
+      { ...services, logger: progress, ...(platform.dataKeys ? { dataKeys: platform.dataKeys, storedEvents: platform.sealedEventStore } : {}) },
+      personalDataSettings(config),
+      {
+        ...(values.from ? { from: values.from } : {}),
+        onProgress: (p) => progress.info(p, `reapply-erasures: ${p.phase}`),
+      },
+    );
+    progress.info({ reErased: done.reErased }, 'reapply-erasures: finished');
+    return done;
+  };
+  const holdSends = async (dryRun: boolean) => {
+    const progress = progressLogger();
+    const held = await holdPendingSends(services, {
+      ...(dryRun ? { dryRun: true } : {}),
+      onProgress: (p) => progress.info(p, `hold-pending-sends: ${p.phase}`),
+    });
+    progress.info(
+      { held: held.held, checked: held.checked, dryRun: held.dryRun },
+      held.dryRun ? `hold-pending-sends: ${held.held} pending sends would be held (dry run: nothing changed)` : `hold-pending-sends: ${held.held} pending sends held as outcome_unknown`,
+    );
+    return held;
+  };
   try {
+    if (command === 'reapply-erasures' || command === 'hold-pending-sends' || command === 'restore') {
+      // Run on a restored DATA_DIR: with a master key file made anew (the copy's not put back) they would go on with keys that open nothing.
+      const problem = await masterKeyProblem(platform, logger);
+      if (problem) {
+        throw new Error(
+          command === 'restore'
+            ? `${problem}. The files are in DATA_DIR; sends were not held and erasures not reapplied: put the right key back, then run hold-pending-sends and reapply-erasures before starting the service`
+            : `${problem}. Nothing was changed`,
+        );
+      }
+    }
     let result: unknown;
     switch (command) {
       case 'create-account': {
@@ -328,17 +379,19 @@ async function main(): Promise<void> {
         await revokeSubscriptionKey(services, context, accountId, keyId);
         result = { revoked: keyId };
         break;
-      case 'reapply-erasures': {
-        const progress = progressLogger();
-        result = await reapplyErasures(
-          { ...services, logger: progress, ...(platform.dataKeys ? { dataKeys: platform.dataKeys, storedEvents: platform.sealedEventStore } : {}) },
-          personalDataSettings(config),
-          {
-            ...(values.from ? { from: values.from } : {}),
-            onProgress: (p) => progress.info(p, `reapply-erasures: ${p.phase}`),
-          },
+      case 'restore': {
+        // DATA_DIR was empty and is the copy's now: no service runs on it (a holder the copy may show is an old backup's).
+        const held = await holdSends(false);
+        const reapplied = await reapply();
+        result = { restored, holdPendingSends: held, reapplyErasures: reapplied };
+        progressLogger().info(
+          { held: held.held, reErased: reapplied.reErased },
+          'restore: finished; start the service on this DATA_DIR (the projections and the relay catch up from the copied checkpoints)',
         );
-        progress.info({ reErased: (result as { reErased: number }).reErased }, 'reapply-erasures: finished');
+        break;
+      }
+      case 'reapply-erasures': {
+        result = await reapply();
         break;
       }
       case 'hold-pending-sends': {
@@ -351,16 +404,7 @@ async function main(): Promise<void> {
               'then run it again; --dry-run lists the pending sends without changing anything. Nothing was changed',
           );
         }
-        const progress = progressLogger();
-        const held = await holdPendingSends(services, {
-          ...(values['dry-run'] ? { dryRun: true } : {}),
-          onProgress: (p) => progress.info(p, `hold-pending-sends: ${p.phase}`),
-        });
-        progress.info(
-          { held: held.held, checked: held.checked, dryRun: held.dryRun },
-          held.dryRun ? `hold-pending-sends: ${held.held} pending sends would be held (dry run: nothing changed)` : `hold-pending-sends: ${held.held} pending sends held as outcome_unknown`,
-        );
-        result = held;
+        result = await holdSends(values['dry-run'] ?? false);
         break;
       }
       case 'rewrap-personal-data-keys':

@@ -21,6 +21,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Config } from '../config.js';
 import type { Logger } from '../shared/logger.js';
+import { holderCollection } from '../projections/holder.js';
 import { requireStore } from './common.js';
 
 export const manifestName = 'manifest.json';
@@ -187,6 +188,22 @@ async function copyDatabase(source: string, destination: string, logger: Logger,
   return { name, pages, restarts, startedAt, finishedAt: new Date().toISOString() };
 }
 
+/**
+ * The live service's projections holder (its pid, host and heartbeat) is not state: in the copy
+ * it would make a restore within 20 s of the backup, or beside the still running service on the
+ * same host, look as if a service ran on the restored files (`hold-pending-sends` refused, the
+ * restored service's projections waited). The copy holds no holder.
+ */
+function withoutProjectionsHolder(file: string): void {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    const hasDocs = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'readstore_docs'").get() !== undefined;
+    if (hasDocs) db.prepare('DELETE FROM readstore_docs WHERE collection = ?').run(holderCollection);
+  } finally {
+    db.close();
+  }
+}
+
 function eventStoreFigures(file: string): BackupManifest['eventStore'] {
   // Read-write, so closing the last connection removes the -wal and -shm files the open made.
   const db = new Database(file, { fileMustExist: true });
@@ -231,6 +248,7 @@ export async function backupDataDir(config: Config, destination: string, logger:
   for (const { name } of present) {
     const destinationFile = path.join(target, name);
     const copied = await copyDatabase(path.join(config.dataDir, name), destinationFile, logger, options);
+    if (name === 'read-models.sqlite') withoutProjectionsHolder(destinationFile);
     // The read models hold personal data in clear: the copy is for the operator's account only.
     fs.chmodSync(destinationFile, 0o600);
     files.push({ ...copied, bytes: fs.statSync(destinationFile).size, sha256: await sha256Of(destinationFile) });
@@ -283,4 +301,126 @@ export async function backupDataDir(config: Config, destination: string, logger:
   fs.renameSync(`${manifestFile}.tmp`, manifestFile);
   logger.info({ destination: target, files: files.length, lastPosition: eventStore.lastPosition }, 'backup: finished');
   return manifest;
+}
+
+export interface RestoreSummary {
+  from: string;
+  dataDir: string;
+  /** The backup's figures, checked against its files. */
+  backup: { startedAt: string; finishedAt: string; serviceVersion: string; lastPosition: number; events: number };
+  files: string[];
+  keyFiles: string[];
+}
+
+/** The ids of the master keys this configuration will use (PII_MASTER_KEYS, else the development key file), or undefined when there are none yet. */
+function configuredMasterKeyIds(config: Config, backupDir: string): { ids: string[]; where: string } | undefined {
+  if (config.personalData.masterKeys) return { ids: config.personalData.masterKeys.map((k) => k.id), where: 'PII_MASTER_KEYS' };
+  for (const file of [path.join(config.dataDir, keyFiles[0]!.file), path.join(backupDir, 'keys', keyFiles[0]!.file)]) {
+    if (!fs.existsSync(file)) continue;
+    const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as { keys?: Record<string, unknown> };
+    return { ids: Object.keys(parsed.keys ?? {}), where: file };
+  }
+  return undefined;
+}
+
+/**
+ * `npm run admin -- restore <backup>`: puts a backup's files into an empty DATA_DIR
+ * (docs/operations.md, Restore). Refuses, changing nothing, a folder without a finished
+ * manifest, a file whose SHA-256 differs from it, a DATA_DIR that holds data (a running
+ * service's files, or newer data the backup would overwrite), and a backup whose data keys the
+ * configured master keys cannot open. Each file is written under a temporary name and linked
+ * into place, which fails if a service created that file meanwhile.
+ */
+export async function restoreDataDir(config: Config, backupDir: string, logger: Logger): Promise<RestoreSummary> {
+  const advice = serverBackupAdvice(config);
+  if (advice) throw new Error(`${advice.replace('this command cannot copy', 'this command cannot restore')}. Nothing was changed`);
+  const source = path.resolve(backupDir);
+  const manifestFile = path.join(source, manifestName);
+  if (!fs.existsSync(manifestFile)) {
+    throw new Error(`${source} holds no ${manifestName}: not a backup admin backup finished (it writes the manifest last). Nothing was changed`);
+  }
+  const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8')) as BackupManifest;
+  if (manifest.format !== manifestFormat) throw new Error(`${manifestFile} is of format "${String(manifest.format)}", not ${manifestFormat}. Nothing was changed`);
+  if (isInside(config.dataDir, source) || isInside(source, config.dataDir)) {
+    throw new Error(`the backup ${source} and DATA_DIR (${config.dataDir}) overlap: restore into another folder. Nothing was changed`);
+  }
+
+  // Never over data: a running service's files (SQLite would mix its -wal into the copy), or newer data the backup would overwrite.
+  const held = fs.existsSync(config.dataDir)
+    ? fs.readdirSync(config.dataDir).filter((name) => backupFiles.some((f) => name === f.name || name === `${f.name}-wal` || name === `${f.name}-shm` || name === `${f.name}-journal`))
+    : [];
+  if (held.length > 0) {
+    throw new Error(
+      `DATA_DIR (${config.dataDir}) holds data (${held.join(', ')}): a restore goes into an empty DATA_DIR, never over a running service's files or newer data. ` +
+        'Stop every role of the service, move this DATA_DIR aside (keep it until the restore is checked), and run restore again. Nothing was changed',
+    );
+  }
+
+  for (const file of manifest.files) {
+    const copy = path.join(source, file.name);
+    if (!fs.existsSync(copy)) throw new Error(`the backup lacks ${file.name}, which its manifest lists. Nothing was changed`);
+    const sha256 = await sha256Of(copy);
+    if (sha256 !== file.sha256) throw new Error(`${copy} does not match the manifest (sha256 ${sha256}, manifest ${file.sha256}): damaged, or from another backup. Nothing was changed`);
+  }
+  if (!manifest.files.some((f) => f.name === 'events.sqlite')) throw new Error(`the backup's manifest lists no events.sqlite. Nothing was changed`);
+
+  // A backup without its master key is unreadable for good: say so before anything is written.
+  const needed = manifest.eventStore.dataKeys.masterKeyIds;
+  if (config.personalData.encryption && needed.length > 0) {
+    const configured = configuredMasterKeyIds(config, source);
+    const lacking = needed.filter((id) => !configured?.ids.includes(id));
+    if (lacking.length > 0) {
+      throw new Error(
+        `the backup's personal data is sealed under master key ${lacking.map((id) => `"${id}"`).join(', ')}, which ` +
+          (configured ? `${configured.where} does not hold` : `neither PII_MASTER_KEYS nor a key file (${path.join(config.dataDir, keyFiles[0]!.file)}, or the backup's keys/) holds`) +
+          ': without it the restored guests\' personal data is unreadable for good (and the service would make a new key). ' +
+          `Put the master key file you kept apart at ${path.join(config.dataDir, keyFiles[0]!.file)}, or set PII_MASTER_KEYS as when the backup was taken, then run restore again. Nothing was changed`,
+      );
+    }
+  }
+
+  fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const place = (from: string, to: string) => {
+    fs.mkdirSync(path.dirname(to), { recursive: true, mode: 0o700 });
+    const temp = `${to}.restoring-${process.pid}`;
+    fs.copyFileSync(from, temp);
+    fs.chmodSync(temp, 0o600);
+    try {
+      // link() refuses an existing file: a service started on this DATA_DIR meanwhile is not written over.
+      fs.linkSync(temp, to);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`${to} appeared during the restore: is a service starting on DATA_DIR? Stop it, empty DATA_DIR and run restore again`);
+      throw error;
+    } finally {
+      fs.rmSync(temp, { force: true });
+    }
+  };
+  const files: string[] = [];
+  // The event store last, as the backup took it: a DATA_DIR with events.sqlite and without the read models would start and rebuild.
+  for (const file of manifest.files) {
+    place(path.join(source, file.name), path.join(config.dataDir, file.name));
+    files.push(file.name);
+    logger.info({ file: file.name, bytes: file.bytes }, 'restore: file restored');
+  }
+  const restoredKeys: string[] = [];
+  for (const key of manifest.keyFiles ?? []) {
+    const to = path.join(config.dataDir, key);
+    if (fs.existsSync(to)) continue;
+    place(path.join(source, 'keys', key), to);
+    restoredKeys.push(key);
+  }
+  logger.info({ dataDir: config.dataDir, files: files.length, lastPosition: manifest.eventStore.lastPosition }, 'restore: files restored');
+  return {
+    from: source,
+    dataDir: config.dataDir,
+    backup: {
+      startedAt: manifest.startedAt,
+      finishedAt: manifest.finishedAt,
+      serviceVersion: manifest.service.version,
+      lastPosition: manifest.eventStore.lastPosition,
+      events: manifest.eventStore.events,
+    },
+    files,
+    keyFiles: restoredKeys,
+  };
 }

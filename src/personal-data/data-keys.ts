@@ -157,6 +157,25 @@ export class DataKeys {
     return this.store.countWrappedOutside([...this.master.keys.keys()]);
   }
 
+  /**
+   * Master key ids of the keyring under which a stored data key does not open: the keyring holds
+   * another key under that id (a development key file made anew beside a restored copy gets the
+   * same date-based id; a mistyped PII_MASTER_KEYS). One key per id is tried.
+   */
+  async unopenedMasterKeys(): Promise<string[]> {
+    const wrong: string[] = [];
+    for (const masterKeyId of this.master.keys.keys()) {
+      const row = await this.store.oneWrappedUnder(masterKeyId);
+      if (!row) continue;
+      try {
+        this.unwrap(row);
+      } catch {
+        wrong.push(masterKeyId);
+      }
+    }
+    return wrong;
+  }
+
   /** How many data keys are wrapped under another master key than the current one (what a rewrap has to do). */
   async countNotUnderCurrent(): Promise<number> {
     const others = await this.store.countWrappedOutside([this.master.currentKeyId]);

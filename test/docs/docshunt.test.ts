@@ -160,6 +160,7 @@ describe('docs/operations.md, Operator commands: which admin commands refuse --i
       'rewrap-personal-data-keys': [],
       'reencrypt-secrets': [],
       backup: [path.join(dataDir, 'backup-copy')],
+      restore: [path.join(dataDir, 'no-such-backup')],
       'reapply-erasures': [],
       'hold-pending-sends': ['--dry-run'],
       'dead-letters': ['list'],

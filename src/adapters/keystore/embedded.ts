@@ -228,6 +228,13 @@ export class EmbeddedKeyStore implements KeyStore {
     return rows.map(fromRow);
   }
 
+  async oneWrappedUnder(masterKeyId: string): Promise<StoredDataKey | undefined> {
+    const row = this.db
+      .prepare('SELECT guest_id, wrapped, master_key_id, created_at, erased_at FROM personal_data_keys WHERE wrapped IS NOT NULL AND master_key_id = ? LIMIT 1')
+      .get(masterKeyId) as Row | undefined;
+    return row ? fromRow(row) : undefined;
+  }
+
   async countWrappedOutside(masterKeyIds: string[]): Promise<{ masterKeyId: string; count: number }[]> {
     const rows = this.db
       .prepare(

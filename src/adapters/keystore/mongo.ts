@@ -74,6 +74,11 @@ export class MongoKeyStore implements KeyStore {
     return docs.map(fromDoc);
   }
 
+  async oneWrappedUnder(masterKeyId: string): Promise<StoredDataKey | undefined> {
+    const doc = await this.keys.findOne({ wrapped: { $type: 'string' }, masterKeyId });
+    return doc ? fromDoc(doc) : undefined;
+  }
+
   async countWrappedOutside(masterKeyIds: string[]): Promise<{ masterKeyId: string; count: number }[]> {
     const groups = await this.keys
       .aggregate<{ _id: string; count: number }>([

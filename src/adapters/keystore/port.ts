@@ -34,6 +34,8 @@ export interface KeyStore {
   erase(guestId: string, at: string): Promise<void>;
   /** Rows wrapped under another master key than `currentMasterKeyId` (rotation). */
   wrappedUnder(notMasterKeyId: string, limit: number): Promise<StoredDataKey[]>;
+  /** One row holding a key wrapped under this master key id, if any (the start's check that the key under that id is the one they were wrapped with). */
+  oneWrappedUnder(masterKeyId: string): Promise<StoredDataKey | undefined>;
   /** How many keys are wrapped under each master key id that is none of `masterKeyIds` (the start's check that the keyring opens them). */
   countWrappedOutside(masterKeyIds: string[]): Promise<{ masterKeyId: string; count: number }[]>;
   /** Replaces a key's wrapping (rotation), only while the row still holds a key. */
