@@ -377,14 +377,15 @@ async function scrubSharedReadModels(services: Services, clientId: string, docs:
  * answered one of these guests: in each, the guest's object (its `id`, `guestId` or `attendeeId`
  * is an erased guest's: a create's answer, a door scan's `guest`, an element of a bulk answer)
  * has its personal values `[erased]`; the rest of the reply is kept, so a retry still answers
- * valid JSON. A reply that merely holds the same text (another guest with the same last name)
+ * valid JSON (an error's answer, 4xx/5xx, is scrubbed whole, still as JSON). A reply that merely
+ * holds the same text (another guest with the same last name)
  * is not touched: before, every reply of the client holding any of the values became the bare
  * text `[erased]`, and a retry of another guest's create was answered that. A reply that is not
  * JSON and holds a value is deleted (its key is released).
  */
 async function scrubIdempotentReplies(services: Services, clientId: string, guestIds: Set<string>, needles: string[]): Promise<void> {
   if (needles.length === 0) return;
-  const replies = services.readStore.collection<Doc & { body?: string; bodyEncoding?: 'utf8' | 'base64' }>('idempotency_keys');
+  const replies = services.readStore.collection<Doc & { status?: number; body?: string; bodyEncoding?: 'utf8' | 'base64' }>('idempotency_keys');
   const ownKeys = `^${clientId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`;
   const isErasedGuest = (value: Record<string, unknown>) =>
     ['id', 'guestId', 'attendeeId'].some((field) => typeof value[field] === 'string' && guestIds.has(normalizeId(value[field] as string)));
@@ -424,7 +425,8 @@ async function scrubIdempotentReplies(services: Services, clientId: string, gues
       dropped.push(reply._id);
       continue;
     }
-    const { value, changed } = scrubGuests(answer);
+    // An error's answer (a 409 quoting a taken customId) is words, not another guest's data: scrubbed whole.
+    const { value, changed } = (reply.status ?? 200) >= 400 ? scrubbed(answer, needles) : scrubGuests(answer);
     if (changed) rewritten.push({ _id: reply._id, body: JSON.stringify(value) });
   }
   for (const { _id, body } of rewritten) await replies.updateOne(_id, { $set: { body, bodyEncoding: 'utf8' } });
