@@ -18,6 +18,7 @@ import { guests, toGuestView } from './guests.js';
 import { handleCommands, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 import { caselessKey } from '../shared/text-key.js';
+import { normalizeId } from '../shared/ids.js';
 import { keepSuppressionsWithoutAddresses, suppressionOf } from './suppressions.js';
 
 /** Where files that may hold a guest's personal data live (docs/personal-data.md). */
@@ -366,10 +367,70 @@ async function scrubScanBlockReasons(services: Services, clientId: string, guest
 async function scrubSharedReadModels(services: Services, clientId: string, docs: GuestDoc[], values: PersonalValues, at: string): Promise<void> {
   for (const eventId of new Set(docs.map((d) => d.eventId))) await eraseUnmatchedScans(services, clientId, eventId, values.needles, at);
   await scrubCollection(services, 'webhook_deliveries', { clientId }, values.needles);
-  const ownKeys = `^${clientId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`;
-  await scrubCollection(services, 'idempotency_keys', { _id: { $regex: ownKeys } }, values.needles);
+  await scrubIdempotentReplies(services, clientId, new Set(docs.map((d) => normalizeId(guestIdOf(d)))), values.needles);
   // The addresses stay suppressed, by their keyed hash only: another guest of the client may have one (docs/personal-data.md).
   await keepSuppressionsWithoutAddresses(services, clientId, values.emails);
+}
+
+/**
+ * The stored replies of idempotent requests (kept 24 h, src/http/middleware/idempotency.ts) that
+ * answered one of these guests: in each, the guest's object (its `id`, `guestId` or `attendeeId`
+ * is an erased guest's: a create's answer, a door scan's `guest`, an element of a bulk answer)
+ * has its personal values `[erased]`; the rest of the reply is kept, so a retry still answers
+ * valid JSON (an error's answer, 4xx/5xx, is scrubbed whole, still as JSON). A reply that merely
+ * holds the same text (another guest with the same last name)
+ * is not touched: before, every reply of the client holding any of the values became the bare
+ * text `[erased]`, and a retry of another guest's create was answered that. A reply that is not
+ * JSON and holds a value is deleted (its key is released).
+ */
+async function scrubIdempotentReplies(services: Services, clientId: string, guestIds: Set<string>, needles: string[]): Promise<void> {
+  if (needles.length === 0) return;
+  const replies = services.readStore.collection<Doc & { status?: number; body?: string; bodyEncoding?: 'utf8' | 'base64' }>('idempotency_keys');
+  const ownKeys = `^${clientId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`;
+  const isErasedGuest = (value: Record<string, unknown>) =>
+    ['id', 'guestId', 'attendeeId'].some((field) => typeof value[field] === 'string' && guestIds.has(normalizeId(value[field] as string)));
+  const scrubGuests = (value: unknown): { value: unknown; changed: boolean } => {
+    if (Array.isArray(value)) {
+      let changed = false;
+      const items = value.map((item) => {
+        const r = scrubGuests(item);
+        changed ||= r.changed;
+        return r.value;
+      });
+      return { value: items, changed };
+    }
+    if (value && typeof value === 'object') {
+      if (isErasedGuest(value as Record<string, unknown>)) return scrubbed(value, needles);
+      let changed = false;
+      const copy: Record<string, unknown> = {};
+      for (const [key, item] of Object.entries(value)) {
+        const r = scrubGuests(item);
+        changed ||= r.changed;
+        copy[key] = r.value;
+      }
+      return { value: copy, changed };
+    }
+    return { value, changed: false };
+  };
+  const rewritten: { _id: string; body: string }[] = [];
+  const dropped: string[] = [];
+  for await (const reply of replies.stream({ _id: { $regex: ownKeys }, body: { $exists: true } }, { readOnly: true })) {
+    if (typeof reply.body !== 'string') continue;
+    const text = reply.bodyEncoding === 'base64' ? Buffer.from(reply.body, 'base64').toString('utf8') : reply.body;
+    if (!holdsValue(text, needles)) continue;
+    let answer: unknown;
+    try {
+      answer = JSON.parse(text);
+    } catch {
+      dropped.push(reply._id);
+      continue;
+    }
+    // An error's answer (a 409 quoting a taken customId) is words, not another guest's data: scrubbed whole.
+    const { value, changed } = (reply.status ?? 200) >= 400 ? scrubbed(answer, needles) : scrubGuests(answer);
+    if (changed) rewritten.push({ _id: reply._id, body: JSON.stringify(value) });
+  }
+  for (const { _id, body } of rewritten) await replies.updateOne(_id, { $set: { body, bodyEncoding: 'utf8' } });
+  for (const id of dropped) await replies.deleteOne(id);
 }
 
 /**
