@@ -112,12 +112,6 @@ async function endKeys(keys: DataKeys, appends: { streamName: string; events: Ne
  * that read them right back (an import's guests) do not decrypt them again. Bounded (the oldest
  * go first: a Map in insertion order, cheaper per import than an LRU with timers), entries older
  * than a minute are not used, and a guest erased here is forgotten at once. Never persisted.
- *
- * 1,024 events (five batches of an import) is enough for projections that keep up, which read
- * each commit right after it: a projection further behind decrypts, as after a restart. A larger
- * ring costs more than it saves: every plaintext it holds outlives the young generation, and at
- * 8,192 the garbage collector's threads spent about 20 µs more per imported guest copying and
- * marking them (docs/personal-data.md, Cost).
  */
 export class RecentlySealed {
   private readonly events = new Map<string, { owner: string; data: Record<string, unknown>; at: number }>();
@@ -126,7 +120,7 @@ export class RecentlySealed {
   private slot = 0;
 
   constructor(
-    private readonly max = 1_024,
+    private readonly max = 8_192,
     private readonly ttlMs = 60_000,
   ) {
     this.order = new Array<string | undefined>(max);
