@@ -14,6 +14,7 @@ interface Profile {
 const areas: [string, RegExp][] = [
   ['auth (jose, tokens, keys)', /jose|src\/identity|auth/],
   ['validation (zod)', /zod|src\/http\/schemas|validate/],
+  ['personal-data codec (sealing, keys, ciphers)', /src\/personal-data|src\/shared\/encryption|adapters\/keystore|src\/domain\/personal-data/],
   ['decide (domain)', /src\/domain/],
   ['event store append (sqlite)', /adapters\/eventstore|better-sqlite3/],
   ['projections + read store', /src\/projections|adapters\/readstore/],

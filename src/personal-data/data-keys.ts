@@ -66,32 +66,50 @@ export class DataKeys {
   ): Promise<Map<string, Buffer | null>> {
     const result = new Map<string, Buffer | null>();
     const missing: string[] = [];
-    for (const id of new Set(guestIds)) {
+    // New guests (`likelyNew`) are created without a look-up; the rest not cached are looked up.
+    let toLookUp: string[] | undefined;
+    for (const id of guestIds instanceof Set ? (guestIds as Set<string>) : new Set(guestIds)) {
       const cached = this.cache.get(id);
-      if (cached === undefined) missing.push(id);
-      else result.set(id, cached === false ? null : cached);
+      if (cached !== undefined) result.set(id, cached === false ? null : cached);
+      else {
+        missing.push(id);
+        if (!create || !likelyNew.has(id)) (toLookUp ??= []).push(id);
+      }
     }
     if (missing.length === 0) return result;
-    const toLookUp = create ? missing.filter((id) => !likelyNew.has(id)) : missing;
-    const rows = toLookUp.length > 0 ? await this.store.get(toLookUp) : [];
-    const found = new Set(rows.map((r) => r.guestId));
-    const toCreate = create ? missing.filter((id) => !found.has(id)) : [];
+    const rows = toLookUp ? await this.store.get(toLookUp) : [];
+    let toCreate = missing;
+    if (!create) toCreate = [];
+    else if (rows.length > 0) {
+      const found = new Set(rows.map((r) => r.guestId));
+      toCreate = missing.filter((id) => !found.has(id));
+    }
     if (toCreate.length > 0) {
       const at = new Date().toISOString();
-      // One draw of randomness for the whole batch (an import creates 200 keys at once).
+      // One draw of randomness for the whole batch (an import creates 200 keys at once): each key's
+      // 32 bytes, then the 12 of the IV that wraps it.
       const random = randomBytes((KEY_BYTES + IV_BYTES) * toCreate.length);
-      const slice = (i: number, at: number, length: number) => random.subarray((KEY_BYTES + IV_BYTES) * i + at, (KEY_BYTES + IV_BYTES) * i + at + length);
-      const fresh = new Map(toCreate.map((guestId, i) => [guestId, slice(i, 0, KEY_BYTES)]));
-      const made = toCreate.map((guestId, i) => this.wrap(guestId, fresh.get(guestId)!, at, slice(i, KEY_BYTES, IV_BYTES)));
+      const fresh: Buffer[] = [];
+      const made = toCreate.map((guestId, i) => {
+        const from = (KEY_BYTES + IV_BYTES) * i;
+        const key = random.subarray(from, from + KEY_BYTES);
+        fresh.push(key);
+        return this.wrap(guestId, key, at, random.subarray(from + KEY_BYTES, from + KEY_BYTES + IV_BYTES));
+      });
       const inserted = this.store.stage && !options.insertNow ? this.store.stage(made) : await this.store.insert(made);
-      for (const guestId of inserted) {
-        this.cache.set(guestId, fresh.get(guestId)!);
-        result.set(guestId, fresh.get(guestId)!);
+      let lost: string[] | undefined;
+      for (let i = 0; i < toCreate.length; i++) {
+        const guestId = toCreate[i]!;
+        if (!inserted.has(guestId)) {
+          (lost ??= []).push(guestId);
+          continue;
+        }
+        this.cache.set(guestId, fresh[i]!);
+        result.set(guestId, fresh[i]!);
       }
       // Another process inserted first, or the row was there (a tombstone, a key of an earlier
       // try): the stored row wins.
-      const lost = toCreate.filter((id) => !inserted.has(id));
-      if (lost.length > 0) rows.push(...(await this.store.get(lost)));
+      if (lost) rows.push(...(await this.store.get(lost)));
     }
     for (const row of rows) {
       const key = row.wrapped ? this.unwrap(row) : false;

@@ -202,7 +202,6 @@ async function sealAll(keys: DataKeys, appends: StreamAppend[], recent: Recently
   const ivs = randomBytes(IV_BYTES * sealedCount);
   let next = 0;
   const now = Date.now();
-  const aads = new Map<string, Buffer>();
   return appends.map((append, a) => {
     const personal = found[a];
     if (!personal) return append;
@@ -212,13 +211,16 @@ async function sealAll(keys: DataKeys, appends: StreamAppend[], recent: Recently
         const it = personal[e];
         if (!it) return event;
         const key = keyOf.get(it.owner) ?? null;
+        // `rest` is split's own new object: the sealed fields (or the erased mark) go straight into it.
         // An erased guest gets no new key: whatever a late write carried is dropped, not stored.
-        if (!key) return { ...event, data: { ...it.rest, [ERASED_MARK]: true } };
+        if (!key) {
+          it.rest[ERASED_MARK] = true;
+          return { ...event, data: it.rest };
+        }
         recent.remember(event.id, it.owner, event.data, now);
-        let aad = aads.get(it.owner);
-        if (!aad) aads.set(it.owner, (aad = Buffer.from(it.owner, 'utf8')));
         const iv = ivs.subarray(IV_BYTES * next, IV_BYTES * ++next);
-        return { ...event, data: { ...it.rest, personalData: sealFields(key, it.owner, aad, it.fields, iv) } };
+        it.rest.personalData = sealFields(key, it.owner, it.fields, iv);
+        return { ...event, data: it.rest };
       }),
     };
   });
@@ -249,20 +251,31 @@ function asSealed(append: StreamAppend): StreamAppend {
  */
 async function openEvents(keys: DataKeys, events: StoredEvent[], recent: RecentlySealed, withhold = false): Promise<StoredEvent[]> {
   let owners: Set<string> | undefined;
-  let anySealed = false;
-  for (const event of events) {
+  // What the recent seals give, by index (one look-up per event); `null` for a sealed event they do not hold.
+  let fromRecent: (Record<string, unknown> | null | undefined)[] | undefined;
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!;
     const sealed = (event.data as { personalData?: SealedPersonalData }).personalData;
     if (!sealed) continue;
-    anySealed = true;
-    if (!withhold && !recent.opened(event.id, sealed.keyId)) (owners ??= new Set()).add(sealed.keyId);
+    const opened = recent.opened(event.id, sealed.keyId) ?? null;
+    (fromRecent ??= new Array(events.length))[i] = opened;
+    if (!withhold && !opened) (owners ??= new Set()).add(sealed.keyId);
   }
-  if (!anySealed) return events;
-  const keyOf = owners ? await keys.keysFor(owners, false) : new Map<string, Buffer | null>();
-  return events.map((event) => {
-    const sealed = (event.data as { personalData?: SealedPersonalData }).personalData;
-    if (!sealed) return event;
-    const opened = recent.opened(event.id, sealed.keyId);
+  if (!fromRecent) return events;
+  let keyOf = new Map<string, Buffer | null>();
+  if (owners) {
+    keyOf = await keys.keysFor(owners, false);
+    // A guest erased while the keys were read is forgotten by the recent seals: ask them again.
+    for (let i = 0; i < events.length; i++) {
+      const opened = fromRecent[i];
+      if (opened) fromRecent[i] = recent.opened(events[i]!.id, (events[i]!.data as { personalData: SealedPersonalData }).personalData.keyId) ?? null;
+    }
+  }
+  return events.map((event, i) => {
+    const opened = fromRecent[i];
+    if (opened === undefined) return event;
     if (opened) return { ...event, data: opened };
+    const sealed = (event.data as { personalData: SealedPersonalData }).personalData;
     // Only an event that is opened (or withheld) here is copied without its sealed object.
     const { personalData: _sealed, ...rest } = event.data as { personalData?: SealedPersonalData } & Record<string, unknown>;
     if (withhold) return { ...event, data: rest };
@@ -275,8 +288,8 @@ async function openEvents(keys: DataKeys, events: StoredEvent[], recent: Recentl
 }
 
 /** AES-256-GCM; the guest id is the additional data, so a sealed value moved to another guest fails. */
-function sealFields(key: Buffer, guestId: string, aad: Buffer, fields: Record<string, unknown>, iv: Buffer): SealedPersonalData {
-  return { keyId: guestId, alg: 'A256GCM', ciphertext: sealGcm(key, iv, aad, JSON.stringify(fields)) };
+function sealFields(key: Buffer, guestId: string, fields: Record<string, unknown>, iv: Buffer): SealedPersonalData {
+  return { keyId: guestId, alg: 'A256GCM', ciphertext: sealGcm(key, iv, Buffer.from(guestId, 'utf8'), JSON.stringify(fields)) };
 }
 
 function openFields(key: Buffer, sealed: SealedPersonalData): Record<string, unknown> {
