@@ -131,6 +131,9 @@ describe('DataKeys.keysFor', () => {
       async erase(id: string, at: string) {
         rows.set(id, { guestId: id, createdAt: at, erasedAt: at });
       },
+      async oneWrappedUnder(masterKeyId: string) {
+        return [...rows.values()].find((row) => row.wrapped && row.masterKeyId === masterKeyId);
+      },
       async wrappedUnder() {
         return [];
       },
