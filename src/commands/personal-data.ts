@@ -18,7 +18,7 @@ import { guests, toGuestView } from './guests.js';
 import { handleCommands, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 import { caselessKey } from '../shared/text-key.js';
-import { normalizeId } from '../shared/ids.js';
+import { isUuid, normalizeId } from '../shared/ids.js';
 import { keepSuppressionsWithoutAddresses, suppressionOf } from './suppressions.js';
 
 /** Where files that may hold a guest's personal data live (docs/personal-data.md). */
@@ -273,7 +273,10 @@ const PERSONAL_FIELDS = new Set<string>(personalGuestFields);
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
 const kept = (key: string, item: unknown): boolean =>
-  KEPT_ID_FIELDS.has(key) || (typeof item === 'string' && !PERSONAL_FIELDS.has(key) && INSTANT.test(item));
+  KEPT_ID_FIELDS.has(key) ||
+  (typeof item === 'string' && !PERSONAL_FIELDS.has(key) && INSTANT.test(item)) ||
+  // `createdBy` defaults to the caller's User id (a GUID, which a short customId can be inside); a name written there by the caller is scrubbed as before.
+  (key === 'createdBy' && typeof item === 'string' && isUuid(item));
 
 /** Replaces every string that contains a personal value with `[erased]` (ids and times excepted); returns the document when it changed. */
 function scrubbed<T>(value: T, needles: string[]): { value: T; changed: boolean } {

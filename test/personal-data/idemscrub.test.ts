@@ -64,4 +64,22 @@ describe('erasure and stored idempotent replies', () => {
     const list = await client.call('GET', `${api}/guests/${eventId}?limit=10`);
     expect(list.status).toBe(200);
   });
+
+  it("keeps createdBy (the caller's User id) when the erased guest's customId is a piece of it", async () => {
+    const event = await client.call('POST', `${api}/event`, { title: 'Ids night', startTime: '2026-01-01T18:00:00Z', endTime: '2027-12-31T23:00:00Z' });
+    const eventId = event.body.id as string;
+    // A short CRM number that happens to be inside the caller's id (a CI run met "2026" inside one by chance).
+    const customId = String(client.id).replace(/-/g, '').slice(3, 7);
+    const created = await client.call('POST', `${api}/guest`, { eventId, firstName: 'Numa', customId });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect(created.body.createdBy).toBe(client.id);
+    const erased = await client.call('POST', `${api}/guest/${created.body.id}/erase`, { reason: 'request 8' });
+    expect(erased.status, JSON.stringify(erased.body)).toBe(200);
+    const guest = await client.call('GET', `${api}/guest/${created.body.id}`);
+    expect(guest.body.customId).toBeNull();
+    expect(guest.body.createdBy).toBe(client.id);
+    const access = await client.call('GET', `${api}/guest/${created.body.id}/personal-data`);
+    expect(access.status).toBe(200);
+    expect(JSON.stringify(access.body)).not.toContain('[erased]');
+  });
 });
