@@ -20,6 +20,7 @@ import type { Services } from './services.js';
 import { caselessKey } from '../shared/text-key.js';
 import { isUuid, normalizeId } from '../shared/ids.js';
 import { keepSuppressionsWithoutAddresses, suppressionOf } from './suppressions.js';
+import { rewriteIdempotentReplies } from './idempotent-replies.js';
 
 /** Where files that may hold a guest's personal data live (docs/personal-data.md). */
 export interface PersonalDataSettings {
@@ -272,11 +273,12 @@ const KEPT_ID_FIELDS = new Set(['_id', 'clientId', 'eventId', 'templateId', 'gue
 const PERSONAL_FIELDS = new Set<string>(personalGuestFields);
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
-const kept = (key: string, item: unknown): boolean =>
+const kept = (key: string, item: unknown, needles: string[]): boolean =>
   KEPT_ID_FIELDS.has(key) ||
   (typeof item === 'string' && !PERSONAL_FIELDS.has(key) && INSTANT.test(item)) ||
-  // `createdBy` defaults to the caller's User id (a GUID, which a short customId can be inside); a name written there by the caller is scrubbed as before.
-  (key === 'createdBy' && typeof item === 'string' && isUuid(item));
+  // A GUID anywhere (`createdBy`, the caller's User id by default; a scan's `scannedBy.id`, a team member's id) is an id a short
+  // customId can be inside by chance: it stays, unless one of the guest's values holds it whole (a CRM's GUID customId, in any case).
+  (typeof item === 'string' && isUuid(item) && !needles.some((needle) => needle.includes(caselessKey(item))));
 
 /** Replaces every string that contains a personal value with `[erased]` (ids and times excepted); returns the document when it changed. */
 function scrubbed<T>(value: T, needles: string[]): { value: T; changed: boolean } {
@@ -296,7 +298,7 @@ function scrubbed<T>(value: T, needles: string[]): { value: T; changed: boolean 
     let changed = false;
     const copy: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
-      if (kept(key, item)) {
+      if (kept(key, item, needles)) {
         copy[key] = item;
         continue;
       }
@@ -388,8 +390,6 @@ async function scrubSharedReadModels(services: Services, clientId: string, docs:
  */
 async function scrubIdempotentReplies(services: Services, clientId: string, guestIds: Set<string>, needles: string[]): Promise<void> {
   if (needles.length === 0) return;
-  const replies = services.readStore.collection<Doc & { status?: number; body?: string; bodyEncoding?: 'utf8' | 'base64' }>('idempotency_keys');
-  const ownKeys = `^${clientId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`;
   const isErasedGuest = (value: Record<string, unknown>) =>
     ['id', 'guestId', 'attendeeId'].some((field) => typeof value[field] === 'string' && guestIds.has(normalizeId(value[field] as string)));
   const scrubGuests = (value: unknown): { value: unknown; changed: boolean } => {
@@ -415,25 +415,13 @@ async function scrubIdempotentReplies(services: Services, clientId: string, gues
     }
     return { value, changed: false };
   };
-  const rewritten: { _id: string; body: string }[] = [];
-  const dropped: string[] = [];
-  for await (const reply of replies.stream({ _id: { $regex: ownKeys }, body: { $exists: true } }, { readOnly: true })) {
-    if (typeof reply.body !== 'string') continue;
-    const text = reply.bodyEncoding === 'base64' ? Buffer.from(reply.body, 'base64').toString('utf8') : reply.body;
-    if (!holdsValue(text, needles)) continue;
-    let answer: unknown;
-    try {
-      answer = JSON.parse(text);
-    } catch {
-      dropped.push(reply._id);
-      continue;
-    }
+  await rewriteIdempotentReplies(services, clientId, ({ status, text, answer }) => {
+    if (!holdsValue(text, needles)) return undefined;
+    if (answer === undefined) return 'drop';
     // An error's answer (a 409 quoting a taken customId) is words, not another guest's data: scrubbed whole.
-    const { value, changed } = (reply.status ?? 200) >= 400 ? scrubbed(answer, needles) : scrubGuests(answer);
-    if (changed) rewritten.push({ _id: reply._id, body: JSON.stringify(value) });
-  }
-  for (const { _id, body } of rewritten) await replies.updateOne(_id, { $set: { body, bodyEncoding: 'utf8' } });
-  for (const id of dropped) await replies.deleteOne(id);
+    const { value, changed } = status >= 400 ? scrubbed(answer, needles) : scrubGuests(answer);
+    return changed ? { answer: value } : undefined;
+  });
 }
 
 /**

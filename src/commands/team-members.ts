@@ -9,6 +9,7 @@ import { reservationDecider, usernameStream, type ReservationCommand } from '../
 import { checkUsernameFree, usernameClaim, withUsername } from './accounts.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
+import { rewriteIdempotentReplies } from './idempotent-replies.js';
 
 /** A team member as responses show it: the spec's fields without the password. */
 export interface TeamMemberView extends TeamMemberProfile {
@@ -178,33 +179,15 @@ export async function removeTeamMember(services: Services, context: CommandConte
  * other requests' replays.
  */
 async function forgetTeamMember(services: Services, clientId: string, doc: TeamMemberDoc): Promise<void> {
-  const replies = services.readStore.collection<IdempotencyReply>('idempotency_keys');
-  const ownKeys = `^${clientId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`;
   const id = teamMemberIdOf(doc);
-  const changed: { _id: string; body: string }[] = [];
-  for await (const reply of replies.stream({ _id: { $regex: ownKeys }, body: { $exists: true } }, { readOnly: true })) {
-    if (reply.bodyEncoding === 'base64' || typeof reply.body !== 'string') continue;
-    let answer: unknown;
-    try {
-      answer = JSON.parse(reply.body);
-    } catch {
-      continue;
-    }
-    if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) continue;
+  await rewriteIdempotentReplies(services, clientId, ({ answer }) => {
+    if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return undefined;
     const view = answer as Record<string, unknown>;
-    if (view.id !== id || view.userName !== doc.userName) continue;
+    if (view.id !== id || view.userName !== doc.userName) return undefined;
     for (const field of ['userName', 'email', 'firstName', 'lastName']) if (typeof view[field] === 'string') view[field] = '[erased]';
-    changed.push({ _id: reply._id, body: JSON.stringify(view) });
-  }
-  for (const { _id, body } of changed) await replies.updateOne(_id, { $set: { body } });
+    return { answer: view };
+  });
   await services.readStore.purgeDeleted?.();
-}
-
-/** The part of a stored idempotent reply (src/http/middleware/idempotency.ts) the removal looks at. */
-interface IdempotencyReply {
-  _id: string;
-  body?: string;
-  bodyEncoding?: 'utf8' | 'base64';
 }
 
 /**
