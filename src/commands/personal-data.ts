@@ -269,7 +269,25 @@ const lookedUp = (lookup: ScanDoc['lookup'], needles: string[]): boolean =>
  * is inside many of them: they stay, so that erasure keeps the documents' keys, their event and
  * the times that counts, funnels and the audit trail are made of (docs/personal-data.md).
  */
-const KEPT_ID_FIELDS = new Set(['_id', 'clientId', 'eventId', 'templateId', 'guestId', 'attendeeId', 'attendeeInvitationId', 'scanId']);
+const KEPT_ID_FIELDS = new Set([
+  '_id',
+  'clientId',
+  'eventId',
+  'templateId',
+  'guestId',
+  'attendeeId',
+  'attendeeInvitationId',
+  'scanId',
+  'teamMemberId',
+  'sourceEventId',
+  'configurationId',
+  // Made by machines, not from the guest: the ticket (its signed code and key id, random text a short value can be inside),
+  // the provider's message id, a keyed hash of the address.
+  'ticketCode',
+  'ticketKeyId',
+  'providerMessageId',
+  'emailKey',
+]);
 const PERSONAL_FIELDS = new Set<string>(personalGuestFields);
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
