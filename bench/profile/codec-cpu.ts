@@ -7,35 +7,16 @@
  * the codec's cost (over the same null store without it) is our code. Batches of 200 guests, a GuestRegistered and a KeyReserved each (an upsert's events).
  */
 import { randomBytes } from 'node:crypto';
-import type { EventStore, NewEvent, StoredEvent, StreamAppend } from '../../src/adapters/eventstore/port.js';
+import type { EventStore, StoredEvent, StreamAppend } from '../../src/adapters/eventstore/port.js';
 import type { KeyStore, StoredDataKey } from '../../src/adapters/keystore/port.js';
 import { DataKeys } from '../../src/personal-data/data-keys.js';
 import { sealedEventStore } from '../../src/personal-data/sealed-event-store.js';
 import { keyringOf, sealGcm } from '../../src/shared/encryption.js';
-import { newSortableId } from '../../src/shared/ids.js';
-import { guestStream } from '../../src/domain/guest.js';
+import { benchClient, guestBatch } from './guest-batches.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 20_000);
 const ROUNDS = Number(process.argv[2] ?? 5);
-const client = '7bf5afb6-3eb6-4af8-86e2-3c8beb9f0845';
-const eventId = 'fb289026-2f1f-4383-aa68-14a5e96cd52b';
-
-function batch(start: number): StreamAppend[] {
-  const metadata = { tenantId: client, actor: { type: 'client', id: client }, correlationId: newSortableId(), occurredAt: new Date().toISOString() } as unknown as NewEvent['metadata'];
-  const appends: StreamAppend[] = [];
-  for (let k = 0; k < 200; k++) {
-    const i = start + k;
-    const guestId = newSortableId();
-    const data = { guestId, eventId, clientId: client, firstName: `First${i % 997}`, lastName: `Last${i % 1009}`, email: `guest${i}@example.com`, plusOnes: i % 3, additionalInfo: 'Table 12', barcode: `BC-${i}`, customId: `crm-${i}`, createdBy: client, tags: [] };
-    appends.push({ streamName: guestStream(client, guestId), events: [{ id: newSortableId(), type: 'GuestRegistered', data, metadata }], expectedRevision: 'no_stream' });
-    appends.push({
-      streamName: `guestcustomid-${client}:${eventId}:#n1.${randomBytes(32).toString('base64url')}`,
-      events: [{ id: newSortableId(), type: 'KeyReserved', data: { ownerType: 'guest', ownerId: guestId }, metadata }],
-      expectedRevision: 'no_stream',
-    });
-  }
-  return appends;
-}
+const client = benchClient;
 
 /** Keeps the last append's events for the read back; stages every key (nothing stored). */
 function nullStores(): { inner: EventStore; keys: KeyStore; last: () => StoredEvent[] } {
@@ -65,7 +46,7 @@ function nullStores(): { inner: EventStore; keys: KeyStore; last: () => StoredEv
 async function codecRun(sealed = true): Promise<number> {
   const { inner, keys } = nullStores();
   const store = sealed ? sealedEventStore(inner, new DataKeys(keys, keyringOf([{ id: 'k', key: randomBytes(32) }]))) : inner;
-  const batches = Array.from({ length: GUESTS / 200 }, (_, b) => batch(b * 200));
+  const batches = Array.from({ length: GUESTS / 200 }, (_, b) => guestBatch(b * 200));
   const since = process.cpuUsage();
   for (const appends of batches) {
     await store.appendMany(appends);

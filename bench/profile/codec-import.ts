@@ -12,42 +12,22 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Session } from 'node:inspector/promises';
-import type { EventStore, NewEvent, StreamAppend } from '../../src/adapters/eventstore/port.js';
+import type { EventStore } from '../../src/adapters/eventstore/port.js';
 import { SqliteEventStore } from '../../src/adapters/eventstore/sqlite.js';
 import { EmbeddedKeyStore } from '../../src/adapters/keystore/embedded.js';
 import { DataKeys } from '../../src/personal-data/data-keys.js';
 import { sealedEventStore } from '../../src/personal-data/sealed-event-store.js';
 import { keyringOf } from '../../src/shared/encryption.js';
-import { newSortableId } from '../../src/shared/ids.js';
-import { guestStream } from '../../src/domain/guest.js';
+import { guestBatch } from './guest-batches.js';
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 10_000);
 const ROUNDS = Number(process.argv[2] ?? 3);
-const client = '7bf5afb6-3eb6-4af8-86e2-3c8beb9f0845';
-const eventId = 'fb289026-2f1f-4383-aa68-14a5e96cd52b';
-
-function batch(start: number): StreamAppend[] {
-  const metadata = { tenantId: client, actor: { type: 'client', id: client }, correlationId: newSortableId(), occurredAt: new Date().toISOString() } as unknown as NewEvent['metadata'];
-  const appends: StreamAppend[] = [];
-  for (let k = 0; k < 200; k++) {
-    const i = start + k;
-    const guestId = newSortableId();
-    const data = { guestId, eventId, clientId: client, firstName: `First${i % 997}`, lastName: `Last${i % 1009}`, email: `guest${i}@example.com`, plusOnes: i % 3, additionalInfo: 'Table 12', barcode: `BC-${i}`, customId: `crm-${i}`, createdBy: client, tags: [] };
-    appends.push({ streamName: guestStream(client, guestId), events: [{ id: newSortableId(), type: 'GuestRegistered', data, metadata }], expectedRevision: 'no_stream' });
-    appends.push({
-      streamName: process.env.RESERVATION_NAMES === 'legacy' ? `guestcustomid-${client}:${eventId}:crm-${i}` : `guestcustomid-${client}:${eventId}:#n1.${randomBytes(32).toString('base64url')}`,
-      events: [{ id: newSortableId(), type: 'KeyReserved', data: { ownerType: 'guest', ownerId: guestId }, metadata }],
-      expectedRevision: 'no_stream',
-    });
-  }
-  return appends;
-}
 
 async function run(sealed: boolean): Promise<number> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codec-import-'));
   const inner = new SqliteEventStore(path.join(dir, 'events.sqlite'), { synchronous: 'FULL' });
   const store: EventStore = sealed ? sealedEventStore(inner, new DataKeys(EmbeddedKeyStore.inEventStore(inner), keyringOf([{ id: 'k', key: randomBytes(32) }]))) : inner;
-  const batches = Array.from({ length: GUESTS / 200 }, (_, b) => batch(b * 200));
+  const batches = Array.from({ length: GUESTS / 200 }, (_, b) => guestBatch(b * 200));
   const subscription = store.subscribeToAll({ batchSize: 500 });
   let seen = 0;
   const consumed = (async () => {
