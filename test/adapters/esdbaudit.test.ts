@@ -6,6 +6,7 @@ import { ReadReq, ReadResp } from '@eventstore/db-client/generated/streams_pb.js
 import { StreamIdentifier, UUID } from '@eventstore/db-client/generated/shared_pb.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EsdbEventStore } from '../../src/adapters/eventstore/esdb.js';
+import { loadConfig } from '../../src/config.js';
 
 /**
  * The EventStoreDB adapter in a cluster, through the real @eventstore/db-client 6.2.1 and
@@ -143,4 +144,14 @@ describe('EventStoreDB in a cluster: reads a decision or a wait depends on go to
     const { store } = await cluster();
     expect(await within(store.endPosition())).toBe(300);
   }, 20_000);
+});
+
+describe('EVENTSTORE_MAX_APPEND_SIZE within what a server can be configured with', () => {
+  // 24.10 refuses to start with a MaxAppendSize over TFConsts.EffectiveMaxLogRecordSize (16 MiB
+  // less 10,000 bytes, ClusterVNodeOptionsValidator.cs): a larger setting here matched no server,
+  // and the adapter cut intents into parts the server would refuse.
+  it('refuses a limit no server has, and takes the largest one', () => {
+    expect(() => loadConfig({ EVENTSTORE_MAX_APPEND_SIZE: '33554432' })).toThrow(/EVENTSTORE_MAX_APPEND_SIZE must be at least 65536 and at most 16767216/);
+    expect(loadConfig({ EVENTSTORE_MAX_APPEND_SIZE: '16767216' }).eventStoreMaxAppendBytes).toBe(16_767_216);
+  });
 });
