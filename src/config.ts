@@ -263,7 +263,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR || './data'),
     logLevel: env.LOG_LEVEL || 'info',
     eventStoreUrl: env.EVENTSTORE_URL || undefined,
-    eventStoreMaxAppendBytes: int('EVENTSTORE_MAX_APPEND_SIZE', 1_048_576, { min: 65_536, why: "bytes; the server's default is 1048576" }),
+    // The server refuses to start with a MaxAppendSize over its largest record, 16 MiB less
+    // 10,000 bytes (ClusterVNodeOptionsValidator.cs, TFConsts.EffectiveMaxLogRecordSize, 24.10).
+    eventStoreMaxAppendBytes: int('EVENTSTORE_MAX_APPEND_SIZE', 1_048_576, { min: 65_536, max: 16_767_216, why: "bytes; the server's default is 1048576, its largest 16767216" }),
     mongoUrl: env.MONGO_URL || undefined,
     mongoDb: env.MONGO_DB || 'checkin',
     kafkaBrokers: env.KAFKA_BROKERS ? env.KAFKA_BROKERS.split(',').map((b) => b.trim()) : undefined,

@@ -156,6 +156,34 @@ export function toPortError(error: unknown, what: string): unknown {
 
 class ReadDeadlineError extends Error {}
 
+/**
+ * Options of every read a decision or a wait depends on: the leader answers it, or the node
+ * refuses with NotLeader and the leader's address. Without it a follower serves the read from
+ * its own copy, which can lag behind an append the leader already acknowledged, and the 6.x
+ * client never leaves a node that became a follower: that node forwards appends to the leader
+ * (ClusterVNodeController.cs, HandleAsNonLeader of WriteEvents, 24.10) and serves reads, so no
+ * call fails and nothing makes the client look for the leader again (Client/index.ts,
+ * shouldReconnect: only NotLeader, Unavailable and Cancelled).
+ */
+const onLeader = { requiresLeader: true } as const;
+
+const isNotLeader = (error: unknown): boolean => (error as { type?: string } | undefined)?.type === ErrorType.NOT_LEADER;
+
+/**
+ * Runs a read once more when the node refused it as not the leader: the client, handling that
+ * refusal, closed its channel and connects the next call to the leader the error named
+ * (Client/index.ts, handleError), which it has done once the current turn of the event loop is over.
+ */
+async function readOnLeader<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (!isNotLeader(error)) throw error;
+    await new Promise((resolve) => setImmediate(resolve));
+    return read();
+  }
+}
+
 export interface EsdbOptions {
   /** Deadline of one read (a stream, a page of $all); the client's own reads have none. */
   readDeadlineMs?: number;
@@ -233,8 +261,11 @@ export class EsdbEventStore implements EventStore {
   private async streamMetadata(streamName: string): Promise<StreamMetadata | undefined> {
     let last: ResolvedEvent | undefined;
     try {
-      const read = this.client.readStream(`$$${streamName}`, { direction: BACKWARDS, fromRevision: END, maxCount: 1 });
-      await this.drain(read, `read the metadata of ${streamName}`, (resolved) => void (last = resolved));
+      await readOnLeader(async () => {
+        last = undefined;
+        const read = this.client.readStream(`$$${streamName}`, { direction: BACKWARDS, fromRevision: END, maxCount: 1, ...onLeader });
+        await this.drain(read, `read the metadata of ${streamName}`, (resolved) => void (last = resolved));
+      });
     } catch (error) {
       if (error instanceof StreamNotFoundError) return undefined;
       throw error;
@@ -308,22 +339,25 @@ export class EsdbEventStore implements EventStore {
 
   async readStream(streamName: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
     const backwards = options.direction === 'backwards';
-    const events: StoredEvent[] = [];
     try {
-      const read = this.client.readStream(streamName, {
-        direction: backwards ? BACKWARDS : FORWARDS,
-        fromRevision: options.fromRevision !== undefined ? BigInt(options.fromRevision) : backwards ? END : START,
-        ...(options.maxCount !== undefined ? { maxCount: options.maxCount } : {}),
-      });
-      await this.drain(read, `read ${streamName}`, (resolved) => {
-        const recorded = resolved.event as Recorded | undefined;
-        if (recorded) events.push(toStored(recorded, Number(recorded.position?.commit ?? -1)));
+      return await readOnLeader(async () => {
+        const events: StoredEvent[] = [];
+        const read = this.client.readStream(streamName, {
+          direction: backwards ? BACKWARDS : FORWARDS,
+          fromRevision: options.fromRevision !== undefined ? BigInt(options.fromRevision) : backwards ? END : START,
+          ...(options.maxCount !== undefined ? { maxCount: options.maxCount } : {}),
+          ...onLeader,
+        });
+        await this.drain(read, `read ${streamName}`, (resolved) => {
+          const recorded = resolved.event as Recorded | undefined;
+          if (recorded) events.push(toStored(recorded, Number(recorded.position?.commit ?? -1)));
+        });
+        return events;
       });
     } catch (error) {
       if (error instanceof StreamNotFoundError) return [];
       throw toPortError(error, `read ${streamName}`);
     }
-    return events;
   }
 
   /**
@@ -340,27 +374,32 @@ export class EsdbEventStore implements EventStore {
       let found = -1;
       let count = 0;
       const start = below;
+      const startFrom = from;
       try {
-        const read = this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: pageSize });
-        await this.drain(
-          read,
-          'read the head of $all',
-          (resolved) => {
-            count += 1;
-            const recorded = resolved.event;
-            if (!recorded?.position) return;
-            const position = Number(recorded.position.commit);
-            if (position >= below) return;
-            below = position;
-            from = recorded.position;
-            const event = { streamName: recorded.streamId, type: recorded.type };
-            if (!isSystemEvent(event) && matchesFilter(event, filter)) {
-              found = position;
-              return false;
-            }
-          },
-          deadlineMs,
-        );
+        await readOnLeader(async () => {
+          // A page read again on the leader starts over.
+          [found, count, below, from] = [-1, 0, start, startFrom];
+          const read = this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: pageSize, ...onLeader });
+          await this.drain(
+            read,
+            'read the head of $all',
+            (resolved) => {
+              count += 1;
+              const recorded = resolved.event;
+              if (!recorded?.position) return;
+              const position = Number(recorded.position.commit);
+              if (position >= below) return;
+              below = position;
+              from = recorded.position;
+              const event = { streamName: recorded.streamId, type: recorded.type };
+              if (!isSystemEvent(event) && matchesFilter(event, filter)) {
+                found = position;
+                return false;
+              }
+            },
+            deadlineMs,
+          );
+        });
       } catch (error) {
         throw toPortError(error, 'read the head of $all');
       }
@@ -373,11 +412,13 @@ export class EsdbEventStore implements EventStore {
   async endPosition(deadlineMs = this.readDeadlineMs): Promise<number> {
     let end = -1;
     try {
-      const read = this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 });
-      await this.drain(read, 'read the end of $all', (resolved) => {
-        if (resolved.event?.position) end = Number(resolved.event.position.commit);
-        return false;
-      }, deadlineMs);
+      await readOnLeader(async () => {
+        const read = this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, ...onLeader });
+        await this.drain(read, 'read the end of $all', (resolved) => {
+          if (resolved.event?.position) end = Number(resolved.event.position.commit);
+          return false;
+        }, deadlineMs);
+      });
     } catch (error) {
       throw toPortError(error, 'read the end of $all');
     }

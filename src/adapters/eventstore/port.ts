@@ -26,8 +26,9 @@ export interface EventMetadata {
 export interface NewEvent<Type extends string = string, Data = Record<string, unknown>> {
   /**
    * Event id (UUID). A re-append of an already stored id with the same expected revision (or
-   * `no_stream`) is a no-op on every store, durably; with `any` EventStoreDB only remembers
-   * recent ids in memory. A retry decided at a later revision must check the stream first
+   * `no_stream`) is a no-op on every store, durably; with `any` or `stream_exists` EventStoreDB
+   * only remembers recent ids in memory (a cache of 8 MiB, emptied by a restart: IndexWriter.cs
+   * `CheckCommit`, 24.10). A retry decided at a later revision must check the stream first
    * (the command loop does: HandleOptions.eventIds).
    */
   id: string;
