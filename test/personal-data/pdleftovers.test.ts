@@ -1,10 +1,11 @@
 /**
  * Personal data left over (docs/personal-data.md): the log lines of an email that could not be
- * built hold no guest's values, whatever the failing library quoted.
+ * built hold no guest's values, whatever the failing library quoted; a removed team member's user
+ * name is not answered about its scans, nor kept in the scans and statistics documents.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startTestService, type TestService } from '../support/service.js';
+import { createClient, newEvent, passwordToken, request, startTestService, type TestService } from '../support/service.js';
 import { commsSetup, until } from '../support/flows.js';
 import { loggedLines } from '../support/log-lines.js';
 
@@ -78,5 +79,82 @@ describe('an email that could not be built is logged without the guest', () => {
     const built = lines.find((line) => line.msg === 'the invitation email could not be built' && line.invitationId === id);
     expect(JSON.stringify(built)).toContain('cannot encode');
     expectNoValueLogged(guest);
+  });
+});
+
+describe('a removed team member’s user name leaves the answers about its scans', () => {
+  const api = '/checkin/v1/api';
+  const doorPassword = 'north gate scanner 7';
+
+  it('team statistics, the scans list, a guest’s history and its personal-data answer keep the id and say [erased], also after an annulment and a rebuild', async () => {
+    const client = await createClient(service);
+    const eventId = await newEvent(client);
+    const id = `door-${tag}`;
+    const userName = `dora.${tag}@staff.example`;
+    const created = await client.call('POST', `${api}/teammember`, { id, userName, email: `mail.${tag}@staff.example`, password: doorPassword });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const token = await passwordToken(service.url, userName, doorPassword);
+    const door = (method: string, pathname: string, body?: unknown) =>
+      request(service.url, method, pathname, body, { authorization: `Bearer ${token}`, 'ocp-apim-subscription-key': client.subscriptionKey });
+    const guests: string[] = [];
+    for (const firstName of ['Ada', 'Bea']) {
+      const guest = await client.call('POST', `${api}/guest`, { eventId, firstName });
+      guests.push(guest.body.id);
+      expect((await door('POST', `${api}/guests/${eventId}/checkin`, { guestId: guest.body.id })).body.result).toBe('admitted');
+    }
+    // The client's own scan keeps its name.
+    const own = await client.call('POST', `${api}/guest`, { eventId, firstName: 'Cy' });
+    expect((await client.call('POST', `${api}/guests/${eventId}/checkin`, { guestId: own.body.id })).body.result).toBe('admitted');
+    const before = await client.call('GET', `${api}/team/event/${eventId}`);
+    expect(before.body).toEqual(expect.arrayContaining([expect.objectContaining({ teamMemberId: id, username: userName, checkedIn: 2 })]));
+
+    expect((await client.call('DELETE', `${api}/teammember/${id}`)).status).toBe(204);
+    // An annulment after the removal names the removed scanner: it must not write the name back.
+    const undone = await client.call('POST', `${api}/guests/${eventId}/checkin/undo`, { guestId: guests[1] });
+    expect(undone.status, JSON.stringify(undone.body)).toBe(200);
+
+    const answers = async () => {
+      const stats = await client.call('GET', `${api}/team/event/${eventId}`);
+      const scans = await client.call('GET', `${api}/event/${eventId}/scans`);
+      const history = await client.call('GET', `${api}/guest/${guests[0]}/history`);
+      const personal = await client.call('GET', `${api}/guest/${guests[0]}/personal-data`);
+      for (const reply of [stats, scans, history, personal]) expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      return { stats: stats.body, scans: scans.body, history: history.body, personal: personal.body };
+    };
+    const check = async (when: string) => {
+      const { stats, scans, history, personal } = await answers();
+      expect(stats, when).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ teamMemberId: id, username: '[erased]', checkedIn: 1 }),
+          expect.objectContaining({ teamMemberId: client.id, username: client.email, checkedIn: 1 }),
+        ]),
+      );
+      const byMember = scans.items.filter((scan: { scannedBy: { id: string } }) => scan.scannedBy.id === id);
+      expect(byMember, when).toHaveLength(2);
+      for (const scan of byMember) expect(scan.scannedBy, when).toEqual({ id, username: '[erased]' });
+      expect(scans.items.find((scan: { scannedBy: { id: string } }) => scan.scannedBy.id === client.id).scannedBy.username).toBe(client.email);
+      expect(history.events.find((e: { type: string }) => e.type === 'GuestAdmitted').data.scannedBy, when).toEqual({ id, username: '[erased]' });
+      expect(personal.scans[0].scannedBy, when).toEqual({ id, username: '[erased]' });
+      for (const answer of [stats, scans, history, personal]) expect(JSON.stringify(answer), when).not.toContain(userName);
+    };
+    await check('after the removal');
+    // The stored documents too (the events keep the name: a rebuild writes it back, the answers still say [erased]).
+    const stored = [];
+    for (const name of ['scans', 'team_stats']) {
+      for await (const doc of service.platform.readStore.collection(name).stream({ clientId: client.id, eventId }, { readOnly: true })) stored.push(doc);
+    }
+    expect(stored.length).toBeGreaterThan(3);
+    expect(JSON.stringify(stored)).not.toContain(userName);
+    await service.runner!.rebuild([]);
+    await check('after a rebuild');
+
+    // Registered again under its id (a new password): its scans are its own again, under its name.
+    expect((await client.call('POST', `${api}/teammember`, { id, userName, email: `mail.${tag}@staff.example`, password: 'a brand new door passphrase' })).status).toBe(200);
+    const { stats, scans } = await answers();
+    expect(stats).toEqual(expect.arrayContaining([expect.objectContaining({ teamMemberId: id, username: userName })]));
+    expect(scans.items.filter((scan: { scannedBy: { id: string } }) => scan.scannedBy.id === id).map((scan: { scannedBy: unknown }) => scan.scannedBy)).toEqual([
+      { id, username: userName },
+      { id, username: userName },
+    ]);
   });
 });
