@@ -1,4 +1,5 @@
 import type { EventStore, StoredEvent } from '../adapters/eventstore/port.js';
+import { withoutRemovedScanners } from './removed-scanners.js';
 import { decodeCursor, encodeCursor, InvalidCursorError, type SortKey } from '../adapters/readstore/cursor.js';
 import { DomainError } from '../domain/decider.js';
 import { guestDecider, type GuestEvent } from '../domain/guest.js';
@@ -233,7 +234,8 @@ export async function guestHistory(services: Services, clientId: string, idOrCus
     if (wanted) page.push(event);
   }
 
-  const history = page.map((e) => ({
+  // A removed team member's user name is not answered (docs/personal-data.md, "Team members and account users").
+  const history = await withoutRemovedScanners(services, clientId, page.map((e) => ({
     type: e.type,
     stream: e.streamName,
     at: e.metadata.occurredAt,
@@ -243,7 +245,7 @@ export async function guestHistory(services: Services, clientId: string, idOrCus
     correlationId: e.metadata.correlationId,
     ...(e.metadata.requestId ? { requestId: e.metadata.requestId } : {}),
     data: e.data,
-  }));
+  })));
   let nextCursor: string | undefined;
   if (more) {
     const next: (number | null)[] = Array.from({ length: invitations.length + 1 }, () => null);

@@ -1,4 +1,5 @@
 import type { Filter } from '../adapters/readstore/port.js';
+import { isRemoved, removedScannerName, withoutRemovedScanners } from './removed-scanners.js';
 import { INT32_MAX } from '../domain/guest.js';
 import { eventKey, getEvent } from './events.js';
 import { timeZoneOf } from './export.js';
@@ -103,7 +104,7 @@ export async function listScans(
     { clientId, eventId, ...(query.result ? { result: query.result } : {}) },
     { sort: { at: -1 }, limit: query.limit, ...(query.cursor ? { cursor: query.cursor } : {}) },
   );
-  const items = page.items.map(({ _id, clientId: _c, ...scan }) => ({ scanId: _id, ...scan }));
+  const items = await withoutRemovedScanners(services, clientId, page.items.map(({ _id, clientId: _c, ...scan }) => ({ scanId: _id, ...scan })));
   return { items, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
 }
 
@@ -139,8 +140,10 @@ export async function teamStats(services: Services, clientId: string, eventId: s
     const account = await services.readStore.collection<AccountDoc>('accounts').get(clientId, { readOnly: true });
     if (account) docs.set(clientId, { ...own, username: account.userName });
   }
+  const current = new Set<string>([clientId]);
   for await (const member of services.readStore.collection<TeamMemberDoc>('team_members').stream({ clientId })) {
     const teamMemberId = teamMemberIdOf(member);
+    current.add(teamMemberId);
     const scanned = docs.get(teamMemberId);
     // A team member removed and created anew under its id may have another name: the row shows the current one.
     docs.set(
@@ -150,6 +153,8 @@ export async function teamStats(services: Services, clientId: string, eventId: s
         : { _id: `${eventId}:${teamMemberId}`, eventId, clientId, teamMemberId, username: member.userName, checkedIn: 0, checkedOut: 0 },
     );
   }
+  // A removed team member's row stays counted under its id, without its user name (a rebuild writes the name back from the events).
+  for (const [id, doc] of docs) if (!current.has(id) && doc.username !== removedScannerName && (await isRemoved(services, clientId, id))) docs.set(id, { ...doc, username: removedScannerName });
   // The spec types these counts int32: a group of int32-max plus ones would overflow a client's int, so a count stops there.
   const int32 = (count: number) => Math.min(count, INT32_MAX);
   // By username without regard to case, as the team member list sorts (userNameLower, by code point as

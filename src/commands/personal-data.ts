@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { withoutRemovedScanners } from './removed-scanners.js';
 import path from 'node:path';
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { Doc } from '../adapters/readstore/port.js';
@@ -585,8 +586,8 @@ export async function personalDataOf(services: Services, clientId: string, idOrC
     guest: toGuestView(doc),
     invitations: invitations.map(({ _id, clientId: _c, ...invitation }) => ({ attendeeInvitationId: _id, ...invitation })),
     commsEvents: await commsEventsOf(services, clientId, guestId),
-    scans: scans.map(scanView),
-    unmatchedScans: unmatchedScans.map(scanView),
+    scans: await withoutRemovedScanners(services, clientId, scans.map(scanView)),
+    unmatchedScans: await withoutRemovedScanners(services, clientId, unmatchedScans.map(scanView)),
     suppressions: await suppressionsOf(services, clientId, emails),
     // Issue 16: the guest's valid signed ticket code, or null when it has none.
     ticketCode: ticketCodeOf(guestEvents),

@@ -10,6 +10,7 @@ import { checkUsernameFree, usernameClaim, withUsername } from './accounts.js';
 import { handleCommands, lastPosition, type BatchItem, type CommandContext } from './handle-command.js';
 import type { Services } from './services.js';
 import { rewriteIdempotentReplies } from './idempotent-replies.js';
+import { forgetScannerName } from './removed-scanners.js';
 
 /** A team member as responses show it: the spec's fields without the password. */
 export interface TeamMemberView extends TeamMemberProfile {
@@ -173,7 +174,8 @@ export async function removeTeamMember(services: Services, context: CommandConte
  * and account users"): the events' copy went with the registration's data key (the codec deletes
  * it as TeamMemberRemoved is stored), the `team_members` document with the projection. Here the
  * stored idempotent reply of its create (kept 24 h), whose `userName`, `email`, `firstName` and
- * `lastName` become `[erased]` (a retry then answers that, and creates nothing), and the deleted
+ * `lastName` become `[erased]` (a retry then answers that, and creates nothing), its user name in
+ * its scans and statistics (forgetScannerName: the ids and counts stay), and the deleted
  * document's bytes in the embedded store's free pages and WAL. Only a reply that is this team
  * member (its id and user name) is touched: searching every reply for a short name would spoil
  * other requests' replays.
@@ -187,6 +189,7 @@ async function forgetTeamMember(services: Services, clientId: string, doc: TeamM
     for (const field of ['userName', 'email', 'firstName', 'lastName']) if (typeof view[field] === 'string') view[field] = '[erased]';
     return { answer: view };
   });
+  await forgetScannerName(services, clientId, id);
   await services.readStore.purgeDeleted?.();
 }
 

@@ -192,7 +192,7 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
           restored.admitted ? {} : { $unset: { admitted: '' } },
         ),
         { kind: 'update', collection: 'scans', id: d.scanId, update: { $set: { annulled: true, annulledAt: d.at } } },
-        ...teamStatsOps(event, d.scannedBy, { checkedIn: -d.people }, d.admittedAt, -d.people),
+        ...teamStatsOps(event, d.scannedBy, { checkedIn: -d.people }, d.admittedAt, -d.people, false),
         // Annulments recorded before gate and device were carried on them cannot be taken off those counts.
         eventStatsOp(event, { annulled: 1, ...(d.admittedVia ? admissionCounts({ ...d.admittedVia, people: d.people }, -1) : {}) }),
       ];
@@ -269,7 +269,7 @@ function exitGainOps(event: ScanEvent, exit: ClosedExit): WriteOp[] {
   if (exit.people === 0) return [];
   return [
     { kind: 'update', collection: 'scans', id: exit.scanId, update: { $inc: { people: exit.people } } },
-    ...teamStatsOps(event, exit.scannedBy, { checkedOut: exit.people }),
+    ...teamStatsOps(event, exit.scannedBy, { checkedOut: exit.people }, undefined, undefined, false),
   ];
 }
 
@@ -320,8 +320,15 @@ function teamStatsOps(
   inc: { checkedIn?: number; checkedOut?: number },
   activityAt?: string,
   activityPeople?: number,
+  /**
+   * false: a later event about an earlier scan (an annulment, a check-out's gain) names that scan's
+   * scanner, who may have been removed since and its name taken out of the row
+   * (src/commands/removed-scanners.ts): it counts without writing the name back.
+   */
+  ownScan = true,
 ): WriteOp[] {
   const minute = activityAt ? Math.floor(Date.parse(activityAt) / 60_000) : undefined;
+  const ids = { eventId: event.data.eventId, clientId: event.metadata.tenantId, teamMemberId: scannedBy.id };
   return [
     {
       kind: 'update',
@@ -329,7 +336,7 @@ function teamStatsOps(
       id: `${exactKey(event.metadata.tenantId, event.data.eventId)}:${encodeURIComponent(scannedBy.id)}`,
       upsert: true,
       update: {
-        $set: { eventId: event.data.eventId, clientId: event.metadata.tenantId, teamMemberId: scannedBy.id, username: scannedBy.username },
+        ...(ownScan ? { $set: { ...ids, username: scannedBy.username } } : { $set: ids, $setOnInsert: { username: scannedBy.username } }),
         $inc: {
           checkedIn: inc.checkedIn ?? 0,
           checkedOut: inc.checkedOut ?? 0,

@@ -314,7 +314,7 @@ export class SendWorker implements Worker {
   }
 
   private async recordFailure(invitationId: string, clientId: string, attempt: number, error: unknown, personal: readonly string[]): Promise<void> {
-    if (!(error instanceof MailerError)) this.logger.error({ err: error, invitationId }, 'the invitation email could not be built');
+    if (!(error instanceof MailerError)) this.logger.error({ err: loggedBuildError(error, personal), invitationId }, 'the invitation email could not be built');
     const { retryAfterMs, ...failure } = attemptFailure(error);
     const state = await this.load(invitationId);
     const holds = state.status === 'none' ? 0 : (state.credentialHolds ?? 0);
@@ -424,7 +424,15 @@ export class SendWorker implements Worker {
     // Spec: while the custom domain is enabled sends come from it; otherwise from the default address.
     const customAddress = await enabledSendingAddress(this.services, ids.clientId);
     const sender = customAddress ? { ...this.settings.sender, address: customAddress } : this.settings.sender;
-    const message = await invitationMessage(parts, sender);
+    let message: MailMessage;
+    try {
+      message = await invitationMessage(parts, sender);
+    } catch (error) {
+      // Building is pure (merge, code images): trying again builds the same. Before, such an error
+      // was retried every 5 s for ever, each time logged whole by the queue.
+      this.logger.error({ err: loggedBuildError(error, personal), invitationId: ids.attendeeInvitationId }, 'the invitation email could not be built');
+      return { refuse: 'render_failed', error: `the email could not be built: ${(error as Error).message}`, personal };
+    }
     // Checked after merging: a guest's own data in a link (href="{{additionalInfo}}") must pass too.
     const unsafe = unsafeLinks(message.html, this.settings.linkPolicy);
     if (unsafe.length > 0) return { refuse: 'spam_check_failed', error: unsafe.map((u) => `${u.url}: ${u.reason}`).join('; '), personal };
@@ -514,6 +522,22 @@ export function withoutValues(text: string, values: readonly string[]): string {
   // Longest first, so a value inside another is not left half-redacted.
   const pattern = [...forms].sort((a, b) => b.length - a.length).map((form) => form.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
   return pattern ? text.replace(new RegExp(pattern, 'gi'), '[Redacted]') : text;
+}
+
+/**
+ * An error of building an email (merge, code images, the PDF), as a log line may hold it: a new
+ * Error with the name, and the message and stack without email addresses and the guest's values
+ * (withoutValues). The libraries that build may quote what they were given, which is the guest's
+ * merged data; the error's other properties (a library's `cause`, its input) are left out, since
+ * pino's serializer would write them whole. The error itself stays in the invitation, sealed.
+ */
+export function loggedBuildError(error: unknown, personal: readonly string[]): Error {
+  const clean = (text: string) => withoutValues(withoutAddresses(text), personal);
+  const original = error instanceof Error ? error : new Error(String(error));
+  const logged = new Error(clean(original.message));
+  logged.name = original.name;
+  logged.stack = original.stack === undefined ? undefined : clean(original.stack);
+  return logged;
 }
 
 /** Email addresses in a text replaced by `[Redacted]` (src/shared/redaction.ts). */
