@@ -1,5 +1,4 @@
 import type { EventStore, StoredEvent } from '../adapters/eventstore/port.js';
-import { withoutRemovedScanners } from './removed-scanners.js';
 import { decodeCursor, encodeCursor, InvalidCursorError, type SortKey } from '../adapters/readstore/cursor.js';
 import { DomainError } from '../domain/decider.js';
 import { guestDecider, type GuestEvent } from '../domain/guest.js';
@@ -7,6 +6,7 @@ import { invitationStream } from '../domain/invitation.js';
 import { guestIdOf, guestStreamOf } from '../projections/guests.js';
 import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import type { Services } from './services.js';
+import { withoutRemovedScanners } from './removed-scanners.js';
 
 /**
  * Audit: the history of one guest (docs/guests.md, "History for auditors"), a page at a time.

@@ -1,5 +1,4 @@
 import type { Filter } from '../adapters/readstore/port.js';
-import { isRemoved, removedScannerName, withoutRemovedScanners } from './removed-scanners.js';
 import { INT32_MAX } from '../domain/guest.js';
 import { eventKey, getEvent } from './events.js';
 import { timeZoneOf } from './export.js';
@@ -10,6 +9,7 @@ import type { GuestDoc, ScanDoc } from '../projections/guests.js';
 import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
 import { caselessKey } from '../shared/text-key.js';
 import { compareStrings } from '../shared/text-order.js';
+import { isRemoved, removedScannerName, withoutRemovedScanners } from './removed-scanners.js';
 
 /** A literal text as a case-insensitive regex: the caller's text is never a pattern. */
 const literal = (text: string) => ({ $regex: text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), $options: 'i' });

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import { withoutRemovedScanners } from './removed-scanners.js';
 import path from 'node:path';
 import type { StoredEvent } from '../adapters/eventstore/port.js';
 import type { Doc } from '../adapters/readstore/port.js';
@@ -22,6 +21,7 @@ import { caselessKey } from '../shared/text-key.js';
 import { isUuid, normalizeId } from '../shared/ids.js';
 import { keepSuppressionsWithoutAddresses, suppressionOf } from './suppressions.js';
 import { rewriteIdempotentReplies } from './idempotent-replies.js';
+import { withoutRemovedScanners } from './removed-scanners.js';
 
 /** Where files that may hold a guest's personal data live (docs/personal-data.md). */
 export interface PersonalDataSettings {
