@@ -289,25 +289,27 @@ const KEPT_ID_FIELDS = new Set([
   'providerMessageId',
   'emailKey',
 ]);
+/** The delivery log also keeps each attempt's `url`: the client's own endpoint, which a short value (its port) can be inside. */
+const DELIVERY_LOG_KEPT = new Set([...KEPT_ID_FIELDS, 'url']);
 const PERSONAL_FIELDS = new Set<string>(personalGuestFields);
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
-const kept = (key: string, item: unknown, needles: string[]): boolean =>
-  KEPT_ID_FIELDS.has(key) ||
+const kept = (key: string, item: unknown, needles: string[], keep: ReadonlySet<string>): boolean =>
+  keep.has(key) ||
   (typeof item === 'string' && !PERSONAL_FIELDS.has(key) && INSTANT.test(item)) ||
   // A GUID anywhere (`createdBy`, the caller's User id by default; a scan's `scannedBy.id`, a team member's id) is an id a short
   // customId can be inside by chance: it stays, unless one of the guest's values holds it whole (a CRM's GUID customId, in any case).
   (typeof item === 'string' && isUuid(item) && !needles.some((needle) => needle.includes(caselessKey(item))));
 
 /** Replaces every string that contains a personal value with `[erased]` (ids and times excepted); returns the document when it changed. */
-function scrubbed<T>(value: T, needles: string[]): { value: T; changed: boolean } {
+function scrubbed<T>(value: T, needles: string[], keep: ReadonlySet<string> = KEPT_ID_FIELDS): { value: T; changed: boolean } {
   if (typeof value === 'string') {
     return holdsValue(value, needles) ? { value: ERASED_TEXT as T, changed: true } : { value, changed: false };
   }
   if (Array.isArray(value)) {
     let changed = false;
     const items = value.map((item) => {
-      const r = scrubbed(item, needles);
+      const r = scrubbed(item, needles, keep);
       changed ||= r.changed;
       return r.value;
     });
@@ -317,11 +319,11 @@ function scrubbed<T>(value: T, needles: string[]): { value: T; changed: boolean 
     let changed = false;
     const copy: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
-      if (kept(key, item, needles)) {
+      if (kept(key, item, needles, keep)) {
         copy[key] = item;
         continue;
       }
-      const r = scrubbed(item, needles);
+      const r = scrubbed(item, needles, keep);
       changed ||= r.changed;
       copy[key] = r.value;
     }
@@ -331,12 +333,12 @@ function scrubbed<T>(value: T, needles: string[]): { value: T; changed: boolean 
 }
 
 /** Replaces the matching documents of a collection with their scrubbed copies. */
-async function scrubCollection(services: Services, name: string, filter: Record<string, unknown>, needles: string[]): Promise<void> {
+async function scrubCollection(services: Services, name: string, filter: Record<string, unknown>, needles: string[], keep: ReadonlySet<string> = KEPT_ID_FIELDS): Promise<void> {
   if (needles.length === 0) return;
   const collection = services.readStore.collection<Doc>(name);
   const changes: Doc[] = [];
   for await (const found of collection.stream(filter, { readOnly: true })) {
-    const { value, changed } = scrubbed(found, needles);
+    const { value, changed } = scrubbed(found, needles, keep);
     if (changed) changes.push(value);
   }
   for (const { _id, ...rest } of changes) await collection.replaceOne(_id, rest);
@@ -390,7 +392,7 @@ async function scrubScanBlockReasons(services: Services, clientId: string, guest
  */
 async function scrubSharedReadModels(services: Services, clientId: string, docs: GuestDoc[], values: PersonalValues, at: string): Promise<void> {
   for (const eventId of new Set(docs.map((d) => d.eventId))) await eraseUnmatchedScans(services, clientId, eventId, values.needles, at);
-  await scrubCollection(services, 'webhook_deliveries', { clientId }, values.needles);
+  await scrubCollection(services, 'webhook_deliveries', { clientId }, values.needles, DELIVERY_LOG_KEPT);
   await scrubIdempotentReplies(services, clientId, new Set(docs.map((d) => normalizeId(guestIdOf(d)))), values.needles);
   // The addresses stay suppressed, by their keyed hash only: another guest of the client may have one (docs/personal-data.md).
   await keepSuppressionsWithoutAddresses(services, clientId, values.emails);

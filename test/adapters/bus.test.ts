@@ -29,7 +29,7 @@ const openEmbedded = (file = path.join(dir, 'bus.sqlite')): EmbeddedBus => {
 
 busContract('embedded', async () => openEmbedded());
 
-async function eventually(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+async function eventually(condition: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -51,9 +51,9 @@ describe('subscribers served from the rows just committed', () => {
       const store = n % 2 === 0 ? here : there;
       await store.append(`s-${n}`, [event('Happened', n), event('Happened', n)], 'no_stream');
       // Let the subscriber catch up on this process's rows, so the next read starts at a gap.
-      if (store === here) await vi.waitFor(() => expect(subscriber.seen.length).toBeGreaterThanOrEqual(2 * n + 2), { timeout: 10_000 });
+      if (store === here) await vi.waitFor(() => expect(subscriber.seen.length).toBeGreaterThanOrEqual(2 * n + 2), { timeout: 60_000 });
     }
-    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(12), { timeout: 10_000 });
+    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(12), { timeout: 60_000 });
     const table = await here.readStream('s-0');
     expect(table).toHaveLength(2);
     expect(summary(subscriber.seen)).toEqual(Array.from({ length: 12 }, (_, i) => `${i + 1}:s-${Math.floor(i / 2)}:${Math.floor(i / 2)}`));
@@ -73,7 +73,7 @@ describe('subscribers served from the rows just committed', () => {
     expect(second.status).toBe('rejected');
     expect(third.status).toBe('fulfilled');
     await store.append('c', [event('Happened', 4)], 'no_stream');
-    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(3), { timeout: 10_000 });
+    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(3), { timeout: 60_000 });
     expect(summary(subscriber.seen)).toEqual(['1:a:1', '2:b:3', '3:c:4']);
     await subscriber.stop();
   });
@@ -83,8 +83,8 @@ describe('subscribers served from the rows just committed', () => {
     const guests = collectSubscription(store, { filter: { streamPrefixes: ['guest-'] } });
     const all = collectSubscription(store);
     for (let n = 0; n < 4; n++) await store.append(n % 2 === 0 ? `guest-${n}` : `event-${n}`, [event('Happened', n)], 'no_stream');
-    await vi.waitFor(() => expect(all.seen).toHaveLength(4), { timeout: 10_000 });
-    await vi.waitFor(() => expect(summary(guests.seen)).toEqual(['1:guest-0:0', '3:guest-2:2']), { timeout: 10_000 });
+    await vi.waitFor(() => expect(all.seen).toHaveLength(4), { timeout: 60_000 });
+    await vi.waitFor(() => expect(summary(guests.seen)).toEqual(['1:guest-0:0', '3:guest-2:2']), { timeout: 60_000 });
     await guests.stop();
     await all.stop();
   });
@@ -98,7 +98,7 @@ describe('subscribers served from the rows just committed', () => {
     here.expectAnnouncements();
     const subscriber = collectSubscription(here);
     for (let n = 0; n < 8; n++) await (n % 3 === 1 ? there : here).append(`s-${n}`, [event('Happened', n), event('Happened', n)], 'no_stream');
-    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(16), { timeout: 10_000 });
+    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(16), { timeout: 60_000 });
     expect(summary(subscriber.seen)).toEqual(Array.from({ length: 16 }, (_, i) => `${i + 1}:s-${Math.floor(i / 2)}:${Math.floor(i / 2)}`));
     await subscriber.stop();
   });
@@ -114,9 +114,9 @@ describe('a store told to expect announcements', () => {
     for (let n = 0; n < 6; n++) {
       const store = n % 2 === 0 ? here : elsewhere;
       await store.append(`s-${n}`, [event('Happened', n), event('Happened', n)], 'no_stream');
-      if (store === here) await vi.waitFor(() => expect(subscriber.seen.length).toBeGreaterThanOrEqual(2 * n + 2), { timeout: 10_000 });
+      if (store === here) await vi.waitFor(() => expect(subscriber.seen.length).toBeGreaterThanOrEqual(2 * n + 2), { timeout: 60_000 });
     }
-    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(12), { timeout: 10_000 });
+    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(12), { timeout: 60_000 });
     expect(summary(subscriber.seen)).toEqual(Array.from({ length: 12 }, (_, i) => `${i + 1}:s-${Math.floor(i / 2)}:${Math.floor(i / 2)}`));
     await subscriber.stop();
   });

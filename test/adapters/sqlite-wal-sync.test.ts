@@ -92,7 +92,7 @@ describe('WAL durability off the event loop (synchronous=FULL)', () => {
     await tick();
     disk.release();
     await second;
-    await vi.waitFor(() => expect(subscriber.seen.map((e) => e.streamName)).toEqual(['guest-1', 'guest-2']), { timeout: 10_000 });
+    await vi.waitFor(() => expect(subscriber.seen.map((e) => e.streamName)).toEqual(['guest-1', 'guest-2']), { timeout: 60_000 });
     expect(disk.spy.mock.calls.length).toBeGreaterThanOrEqual(2);
     await subscriber.stop();
   });
@@ -101,7 +101,7 @@ describe('WAL durability off the event loop (synchronous=FULL)', () => {
     const { store, file } = openStore();
     const subscriber = collectSubscription(store);
     await store.append('guest-1', [event('GuestRegistered')], 'no_stream');
-    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(1), { timeout: 10_000 });
+    await vi.waitFor(() => expect(subscriber.seen).toHaveLength(1), { timeout: 60_000 });
     const disk = holdFsync();
     // Another process's commit at synchronous=NORMAL: in the WAL, not known to be on disk.
     const other = new SqliteEventStore(file, { synchronous: 'NORMAL', pollIntervalMs: 20 });
@@ -112,7 +112,7 @@ describe('WAL durability off the event loop (synchronous=FULL)', () => {
     expect(subscriber.seen).toHaveLength(1);
     expect(disk.waiting).toBeGreaterThanOrEqual(1);
     disk.release();
-    await vi.waitFor(() => expect(subscriber.seen.map((e) => e.streamName)).toEqual(['guest-1', 'guest-2']), { timeout: 10_000 });
+    await vi.waitFor(() => expect(subscriber.seen.map((e) => e.streamName)).toEqual(['guest-1', 'guest-2']), { timeout: 60_000 });
     await subscriber.stop();
   });
 

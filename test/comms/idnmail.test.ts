@@ -147,7 +147,7 @@ describe('ada@bücher.de, ada@BÜCHER.de and ada@xn--bcher-kva.de are one addres
       { email: 'ada@xn--bcher-kva.de', timestamp: Math.floor(Date.now() / 1000), event: 'bounce', sg_event_id: `idn-${invitation.attendeeInvitationId}`, reason: '550 5.1.1 <ada@xn--bcher-kva.de>: unknown', attendeeInvitationId: invitation.attendeeInvitationId },
     ]);
     expect(reply.status).toBe(200);
-    await eventually(async () => ((await client.call('GET', `${api}/invitations/${invitation.attendeeInvitationId}`)).body.providerStatus === 'bounced' ? true : undefined), 10_000, 'bounce recorded');
+    await eventually(async () => ((await client.call('GET', `${api}/invitations/${invitation.attendeeInvitationId}`)).body.providerStatus === 'bounced' ? true : undefined), 60_000, 'bounce recorded');
 
     const second = await client.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Ada', email: 'ada@BÜCHER.de' });
     const refused = await client.call('POST', `${api}/send`, { templateId, attendeeIds: [first.body.id, second.body.id] });
@@ -172,7 +172,7 @@ describe('erasure treats both forms of an internationalized address as the guest
       { email: `${local}@xn--bcher-kva.de`, timestamp: Math.floor(Date.now() / 1000), event: 'bounce', sg_event_id: `erase-${invitation.attendeeInvitationId}`, reason: `550 5.1.1 <${local}@xn--bcher-kva.de>: unknown`, attendeeInvitationId: invitation.attendeeInvitationId },
     ]);
     expect(reply.status).toBe(200);
-    await eventually(async () => ((await client.call('GET', `${api}/invitations/${invitation.attendeeInvitationId}`)).body.providerStatus === 'bounced' ? true : undefined), 10_000, 'bounce recorded');
+    await eventually(async () => ((await client.call('GET', `${api}/invitations/${invitation.attendeeInvitationId}`)).body.providerStatus === 'bounced' ? true : undefined), 60_000, 'bounce recorded');
 
     expect((await client.call('POST', `/checkin/v1/api/guest/${erased.body.id}/erase`, { reason: 'art. 17' })).status).toBe(200);
     expect(filesHolding(service.dataDir, [local])).toEqual([]);

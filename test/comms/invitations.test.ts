@@ -332,7 +332,7 @@ describe('send worker restart', () => {
       const mail = await eventually(async () => {
         const mails = await readOutbox(path.join(dataDir, 'outbox'));
         return mails.find((m) => m.messageKey === attendeeInvitationId);
-      }, 10_000, 'the resumed send');
+      }, 60_000, 'the resumed send');
       expect(mail.to.email).toBe('rae@example.com');
     } finally {
       await second.close();

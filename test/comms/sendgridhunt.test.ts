@@ -42,7 +42,7 @@ async function sentInvitation(email: string): Promise<{ client: Client; guestId:
   const invitation = await eventually(async () => {
     const [item] = (await client.call('GET', `${api}/invitations?attendeeId=${guest.body.id}`)).body.items;
     return item?.status === 'sent' ? item : undefined;
-  }, 15_000, 'invitation sent');
+  }, 60_000, 'invitation sent');
   return { client, guestId: guest.body.id, invitationId: invitation.attendeeInvitationId };
 }
 

@@ -28,7 +28,7 @@ async function fromOfNextSend(client: Client, email: string): Promise<string> {
   const event = await client.call('POST', '/checkin/v1/api/event', { title: 'Fair', startTime: '2026-12-01T09:00:00Z', endTime: '2026-12-01T17:00:00Z' });
   const template = await client.call('POST', `${api}/template`, { eventId: event.body.id, name: 'Invite', html: '<p>Hi {{firstName}}</p>' });
   await client.call('POST', '/checkin/v1/api/guest', { eventId: event.body.id, firstName: 'Mo', email, commsTemplateId: template.body.id });
-  return eventually(async () => sendgrid.accepted.find((a) => a.body.personalizations[0]!.to[0]!.email === email)?.body.from.email, 10_000, `mail to ${email}`);
+  return eventually(async () => sendgrid.accepted.find((a) => a.body.personalizations[0]!.to[0]!.email === email)?.body.from.email, 60_000, `mail to ${email}`);
 }
 
 describe('custom sending domain (spec: Domain authentication record, Comms rule 5)', () => {
@@ -162,7 +162,7 @@ describe('custom sending domain (spec: Domain authentication record, Comms rule 
       const list = await sender.call('GET', `${api}/invitations?attendeeId=${guest.body.id}`);
       const item = (list.body.items as { status: string; error?: string }[] | undefined)?.find((i) => i.status === 'failed');
       return item;
-    }, 10_000, 'the failed invitation');
+    }, 60_000, 'the failed invitation');
     expect(failed.error).toMatch(/^from_address_not_allowed/);
     expect(sendgrid.accepted.some((a) => a.body.from.email === 'news@later-owner.example.org')).toBe(false);
   });

@@ -38,7 +38,7 @@ async function settled(client: Client, attendeeId: string) {
   return eventually(async () => {
     const [item] = (await client.call('GET', `${api}/invitations?attendeeId=${attendeeId}`)).body.items;
     return item?.status === 'sent' || item?.status === 'failed' ? item : undefined;
-  }, 20_000, 'invitation sent or failed');
+  }, 60_000, 'invitation sent or failed');
 }
 
 const emailsTo = (email: string) => smtp.received.filter((mail) => mail.envelope.to.includes(email));

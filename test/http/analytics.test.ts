@@ -234,7 +234,7 @@ describe('GET /comms/v1/api/comms/funnel', () => {
       const page = await alice.call('GET', `/comms/v1/api/comms/invitations?eventId=${eventId}`);
       const items = page.body.items as { attendeeInvitationId: string; attendeeId: string; status: string }[];
       return items.length === 4 && items.every((i) => i.status === 'sent' || i.status === 'failed') ? items : undefined;
-    }, 15_000, 'the four sends');
+    }, 60_000, 'the four sends');
     // A second invitation of another template to guest 0.
     const resend = await alice.call('POST', '/comms/v1/api/comms/send', { attendeeIds: [guests[0]], templateId: templateB });
     expect(resend.status, JSON.stringify(resend.body)).toBeLessThan(300);
@@ -261,7 +261,7 @@ describe('GET /comms/v1/api/comms/funnel', () => {
     await eventually(async () => {
       const page = await alice.call('GET', `/comms/v1/api/comms/invitations?eventId=${eventId}`);
       return page.body.items.length === 5 && page.body.items.every((i: { status: string }) => i.status === 'sent' || i.status === 'failed');
-    }, 15_000, 'the resend');
+    }, 60_000, 'the resend');
     await service.services.readYourWrites(await service.platform.eventStore.headPosition());
   });
 

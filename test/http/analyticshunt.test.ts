@@ -81,7 +81,7 @@ describe.each(stores)('analytics as analysts see them (%s)', (_name, env) => {
     const invitations = await eventually(async () => {
       const items = ok(await alice.call('GET', `/comms/v1/api/comms/invitations?eventId=${eventId}`)).items as any[];
       return items.length === 3 && items.every((i) => i.status === 'sent') ? items : undefined;
-    }, 15_000, 'the three sends');
+    }, 60_000, 'the three sends');
     const report = (guest: number, event: string, n: number) => {
       const invitation = invitations.find((i) => i.attendeeId === guests[guest])!;
       return { email: invitation.to ?? 'x@example.com', timestamp: Math.floor(Date.now() / 1000), attendeeInvitationId: invitation.attendeeInvitationId, event, sg_event_id: `${eventId}-${n}` };

@@ -86,7 +86,7 @@ describe('a guest email that is not an address', () => {
     const [invitation] = await eventually(async () => {
       const items = (await alice.call('GET', `/comms/v1/api/comms/invitations?attendeeId=${guest.body.id}`)).body.items as { status: string; error?: string }[];
       return items.length === 1 && items[0]!.status === 'failed' ? items : undefined;
-    }, 10_000, 'the invitation to fail');
+    }, 60_000, 'the invitation to fail');
     expect(invitation!.error).toMatch(/^invalid_email/);
   });
 
@@ -98,7 +98,7 @@ describe('a guest email that is not an address', () => {
     const [mail] = await eventually(async () => {
       const mails = (await readOutbox(path.join(service.dataDir, 'outbox'))).filter((m) => m.to.email === 'padded@example.com');
       return mails.length > 0 ? mails : undefined;
-    }, 15_000, 'the mail to padded@example.com');
+    }, 60_000, 'the mail to padded@example.com');
     expect(mail).toBeDefined();
   });
 

@@ -170,7 +170,7 @@ describe.each(stores)('Idempotency-Key on POST (DESIGN.md section 5), %s', (_nam
 
   it('answers a repeat while the first is still running with 409 idempotency_key_in_progress', async () => {
     const first = post('/slow', { n: 1 }, { 'idempotency-key': 'slow-key' });
-    await expect.poll(() => runs).toBe(1);
+    await expect.poll(() => runs, { timeout: 60_000 }).toBe(1);
     const concurrent = await post('/slow', { n: 1 }, { 'idempotency-key': 'slow-key' });
     expect(concurrent.status).toBe(409);
     expect(concurrent.body?.code).toBe('idempotency_key_in_progress');
@@ -224,10 +224,10 @@ describe.each(stores)('Idempotency-Key on POST (DESIGN.md section 5), %s', (_nam
 
   it('lets a retry run a request whose first attempt was abandoned mid-way', async () => {
     const first = post('/slow', {}, { 'idempotency-key': 'abandoned' });
-    await expect.poll(() => runs).toBe(1);
+    await expect.poll(() => runs, { timeout: 60_000 }).toBe(1);
     clock = new Date(clock.getTime() + 10 * 60 * 1000);
     const retry = post('/slow', {}, { 'idempotency-key': 'abandoned' });
-    await expect.poll(() => runs).toBe(2);
+    await expect.poll(() => runs, { timeout: 60_000 }).toBe(2);
     release();
     expect((await first).status).toBe(201);
     expect((await retry).status).toBe(201);
@@ -238,10 +238,10 @@ describe.each(stores)('Idempotency-Key on POST (DESIGN.md section 5), %s', (_nam
     // runs; then the first one ends with a 5xx. That must not free the key under the running
     // retry: a third attempt is 409 in progress, and afterwards replays the retry's answer.
     const first = post('/stalls', {}, { 'idempotency-key': 'late' });
-    await expect.poll(() => runs).toBe(1);
+    await expect.poll(() => runs, { timeout: 60_000 }).toBe(1);
     clock = new Date(clock.getTime() + 10 * 60 * 1000);
     const retry = post('/stalls', {}, { 'idempotency-key': 'late' });
-    await expect.poll(() => runs).toBe(2);
+    await expect.poll(() => runs, { timeout: 60_000 }).toBe(2);
     stalled[1]!();
     expect((await first).status).toBe(500);
     const third = await post('/stalls', {}, { 'idempotency-key': 'late' });

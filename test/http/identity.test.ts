@@ -82,7 +82,7 @@ describe('authentication (spec: Authentication rule 1)', () => {
     } finally {
       await shortLived.close();
     }
-  }, 30_000);
+  }, 120_000);
 
   it('refuses a wrong client secret at the token endpoint', async () => {
     await expect(clientToken(service.url, alice.id, 'cs_wrong')).rejects.toThrow('401');

@@ -119,7 +119,7 @@ describe('Guest.commsTemplateId: the send is asynchronous and its result arrives
       const [invitation] = await eventually(async () => {
         const items = (await carol.call('GET', `/comms/v1/api/comms/invitations?attendeeId=${single.body.id}`)).body.items as { status: string }[];
         return items.length === 1 && items[0]!.status === 'failed' ? items : undefined;
-      }, 10_000, 'the invitation to be failed');
+      }, 60_000, 'the invitation to be failed');
       expect(invitation).toMatchObject({ status: 'failed' });
 
       // The CRM's next sync brings the email with the same template: that record sends it.

@@ -140,7 +140,9 @@ describe.each(['embedded store', 'stream by stream, interleaved'] as const)('on 
       expect(erased.status, JSON.stringify(erased.body)).toBeLessThan(300);
       expect([204, 404, 409, 410]).toContain(updated.status);
       const after = await alice.call('GET', `/checkin/v1/api/guest/${id}/personal-data`);
-      const text = JSON.stringify(after.body);
+      // Without the signed ticket code and the customId's keyed hash: random base64 that 'Ada' can be inside by chance
+      // (the code starts with its key id in base64: 'T1.Ada' for one key in 1024).
+      const text = JSON.stringify(after.body, (key, value) => (['ticketCode', 'code', 'customIdKey'].includes(key) ? undefined : value));
       expect(text).not.toContain('Back');
       expect(text).not.toContain('back@example.com');
       expect(text).not.toContain('Ada');

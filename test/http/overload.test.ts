@@ -89,19 +89,19 @@ describe('overload (issue 12 item 8)', () => {
     try {
       const first = fetch(`${url}/checkin/v1/api/events`);
       const second = fetch(`${url}/checkin/v1/api/events`);
-      await eventually(async () => held.length === 2, 10_000, 'two requests in flight');
+      await eventually(async () => held.length === 2, 60_000, 'two requests in flight');
       const third = await fetch(`${url}/checkin/v1/api/events`);
       expect(third.status).toBe(503);
       expect(await third.json()).toEqual({ code: 'overloaded', message: 'the service is overloaded; retry after 1 s' });
       expect(third.headers.get('retry-after')).toBe('1');
       // Health passes whatever is in flight (and is held by this app like any request).
       void fetch(`${url}/healthz`);
-      await eventually(async () => held.length === 3, 10_000, '/healthz admitted past the cap');
+      await eventually(async () => held.length === 3, 60_000, '/healthz admitted past the cap');
       for (const res of held.splice(0)) res.end('ok');
       expect((await first).status).toBe(200);
       expect((await second).status).toBe(200);
       const again = fetch(`${url}/checkin/v1/api/events`);
-      await eventually(async () => held.length === 1, 10_000, 'a request admitted again');
+      await eventually(async () => held.length === 1, 60_000, 'a request admitted again');
       held.splice(0).forEach((res) => res.end('ok'));
       expect((await again).status).toBe(200);
     } finally {
@@ -119,7 +119,7 @@ describe('overload (issue 12 item 8)', () => {
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
     try {
       const replies = Array.from({ length: 3 }, () => fetch(`${url}/checkin/v1/api/events`));
-      await eventually(async () => held.length === 3, 10_000, 'three requests in flight');
+      await eventually(async () => held.length === 3, 60_000, 'three requests in flight');
       held.splice(0).forEach((res) => res.end('ok'));
       expect((await Promise.all(replies)).map((r) => r.status)).toEqual([200, 200, 200]);
     } finally {

@@ -33,7 +33,7 @@ describe('a real server that is down at start', () => {
     } finally {
       await service.close();
     }
-  }, 30_000);
+  }, 120_000);
 
   it('refuses a corrupt embedded store file at start with an error naming the path', async () => {
     const fs = await import('node:fs');

@@ -39,7 +39,7 @@ describe('an admission imported with a create', () => {
     await eventually(async () => {
       const items = ok(await alice.call('GET', `/comms/v1/api/comms/invitations?eventId=${eventId}`)).items as any[];
       return items.length === 3 && items.every((i) => i.status === 'sent') ? items : undefined;
-    }, 15_000, 'invitations sent');
+    }, 60_000, 'invitations sent');
     await settle();
 
     const stats = ok(await alice.call('GET', `/checkin/v1/api/event/${eventId}/stats`));
@@ -100,7 +100,7 @@ describe('the invitation funnel by template', () => {
     await eventually(async () => {
       const items = ok(await alice.call('GET', `/comms/v1/api/comms/invitations?eventId=${eventId}`)).items as any[];
       return items.length === 1 && items[0].status === 'sent' ? items : undefined;
-    }, 15_000, 'invitation sent');
+    }, 60_000, 'invitation sent');
     await settle();
 
     const funnel = ok(await alice.call('GET', `/comms/v1/api/comms/funnel?eventId=${eventId}`));

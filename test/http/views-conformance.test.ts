@@ -40,7 +40,7 @@ async function invitedEvening(eventId: string, guests: Record<string, unknown>[]
   const invitations = await eventually(async () => {
     const items = ok(await alice.call('GET', `/comms/v1/api/comms/invitations?eventId=${encodeURIComponent(eventId)}`)).items as any[];
     return items.length === ids.length && items.every((i) => i.status === 'sent') ? items : undefined;
-  }, 15_000, 'invitations sent');
+  }, 60_000, 'invitations sent');
   const invitationOf = new Map<string, string>(invitations.map((i) => [i.attendeeId, i.attendeeInvitationId]));
   return { ids, invitationOf };
 }

@@ -68,7 +68,7 @@ describe('rate-limit counters in SQLite (DATA_DIR/rate-limits.sqlite)', () => {
     try {
       const limiter = counterLimiter({ kind: 'sqlite', db }, { keyPrefix: 'api', points: 10, duration: 60, blockDuration: 60 }, logger)!;
       // The table is made asynchronously; the first consume may still go to the insurance limiter.
-      await vi.waitFor(() => expect(db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'rate_limits'").get()).toEqual({ n: 1 }), { interval: 1 });
+      await vi.waitFor(() => expect(db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'rate_limits'").get()).toEqual({ n: 1 }), { timeout: 60_000, interval: 1 });
       await limiter.consume('203.0.113.9');
       const stale = Date.now() - 2 * 3_600_000;
       db.prepare('INSERT INTO rate_limits (key, points, expire) VALUES (?, ?, ?)').run('api:198.51.100.7', 1, stale);

@@ -72,13 +72,13 @@ describe('GET /guest/{id}/personal-data', () => {
     const sentTo = await eventually(async () => {
       const attendees = receiver.deliveries.filter((d) => d.body.type === 'comms.sent').map((d) => d.body.data.attendeeId);
       return attendees.includes(ann) && attendees.includes(bo) ? attendees : undefined;
-    }, 20_000, 'both comms.sent webhooks delivered');
+    }, 60_000, 'both comms.sent webhooks delivered');
     expect(sentTo).toContain(ann);
     const delivered = receiver.deliveries.find((d) => d.body.type === 'comms.sent' && d.body.data.attendeeId === ann)!;
     await eventually(async () => {
       const status = (await alice.call('GET', `${comms}/webhook/deliveries/${delivered.body.id}`)).body?.status;
       return status === 'delivered' ? status : undefined;
-    }, 20_000, 'the delivery recorded as delivered');
+    }, 60_000, 'the delivery recorded as delivered');
 
     const access = ok(await alice.call('GET', `${api}/guest/${ann}/personal-data`));
     expect(access.commsEvents).toEqual([

@@ -87,10 +87,10 @@ export async function buildAuditDataset(env: Record<string, string> = {}): Promi
   ok(await alice.call('POST', `/checkin/v1/api/guest/${ann}/ticket/reissue`));
   ok(await alice.call('POST', `/checkin/v1/api/guest/${cy}/erase`, { reason: 'the guest asked' }));
   // Projections run behind the API: wait until the last fact is in the read models.
-  await eventually(async () => (await alice.call('GET', `/checkin/v1/api/guest/${cy}`)).body?.erased === true || undefined, 10_000, 'erasure projected');
-  await eventually(async () => (await alice.call('GET', `/comms/v1/api/comms/invitations/${invitation.attendeeInvitationId}`)).body?.opens === 1 || undefined, 10_000, 'open projected');
-  await eventually(async () => (await alice.call('GET', `/checkin/v1/api/event/${eventId}/timeline`)).body?.totals?.annulled === 1 || undefined, 10_000, 'timeline projected');
-  await eventually(async () => (await alice.call('GET', `/comms/v1/api/comms/funnel?eventId=${eventId}`)).body?.totals?.checkedIn === 1 || undefined, 10_000, 'funnel projected');
+  await eventually(async () => (await alice.call('GET', `/checkin/v1/api/guest/${cy}`)).body?.erased === true || undefined, 60_000, 'erasure projected');
+  await eventually(async () => (await alice.call('GET', `/comms/v1/api/comms/invitations/${invitation.attendeeInvitationId}`)).body?.opens === 1 || undefined, 60_000, 'open projected');
+  await eventually(async () => (await alice.call('GET', `/checkin/v1/api/event/${eventId}/timeline`)).body?.totals?.annulled === 1 || undefined, 60_000, 'timeline projected');
+  await eventually(async () => (await alice.call('GET', `/comms/v1/api/comms/funnel?eventId=${eventId}`)).body?.totals?.checkedIn === 1 || undefined, 60_000, 'funnel projected');
   return { service, alice, bob, eventId, teamMemberId, templateId, ann, bo, cy, attendeeInvitationId: invitation.attendeeInvitationId, beforeReissue, sendGridKey: privateKey };
 }
 

@@ -51,7 +51,7 @@ describe('the projections holder, when the store applied a write whose answer wa
       let lostTo: HolderDoc | null | undefined;
       const claim = await claimProjections(store, createLogger('silent'), { role: 'projections', as: { pid: 101, host: 'door-a', heartbeatMs: 10 }, onLost: (taker) => (lostTo = taker) });
       expect('holding' in claim).toBe(true);
-      await vi.waitFor(() => expect(swaps() >= 5 || lostTo !== undefined).toBe(true), { timeout: 10_000, interval: 10 });
+      await vi.waitFor(() => expect(swaps() >= 5 || lostTo !== undefined).toBe(true), { timeout: 60_000, interval: 10 });
       if ('holding' in claim) await claim.holding.stop();
       // Before: beat 3 expected beat 1 (beat 2's answer was lost), found beat 2, and took it for
       // another process's: "another process took over", with itself named as the taker.

@@ -144,10 +144,10 @@ describe.each(stores)('docs/read-models.md: fields, types, indexes and examples 
     // The audit dataset's key pair signs SendGrid's reports; the service took its public half.
     const posted = await postSendGridEvents(service.url, data.sendGridKey, [bounce]);
     if (posted.status !== 200) throw new Error(`provider report: ${posted.status} ${await posted.text()}`);
-    await eventually(async () => (await alice.call('GET', `/comms/v1/api/comms/invitations/${invitation.attendeeInvitationId}`)).body?.providerStatus === 'bounced' || undefined, 10_000, 'bounce projected');
-    await eventually(async () => (await alice.call('GET', `/checkin/v1/api/event/${eventId}/timeline`)).body?.totals?.importedAdmitted >= 1 || undefined, 10_000, 'import projected');
-    await eventually(async () => (await alice.call('GET', `/checkin/v1/api/guest/${eve}`)).body?.admitted || undefined, 10_000, 'offline scan projected');
-    await eventually(async () => (await alice.call('GET', `/checkin/v1/api/event/${eventId}`)).body?.tags === 'gala,vip' || undefined, 10_000, 'event update projected');
+    await eventually(async () => (await alice.call('GET', `/comms/v1/api/comms/invitations/${invitation.attendeeInvitationId}`)).body?.providerStatus === 'bounced' || undefined, 60_000, 'bounce projected');
+    await eventually(async () => (await alice.call('GET', `/checkin/v1/api/event/${eventId}/timeline`)).body?.totals?.importedAdmitted >= 1 || undefined, 60_000, 'import projected');
+    await eventually(async () => (await alice.call('GET', `/checkin/v1/api/guest/${eve}`)).body?.admitted || undefined, 60_000, 'offline scan projected');
+    await eventually(async () => (await alice.call('GET', `/checkin/v1/api/event/${eventId}`)).body?.tags === 'gala,vip' || undefined, 60_000, 'event update projected');
 
     if (env.MONGO_URL) {
       client = new MongoClient(env.MONGO_URL);

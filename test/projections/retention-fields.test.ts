@@ -18,7 +18,7 @@ afterAll(() => service.close());
 it("writes retentionDays to events and accounts, and removes the client's default instead of storing null", async () => {
   const eventId = await newEvent(alice, { retentionDays: 30 });
   const events = service.platform.readStore.collection<{ _id: string } & Record<string, unknown>>('events');
-  const eventDoc = await eventually(async () => (await events.findOne({ clientId: alice.id, eventId })) ?? undefined, 10_000, 'event projected');
+  const eventDoc = await eventually(async () => (await events.findOne({ clientId: alice.id, eventId })) ?? undefined, 60_000, 'event projected');
   expect(eventDoc.retentionDays).toBe(30);
 
   const accounts = service.platform.readStore.collection<{ _id: string } & Record<string, unknown>>('accounts');

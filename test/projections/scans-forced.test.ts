@@ -23,8 +23,8 @@ it('marks forced admissions in the scans read model, so analysts can count overr
   expect(normal.body.result).toBe('admitted');
 
   const scans = service.platform.readStore.collection('scans');
-  const forcedDoc = await eventually(async () => (await scans.get(forced.body.scanId)) ?? undefined, 10_000, 'forced scan projected');
-  const normalDoc = await eventually(async () => (await scans.get(normal.body.scanId)) ?? undefined, 10_000, 'scan projected');
+  const forcedDoc = await eventually(async () => (await scans.get(forced.body.scanId)) ?? undefined, 60_000, 'forced scan projected');
+  const normalDoc = await eventually(async () => (await scans.get(normal.body.scanId)) ?? undefined, 60_000, 'scan projected');
   expect(forcedDoc).toMatchObject({ guestId: blocked, result: 'admitted', forced: true });
   expect(normalDoc).toMatchObject({ guestId: plain, result: 'admitted' });
   expect(normalDoc).not.toHaveProperty('forced');

@@ -27,6 +27,6 @@ describe.runIf(process.platform === 'linux')('threadStates', () => {
   it('names a main thread with nothing to do sleeping in the event loop', async () => {
     const pid = await child('setInterval(() => {}, 60_000)');
     // The first read may catch the thread just before it sleeps: it settles within the hang guard.
-    await expect.poll(() => threadStates(pid), { timeout: 10_000 }).toMatch(process.arch === 'x64' ? /^main S [\d.]+s epoll_p?wait/ : /^main S [\d.]+s syscall \d+/);
+    await expect.poll(() => threadStates(pid), { timeout: 60_000 }).toMatch(process.arch === 'x64' ? /^main S [\d.]+s epoll_p?wait/ : /^main S [\d.]+s syscall \d+/);
   });
 });

@@ -95,7 +95,7 @@ describe('comms history retention (COMMS_HISTORY_RETENTION_DAYS)', () => {
     await eventually(async () => {
       const lag = await service.platform.bus.consumerLag(dispatcherGroup, [topics.commsEvents]);
       return lag.every((t) => t.messages === 0);
-    }, 10_000, 'the dispatcher took the repeated message');
+    }, 60_000, 'the dispatcher took the repeated message');
     expect(await service.platform.eventStore.readStream(deliveryStream(oldDelivered))).toHaveLength(streamBefore.length);
     expect(annReceiver.deliveries).toHaveLength(2);
     expect(await deliveries().get(oldDelivered)).toBeNull();

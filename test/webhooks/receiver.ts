@@ -57,7 +57,7 @@ export async function startReceiver(options: { secret?: string; answers?: Answer
     secret: options.secret ?? '',
     answers: options.answers ?? [],
     fallback: options.fallback ?? 200,
-    waitFor: (count, timeoutMs = 10_000) =>
+    waitFor: (count, timeoutMs = 60_000) =>
       new Promise((resolve, reject) => {
         const check = () => {
           if (receiver.deliveries.length < count) return false;
@@ -123,8 +123,11 @@ export async function startReceiver(options: { secret?: string; answers?: Answer
   return receiver;
 }
 
-/** Polls until `check` returns a value (not undefined/false), or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+/**
+ * Polls until `check` returns a value (not undefined/false), or fails after `timeoutMs`: a hang guard
+ * far above what the wait takes, also on a loaded CI machine (5-10x slower than a quiet one).
+ */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 60_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

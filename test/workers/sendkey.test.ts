@@ -94,7 +94,7 @@ describe('a refusal of our SendGrid key holds the send instead of failing it', (
     // Nothing more comes: the one webhook is comms.sent.
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(receiver.deliveries.map((d) => d.body.type)).toEqual(['comms.sent']);
-    await eventually(async () => /^invitation_sends_blocked_on_credentials 0$/m.test(await scrape(holding)), 5000, 'unblocked');
+    await eventually(async () => /^invitation_sends_blocked_on_credentials 0$/m.test(await scrape(holding)), 60_000, 'unblocked');
     // One error line names what to fix.
     const errors = logs.lines.filter((line) => line.level === 50 || line.level === 'error');
     expect(errors.filter((line) => String(line.msg).includes('credentials'))).toHaveLength(1);
@@ -187,7 +187,7 @@ describe('held sends after a restart with the key fixed', () => {
         sendgrid.restoreKey();
       }
       service = await startTestService(env, { dataDir });
-      await eventually(async () => acceptedFor('gus.restart@example.com').length === 1, 15_000, 'sent after the restart');
+      await eventually(async () => acceptedFor('gus.restart@example.com').length === 1, 60_000, 'sent after the restart');
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(acceptedFor('gus.restart@example.com')).toHaveLength(1);
     } finally {
