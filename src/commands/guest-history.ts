@@ -3,7 +3,7 @@ import { decodeCursor, encodeCursor, InvalidCursorError, type SortKey } from '..
 import { DomainError } from '../domain/decider.js';
 import { guestDecider, type GuestEvent } from '../domain/guest.js';
 import { invitationStream } from '../domain/invitation.js';
-import { guestIdOf, guestStreamOf } from '../projections/guests.js';
+import { guestIdOf, guestStreamOf, shownGuestId } from '../projections/guests.js';
 import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import type { Services } from './services.js';
 import { withoutRemovedScanners } from './removed-scanners.js';
@@ -253,8 +253,10 @@ export async function guestHistory(services: Services, clientId: string, idOrCus
     nextCursor = writeCursor(guestId, asOf, last, next);
   }
   const paging = nextCursor ? { nextCursor } : {};
-  if (!asOf) return { guestId, events: history, ...paging };
-  return { guestId, asOf, events: history, state: stateAsOf(guestId, guestEvents, known), ...paging };
+  // The id as the caller first sent it (docs/identifiers.md); the events' own data keep the lowercase key.
+  const shown = shownGuestId(doc);
+  if (!asOf) return { guestId: shown, events: history, ...paging };
+  return { guestId: shown, asOf, events: history, state: stateAsOf(shown, guestEvents, known), ...paging };
 }
 
 /** The guest as it was: its own events up to `asOf`, folded by the live guest's decider. */

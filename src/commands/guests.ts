@@ -11,7 +11,8 @@ import {
 } from '../domain/guest.js';
 import { personalGuestFields } from '../domain/personal-data.js';
 import { customIdStream, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand, type StreamNameKey } from '../domain/reservation.js';
-import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
+import { guestIdOf, guestStreamOf, shownGuestId, type GuestDoc } from '../projections/guests.js';
+import { guidAsSent } from '../shared/ids.js';
 import { withEveryField, type WithEveryField } from '../shared/every-field.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId, findOwnGuest } from './guest-lookup.js';
@@ -82,7 +83,7 @@ export type GuestView = WithEveryField<StoredGuestView, (typeof guestFields)[num
 const erasedViewFields = personalGuestFields.filter((field) => (detailFields as readonly string[]).includes(field));
 
 export function toGuestView(doc: GuestDoc): GuestView {
-  const view: Record<string, unknown> = { id: guestIdOf(doc), eventId: doc.eventId };
+  const view: Record<string, unknown> = { id: shownGuestId(doc), eventId: doc.eventId };
   for (const field of detailFields) if (doc[field] !== undefined) view[field] = doc[field];
   // A count or flag not set is what the door reads it as (0 plus ones, not a group), never null:
   // the spec types them integer and boolean, which a typed client cannot set to null.
@@ -209,6 +210,8 @@ interface Planned {
   releaseLegacy?: boolean;
   /** A create without id whose customId is an existing guest's: that guest's create again. */
   retriedByCustomId?: boolean;
+  /** A new guest's id as the record spells it, when not lowercase (GuestRegistered.guestIdAsSent). */
+  guestIdAsSent?: string;
 }
 
 /**
@@ -259,7 +262,7 @@ async function saveGuestsOnce(
   legacyNames: boolean,
 ): Promise<GuestView[]> {
   const plans = await planGuests(services, context, eventId, records, options.mode, legacyNames, options.removeObsoleteTags === true);
-  await checkInvitations(services, context.tenantId, eventId, plans, options.mode);
+  const templatesAsSent = await checkInvitations(services, context.tenantId, eventId, plans, options.mode);
   const items: BatchItem[] = [];
   let signer: TicketSigner | undefined;
   for (const plan of plans) {
@@ -280,6 +283,9 @@ async function saveGuestsOnce(
     if (details.createdBy === undefined && (!plan.existing || options.mode === 'create')) details.createdBy = context.actor.id;
     const tags = plan.input.tags !== undefined ? parseTags(plan.input.tags) : undefined;
     const imported = importedOf(plan.input, context.now);
+    // The spellings the webhook shows (docs/identifiers.md): no read of their own (the template's was read once per batch).
+    const templateIdAsSent = plan.input.commsTemplateId ? templatesAsSent.get(plan.input.commsTemplateId) : undefined;
+    const asSent = { ...(plan.guestIdAsSent ? { guestIdAsSent: plan.guestIdAsSent } : {}), ...(templateIdAsSent ? { templateIdAsSent } : {}) };
     const command: GuestCommand =
       options.mode === 'create'
         ? {
@@ -291,6 +297,7 @@ async function saveGuestsOnce(
             details: details as GuestDetails,
             tags: tags ?? [],
             invitationId: repeatableId(context, 'invitation', plan.guestId),
+            ...asSent,
             ...(imported ? { imported } : {}),
             ...(ticket ? { ticket } : {}),
           }
@@ -303,6 +310,7 @@ async function saveGuestsOnce(
             ...(tags ? { tags } : {}),
             replaceTags: options.removeObsoleteTags ?? false,
             invitationId: repeatableId(context, 'invitation', plan.guestId),
+            ...asSent,
             ...(imported && !plan.existing ? { imported } : {}),
             ...(ticket ? { ticket } : {}),
           };
@@ -336,21 +344,27 @@ async function saveGuestsOnce(
  * its invitation fails as comms.failed `no_email` (docs/invitations.md), as one whose email is
  * not an address fails as `invalid_email`; the spec makes no field of the Guest required.
  */
-async function checkInvitations(services: Services, clientId: string, eventId: string, plans: Planned[], mode: 'create' | 'upsert'): Promise<void> {
+async function checkInvitations(services: Services, clientId: string, eventId: string, plans: Planned[], mode: 'create' | 'upsert'): Promise<Map<string, string | undefined>> {
   const usable = new Map<string, boolean>();
+  // Each template's id as its creator sent it (the webhook's templateId), read once per template of the batch.
+  const asSent = new Map<string, string | undefined>();
   for (const [index, plan] of plans.entries()) {
     const templateId = plan.input.commsTemplateId;
-    if (!templateId || templateId === plan.existing?.commsTemplateId) continue;
+    if (!templateId) continue;
     if (!usable.has(templateId)) {
       const template = await findTemplateDoc(services, clientId, templateId);
       usable.set(templateId, template?.clientId === clientId && template.eventId === eventId);
+      asSent.set(templateId, template?.templateIdAsSent);
     }
+    // The guest's own template again: checked when it was named (a repeat requests a send only to retry one that lacked an email).
+    if (templateId === plan.existing?.commsTemplateId) continue;
     if (!usable.get(templateId)) {
       throw new DomainError('not_found', `template ${templateId} not found in this event`, {
         errors: [{ path: recordPath(plans.length, mode, index, 'commsTemplateId'), message: 'no template with this id in this event' }],
       });
     }
   }
+  return asSent;
 }
 
 /** Where a record's field is named in an answer's `errors`: `3.email` in a batch (and always on upsert), `email` for a single record. */
@@ -470,6 +484,7 @@ async function planGuests(
       input,
       ...(releaseLegacy ? { releaseLegacy } : {}),
       ...(retriedByCustomId ? { retriedByCustomId } : {}),
+      ...(!existing && guidAsSent(input.id) ? { guestIdAsSent: input.id } : {}),
     });
   }
   if (errors.length > 0) {

@@ -138,13 +138,15 @@ function note(pending: Map<string, Pending>, event: StoredEvent): void {
   if (!id) return;
   if (event.type === 'InvitationRequested' && event.streamName.startsWith('guest-')) {
     if (pending.has(id)) return;
-    const d = data as { guestId: string; eventId: string; templateId: string; correlationId?: string };
+    const d = data as { guestId: string; eventId: string; templateId: string; guestIdAsSent?: string; templateIdAsSent?: string; correlationId?: string };
     const ids: InvitationIds = {
       attendeeInvitationId: id,
       clientId: event.metadata.tenantId,
       attendeeId: d.guestId,
       eventId: d.eventId,
       templateId: d.templateId,
+      ...(d.guestIdAsSent ? { attendeeIdAsSent: d.guestIdAsSent } : {}),
+      ...(d.templateIdAsSent ? { templateIdAsSent: d.templateIdAsSent } : {}),
       ...(d.correlationId ? { correlationId: d.correlationId } : {}),
     };
     pending.set(id, { ids, fromGuest: true });

@@ -4,7 +4,8 @@ import { emailAddressProblem } from '../domain/email-address.js';
 import { guestDecider } from '../domain/guest.js';
 import { invitationDecider, invitationStream, suppressingEvents, type ProviderReport } from '../domain/invitation.js';
 import { derivedId } from '../domain/webhook.js';
-import { guestIdOf, guestStreamOf, type GuestDoc } from '../projections/guests.js';
+import { guestIdOf, guestStreamOf, shownGuestId, type GuestDoc } from '../projections/guests.js';
+import { guidAsSent } from '../shared/ids.js';
 import type { InvitationDoc } from '../projections/invitations.js';
 import { findGuestByIdOrCustomId } from './guest-lookup.js';
 import { handleCommand, handleCommands, lastPosition, repeatableId, type BatchItem, type CommandContext } from './handle-command.js';
@@ -15,11 +16,12 @@ import { addressKey, suppressionOf } from './suppressions.js';
 const invitations = (services: Services) => services.readStore.collection<InvitationDoc>('invitations');
 
 /** The invitation as the API shows it. */
-export type InvitationView = Omit<InvitationDoc, '_id' | 'clientId'> & { attendeeInvitationId: string };
+export type InvitationView = Omit<InvitationDoc, '_id' | 'clientId' | 'attendeeIdAsSent' | 'templateIdAsSent'> & { attendeeInvitationId: string };
 
 export function toInvitationView(doc: InvitationDoc): InvitationView {
-  const { _id, clientId: _c, ...rest } = doc;
-  return { attendeeInvitationId: _id, ...rest };
+  const { _id, clientId: _c, attendeeIdAsSent, templateIdAsSent, ...rest } = doc;
+  // The guest's and template's ids as their creators sent them (docs/identifiers.md).
+  return { attendeeInvitationId: _id, ...rest, attendeeId: attendeeIdAsSent ?? rest.attendeeId, templateId: templateIdAsSent ?? rest.templateId };
 }
 
 export interface SendRequest {
@@ -54,7 +56,7 @@ export async function requestSends(services: Services, linkPolicy: LinkPolicy, c
   const withoutEmail = guests.flatMap((g, i) => {
     const invalid = g.email ? emailAddressProblem(g.email) : undefined;
     const problem = !g.email ? 'has no email address' : invalid ? `has an email that ${invalid.replace(/^must be/, 'is not')}` : undefined;
-    return problem ? [{ path: `attendeeIds.${i}`, message: `guest ${guestIdOf(g)} ${problem}` }] : [];
+    return problem ? [{ path: `attendeeIds.${i}`, message: `guest ${shownGuestId(g)} ${problem}` }] : [];
   });
   if (withoutEmail.length > 0) throw new DomainError('validation_error', 'every guest needs an email address: see errors', { errors: withoutEmail });
   await assertReachable(services, context.tenantId, guests);
@@ -71,7 +73,9 @@ export async function requestSends(services: Services, linkPolicy: LinkPolicy, c
     ...(context.idempotencySeed ? { eventIds: (index: number) => derivedId('invitation-requested', invitationId, String(index)) } : {}),
     command: {
       type: 'RequestInvitation',
-      templateId: template.id,
+      // The lowercase key; the spelling its creator sent (template.id) is what the webhook shows.
+      templateId: template.id.toLowerCase(),
+      ...(guidAsSent(template.id) ? { templateIdAsSent: template.id } : {}),
       invitationId,
       ...(request.correlationId ? { correlationId: request.correlationId } : {}),
     },
@@ -80,7 +84,7 @@ export async function requestSends(services: Services, linkPolicy: LinkPolicy, c
   await services.readYourWrites(lastPosition(results));
   return {
     templateId: template.id,
-    invitations: planned.map(({ guest, invitationId }) => ({ attendeeId: guestIdOf(guest), attendeeInvitationId: invitationId, status: 'requested' as const })),
+    invitations: planned.map(({ guest, invitationId }) => ({ attendeeId: shownGuestId(guest), attendeeInvitationId: invitationId, status: 'requested' as const })),
   };
 }
 

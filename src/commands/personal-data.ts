@@ -9,7 +9,9 @@ import { invitationStream } from '../domain/invitation.js';
 import { dataKeyId, personalGuestFields, unmatchedScanKeyId } from '../domain/personal-data.js';
 import { customIdStream, erasedCustomIdKey, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand } from '../domain/reservation.js';
 import type { InvitationDoc } from '../projections/invitations.js';
-import { guestIdOf, guestStreamOf, personalDocFields, type GuestDoc, type ScanDoc } from '../projections/guests.js';
+import { shownCommsData } from '../domain/webhook.js';
+import { toInvitationView } from './invitations.js';
+import { guestIdOf, shownGuestId, guestStreamOf, personalDocFields, type GuestDoc, type ScanDoc } from '../projections/guests.js';
 import type { CommsEventDoc, DeliveryDoc } from '../projections/webhooks.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId, findGuestToErase } from './guest-lookup.js';
@@ -538,7 +540,10 @@ async function commsEventsOf(services: Services, clientId: string, guestId: stri
   }
   const deliveries = services.readStore.collection<DeliveryDoc>('webhook_deliveries');
   return Promise.all(
-    events.map(async ({ _id, type, createdAt, data }) => {
+    events.map(async (event) => {
+      const { _id, type, createdAt } = event;
+      // The ids as the caller sent them, as the webhook showed them (docs/identifiers.md).
+      const data = shownCommsData(event);
       const found = await deliveries.get(_id);
       if (!found || found.clientId !== clientId) return { id: _id, type, createdAt, data, delivery: null };
       const { _id: _d, clientId: _c, ...delivery } = found;
@@ -582,11 +587,11 @@ export async function personalDataOf(services: Services, clientId: string, idOrC
   const scanView = ({ _id, clientId: _c, ...scan }: ScanDoc) => ({ scanId: _id, ...scan });
   const emails = personalValues([doc, ...guestEvents.map((e) => e.data), ...invitations]).emails;
   return {
-    guestId,
+    guestId: shownGuestId(doc),
     eventId: doc.eventId,
     generatedAt: services.clock.now().toISOString(),
     guest: toGuestView(doc),
-    invitations: invitations.map(({ _id, clientId: _c, ...invitation }) => ({ attendeeInvitationId: _id, ...invitation })),
+    invitations: invitations.map(toInvitationView),
     commsEvents: await commsEventsOf(services, clientId, guestId),
     scans: await withoutRemovedScanners(services, clientId, scans.map(scanView)),
     unmatchedScans: await withoutRemovedScanners(services, clientId, unmatchedScans.map(scanView)),

@@ -4,7 +4,7 @@ import { checkTemplate, defaultSubject } from '../comms/merge-tokens.js';
 import { DomainError } from '../domain/decider.js';
 import { templateDecider, templateStream, type TemplateDetails } from '../domain/template.js';
 import type { TemplateDoc } from '../projections/templates.js';
-import { newId, scopedKey } from '../shared/ids.js';
+import { guidAsSent, newId, scopedKey } from '../shared/ids.js';
 import { getEvent } from './events.js';
 import { domainOfAddress, domainVerifiedByAnother } from './sending-domain.js';
 import { handleCommand, type CommandContext } from './handle-command.js';
@@ -33,7 +33,7 @@ export const templates = (services: Services) => services.readStore.collection<T
 
 export function toTemplateView(doc: TemplateDoc): TemplateView {
   return {
-    id: doc.templateId ?? doc._id,
+    id: doc.templateIdAsSent ?? doc.templateId ?? doc._id,
     eventId: doc.eventId,
     name: doc.name,
     html: doc.html,
@@ -80,7 +80,7 @@ export async function createTemplate(
     services.eventStore,
     templateDecider,
     templateStream(context.tenantId, templateId),
-    { type: 'CreateTemplate', templateId, clientId: context.tenantId, details, at: context.now.toISOString() },
+    { type: 'CreateTemplate', templateId, ...(guidAsSent(input.id) ? { templateIdAsSent: input.id } : {}), clientId: context.tenantId, details, at: context.now.toISOString() },
     context,
   );
   await services.readYourWrites(result.position);

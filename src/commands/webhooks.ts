@@ -3,6 +3,7 @@ import type { Filter, FindOptions, Page } from '../adapters/readstore/port.js';
 import type { Config } from '../config.js';
 import { DomainError } from '../domain/decider.js';
 import {
+  shownCommsData,
   deliveryDecider,
   deliveryStream,
   webhookDecider,
@@ -308,7 +309,7 @@ export async function listCommsEvents(
       id: e._id,
       type: e.type,
       createdAt: e.createdAt,
-      data: e.data,
+      data: shownCommsData(e),
       ...(statuses.has(e._id) ? { deliveryStatus: statuses.get(e._id)! } : {}),
     })),
     ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}),

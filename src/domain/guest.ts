@@ -112,7 +112,15 @@ export interface IssuedTicket {
 export type TicketToIssue = IssuedTicket & { at: string };
 
 export type GuestEvent =
-  | { type: 'GuestRegistered'; data: GuestDetails & { guestId: string; clientId: string; eventId: string; tags: string[] } }
+  | {
+      type: 'GuestRegistered';
+      /**
+       * `guestIdAsSent`: the id as the caller sent it, when that spelling has upper-case letters
+       * (`guestId` is the lowercase key): what answers and webhooks show (docs/identifiers.md).
+       * Absent in guests registered before it was kept: they are answered in lowercase.
+       */
+      data: GuestDetails & { guestId: string; clientId: string; eventId: string; tags: string[]; guestIdAsSent?: string };
+    }
   | { type: 'GuestDetailsChanged'; data: { guestId: string; eventId: string; changes: GuestDetailsChange } }
   | { type: 'GuestTagsChanged'; data: { guestId: string; eventId: string; tags: string[] } }
   | {
@@ -183,6 +191,9 @@ export type GuestEvent =
         eventId: string;
         attendeeInvitationId: string;
         templateId: string;
+        /** The guest's and the template's ids as their creators sent them (when not lowercase): the webhook's attendeeId and templateId. */
+        guestIdAsSent?: string;
+        templateIdAsSent?: string;
         correlationId?: string;
         /**
          * The guest had no email when the invitation was requested: it fails `no_email` whatever
@@ -279,6 +290,8 @@ export interface GuestState {
   /** scanNonceKey -> outcome of the scan that carried the nonce. */
   nonces: Record<string, ScanOutcome>;
   guestId?: string;
+  /** GuestRegistered.guestIdAsSent: the id's spelling the invitations carry to the webhook. */
+  guestIdAsSent?: string;
   clientId?: string;
   eventId?: string;
   details: GuestDetails;
@@ -320,6 +333,10 @@ export type GuestCommand =
       tags: string[];
       /** Used when the guest names a template to send. */
       invitationId: string;
+      /** The id as sent, when not lowercase (GuestRegistered.guestIdAsSent). */
+      guestIdAsSent?: string;
+      /** The named template's id as its creator sent it, when not lowercase (InvitationRequested). */
+      templateIdAsSent?: string;
       imported?: ImportedState;
       /** Issued when the guest has no barcode. */
       ticket?: TicketToIssue;
@@ -335,6 +352,9 @@ export type GuestCommand =
       replaceTags: boolean;
       /** Used when the record names a template to send. */
       invitationId: string;
+      /** As RegisterGuest's: the id as sent (only where the record creates the guest) and the template's. */
+      guestIdAsSent?: string;
+      templateIdAsSent?: string;
       /** Applied only when the record creates the guest: upsert never changes admission and block. */
       imported?: ImportedState;
       /** Issued when the guest ends up without a barcode and never had a ticket: upsert never changes an issued one. */
@@ -358,7 +378,7 @@ export type GuestCommand =
   /** Names the check-in by scan id or nonce, or `latest`: the guest's last check-in (undo named by guest). */
   | { type: 'AnnulCheckIn'; scanId?: string; nonce?: string; latest?: boolean; now: string; undoWindowMs: number; annulledBy: string }
   /** An explicit send (POST /comms/v1/api/comms/send): always a new invitation, even of the same template. */
-  | { type: 'RequestInvitation'; templateId: string; invitationId: string; correlationId?: string }
+  | { type: 'RequestInvitation'; templateId: string; templateIdAsSent?: string; invitationId: string; correlationId?: string }
   | { type: 'Block'; reason: string; at: string }
   | { type: 'Unblock'; at: string }
   /** Issue 14: erase the guest's personal data (idempotent). */
@@ -449,8 +469,8 @@ function remember(state: GuestState, key: string | undefined, outcome: ScanOutco
 function evolve(state: GuestState, event: GuestEvent): GuestState {
   switch (event.type) {
     case 'GuestRegistered': {
-      const { guestId, clientId, eventId, tags, ...details } = event.data;
-      return { ...initialState(), exists: true, guestId, clientId, eventId, details, tags };
+      const { guestId, clientId, eventId, tags, guestIdAsSent, ...details } = event.data;
+      return { ...initialState(), exists: true, guestId, clientId, eventId, details, tags, ...(guestIdAsSent ? { guestIdAsSent } : {}) };
     }
     case 'GuestDetailsChanged':
       return { ...state, details: withoutNulls({ ...state.details, ...event.data.changes }) };
@@ -550,10 +570,11 @@ function withoutNulls(details: GuestDetailsChange): GuestDetails {
  * record that leaves it out keeps the guest's own).
  */
 function invitationFor(
-  command: { guestId: string; eventId: string; invitationId: string; details: GuestDetailsChange },
+  command: { guestId: string; eventId: string; invitationId: string; details: GuestDetailsChange; guestIdAsSent?: string; templateIdAsSent?: string },
   previousTemplate: string | undefined,
   email: string | null | undefined,
   correlationId: string | null | undefined = command.details.correlationId,
+  guestIdAsSent: string | undefined = command.guestIdAsSent,
 ): GuestEvent[] {
   const templateId = command.details.commsTemplateId;
   if (!templateId || templateId === previousTemplate) return [];
@@ -565,6 +586,8 @@ function invitationFor(
         eventId: command.eventId,
         attendeeInvitationId: command.invitationId,
         templateId,
+        ...(guestIdAsSent ? { guestIdAsSent } : {}),
+        ...(command.templateIdAsSent ? { templateIdAsSent: command.templateIdAsSent } : {}),
         ...(correlationId ? { correlationId } : {}),
         ...(!email ? { noEmail: true as const } : isEmailAddress(email) ? {} : { invalidEmail: true as const }),
       },
@@ -765,7 +788,7 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
     return [
       {
         type: 'GuestRegistered',
-        data: { ...ids, clientId: command.clientId, ...withoutNulls(command.details), tags: command.tags ?? [] },
+        data: { ...ids, clientId: command.clientId, ...withoutNulls(command.details), tags: command.tags ?? [], ...(command.guestIdAsSent ? { guestIdAsSent: command.guestIdAsSent } : {}) },
       },
       ...ticketFor(ids, command.ticket, command.details.barcode ?? undefined, undefined),
       ...importEvents(ids, command.imported),
@@ -797,7 +820,7 @@ function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, sta
   const lacked = state.invitationLackedAddress;
   const retry = lacked !== undefined && Boolean(email) && email !== lacked.email;
   const correlationId = command.details.correlationId !== undefined ? command.details.correlationId : state.details.correlationId;
-  events.push(...invitationFor(command, retry ? undefined : state.details.commsTemplateId, email, correlationId));
+  events.push(...invitationFor(command, retry ? undefined : state.details.commsTemplateId, email, correlationId, state.guestIdAsSent));
   return events;
 }
 
@@ -828,10 +851,10 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
         if (sameRegistration(command, state)) return [];
         throw new DomainError('conflict', 'a guest with this id already exists, with other content', { code: 'guest_exists' });
       }
-      const { type: _t, details, invitationId: _i, imported, ticket, ...rest } = command;
+      const { type: _t, details, invitationId: _i, imported, ticket, templateIdAsSent: _template, guestIdAsSent, ...rest } = command;
       const ids = { guestId: command.guestId, eventId: command.eventId };
       return [
-        { type: 'GuestRegistered', data: { ...rest, ...withoutNulls(details) } },
+        { type: 'GuestRegistered', data: { ...rest, ...withoutNulls(details), ...(guestIdAsSent ? { guestIdAsSent } : {}) } },
         ...ticketFor(ids, ticket, details.barcode ?? undefined, undefined),
         ...importEvents({ guestId: command.guestId, eventId: command.eventId }, imported),
         ...invitationFor(command, undefined, details.email),
@@ -858,6 +881,8 @@ export const guestDecider: Decider<GuestState, GuestCommand, GuestEvent> = {
               ...ids,
               attendeeInvitationId: command.invitationId,
               templateId: command.templateId,
+              ...(state.guestIdAsSent ? { guestIdAsSent: state.guestIdAsSent } : {}),
+              ...(command.templateIdAsSent ? { templateIdAsSent: command.templateIdAsSent } : {}),
               ...(command.correlationId ? { correlationId: command.correlationId } : {}),
             },
           },

@@ -18,6 +18,13 @@ export interface InvitationIds {
   attendeeId: string;
   eventId: string;
   templateId: string;
+  /**
+   * The guest's and the template's ids as the caller first sent them, when not lowercase
+   * (InvitationRequested): what the webhook's data.attendeeId and data.templateId and the
+   * invitation answers show; attendeeId and templateId stay the lowercase keys (docs/identifiers.md).
+   */
+  attendeeIdAsSent?: string;
+  templateIdAsSent?: string;
   correlationId?: string;
   /** Requested for a guest without an email (InvitationRequested.noEmail): it fails no_email. */
   noEmail?: true;

@@ -19,12 +19,14 @@ export interface TemplateDetails {
 
 export type TemplateEvent = {
   type: 'TemplateCreated';
-  data: { templateId: string; clientId: string; created: string } & TemplateDetails;
+  /** `templateIdAsSent`: the id as sent when it has upper-case letters (`templateId` is the lowercase key); absent before it was kept. */
+  data: { templateId: string; templateIdAsSent?: string; clientId: string; created: string } & TemplateDetails;
 };
 
 export type TemplateCommand = {
   type: 'CreateTemplate';
   templateId: string;
+  templateIdAsSent?: string;
   clientId: string;
   details: TemplateDetails;
   at: string;
@@ -45,7 +47,16 @@ export const templateDecider: Decider<TemplateState, TemplateCommand, TemplateEv
   decide(command, state) {
     if (state.status === 'none') {
       return [
-        { type: 'TemplateCreated', data: { templateId: command.templateId, clientId: command.clientId, created: command.at, ...command.details } },
+        {
+          type: 'TemplateCreated',
+          data: {
+            templateId: command.templateId,
+            ...(command.templateIdAsSent ? { templateIdAsSent: command.templateIdAsSent } : {}),
+            clientId: command.clientId,
+            created: command.at,
+            ...command.details,
+          },
+        },
       ];
     }
     // Rule 1: a create with an existing id returns that template (nothing new is recorded).

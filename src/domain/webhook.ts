@@ -132,7 +132,25 @@ export interface CommsEvent {
   type: CommsEventType;
   createdAt: string;
   clientId: string;
+  /** `attendeeId` and `templateId` are the lowercase keys (what stores and erasure look up): shownCommsData shows the spellings below. */
   data: CommsEventData;
+  /** The guest's and template's ids as the caller first sent them, when not lowercase (docs/identifiers.md). */
+  attendeeIdAsSent?: string;
+  templateIdAsSent?: string;
+}
+
+/**
+ * `data` as a receiver gets it: data.attendeeId and data.templateId spelled as the caller sent the
+ * guest's and the template's ids (spec: "the guest GUID supplied by the caller", "the template
+ * GUID that was sent"); lowercase for guests and templates created before that was kept.
+ */
+export function shownCommsData(event: Pick<CommsEvent, 'data' | 'attendeeIdAsSent' | 'templateIdAsSent'>): CommsEventData {
+  if (!event.attendeeIdAsSent && !event.templateIdAsSent) return event.data;
+  return {
+    ...event.data,
+    attendeeId: event.attendeeIdAsSent ?? event.data.attendeeId,
+    templateId: event.templateIdAsSent ?? event.data.templateId,
+  };
 }
 
 /**
@@ -197,11 +215,15 @@ export function commsEventOf(source: SourceEvent): CommsEvent | undefined {
       return undefined;
   }
   const correlationId = text(d.correlationId);
+  const attendeeIdAsSent = text(d.attendeeIdAsSent);
+  const templateIdAsSent = text(d.templateIdAsSent);
   return {
     id: webhookIdFor(source.id),
     type,
     createdAt: source.metadata.occurredAt,
     clientId: text(d.clientId) ?? source.metadata.tenantId,
+    ...(attendeeIdAsSent ? { attendeeIdAsSent } : {}),
+    ...(templateIdAsSent ? { templateIdAsSent } : {}),
     data: {
       attendeeId: text(d.attendeeId) ?? nilGuid,
       templateId: text(d.templateId) ?? nilGuid,
@@ -217,7 +239,7 @@ export function commsEventOf(source: SourceEvent): CommsEvent | undefined {
 
 /** The exact JSON a receiver gets, fields in the spec's order. These bytes are signed and sent. */
 export function webhookBody(event: CommsEvent): string {
-  return JSON.stringify({ id: event.id, type: event.type, createdAt: event.createdAt, data: event.data });
+  return JSON.stringify({ id: event.id, type: event.type, createdAt: event.createdAt, data: shownCommsData(event) });
 }
 
 // ---------------------------------------------------------------------------------------

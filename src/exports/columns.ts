@@ -1,4 +1,4 @@
-import { guestIdOf, type GuestDoc } from '../projections/guests.js';
+import { shownGuestId, type GuestDoc } from '../projections/guests.js';
 
 /** How a column's values are typed in Excel (CSV writes them all as text). */
 export type ColumnKind = 'text' | 'integer' | 'boolean' | 'timestamp';
@@ -27,7 +27,7 @@ export const plusOnesLeft = (guest: GuestDoc): number => {
  * `admittedPlusOnes`, then `ticketCode` and `image`. The order is part of the interface (docs/export.md).
  */
 export const guestColumns: readonly Column[] = [
-  { name: 'id', kind: 'text', width: 38, value: (guest) => guestIdOf(guest) },
+  { name: 'id', kind: 'text', width: 38, value: (guest) => shownGuestId(guest) },
   field('firstName'),
   field('otherNames'),
   field('lastName'),

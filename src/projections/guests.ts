@@ -17,6 +17,8 @@ export interface GuestDoc extends GuestDetails {
   _id: string;
   /** The guest's id as the API shows it; documents written before guest ids were scoped may lack it (guestIdOf). */
   guestId?: string;
+  /** GuestRegistered.guestIdAsSent: the id as the caller first sent it, when not lowercase (shownGuestId). */
+  guestIdAsSent?: string;
   clientId: string;
   eventId: string;
   tags?: string;
@@ -54,8 +56,15 @@ export interface GuestDoc extends GuestDetails {
   erasedAt?: string;
 }
 
-/** The guest id (GUID) the API shows for a document. */
+/** The guest id (GUID) a document is keyed and matched by: lowercase (guestIdAsSent is the spelling answers show). */
 export const guestIdOf = (doc: Pick<GuestDoc, '_id' | 'guestId'>): string => doc.guestId ?? doc._id;
+
+/**
+ * The guest id as answers, exports, emails and webhooks show it: the spelling the caller first
+ * sent (docs/identifiers.md); lowercase for a guest registered before that was kept, or with an id
+ * of the service's making.
+ */
+export const shownGuestId = (doc: Pick<GuestDoc, '_id' | 'guestId' | 'guestIdAsSent'>): string => doc.guestIdAsSent ?? guestIdOf(doc);
 
 /** The stream of the guest a document shows. */
 export const guestStreamOf = (doc: Pick<GuestDoc, '_id'>): string => guestStreamOfKey(doc._id);

@@ -11,6 +11,9 @@ export interface InvitationDoc {
   eventId: string;
   attendeeId: string;
   templateId: string;
+  /** InvitationIds.attendeeIdAsSent and templateIdAsSent: the spellings answers show (toInvitationView). */
+  attendeeIdAsSent?: string;
+  templateIdAsSent?: string;
   correlationId?: string;
   status: InvitationStatus;
   attempts: number;

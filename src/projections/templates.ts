@@ -3,8 +3,9 @@ import type { TemplateDetails, TemplateEvent } from '../domain/template.js';
 import type { Projection } from './projection.js';
 import { scopedKey } from '../shared/ids.js';
 
+/** `templateIdAsSent`: the id as the caller sent it when not lowercase (TemplateCreated), what answers show. */
 /** `_id` is `scopedKey(clientId, templateId)`; documents written before ids were scoped have the id as `_id` and no `templateId`. */
-export type TemplateDoc = { _id: string; templateId?: string; clientId: string; created: string } & TemplateDetails;
+export type TemplateDoc = { _id: string; templateId?: string; templateIdAsSent?: string; clientId: string; created: string } & TemplateDetails;
 
 /** `templates` read model: one document per invitation template (templates never change). */
 export const templatesProjection: Projection = {

@@ -62,6 +62,9 @@ export interface CommsEventDoc {
   type: string;
   createdAt: string;
   data: CommsEventData;
+  /** CommsEvent.attendeeIdAsSent and templateIdAsSent: answered in data by shownCommsData. */
+  attendeeIdAsSent?: string;
+  templateIdAsSent?: string;
   position: number;
 }
 

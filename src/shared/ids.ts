@@ -29,6 +29,14 @@ export const isUuid = (value: string): boolean => uuidPattern.test(value);
 export const normalizeId = (id: string): string => (isUuid(id) ? id.toLowerCase() : id);
 
 /**
+ * The spelling of a caller's GUID (guest id, template id) to keep beside its lowercase key: the
+ * GUID as sent when it has an upper-case letter, else undefined (the key already spells it). Keys
+ * and matching stay lowercase (RFC 4122: case-insensitive); answers show this spelling
+ * (docs/identifiers.md, "A GUID is answered as the caller first sent it").
+ */
+export const guidAsSent = (id: string | undefined): string | undefined => (id !== undefined && isUuid(id) && id !== id.toLowerCase() ? id : undefined);
+
+/**
  * The storage key of a caller-chosen id: ids are scoped per client, so the key names the client
  * too. Both parts are percent-encoded (`:` is encoded by encodeURIComponent), so the key is safe
  * in stream names, read-model keys and URLs, and no two (client, id) pairs share a key.

@@ -25,7 +25,7 @@ import {
 import { derivedId } from '../domain/webhook.js';
 import type { AccountDoc } from '../projections/accounts.js';
 import { findOwnGuest } from '../commands/guest-lookup.js';
-import { guestIdOf, guestStreamOf } from '../projections/guests.js';
+import { shownGuestId, guestStreamOf } from '../projections/guests.js';
 import { invitationsProjection, type InvitationDoc } from '../projections/invitations.js';
 import { suppressionOf } from '../commands/suppressions.js';
 import type { TemplateDoc } from '../projections/templates.js';
@@ -207,6 +207,8 @@ export class SendWorker implements Worker {
       attendeeId: data.guestId,
       eventId: data.eventId,
       templateId: data.templateId,
+      ...(data.guestIdAsSent ? { attendeeIdAsSent: data.guestIdAsSent } : {}),
+      ...(data.templateIdAsSent ? { templateIdAsSent: data.templateIdAsSent } : {}),
       ...(data.correlationId ? { correlationId: data.correlationId } : {}),
       ...(data.noEmail ? { noEmail: true as const } : {}),
       ...(data.invalidEmail ? { invalidEmail: true as const } : {}),
@@ -416,7 +418,7 @@ export class SendWorker implements Worker {
       attendeeInvitationId: ids.attendeeInvitationId,
       clientId: ids.clientId,
       // Guest.email is any string (spec); white space around an address is not part of it.
-      guest: { ...guest, id: guestIdOf(guest), email: guest.email.trim() },
+      guest: { ...guest, id: shownGuestId(guest), email: guest.email.trim() },
       template,
       event,
       account,

@@ -25,6 +25,8 @@ const templates = new Map<string, string>();
 /** The GUIDs both clients use: `shared` with a barcode, `ticketed` without one (a signed ticket). */
 const shared = randomUUID();
 const ticketed = randomUUID();
+/** Bob creates `shared` in upper case: his answers spell it so, Alice's as she sent it (docs/identifiers.md, Which ids are GUIDs). */
+const sharedOf = (client: Client) => (client === bob ? shared.toUpperCase() : shared);
 
 /** Each client's guests differ in every personal value, so a leak shows in any answer. */
 const personOf = (client: Client) => {
@@ -105,14 +107,14 @@ describe('guest ids are scoped per client (issue 10 item 12)', () => {
     for (const client of [alice, bob]) {
       const person = personOf(client);
       const one = await client.call('GET', `${api}/guest/${shared}`);
-      expect(one.body).toMatchObject({ id: shared, eventId, firstName: person.firstName, email: person.email });
+      expect(one.body).toMatchObject({ id: sharedOf(client), eventId, firstName: person.firstName, email: person.email });
       const list = await client.call('GET', `${api}/guests/${eventId}`);
       expect(list.body.items.map((g: { id: string; firstName: string }) => [g.id, g.firstName]).sort()).toEqual(
-        [[shared, person.firstName], [ticketed, `${person.firstName}Two`]].sort(),
+        [[sharedOf(client), person.firstName], [ticketed, `${person.firstName}Two`]].sort(),
       );
       const byInfo = await client.call('GET', `${api}/guests/${eventId}/byinfo?additionalInfo=vip`);
-      expect(byInfo.body).toEqual([expect.objectContaining({ id: shared, additionalInfo: person.additionalInfo })]);
-      expect((await client.call('GET', `${api}/guest/${person.customId}`)).body.id).toBe(shared);
+      expect(byInfo.body).toEqual([expect.objectContaining({ id: sharedOf(client), additionalInfo: person.additionalInfo })]);
+      expect((await client.call('GET', `${api}/guest/${person.customId}`)).body.id).toBe(sharedOf(client));
     }
   });
 
@@ -124,7 +126,7 @@ describe('guest ids are scoped per client (issue 10 item 12)', () => {
     const foreign = await bob.call('POST', `${api}/guests/${eventId}/checkin`, { barcode: personOf(alice).barcode });
     expect(foreign.body).toMatchObject({ result: 'rejected', reason: 'not_found' });
     const byBarcode = await bob.call('POST', `${api}/guests/${eventId}/checkin`, { barcode: personOf(bob).barcode, gate: 'B' });
-    expect(byBarcode.body).toMatchObject({ result: 'admitted', guest: { id: shared, firstName: 'BobGuest' } });
+    expect(byBarcode.body).toMatchObject({ result: 'admitted', guest: { id: sharedOf(bob), firstName: 'BobGuest' } });
     // Undo by guest id: Bob's check-in is annulled, Alice's stands.
     expect((await bob.call('POST', `${api}/guests/${eventId}/checkin/undo`, { guestId: shared })).status).toBe(200);
     expect((await bob.call('GET', `${api}/guest/${shared}`)).body.admitted).toBeNull();
@@ -149,7 +151,7 @@ describe('guest ids are scoped per client (issue 10 item 12)', () => {
 
   it('block changes the caller’s guest only', async () => {
     const blocked = await bob.call('POST', `${api}/guests/${eventId}/block`, { ids: [shared], reason: 'lost ticket' });
-    expect(blocked.body).toEqual([expect.objectContaining({ id: shared, blockedReason: 'lost ticket' })]);
+    expect(blocked.body).toEqual([expect.objectContaining({ id: sharedOf(bob), blockedReason: 'lost ticket' })]);
     expect((await alice.call('GET', `${api}/guest/${shared}`)).body.blockedDate).toBeNull();
     expect((await bob.call('POST', `${api}/guests/${eventId}/unblock`, { ids: [shared] })).status).toBe(200);
   });
@@ -157,7 +159,7 @@ describe('guest ids are scoped per client (issue 10 item 12)', () => {
   it('history shows the caller’s guest’s events only', async () => {
     for (const client of [alice, bob]) {
       const history = await client.call('GET', `${api}/guest/${shared}/history`);
-      expect(history.body.guestId).toBe(shared);
+      expect(history.body.guestId).toBe(sharedOf(client));
       expect(new Set(history.body.events.map((e: { stream: string }) => e.stream))).toEqual(new Set([guestStream(client.id, shared)]));
       expect(history.body.events[0].data).toMatchObject({ firstName: personOf(client).firstName });
     }
@@ -167,14 +169,14 @@ describe('guest ids are scoped per client (issue 10 item 12)', () => {
     for (const client of [alice, bob]) {
       const sent = await client.call('POST', `${comms}/send`, { templateId: templates.get(client.id), attendeeIds: [shared] });
       expect(sent.status, JSON.stringify(sent.body)).toBe(200);
-      expect(sent.body.invitations).toEqual([expect.objectContaining({ attendeeId: shared })]);
+      expect(sent.body.invitations).toEqual([expect.objectContaining({ attendeeId: sharedOf(client) })]);
     }
     const outbox = path.join(service.dataDir, 'outbox');
     for (const client of [alice, bob]) {
       const person = personOf(client);
       const mail = await eventually(async () => (await readOutbox(outbox)).find((m) => m.to.email === person.email), 60_000, `email to ${person.email}`);
       expect(mail.subject).toBe(`Welcome ${person.firstName}`);
-      expect(mail.html).toContain(`https://tickets.example.com/t/${shared}`);
+      expect(mail.html).toContain(`https://tickets.example.com/t/${sharedOf(client)}`);
       const invitations = await eventually(async () => {
         const reply = await client.call('GET', `${comms}/invitations?attendeeId=${shared}`);
         return reply.body.items?.[0]?.status === 'sent' ? (reply.body.items as { attendeeInvitationId: string; to: string }[]) : undefined;
@@ -182,7 +184,7 @@ describe('guest ids are scoped per client (issue 10 item 12)', () => {
       expect(invitations).toEqual([expect.objectContaining({ to: person.email })]);
       const [delivery] = await receivers.get(client.id)!.waitFor(1, 60_000);
       expect(delivery!.specVerified).toBe(true);
-      expect(delivery!.body).toMatchObject({ type: 'comms.sent', data: { attendeeId: shared, attendeeInvitationId: invitations[0]!.attendeeInvitationId } });
+      expect(delivery!.body).toMatchObject({ type: 'comms.sent', data: { attendeeId: sharedOf(client), attendeeInvitationId: invitations[0]!.attendeeInvitationId } });
     }
   });
 
@@ -193,7 +195,7 @@ describe('guest ids are scoped per client (issue 10 item 12)', () => {
       expect(exported.body.rowCount).toBe(2);
       const csv = await download(client, exported.body.url);
       const other = client === alice ? bob : alice;
-      expect(csv).toContain(shared);
+      expect(csv).toContain(sharedOf(client));
       expect(csv).toContain(personOf(client).lastName);
       expect(csv).not.toContain(personOf(other).lastName);
     }
@@ -214,15 +216,15 @@ describe('guest ids are scoped per client (issue 10 item 12)', () => {
     expect((await alice.call('GET', `${api}/guest/${shared}`)).body).toMatchObject({ id: shared, erased: true, firstName: null });
 
     const bobs = personOf(bob);
-    expect((await bob.call('GET', `${api}/guest/${shared}`)).body).toMatchObject({ id: shared, firstName: bobs.firstName, email: bobs.email });
+    expect((await bob.call('GET', `${api}/guest/${shared}`)).body).toMatchObject({ id: sharedOf(bob), firstName: bobs.firstName, email: bobs.email });
     expect((await bob.call('GET', `${api}/guest/${shared}`)).body.erased).toBeUndefined();
     // Bob's data key is his own: his guest's events still open.
     const access = await bob.call('GET', `${api}/guest/${shared}/personal-data`);
     expect(access.status).toBe(200);
     expect(access.body).toMatchObject({
-      guestId: shared,
+      guestId: sharedOf(bob),
       eventId,
-      guest: { id: shared, firstName: bobs.firstName, barcode: bobs.barcode },
+      guest: { id: sharedOf(bob), firstName: bobs.firstName, barcode: bobs.barcode },
       invitations: [{ status: 'sent', to: bobs.email }],
     });
     expect(access.body.history.find((e: { type: string }) => e.type === 'GuestRegistered').data).toMatchObject({ firstName: bobs.firstName, email: bobs.email });

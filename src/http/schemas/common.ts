@@ -52,6 +52,18 @@ export const NIL_GUID = '00000000-0000-0000-0000-000000000000';
 export const OptionalGuid = Guid.transform((v) => (v === NIL_GUID ? undefined : v)).optional();
 
 /**
+ * A GUID the caller chooses for a record it creates (guest `id`, template `id`): kept as sent, so
+ * the command can store the caller's spelling beside the lowercase key and answer it (spec: "for
+ * tracking"; docs/identifiers.md). Matched in any case like every GUID; nil is "not given".
+ */
+export const OptionalGuidAsSent = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a GUID')
+  .transform((v) => (v === NIL_GUID ? undefined : v))
+  .openapi({ type: 'string', format: 'uuid', example: '3f2b8c1e-5d4a-4e7b-9c1d-2a3b4c5d6e7f' })
+  .optional();
+
+/**
  * Every id the spec does not mark GUID (Event.id, TeamMember.id, eventId, customId, user and client
  * ids): a plain string of 1-128 characters without control characters, other than `.` and `..`
  * (docs/identifiers.md).

@@ -3,7 +3,7 @@ import { mergeTokens } from '../../comms/merge-tokens.js';
 import { isPublicDomainName } from '../../domain/domain-name.js';
 import { EMAIL_PATTERN } from '../../domain/email-address.js';
 import { registry } from '../openapi.js';
-import { Email, Guid, nullAsAbsent, OptionalGuid, PageQuery, PlainId, RefId, VisibleText, Timestamp } from './common.js';
+import { Email, Guid, nullAsAbsent, OptionalGuidAsSent, PageQuery, PlainId, RefId, VisibleText, Timestamp } from './common.js';
 import { ex } from './example-values.js';
 
 /** A send's correlationId is copied into each of up to 200 guests' events and webhooks. */
@@ -24,7 +24,7 @@ const tokenList = mergeTokens.map((t) => `\`{{${t.token}}}\` ${t.description}`).
 export const TemplateBody = registry.register(
   'CommsTemplate',
   z.object({
-    id: nullAsAbsent(OptionalGuid).openapi({ type: ['string', 'null'], format: 'uuid', description: 'Template id; generated when absent, null or the nil GUID. An id that exists returns that template unchanged.' }),
+    id: nullAsAbsent(OptionalGuidAsSent).openapi({ type: ['string', 'null'], format: 'uuid', description: 'Template id; generated when absent, null or the nil GUID. An id that exists returns that template unchanged. Matched in any case, answered as first sent.' }),
     eventId: PlainId.openapi({ description: 'Event the template belongs to (one of the caller’s)' }),
     // Spec: string. Any string, kept as given (docs/api.md, Strings).
     name: z.string().openapi({ description: 'Internal name, any string; the PDF attachment is named after it (the name followed by .pdf)' }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { registry } from '../openapi.js';
-import { CustomIdText, DateTime, Guid, WindowEnd, WindowStart, NIL_GUID, nullAsAbsent, OptionalGuid, PageQuery, pageOf, PlainId, RefId, QueryInt, Timestamp, named, nonEmptyTexts } from './common.js';
+import { CustomIdText, DateTime, Guid, WindowEnd, WindowStart, NIL_GUID, nullAsAbsent, OptionalGuidAsSent, PageQuery, pageOf, PlainId, RefId, QueryInt, Timestamp, named, nonEmptyTexts } from './common.js';
 import { ex } from './example-values.js';
 import { guestStream, INT32_MAX, rejectionReasons } from '../../domain/guest.js';
 import { HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT } from '../../commands/guest-history.js';
@@ -24,7 +24,7 @@ export const Int32Count = z
 const Int32 = z.number().int().openapi({ format: 'int32' });
 /** An optional GUID that may be null or nil (read as absent), stated so in the document. */
 const optionalGuid = () =>
-  optional(OptionalGuid).openapi({ type: ['string', 'null'], format: 'uuid', description: 'Guest id; generated when absent, null or the nil GUID' });
+  optional(OptionalGuidAsSent).openapi({ type: ['string', 'null'], format: 'uuid', description: 'Guest id; generated when absent, null or the nil GUID. Matched in any case, answered as first sent' });
 /**
  * Spec: "image | string | Optional base64-encoded image; should be under 50 kB": typed string, so
  * any string is kept as sent (a data URI, base64url, a line-wrapped MIME body); the size is a
