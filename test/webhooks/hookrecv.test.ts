@@ -19,6 +19,8 @@ import { postSendGridEvents } from '../support/sendgrid-events.js';
 import { eventually } from './receiver.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+// The receivers run as child processes: a machine without python3 or go skips that receiver's tests (stated
+// here; both are on this project's CI machine, so they run there).
 const python = spawnSync('python3', ['--version']).status === 0;
 const go = spawnSync('go', ['version']).status === 0;
 const goBinary = path.join(os.tmpdir(), `hookrecv-go-${process.pid}`, 'receiver');

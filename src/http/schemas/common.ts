@@ -49,7 +49,6 @@ export const retentionDays = (description: string) =>
  * (commsTemplateId), and no guest or template is made with the id all zeros (docs/identifiers.md).
  */
 export const NIL_GUID = '00000000-0000-0000-0000-000000000000';
-export const OptionalGuid = Guid.transform((v) => (v === NIL_GUID ? undefined : v)).optional();
 
 /**
  * A GUID the caller chooses for a record it creates (guest `id`, template `id`): kept as sent, so
