@@ -1,12 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
-import { ServerFeaturesService } from '@eventstore/db-client/generated/serverfeatures_grpc_pb.js';
-import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generated/serverfeatures_pb.js';
 import { StreamsService } from '@eventstore/db-client/generated/streams_grpc_pb.js';
 import { ReadReq, ReadResp } from '@eventstore/db-client/generated/streams_pb.js';
 import { StreamIdentifier, UUID } from '@eventstore/db-client/generated/shared_pb.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EsdbEventStore } from '../../src/adapters/eventstore/esdb.js';
 import { loadConfig } from '../../src/config.js';
+import { announce24_10 } from '../support/esdb-stand-in.js';
 
 /**
  * The EventStoreDB adapter in a cluster, through the real @eventstore/db-client 6.2.1 and
@@ -53,15 +52,7 @@ const readEvent = (e: Recorded) =>
 async function standInNode(events: Recorded[], leader?: { port: () => number }) {
   const requests: { requiresLeader: boolean }[] = [];
   const server = new grpc.Server();
-  server.addService(ServerFeaturesService, {
-    getSupportedMethods: (_call: unknown, callback: (e: null, r: SupportedMethods) => void) => {
-      const methods = [StreamsService.append, StreamsService.batchAppend, StreamsService.read].map((m) => {
-        const [, service, method] = m.path.split('/');
-        return new SupportedMethod().setServiceName(service!.toLowerCase()).setMethodName(method!.toLowerCase());
-      });
-      callback(null, new SupportedMethods().setMethodsList(methods).setEventStoreServerVersion('24.10.0'));
-    },
-  } as never);
+  announce24_10(server);
   server.addService(StreamsService, {
     read: (call: grpc.ServerWritableStream<ReadReq, ReadResp>) => {
       const requiresLeader = call.metadata.get('requires-leader')[0] === 'true';

@@ -1,12 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
-import { ServerFeaturesService } from '@eventstore/db-client/generated/serverfeatures_grpc_pb.js';
-import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generated/serverfeatures_pb.js';
 import { StreamsService } from '@eventstore/db-client/generated/streams_grpc_pb.js';
 import { AppendReq, AppendResp, BatchAppendReq, BatchAppendResp } from '@eventstore/db-client/generated/streams_pb.js';
 import { AllStreamPosition, Empty } from '@eventstore/db-client/generated/shared_pb.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EsdbEventStore } from '../../src/adapters/eventstore/esdb.js';
 import { StoreUnavailableError } from '../../src/adapters/eventstore/port.js';
+import { announce24_10 } from '../support/esdb-stand-in.js';
 
 /**
  * The EventStoreDB adapter through the real @eventstore/db-client 6.2.1 and grpc-js, against a
@@ -42,16 +41,7 @@ async function standInServer() {
   const unimplemented = (_call: unknown, callback?: (error: grpc.ServiceError) => void) =>
     callback?.({ code: grpc.status.UNIMPLEMENTED, details: 'not in the stand-in' } as grpc.ServiceError);
   const server = new grpc.Server();
-  server.addService(ServerFeaturesService, {
-    getSupportedMethods: (_call: unknown, callback: (e: null, r: SupportedMethods) => void) => {
-      // 24.10 announces Streams.BatchAppend, which the 6.x client then prefers for every append.
-      const methods = [StreamsService.append, StreamsService.batchAppend, StreamsService.read].map((m) => {
-        const [, service, method] = m.path.split('/');
-        return new SupportedMethod().setServiceName(service!.toLowerCase()).setMethodName(method!.toLowerCase());
-      });
-      callback(null, new SupportedMethods().setMethodsList(methods).setEventStoreServerVersion('24.10.0'));
-    },
-  } as never);
+  announce24_10(server);
   server.addService(StreamsService, {
     read: (call: grpc.ServerWritableStream<unknown, unknown>) => {
       if (failNextRead !== undefined) {
