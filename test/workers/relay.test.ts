@@ -28,27 +28,32 @@ async function receive(groupId: string, until: (seen: BusMessage[]) => boolean):
   return seen;
 }
 
-/** The ids of the events the relay publishes to `topics.eventChanges` (the `event-` streams), read from the event store. */
-async function eventChangeIds(): Promise<Set<string>> {
+/**
+ * The ids of the events the relay publishes to `topics.eventChanges` (the `event-` streams), read
+ * from the event store: per stream (the message key), in stream order.
+ */
+async function eventChangeIds(): Promise<Map<string, string[]>> {
   const store = service.platform.eventStore;
   const filter = { streamPrefixes: ['event-'] };
   const head = await store.headPosition(filter);
-  const ids = new Set<string>();
+  const byStream = new Map<string, string[]>();
   const subscription = store.subscribeToAll({ filter });
   try {
     for await (const batch of subscription) {
-      for (const event of batch.events) ids.add(event.id);
+      for (const event of batch.events) byStream.set(event.streamName, [...(byStream.get(event.streamName) ?? []), event.id]);
       if (batch.position >= head) break;
     }
   } finally {
     await subscription.stop();
   }
-  return ids;
+  return byStream;
 }
 
-const holdsAll = (ids: Set<string>) => (messages: BusMessage[]) => {
-  const seen = new Set(messages.map((m) => m.headers['event-id']));
-  return [...ids].every((id) => seen.has(id));
+/** True once every id of `byStream` was seen at least `times` times. */
+const holdsAll = (byStream: Map<string, string[]>, times = 1) => (messages: BusMessage[]) => {
+  const seen = new Map<string, number>();
+  for (const m of messages) seen.set(m.headers['event-id']!, (seen.get(m.headers['event-id']!) ?? 0) + 1);
+  return [...byStream.values()].flat().every((id) => (seen.get(id) ?? 0) >= times);
 };
 
 describe('relay', () => {
@@ -92,14 +97,19 @@ describe('relay', () => {
     await service.relay!.stop();
     await service.platform.readStore.setCheckpoint(relayCheckpoint, null);
     await service.relay!.start();
-    const again = await receive('relay-test-2', holdsAll(published));
-    // The same ids in the same order per key (stream); partitions are consumed side by side, so
-    // their messages interleave in any order, on Kafka as here.
-    const idsByKey = (messages: BusMessage[]) => {
-      const byKey = new Map<string, string[]>();
-      for (const m of messages) byKey.set(m.key, [...(byKey.get(m.key) ?? []), m.headers['event-id']!]);
-      return Object.fromEntries([...byKey].sort(([a], [b]) => a.localeCompare(b)));
-    };
-    expect(idsByKey(again)).toEqual(idsByKey(before));
+    // A group of its own reads the topic from its start: each key's first publication, then the
+    // re-publication. (Reading on with 'relay-test-2' would be redelivered the tail its close()
+    // left uncommitted, at least once as the bus promises, which is no fault of the relay's.)
+    const topic = await receive('relay-test-3', holdsAll(published, 2));
+    expect(holdsAll(published, 2)(topic)).toBe(true);
+    // Per key (stream), the ids the store holds, in stream order: first as published, then again,
+    // in the same order and with the same ids. Partitions are consumed side by side, so keys
+    // interleave in any order, on Kafka as here.
+    for (const [stream, ids] of published) {
+      const mine = new Set(ids);
+      const seen = topic.filter((m) => m.key === stream && mine.has(m.headers['event-id']!)).map((m) => m.headers['event-id']);
+      expect(seen.slice(0, ids.length), stream).toEqual(ids);
+      expect(seen.slice(-ids.length), stream).toEqual(ids);
+    }
   }, 120_000);
 });
