@@ -5,7 +5,7 @@ import { timeZoneOf } from './export.js';
 import { localClock } from './timeline.js';
 import { guests, guestViewJson, toGuestView, type GuestView } from './guests.js';
 import type { Services } from './services.js';
-import type { GuestDoc, ScanDoc } from '../projections/guests.js';
+import { fieldName, type GuestDoc, type ScanDoc } from '../projections/guests.js';
 import { teamMemberIdOf, type AccountDoc, type TeamMemberDoc } from '../projections/accounts.js';
 import { caselessKey } from '../shared/text-key.js';
 import { compareStrings } from '../shared/text-order.js';
@@ -201,13 +201,20 @@ interface EventStatsDoc {
   annulled?: number;
 }
 
-/** Gates and devices by name; one whose every admission was annulled is left out, as a recount of the scans would. */
-const decodeKeys = (map: Record<string, { admissions: number; people: number }> | undefined) =>
-  Object.fromEntries(
-    Object.entries(map ?? {})
-      .filter(([, v]) => v.admissions !== 0)
-      .map(([k, v]) => [decodeURIComponent(k), v]),
-  );
+/**
+ * Gates and devices by name; one whose every admission was annulled is left out, as a recount of
+ * the scans would. Two keys of one name (the empty name: `''` in an embedded store written before
+ * its key was `%`) add up.
+ */
+const decodeKeys = (map: Record<string, { admissions: number; people: number }> | undefined) => {
+  const byName = new Map<string, { admissions: number; people: number }>();
+  for (const [key, counts] of Object.entries(map ?? {})) {
+    const name = fieldName(key);
+    const sum = byName.get(name);
+    byName.set(name, sum ? { admissions: sum.admissions + counts.admissions, people: sum.people + counts.people } : counts);
+  }
+  return Object.fromEntries([...byName].filter(([, v]) => v.admissions !== 0));
+};
 
 /** The organizer's overview of one event. */
 export async function eventStats(services: Services, clientId: string, eventId: string) {

@@ -5,6 +5,7 @@
 import { DomainError } from '../domain/decider.js';
 import { wallClock } from '../exports/wall-clock.js';
 import { TIMELINE_COLLECTION, type DoorCounts, type TimelineMinuteDoc } from '../projections/timeline.js';
+import { fieldName } from '../projections/guests.js';
 import { getEvent } from './events.js';
 import type { SerializedJson } from '../shared/serialized-json.js';
 import { cachedTimeline } from './timeline-cache.js';
@@ -127,7 +128,7 @@ class GroupNames {
 
   decode(key: string): string {
     let name = this.decoded.get(key);
-    if (name === undefined) this.decoded.set(key, (name = decodeURIComponent(key)));
+    if (name === undefined) this.decoded.set(key, (name = fieldName(key)));
     return name;
   }
 

@@ -310,14 +310,23 @@ function scanOp(event: ScanEvent, fields: Partial<ScanDoc>): WriteOp {
  * Gate and device names (any text a door device sends) become field names: keep them free of `.`
  * and `$`, and never a name every JavaScript object has already (`__proto__`, `constructor`,
  * `toString`, ...): such a name's first character is percent-encoded too (`%63onstructor`), so
- * no update path walks into an object's prototype. `decodeURIComponent` gives every name back;
- * names that were never such keep the key they always had.
+ * no update path walks into an object's prototype. The empty name (a device sending `"gate": ""`)
+ * is the key `%`, which no other name encodes to: MongoDB (and FerretDB) refuse an update path
+ * with an empty part (`gates..admissions`, EmptyFieldName), and that refusal stopped the guests
+ * and timeline projections for good on the MongoDB read store. `fieldName` gives every name
+ * back; names that were never such keep the key they always had.
  */
 export const fieldKey = (name: string): string => {
+  if (name === '') return EMPTY_NAME_KEY;
   const key = encodeURIComponent(name).replace(/\./g, '%2E');
   return key in emptyObject ? `%${key.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}${key.slice(1)}` : key;
 };
 const emptyObject: object = {};
+/** The empty name's key: encodeURIComponent never writes a `%` without two hex digits after it. */
+const EMPTY_NAME_KEY = '%';
+
+/** The name a `fieldKey` key stands for (the embedded store may also hold `''`, the empty name's key before `%`). */
+export const fieldName = (key: string): string => (key === EMPTY_NAME_KEY ? '' : decodeURIComponent(key));
 
 /**
  * Per-minute activity: `activity.m<epoch minute>` (the `m` keeps the key from reading as an
