@@ -13,6 +13,7 @@ import { personalGuestFields } from '../domain/personal-data.js';
 import { customIdStream, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand, type StreamNameKey } from '../domain/reservation.js';
 import { guestIdOf, guestStreamOf, shownGuestId, type GuestDoc } from '../projections/guests.js';
 import { guidAsSent } from '../shared/ids.js';
+import { caselessKey } from '../shared/text-key.js';
 import { withEveryField, type WithEveryField } from '../shared/every-field.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId, findOwnGuest } from './guest-lookup.js';
@@ -140,8 +141,13 @@ function importedOf(input: GuestInput, now: Date): ImportedState | undefined {
  * projection for good (its batch is retried for ever). 4 MiB keeps a guest's document at 12 MiB
  * at most (twice the text, and a bulk block's reason of up to 4 MiB, which records cannot change),
  * also after a rebuild onto MongoDB of events stored in the embedded store (docs/guests.md, "Size of a guest").
+ * A copy can hold more bytes than its text (NFC, then lower case: `İ` is 2 bytes, `i̇` 3; U+1D160
+ * is 4 bytes, its NFC 12), so what the copies take beyond their text counts too (KEYED_TEXT_FIELDS).
  */
 export const GUEST_TEXT_LIMIT = 4 * 1024 * 1024;
+
+/** Fields whose lower-cased copy (caselessKey: `…Lower`, `tagList`) the guest's document also holds. */
+const KEYED_TEXT_FIELDS: ReadonlySet<string> = new Set(['lastName', 'firstName', 'otherNames', 'email', 'customId', 'additionalInfo', 'tags']);
 
 /** Text fields a guest's document keeps, besides the tags. */
 const guestTextFields = [...detailFields.filter((f) => f !== 'plusOnes' && f !== 'isGroup'), 'blockedReason'] as const;
@@ -157,7 +163,10 @@ function textAfter(input: GuestInput, existing: GuestDoc | null, replaceTags: bo
   let largest = { field: 'image', bytes: -1, given: false };
   const add = (field: string, value: unknown, given: boolean) => {
     if (typeof value !== 'string') return;
-    const size = Buffer.byteLength(value, 'utf8');
+    let size = Buffer.byteLength(value, 'utf8');
+    // The copy's bytes beyond the text's own: on FerretDB (no 16 MiB check on updates) and the
+    // embedded store such a guest was stored, on MongoDB the update was refused for ever.
+    if (KEYED_TEXT_FIELDS.has(field)) size += Math.max(0, Buffer.byteLength(caselessKey(value), 'utf8') - size);
     bytes += size;
     if ((given && !largest.given) || (given === largest.given && size > largest.bytes)) largest = { field, bytes: size, given };
   };
@@ -180,7 +189,7 @@ function recordErrors(input: GuestInput, existing: GuestDoc | null, eventId: str
   if (text.bytes > GUEST_TEXT_LIMIT) {
     errors.push({
       path: at(text.largest),
-      message: `the guest's texts would hold ${text.bytes} bytes (UTF-8) in all; a guest holds at most ${GUEST_TEXT_LIMIT} (4 MiB): keep images under 50 kB`,
+      message: `the guest's texts would hold ${text.bytes} bytes (UTF-8) in all, with what their lower-cased copies take beyond the text; a guest holds at most ${GUEST_TEXT_LIMIT} (4 MiB): keep images under 50 kB`,
     });
   }
   // Ids compare exactly (both normalized: a GUID in lowercase); `Gala` and `gala` are two events (docs/identifiers.md).

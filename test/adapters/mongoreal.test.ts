@@ -8,7 +8,7 @@
  * The embedded store took the path (a key `""`), so only a run on a MongoDB-protocol server shows it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MongoClient } from 'mongodb';
+import { BSON, MongoClient } from 'mongodb';
 import { fieldKey, fieldName } from '../../src/projections/guests.js';
 import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
 
@@ -73,3 +73,39 @@ for (const store of ['embedded', 'mongo'] as const) {
     }, 120_000);
   });
 }
+
+/**
+ * A guest's document holds its text and a lower-cased copy (NFC, then lower case) of the names,
+ * email, customId, additionalInfo and tags. The copy can hold more bytes than the text: U+1D160
+ * (4 bytes) has the NFC U+1D158 U+1D165 U+1D16E (12 bytes). A guest at the 4 MiB text limit made of
+ * such text made a document over MongoDB's 16 MiB, which MongoDB refuses ("Resulting document after
+ * update is larger than 16777216"), and the guests projection retried it for ever. FerretDB 1.24
+ * stores documents over 16 MiB without a word, and the embedded store has no limit, so the rule is
+ * checked where it is made (the API), on the embedded store (as test/adapters/mongohunt.test.ts).
+ */
+describe('the 4 MiB of a guest count what its lower-cased copies take beyond the text', () => {
+  let service: TestService;
+  let alice: Client;
+  beforeAll(async () => {
+    service = await startTestService({ BODY_LIMIT: '16mb' });
+    alice = await createClient(service);
+  }, 120_000);
+  afterAll(() => service?.close());
+
+  const growing = '\u{1D160}';
+  it('refuses a guest whose text is under 4 MiB but whose document would be over 16 MiB, naming the field', async () => {
+    const eventId = await newEvent(alice);
+    // 4,194,300 bytes of text: its copy holds 12,582,900 more, over 16 MiB in one document with the two fields alone.
+    const additionalInfo = growing.repeat(1_048_575);
+    expect(BSON.calculateObjectSize({ additionalInfo, additionalInfoLower: additionalInfo.normalize('NFC').toLowerCase() })).toBeGreaterThan(16 * 1024 * 1024);
+    const refused = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Big', additionalInfo });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual([expect.objectContaining({ path: 'additionalInfo' })]);
+    // 1.2 MB of such text counts 3.6 MB (its copy takes 2.4 MB more): taken, a document of 4.8 MB.
+    const taken = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Less', additionalInfo: growing.repeat(300_000) });
+    expect(taken.status).toBe(200);
+    // Text whose copy is no larger counts as before: 4 MiB of it is taken.
+    const plain = await alice.call('POST', '/checkin/v1/api/guest', { eventId, firstName: 'Plain', additionalInfo: 'é'.repeat(2_097_140) });
+    expect(plain.status).toBe(200);
+  }, 120_000);
+});
