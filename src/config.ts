@@ -360,8 +360,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (value !== undefined && !urlWithHost(value, ['http:', 'https:'])) problems.push(`${name} must be an http:// or https:// URL such as ${example}, got ${shown(value)}`);
   }
   // The driver refuses a '.' only when the read store opens (exit 1, no variable named); MongoDB refuses the rest at the first write.
-  if (env.MONGO_DB !== undefined && env.MONGO_DB !== '' && !/^[^/\\. "$*<>:|?\0]{1,63}$/.test(env.MONGO_DB)) {
-    problems.push(`MONGO_DB must be a MongoDB database name such as checkin (at most 63 characters, none of / \\ . " $ * < > : | ? or a space), got ${JSON.stringify(env.MONGO_DB)}`);
+  // MongoDB counts the 63 in bytes (UTF-8: DatabaseName::kMaxDatabaseNameLength): `é` takes two.
+  if (env.MONGO_DB !== undefined && env.MONGO_DB !== '' && (!/^[^/\\. "$*<>:|?\0]+$/.test(env.MONGO_DB) || Buffer.byteLength(env.MONGO_DB, 'utf8') > 63)) {
+    problems.push(`MONGO_DB must be a MongoDB database name such as checkin (at most 63 bytes in UTF-8, none of / \\ . " $ * < > : | ? or a space), got ${JSON.stringify(env.MONGO_DB)}`);
   }
   // A link's host is compared with each entry and its subdomains: 'https://evil.example' or '*.evil.example' matched nothing.
   const wrongDomains = config.comms.blockedLinkDomains.filter((domain) => !blockableDomain(domain));
