@@ -1,6 +1,7 @@
 import type { LinkPolicy } from '../comms/link-safety.js';
 import { unsafeLinks } from '../comms/link-safety.js';
 import { checkTemplate, defaultSubject } from '../comms/merge-tokens.js';
+import { assertTextSize } from '../domain/text-size.js';
 import { DomainError } from '../domain/decider.js';
 import { templateDecider, templateStream, type TemplateDetails } from '../domain/template.js';
 import type { TemplateDoc } from '../projections/templates.js';
@@ -74,6 +75,8 @@ export async function createTemplate(
   await getEvent(services, context.tenantId, input.eventId);
   const { id: _id, ...fields } = input;
   const details: TemplateDetails = { ...fields, attachPdf: input.attachPdf ?? false };
+  // The template's document holds these texts: at most 4 MiB together (MongoDB's 16 MiB; docs/api.md, Strings).
+  assertTextSize('template', (['name', 'html', 'subject', 'fromAddress', 'fromName', 'replyTo'] as const).map((field) => ({ field, value: details[field], given: true })));
   checkContent(details, linkPolicy);
   await assertOwnSender(services, context.tenantId, details.fromAddress);
   const result = await handleCommand(

@@ -1,4 +1,5 @@
 import { caselessKey } from '../shared/text-key.js';
+import { assertTextSize } from './text-size.js';
 import { DomainError, type Decider } from './decider.js';
 
 /** The client's user profile (spec: User). The password never appears here, only its hash. */
@@ -128,6 +129,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
     const { clientId } = command;
     if (command.type === 'RegisterAccount') {
       if (state.status !== 'none') throw new DomainError('conflict', 'the account already exists');
+      assertAccountText(command.profile, command.profile);
       return [
         {
           type: 'AccountRegistered',
@@ -149,6 +151,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
         if (command.plannedOn !== undefined && caselessKey(state.profile.userName.trim()) !== command.plannedOn) {
           throw new DomainError('conflict', 'the account was renamed meanwhile; send the change again', { code: 'account_changed' });
         }
+        assertAccountText({ ...state.profile, ...Object.fromEntries(Object.entries(command.changes).filter(([, v]) => v !== undefined)) }, command.changes);
         const changed = Object.fromEntries(
           Object.entries(command.changes).filter(
             ([key, value]) => value !== undefined && state.profile[key as keyof AccountProfile] !== value,
@@ -189,3 +192,14 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
     }
   },
 };
+
+/** Text fields of an account's document; `emailLower` and `userNameLower` are lower-cased copies. */
+const accountTextFields = ['email', 'userName', 'firstName', 'lastName', 'companyName', 'timeZoneId', 'customData'] as const;
+
+/** The account's texts, as they would be after the command, hold at most 4 MiB (MongoDB's 16 MiB; docs/api.md, Strings). */
+function assertAccountText(after: Partial<AccountProfile>, given: Partial<AccountProfile>): void {
+  assertTextSize(
+    'account',
+    accountTextFields.map((field) => ({ field, value: after[field], given: given[field] !== undefined, keyed: field === 'email' || field === 'userName' })),
+  );
+}

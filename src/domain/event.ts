@@ -1,5 +1,6 @@
 import { exactKey } from '../shared/ids.js';
 import { DomainError, type Decider } from './decider.js';
+import { assertTextSize } from './text-size.js';
 
 /** An event (the occasion guests attend), as the spec's Event object describes it. */
 export interface EventDetails {
@@ -63,6 +64,8 @@ export const eventDecider: Decider<EventState, EventCommand, EventEvent> = {
         errors: [{ path: 'endTime', message: 'must be after startTime' }],
       });
     }
+    // The event's document holds these texts: at most 4 MiB together (MongoDB's 16 MiB; docs/api.md, Strings).
+    assertTextSize('event', (['title', 'timeZoneId', 'tags', 'customData'] as const).map((field) => ({ field, value: details[field], given: given[field] !== undefined })));
     const data = { eventId: command.eventId, clientId: command.clientId, ...details };
     if (state.status === 'none') return [{ type: 'EventCreated', data: { ...data, idAsSent: true } }];
     // Another client's event is reported as missing, never as forbidden.

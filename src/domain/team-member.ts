@@ -1,4 +1,5 @@
 import { exactKey } from '../shared/ids.js';
+import { assertTextSize } from './text-size.js';
 import { DomainError, type Decider } from './decider.js';
 
 export interface TeamMemberProfile {
@@ -80,6 +81,14 @@ export const teamMemberDecider: Decider<TeamMemberState, TeamMemberCommand, Team
     if (state.status === 'registered') {
       throw new DomainError('conflict', 'a team member with this id already exists', { code: 'team_member_exists' });
     }
+    // The team member's document holds these texts and a lower-cased user name: at most 4 MiB together (MongoDB's 16 MiB; docs/api.md, Strings).
+    const { profile } = command;
+    assertTextSize('team member', [
+      { field: 'userName', value: profile.userName, given: true, keyed: true },
+      { field: 'email', value: profile.email, given: true },
+      { field: 'firstName', value: profile.firstName, given: true },
+      { field: 'lastName', value: profile.lastName, given: true },
+    ]);
     return [
       {
         type: 'TeamMemberRegistered',

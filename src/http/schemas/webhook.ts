@@ -5,6 +5,9 @@ import { DateTime, Guid, nullAsAbsent, PageQuery, pageOf, Timestamp } from './co
 import { ex } from './example-values.js';
 import { WEBHOOK_URL_PATTERN } from '../../shared/url-guard.js';
 
+/** A test's correlationId, as a send's (SEND_CORRELATION_ID_MAX): kept in its comms_events document and its delivery's body. */
+const TEST_CORRELATION_ID_MAX = 4096;
+
 export const WebhookBody = registry.register(
   'WebhookConfiguration',
   z.object({
@@ -58,7 +61,10 @@ export const WebhookTestBody = registry.register(
   'WebhookTestRequest',
   z
     .object({
-      correlationId: nullAsAbsent(z.string()).openapi({ description: 'Echoed as data.correlationId in the test event (empty or null: none)' }),
+      // Bounded as a send's: the comms_events document and every delivery's body hold it (MongoDB's 16 MiB; docs/webhooks.md).
+      correlationId: nullAsAbsent(z.string().max(TEST_CORRELATION_ID_MAX, `at most ${TEST_CORRELATION_ID_MAX} characters, as a send's correlationId`)).openapi({
+        description: `Echoed as data.correlationId in the test event (empty or null: none); at most ${TEST_CORRELATION_ID_MAX} characters, as a send's`,
+      }),
     })
     .openapi({ example: { correlationId: 'webhook-check-1' } }),
 );
