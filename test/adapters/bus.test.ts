@@ -112,9 +112,12 @@ describe('embedded bus file', () => {
     const second = openEmbedded(file);
     const resumed: string[] = [];
     await second.consume({ groupId: 'relay', topics: ['events'] }, async (m) => void resumed.push(m.value));
-    await eventually(() => resumed.length >= 1, 'the message published before the restart');
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(resumed).toEqual(['3']);
+    // A marker published after the reopen, with the same key (so behind '3' in its partition): once it
+    // arrived, anything the group would wrongly re-read ('1', '2') has arrived too. A fixed sleep
+    // could end before a slow machine's consumer fetched at all.
+    await second.publish('events', [{ key: 'a', value: 'marker' }]);
+    await eventually(() => resumed.includes('marker'), 'the marker published after the reopen');
+    expect(resumed).toEqual(['3', 'marker']);
   });
 
   it('sees messages another process appends to the same file', async () => {
@@ -230,9 +233,12 @@ if (kafka.url) {
       });
       try {
         await eventually(() => calls.includes('next'), 'the second message', 60_000);
-        // Time for a redelivery to show, were the member dropped.
-        await new Promise((resolve) => setTimeout(resolve, 3_000));
-        expect(calls).toEqual(['slow', 'next']);
+        // A marker behind both, with the same key (so the same partition): a member dropped while
+        // 'slow' ran re-reads from the uncommitted 'slow', so a redelivery reaches the handler
+        // before the marker does. (A fixed sleep here could end before a slow rejoin redelivered.)
+        await bus.publish(topic, [{ key: 'guest-1', value: 'marker' }]);
+        await eventually(() => calls.includes('marker'), 'the marker behind them', 60_000);
+        expect(calls).toEqual(['slow', 'next', 'marker']);
       } finally {
         await consumer.close();
       }

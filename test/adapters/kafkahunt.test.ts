@@ -168,11 +168,14 @@ if (kafka.url) {
         await eventually(() => handled.size >= 10, 'ten messages handled by the first member');
         second = await other.consume({ groupId, topics: [topic] }, handler);
         await eventually(() => handled.has('m59'), 'the last message');
-        // Time for a redelivery to show.
-        await sleep(2_000);
+        // A marker behind them on the one partition: a member re-reading from an offset left
+        // uncommitted handles the redelivered messages before it. (A fixed sleep could end before
+        // a slow rejoin redelivered anything, and pass.)
+        await bus.publish(topic, [{ key: 'guest-1', value: 'marker' }]);
+        await eventually(() => handled.has('marker'), 'the marker behind the 60 messages', 60_000);
         const twice = [...handled].filter(([, count]) => count > 1).map(([value]) => value);
         expect(twice).toEqual([]);
-        expect(handled.size).toBe(60);
+        expect(handled.size).toBe(61);
       } finally {
         await second?.close();
         await first.close();
@@ -205,9 +208,16 @@ if (kafka.url) {
         second = await other.consume(options, handler);
         failing = false;
         await eventually(() => handled.length > 0, 'the message handled');
-        // Time for a second handling to show: the dropped member's and the new owner's.
-        await sleep(3_000);
-        expect(handled).toEqual(['failing']);
+        // A marker behind it (same key, same partition): a member that takes the partition from the
+        // uncommitted offset handles 'failing' again before the marker. Then both members close
+        // (close() ends a member's retries), so no handling can come after the check: a fixed sleep
+        // could end before the dropped member's or the new owner's second handling.
+        await bus.publish(topic, [{ key: 'guest-1', value: 'marker' }]);
+        await eventually(() => handled.includes('marker'), 'the marker behind the message', 60_000);
+        await second.close();
+        await first.close();
+        second = undefined;
+        expect(handled).toEqual(['failing', 'marker']);
       } finally {
         await second?.close();
         await first.close();

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BusMessage } from '../../src/adapters/bus/port.js';
+import { deliveryStream } from '../../src/domain/webhook.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually, specVerify, startReceiver, type Receiver } from './receiver.js';
 
@@ -228,8 +229,13 @@ describe('delivery (spec: Events)', () => {
     const logged = await deliveryOf(client, test.body.webhookId, 'failed');
     expect(logged.attemptLog.map((a: { statusCode: number }) => a.statusCode)).toEqual([429, 408, 404]);
     expect(logged.failureReason).toContain('404');
-    await new Promise((r) => setTimeout(r, 150));
-    expect(receiver.deliveries).toHaveLength(3);
+    // The receiver records a request before answering it, and the log an attempt after its answer:
+    // what the log shows has arrived, so the receiver's side is compared with it, with no sleep.
+    // The failed delivery is final: no attempt started after its failure.
+    expect(receiver.deliveries.map((d) => [d.headers['x-service-webhook-id'], d.answered])).toEqual([429, 408, 404].map((status) => [test.body.webhookId, status]));
+    const stream = (await service.platform.eventStore.readStream(deliveryStream(test.body.webhookId))).map((e) => e.type);
+    expect(stream).toContain('WebhookDeliveryFailed');
+    expect(stream.slice(stream.indexOf('WebhookDeliveryFailed'))).not.toContain('WebhookDeliveryAttemptStarted');
   });
 
   it('dead-letters a receiver that always fails after the configured attempts, then redelivers it from there', async () => {
@@ -353,6 +359,11 @@ describe('tenancy (spec: Authentication rule 4)', () => {
     const test = await alice.call('POST', `${api}/webhook/test`);
     await aliceReceiver.waitFor(1);
     await deliveryOf(alice, test.body.webhookId, 'delivered');
+    // Where each attempt went, from the delivery's stream (final once delivered): a check after a
+    // fixed sleep could end before a misdirected attempt reached bob's receiver.
+    const attemptedUrls = async () =>
+      (await service.platform.eventStore.readStream(deliveryStream(test.body.webhookId))).filter((e) => e.type === 'WebhookDeliveryAttempted').map((e) => (e.data as { url: string }).url);
+    expect(new Set(await attemptedUrls())).toEqual(new Set([aliceReceiver.url]));
     expect(bobReceiver.deliveries).toHaveLength(0);
 
     expect((await bob.call('GET', `${api}/webhook/deliveries/${test.body.webhookId}`)).status).toBe(404);
@@ -362,9 +373,14 @@ describe('tenancy (spec: Authentication rule 4)', () => {
     expect((await bob.call('GET', `${api}/webhook/deliveries`)).body.items).toEqual([]);
     expect((await bob.call('GET', `${api}/events`)).body.items).toEqual([]);
     expect((await bob.call('POST', `${api}/webhook/deliveries/${crypto.randomUUID()}/redeliver`)).status).toBe(404);
-    await new Promise((r) => setTimeout(r, 100));
+    // Bob's redeliver changed nothing: no redelivery was asked on the delivery's stream (so none is
+    // sent), every attempt went to alice, and each delivery alice got is this one (by id: webhooks
+    // are at least once); bob got none.
+    const types = (await service.platform.eventStore.readStream(deliveryStream(test.body.webhookId))).map((e) => e.type);
+    expect(types).not.toContain('WebhookRedeliveryRequested');
+    expect(new Set(await attemptedUrls())).toEqual(new Set([aliceReceiver.url]));
     expect(bobReceiver.deliveries).toHaveLength(0);
-    expect(aliceReceiver.deliveries).toHaveLength(1);
+    expect(new Set(aliceReceiver.deliveries.map((d) => d.headers['x-service-webhook-id']))).toEqual(new Set([test.body.webhookId]));
   });
 });
 

@@ -6,15 +6,18 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loggedLines } from '../support/log-lines.js';
 import { readOutbox } from '../support/mail-readers.js';
 import { createClient, newEvent, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually } from '../webhooks/receiver.js';
 
 let service: TestService;
 let alice: Client;
+/** The service's log: the send worker's "does not show guest ... yet" line proves it met the request while the read model was stopped. */
+const log = loggedLines('warn');
 
 beforeAll(async () => {
-  service = await startTestService({ READ_YOUR_WRITES_TIMEOUT_MS: '300' });
+  service = await startTestService({ READ_YOUR_WRITES_TIMEOUT_MS: '300' }, { logger: log.logger });
   alice = await createClient(service, { commsApiEnabled: true, senderTrusted: true });
 });
 afterAll(() => service.close());
@@ -28,8 +31,12 @@ describe('an invitation whose guest the read model does not show yet', () => {
     const guestId = 'b6c1d8f3-7b6f-4d66-8b68-8a4be2c3d001';
     const created = await alice.call('POST', '/checkin/v1/api/guest', { id: guestId, eventId, firstName: 'Late', email: 'late@example.com', commsTemplateId: template.body.id });
     expect(created.body).toMatchObject({ code: 'read_models_behind' });
-    // The send worker meets the request while the guests read model is stopped (its wait is 300 ms).
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // The send worker meets the request while the guests read model is stopped (its wait is 300 ms):
+    // wait until it says so, rather than a fixed sleep after which it may not have got there yet on a
+    // loaded machine (the runner then restarted first, the guest was shown, and the test passed
+    // without the path it is about). The timeout is a hang guard only.
+    const notShown = `the guests read model does not show guest ${guestId} yet`;
+    await eventually(async () => log.lines.some((line) => JSON.stringify(line).includes(notShown)), 60_000, 'the send worker to meet the request while the guests read model is stopped');
     await service.runner!.start();
     await eventually(async () => {
       const invitations = await alice.call('GET', `/comms/v1/api/comms/invitations?attendeeId=${guestId}`);

@@ -8,6 +8,8 @@ import { loggedLines } from '../support/log-lines.js';
 import { createClient, startTestService, type Client, type TestService } from '../support/service.js';
 import { eventually, startReceiver, type Receiver } from '../webhooks/receiver.js';
 import { smtpError } from '../../src/adapters/mailer/smtp.js';
+import { invitationStream } from '../../src/domain/invitation.js';
+import { commsSourceEventTypes, webhookIdFor } from '../../src/domain/webhook.js';
 
 /**
  * A refusal of OUR provider credentials (SendGrid 401, a 403 for a key without the mail.send scope,
@@ -59,7 +61,7 @@ async function invitationWhere(client: Client, attendeeId: string, what: string,
   return eventually(async () => {
     const [item] = (await client.call('GET', `${api}/invitations?attendeeId=${attendeeId}`)).body.items;
     return item && test(item) ? item : undefined;
-  }, 15_000, what);
+  }, 60_000, what);
 }
 
 const historyTypes = (invitation: Record<string, unknown>) => (invitation.history as Array<{ type: string }>).map((h) => h.type);
@@ -91,9 +93,14 @@ describe('a refusal of our SendGrid key holds the send instead of failing it', (
     expect(historyTypes(sent)).not.toContain('failed');
     const [delivery] = await receiver.waitFor(1);
     expect(delivery!.body.type).toBe('comms.sent');
-    // Nothing more comes: the one webhook is comms.sent.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(receiver.deliveries.map((d) => d.body.type)).toEqual(['comms.sent']);
+    // Nothing more comes: the one webhook is comms.sent. Shown from the store (the invitation's
+    // stream holds one event that becomes a webhook, SendSucceeded, and no SendFailed) and by
+    // webhook id (every delivery is that one's; webhooks are at least once, deduped by id), not by
+    // a count after a fixed sleep that could end before a late comms.failed arrived.
+    const stored = await holding.platform.eventStore.readStream(invitationStream(String(sent.attendeeInvitationId)));
+    expect(stored.map((e) => e.type).filter((type) => commsSourceEventTypes.includes(type as never))).toEqual(['SendSucceeded']);
+    const succeeded = stored.find((e) => e.type === 'SendSucceeded')!;
+    expect(new Set(receiver.deliveries.map((d) => d.headers['x-service-webhook-id']))).toEqual(new Set([webhookIdFor(succeeded.id)]));
     await eventually(async () => /^invitation_sends_blocked_on_credentials 0$/m.test(await scrape(holding)), 60_000, 'unblocked');
     // One error line names what to fix.
     const errors = logs.lines.filter((line) => line.level === 50 || line.level === 'error');
@@ -188,7 +195,18 @@ describe('held sends after a restart with the key fixed', () => {
       }
       service = await startTestService(env, { dataDir });
       await eventually(async () => acceptedFor('gus.restart@example.com').length === 1, 60_000, 'sent after the restart');
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Emails go out exactly once (the product's promise): once the send is recorded as sent, no
+      // attempt follows, so the count is final then (not after a fixed sleep, which proved nothing).
+      // (Read from the restarted service's own stores: the client was bound to the first one.)
+      const restarted = service;
+      const sent = await eventually(async () => {
+        for await (const doc of restarted.platform.readStore.collection<{ _id: string; attendeeId: string; status: string }>('invitations').stream({ attendeeId })) {
+          if (doc.status === 'sent') return doc;
+        }
+        return undefined;
+      }, 60_000, 'recorded as sent');
+      const stored = await restarted.platform.eventStore.readStream(invitationStream(sent._id));
+      expect(stored.filter((e) => e.type === 'SendSucceeded')).toHaveLength(1);
       expect(acceptedFor('gus.restart@example.com')).toHaveLength(1);
     } finally {
       await service.close();
