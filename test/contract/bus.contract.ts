@@ -10,8 +10,8 @@ import { deadLetterTopic, type Bus, type BusMessage, type Consumer, type Consume
 const TEST_TIMEOUT_MS = 30_000;
 /** How long a test waits for an expected delivery. */
 const WAIT_MS = 20_000;
-/** How long a test keeps listening after the expected deliveries, to see unexpected ones. */
-const SETTLE_MS = 500;
+/** Header of the markers a test publishes behind its messages (docs/testing.md: an absence is checked after a positive marker). */
+const MARKER_HEADER = 'x-test-marker';
 
 const unique = (name: string): string => `${name}-${randomUUID().slice(0, 8)}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -59,6 +59,30 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
     }
 
     const values = (messages: Array<{ value: string }>) => messages.map((message) => message.value);
+    /** The deliveries without the markers. */
+    const payload = (messages: BusMessage[]) => messages.filter((message) => message.headers[MARKER_HEADER] === undefined);
+
+    /**
+     * Publishes one marker per key behind what the test published (same key, so the same partition,
+     * in order) and returns a check that a list of deliveries holds every one of them. Once it does,
+     * any extra or repeated delivery of the earlier messages has arrived too, however slow the
+     * machine: an exact check after it sees everything (a fixed sleep could end first).
+     */
+    async function publishMarkers(topic: string, keys: string[]): Promise<(messages: BusMessage[]) => boolean> {
+      const id = randomUUID();
+      const markers = [...new Set(keys)].map((key) => ({ key, value: `marker-${id}-${key}`, headers: { [MARKER_HEADER]: id } }));
+      await bus.publish(topic, markers);
+      return (messages) => {
+        const seen = new Set(messages.map((message) => message.value));
+        return markers.every((marker) => seen.has(marker.value));
+      };
+    }
+
+    /** publishMarkers, then waits until `seen()` holds every marker. */
+    async function settle(topic: string, keys: string[], seen: () => BusMessage[]): Promise<void> {
+      const arrived = await publishMarkers(topic, keys);
+      await eventually(() => arrived(seen()), `the markers behind the messages of ${topic}`);
+    }
 
     it('answers ping', async () => {
       await expect(bus.ping()).resolves.toBeUndefined();
@@ -105,10 +129,11 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
           { key: 'guest-1', value: 'third' },
         ]);
         await eventually(() => received.length >= 3, '3 messages');
-        await sleep(SETTLE_MS);
+        await settle(topic, ['guest-1', 'guest-2'], () => received);
 
-        expect(received).toHaveLength(3);
-        const byValue = new Map(received.map((message) => [message.value, message]));
+        const delivered = payload(received);
+        expect(delivered).toHaveLength(3);
+        const byValue = new Map(delivered.map((message) => [message.value, message]));
         expect(byValue.get('{"n":1}')).toMatchObject({
           topic,
           key: 'guest-1',
@@ -117,7 +142,7 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
         });
         expect(byValue.get('second ✓')).toMatchObject({ topic, key: 'guest-2', headers: { 'x-trace': 'abc-2' } });
         expect(byValue.get('third')).toMatchObject({ topic, key: 'guest-1', headers: {} });
-        for (const message of received) {
+        for (const message of delivered) {
           expect(message.offset).toMatch(/^\d+$/);
           expect(Number.isInteger(message.partition) && message.partition >= 0).toBe(true);
         }
@@ -144,11 +169,12 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
           await bus.publish(topic, messages);
         }
         await eventually(() => received.length >= keys.length * perKey, `${keys.length * perKey} messages`);
-        await sleep(SETTLE_MS);
+        await settle(topic, keys, () => received);
 
-        expect(received).toHaveLength(keys.length * perKey);
+        const delivered = payload(received);
+        expect(delivered).toHaveLength(keys.length * perKey);
         for (const key of keys) {
-          const sequence = received.filter((message) => message.key === key).map((message) => message.value);
+          const sequence = delivered.filter((message) => message.key === key).map((message) => message.value);
           expect(sequence).toEqual(Array.from({ length: perKey }, (_, n) => `${key}:${n}`));
         }
       },
@@ -164,11 +190,12 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
         const published = Array.from({ length: 40 }, (_, n) => ({ key: `guest-${n % 7}`, value: `m${n}` }));
         await bus.publish(topic, published);
         await eventually(() => one.received.length >= 40 && two.received.length >= 40, '40 messages in each group');
-        await sleep(SETTLE_MS);
+        const arrived = await publishMarkers(topic, published.map((message) => message.key));
+        await eventually(() => arrived(one.received) && arrived(two.received), 'the markers in each group');
 
         const expected = published.map((message) => message.value).sort();
-        expect(values(one.received).sort()).toEqual(expected);
-        expect(values(two.received).sort()).toEqual(expected);
+        expect(values(payload(one.received)).sort()).toEqual(expected);
+        expect(values(payload(two.received)).sort()).toEqual(expected);
       },
       TEST_TIMEOUT_MS,
     );
@@ -184,14 +211,14 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
         await bus.publish(topic, published);
         const total = () => first.received.length + second.received.length;
         await eventually(() => total() >= 60, '60 messages across the group');
-        await sleep(SETTLE_MS);
+        await settle(topic, published.map((message) => message.key), () => [...first.received, ...second.received]);
 
-        expect(total()).toBe(60);
-        expect([...values(first.received), ...values(second.received)].sort()).toEqual(
-          published.map((message) => message.value).sort(),
-        );
-        expect(first.received.length).toBeGreaterThan(0);
-        expect(second.received.length).toBeGreaterThan(0);
+        const one = payload(first.received);
+        const two = payload(second.received);
+        expect(one.length + two.length).toBe(60);
+        expect([...values(one), ...values(two)].sort()).toEqual(published.map((message) => message.value).sort());
+        expect(one.length).toBeGreaterThan(0);
+        expect(two.length).toBeGreaterThan(0);
         const partitionsOf = (messages: BusMessage[]) => new Set(messages.map((message) => message.partition));
         const overlap = [...partitionsOf(first.received)].filter((p) => partitionsOf(second.received).has(p));
         expect(overlap).toEqual([]);
@@ -205,13 +232,24 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
         const topic = unique('latest');
         await bus.publish(topic, [{ key: 'guest-1', value: 'old' }]);
         const { received } = await collect({ groupId: unique('g'), topics: [topic], fromBeginning: false });
-        // Kafka looks the end offset up on the first fetch after the join: let that happen first.
-        await sleep(1_000);
-        await bus.publish(topic, [{ key: 'guest-1', value: 'new' }]);
-        await eventually(() => received.length >= 1, 'the message published after the join');
-        await sleep(SETTLE_MS);
+        // Kafka looks the end offset up on the first fetch after the join, which a slow machine makes
+        // late: publish 'new-<n>' (same key as 'old', so behind it) until one arrives, instead of
+        // guessing how long that takes. A message published before the look-up may be skipped with 'old'.
+        const news: string[] = [];
+        const deadline = Date.now() + WAIT_MS;
+        while (received.length === 0) {
+          if (Date.now() > deadline) throw new Error(`timed out after ${WAIT_MS} ms waiting for a message published after the join`);
+          news.push(`new-${news.length}`);
+          await bus.publish(topic, [{ key: 'guest-1', value: news.at(-1)! }]);
+          const next = Date.now() + 500;
+          while (received.length === 0 && Date.now() < next) await sleep(20);
+        }
+        await settle(topic, ['guest-1'], () => received);
 
-        expect(values(received)).toEqual(['new']);
+        // Not 'old'; every message published after the start position, once and in order.
+        const delivered = values(payload(received));
+        expect(delivered.length).toBeGreaterThan(0);
+        expect(delivered).toEqual(news.slice(news.length - delivered.length));
       },
       TEST_TIMEOUT_MS,
     );
@@ -232,10 +270,10 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
         await bus.publish(topic, after);
         const second = await collect({ groupId, topics: [topic] });
         await eventually(() => second.received.length >= after.length, 'the second consumer to handle 6 messages');
-        await sleep(SETTLE_MS);
+        await settle(topic, after.map((message) => message.key), () => second.received);
 
         expect(values(first.received).sort()).toEqual(values(before).sort());
-        expect(values(second.received).sort()).toEqual(values(after).sort());
+        expect(values(payload(second.received)).sort()).toEqual(values(after).sort());
       },
       TEST_TIMEOUT_MS,
     );
@@ -267,14 +305,16 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
         await first.consumer.close();
         // The abandoned handler finishing late must not commit for the closed consumer.
         release();
+        // The handler has returned to the adapter (collect records it then); the sleep leaves room for a wrong late commit.
+        await eventually(() => first.received.length === 1, 'the abandoned handler to return');
         await sleep(100);
 
         const second = await collect({ groupId, topics: [topic] });
         await eventually(() => second.received.length >= 2, 'the redelivery and the next message');
-        await sleep(SETTLE_MS);
+        await settle(topic, ['guest-1'], () => second.received);
 
         expect(started).toEqual(['in-flight']);
-        expect(values(second.received)).toEqual(['in-flight', 'next']);
+        expect(values(payload(second.received))).toEqual(['in-flight', 'next']);
         expect(second.received[0].attempt).toBe(1);
       },
       TEST_TIMEOUT_MS,
@@ -305,10 +345,11 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
 
         const dlq = await collect({ groupId: unique('dlq'), topics: [deadLetterTopic(topic)] });
         await eventually(() => dlq.received.length >= 1, 'the dead letter');
-        await sleep(SETTLE_MS);
+        // The dead letter was published before 'after-poison' was handled: a marker with its key sits behind it.
+        await settle(deadLetterTopic(topic), ['guest-1'], () => dlq.received);
 
-        expect(dlq.received).toHaveLength(1);
-        const [letter] = dlq.received;
+        expect(payload(dlq.received)).toHaveLength(1);
+        const [letter] = payload(dlq.received);
         expect(letter.topic).toBe(`${topic}.dlq`);
         expect(letter.key).toBe('guest-1');
         expect(letter.value).toBe('poison');
@@ -346,8 +387,8 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
         // A dead letter for guest-1 would sit before this marker in the same partition.
         await bus.publish(deadLetterTopic(topic), [{ key: 'guest-1', value: 'marker' }]);
         const dlq = await collect({ groupId: unique('dlq'), topics: [deadLetterTopic(topic)] });
+        // Once the marker arrived, a dead letter before it has too: no sleep needed.
         await eventually(() => dlq.received.length >= 1, 'the marker on the dead-letter topic');
-        await sleep(SETTLE_MS);
         expect(values(dlq.received)).toEqual(['marker']);
       },
       TEST_TIMEOUT_MS,
