@@ -8,6 +8,9 @@
 import path from 'node:path';
 import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventStore } from '../../src/adapters/eventstore/port.js';
+import { invitationStream } from '../../src/domain/invitation.js';
+import { deliveryStream, webhookIdFor } from '../../src/domain/webhook.js';
 import { loadOrCreateSigningKey } from '../../src/identity/signing-key.js';
 import { createClient, newEvent, request, startTestService, type Client, type Reply, type TestService } from '../support/service.js';
 
@@ -44,15 +47,23 @@ function expectErrorShape(reply: Reply, status: number, code: string, what: stri
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Waits until the background work of the setup (the send, the webhook deliveries) has stopped appending. */
-async function settled(head: () => Promise<number>): Promise<void> {
-  let quiet = 0;
-  let last = await head();
-  for (let i = 0; i < 200 && quiet < 3; i++) {
-    await sleep(200);
-    const now = await head();
-    quiet = now === last ? quiet + 1 : 0;
-    last = now;
+/**
+ * Waits until the background work of the setup is over, by its last events (docs/testing.md): the
+ * invitation's send has its outcome, and the delivery of each webhook (the test one, the send
+ * outcome's) to the closed port has been dead-lettered. A quiet spell of the store was no sign:
+ * a loaded machine can pause the send or a retry for longer, and its event then landed inside a
+ * test's "changing nothing" check.
+ */
+async function setupDone(store: EventStore, invitationId: string, testWebhookId: string): Promise<void> {
+  const lastType = async (stream: string) => (await store.readStream(stream)).at(-1)?.type;
+  const deadline = Date.now() + 50_000;
+  for (;;) {
+    const outcome = (await store.readStream(invitationStream(invitationId))).find((e) => ['SendSucceeded', 'SendFailed', 'SendSkipped'].includes(e.type));
+    const deliveries = outcome ? [testWebhookId, webhookIdFor(outcome.id)] : [testWebhookId];
+    const ended = await Promise.all(deliveries.map(async (id) => (await lastType(deliveryStream(id))) === 'WebhookDeliveryDeadLettered'));
+    if (outcome && ended.every(Boolean)) return;
+    if (Date.now() > deadline) throw new Error(`the setup's send and webhook deliveries did not end within 50 s (send outcome: ${outcome?.type ?? 'none'})`);
+    await sleep(50);
   }
 }
 
@@ -74,8 +85,9 @@ describe('every operation against the Errors table', () => {
     const guest = await alice.call('POST', '/checkin/v1/api/guest', { id: guestId, eventId, firstName: 'Ada', email: 'ada@example.com', customId: 'ada-1' });
     const template = await alice.call('POST', '/comms/v1/api/comms/template', { eventId, name: 'Invite', html: '<p>Hello</p>' });
     const exported = await alice.call('POST', '/checkin/v1/api/event/export?type=CSV', { id: eventId, title: 'Ball', startTime: '2026-01-01T18:00:00Z', endTime: '2027-12-31T23:00:00Z' });
-    const sent = await alice.call('POST', '/comms/v1/api/comms/send', { templateId: template.body.id, attendeeIds: [guestId] });
+    // The webhook before the send, so the send's outcome always has a webhook delivery to wait for.
     await alice.call('POST', '/comms/v1/api/comms/webhook', { url: 'http://127.0.0.1:9/hook' });
+    const sent = await alice.call('POST', '/comms/v1/api/comms/send', { templateId: template.body.id, attendeeIds: [guestId] });
     const tested = await alice.call('POST', '/comms/v1/api/comms/webhook/test', {});
     await alice.call('POST', '/comms/v1/api/comms/domain', { domain: 'mail.example.com' });
     expect([guest.status, template.status, exported.status, sent.status, tested.status]).toEqual([200, 200, 200, 200, 200]);
@@ -89,7 +101,7 @@ describe('every operation against the Errors table', () => {
       username: alice.email,
     });
     ops = await operations(service.url);
-    await settled(() => service.services.eventStore.headPosition());
+    await setupDone(service.services.eventStore, ids.invitation!, ids.delivery!);
   }, 60_000);
   afterAll(() => service?.close());
 
