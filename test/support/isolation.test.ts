@@ -43,6 +43,24 @@ describe('names on the shared servers (no server needed)', () => {
   }, 60_000);
 });
 
+describe('a webhook receiver on a port another file used', () => {
+  it('counts only requests to its own path: a delivery another service still retries to that port is not one', async () => {
+    const receiver = await startReceiver({ secret: 's' });
+    try {
+      const { origin } = new URL(receiver.url);
+      // What a service whose receiver closed (port released, then handed to this one) still sends.
+      const stray = await fetch(`${origin}/hook`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"comms.test"}' });
+      expect(stray.status).toBe(404);
+      expect(receiver.deliveries).toEqual([]);
+      const own = await fetch(receiver.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"comms.test"}' });
+      expect(own.status).toBe(401); // unsigned: counted, and refused as the spec says
+      expect(receiver.deliveries).toHaveLength(1);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
 const kafka = await realServer('kafka');
 afterAll(() => kafka.stop());
 
