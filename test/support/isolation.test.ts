@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { KafkaBus } from '../../src/adapters/bus/kafka.js';
 import { commsApi } from './flows.js';
 import { realServer } from './real-servers.js';
+import { startSendGridDouble } from './sendgrid-double.js';
 import { createClient, sharedServerNames, startTestService, type TestService } from './service.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
 
@@ -57,6 +58,21 @@ describe('a webhook receiver on a port another file used', () => {
       expect(receiver.deliveries).toHaveLength(1);
     } finally {
       await receiver.close();
+    }
+  });
+});
+
+describe('a SendGrid double on a port another file used', () => {
+  it("refuses another key before it takes a failure scripted for this test's sender", async () => {
+    const double = await startSendGridDouble();
+    try {
+      double.failNext(500);
+      const send = (key: string) =>
+        fetch(`${double.url}/v3/mail/send`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{}' });
+      expect((await send('SG.another-file')).status).toBe(401);
+      expect((await send(double.apiKey)).status).toBe(500);
+    } finally {
+      await double.close();
     }
   });
 });
