@@ -5,6 +5,7 @@ import type { AuthenticatedDomain, DnsRecord, DomainProviderError } from '../../
 import { SendGridDomainAuthenticator } from '../../src/adapters/domains/sendgrid.js';
 import { domainsContract } from '../contract/domains.contract.js';
 import { startSendGridDouble, type DnsPurpose, type SendGridDouble } from '../support/sendgrid-double.js';
+import { refusedPort } from '../support/ports.js';
 
 const doubles: SendGridDouble[] = [];
 afterAll(async () => {
@@ -219,7 +220,7 @@ describe('sendgrid domain authenticator', () => {
   });
 
   it('an unreachable provider, or one that does not answer within timeoutMs, is transient', async () => {
-    const unreachable = new SendGridDomainAuthenticator({ apiKey: 'SG.unused', baseUrl: `http://127.0.0.1:${await closedPort()}` });
+    const unreachable = new SendGridDomainAuthenticator({ apiKey: 'SG.unused', baseUrl: `http://127.0.0.1:${refusedPort}` });
     await expect(unreachable.create({ domain: 'example.org' })).rejects.toMatchObject({ name: 'DomainProviderError', permanent: false });
 
     const silent = net.createServer(() => {});
@@ -247,7 +248,7 @@ describe('sendgrid domain authenticator', () => {
       errors.push(await authenticator.remove(created).catch((error: unknown) => error));
     }
     errors.push(await authenticator.create({ domain: 'not a domain' }).catch((error: unknown) => error));
-    errors.push(await new SendGridDomainAuthenticator({ apiKey: double.apiKey, baseUrl: `http://127.0.0.1:${await closedPort()}` }).create({ domain: 'example.org' }).catch((error: unknown) => error));
+    errors.push(await new SendGridDomainAuthenticator({ apiKey: double.apiKey, baseUrl: `http://127.0.0.1:${refusedPort}` }).create({ domain: 'example.org' }).catch((error: unknown) => error));
 
     expect(errors.every((error) => error instanceof Error && error.name === 'DomainProviderError')).toBe(true);
     for (const error of errors) expect(`${(error as Error).message} ${(error as Error).stack} ${JSON.stringify(error)}`).not.toContain(double.apiKey);
@@ -278,11 +279,3 @@ describe('sendgrid domain authenticator', () => {
 
 // ---------------------------------------------------------------- helpers
 
-/** A loopback port nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}

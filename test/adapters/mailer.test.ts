@@ -13,6 +13,7 @@ import { mailerContract } from '../contract/mailer.contract.js';
 import { fromEml, fromSendGrid, readOutbox } from '../support/mail-readers.js';
 import { startSendGridDouble, type SendGridDouble } from '../support/sendgrid-double.js';
 import { startSmtpServer, type SmtpTestServer } from '../support/smtp-server.js';
+import { refusedPort } from '../support/ports.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mailer-contract-'));
 const doubles: SendGridDouble[] = [];
@@ -133,7 +134,7 @@ describe('sendgrid mailer', () => {
   });
 
   it('an unreachable provider is a transient MailerError: nothing went out, so it is retried', async () => {
-    const mailer = new SendGridMailer({ apiKey: 'SG.unused', baseUrl: `http://127.0.0.1:${await closedPort()}` });
+    const mailer = new SendGridMailer({ apiKey: 'SG.unused', baseUrl: `http://127.0.0.1:${refusedPort}` });
     await expect(mailer.send(message())).rejects.toMatchObject({ name: 'MailerError', permanent: false, outcomeUnknown: false });
   });
 
@@ -342,13 +343,13 @@ describe('smtp mailer', () => {
   }, 20_000);
 
   it('rejects an invalid to address permanently, before connecting', async () => {
-    const mailer = new SmtpMailer(`smtp://127.0.0.1:${await closedPort()}`);
+    const mailer = new SmtpMailer(`smtp://127.0.0.1:${refusedPort}`);
     await expect(mailer.send(message({ to: { email: 'nope' } }))).rejects.toMatchObject({ permanent: true });
     await mailer.close();
   });
 
   it('an unreachable server is a transient MailerError', async () => {
-    const mailer = new SmtpMailer(`smtp://127.0.0.1:${await closedPort()}`);
+    const mailer = new SmtpMailer(`smtp://127.0.0.1:${refusedPort}`);
     await expect(mailer.send(message())).rejects.toMatchObject({ name: 'MailerError', permanent: false });
     await mailer.close();
   });
@@ -358,15 +359,6 @@ describe('smtp mailer', () => {
 
 const base64 = (text: string) => Buffer.from(text).toString('base64');
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/** A loopback port nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('outbox leftovers of a killed process', () => {
   it('removes temp files whose writer is gone, keeps those of a live writer and the finished files', async () => {

@@ -11,7 +11,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -27,6 +26,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { commsApi, commsSetup, sendTo, until } from '../support/flows.js';
 import { clientToken, request, startTestService, type Client, type TestService } from '../support/service.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
+import { refusedPort } from '../support/ports.js';
 
 const run = promisify(execFile);
 const temp: string[] = [];
@@ -48,15 +48,6 @@ const admin = async (dataDir: string, args: string[]) => {
 
 /** The test's webhook receiver is an http:// loopback address. */
 const webhooksToLoopback = { WEBHOOK_ALLOW_INSECURE: 'true' };
-
-/** A port nothing listens on: connections to it are refused. */
-async function refusingPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** The client's calls against a service started later on the same DATA_DIR (a new port). */
 async function on(service: TestService, client: Client) {
@@ -102,7 +93,7 @@ describe('admin hold-pending-sends', () => {
     expect(outboxFile(dataDir, sentId!)).toHaveLength(1);
 
     // 2. The same data with an SMTP server that refuses connections: the next invitation stays pending (retrying).
-    service = await startTestService({ ...webhooksToLoopback, SMTP_URL: `smtp://127.0.0.1:${await refusingPort()}`, SEND_RETRY_DELAYS_MS: '1000,1000,1000,1000,1000,1000,1000,1000,1000,1000', SEND_LEASE_MS: '1000' }, { dataDir });
+    service = await startTestService({ ...webhooksToLoopback, SMTP_URL: `smtp://127.0.0.1:${refusedPort}`, SEND_RETRY_DELAYS_MS: '1000,1000,1000,1000,1000,1000,1000,1000,1000,1000', SEND_LEASE_MS: '1000' }, { dataDir });
     let pendingId: string;
     let pendingGuestId: string;
     try {

@@ -22,12 +22,34 @@ let receiver: ChildProcess | undefined;
 let receiverOutput = '';
 let port: number;
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port: free } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return free;
+/**
+ * A port for the page's receiver, which binds the number it is given, free right now. Not one from
+ * listen(0): that port, closed and bound again by the receiver a moment later, could be taken
+ * meanwhile by another test file's listen(0) or outgoing connection (CI runs files in parallel), and
+ * the wait below then reached that file's server. Below the kernel's ephemeral range
+ * (ip_local_port_range) no automatic bind lands, only a port asked for by number.
+ */
+async function receiverPort(): Promise<number> {
+  let low = 32768;
+  try {
+    low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || low;
+  } catch {
+    // not Linux: the usual bound
+  }
+  const from = Math.max(1024, low - 12_000);
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const candidate = from + Math.floor(Math.random() * (low - from));
+    const server = net.createServer();
+    const free = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(candidate, '127.0.0.1', () => resolve(true));
+    });
+    if (free) {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      return candidate;
+    }
+  }
+  throw new Error(`no free port below ${low} in 100 tries`);
 }
 
 function run(command: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -48,19 +70,28 @@ describe.skipIf(tools.length > 0)(`docs/quickstart.md, run as written${tools.len
     expect(blocks.length).toBeGreaterThan(8);
     expect(adminKey).toBeDefined();
     service = await startTestService({ ADMIN_API_KEY: adminKey!, WEBHOOK_ALLOW_INSECURE: 'true' });
-    port = await freePort();
+    port = await receiverPort();
     const receiverCommand = blocks[1]!.trim().replace(/\b9099\b/g, String(port));
     receiver = spawn('bash', ['-c', receiverCommand]);
     receiver.stdout!.on('data', (chunk: Buffer) => (receiverOutput += chunk.toString()));
-    await eventually(
-      () =>
-        new Promise<boolean>((resolve) => {
-          const socket = net.connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
-          socket.on('error', () => resolve(false));
-        }),
-      30_000,
-      'the quickstart receiver listening',
-    );
+    let receiverStderr = '';
+    receiver.stderr!.on('data', (chunk: Buffer) => (receiverStderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => receiver!.once('exit', (code) => resolve(code)));
+    // Whichever comes first; neither promise is left to reject unheard.
+    const problem = await Promise.race([
+      eventually(
+        () =>
+          new Promise<boolean>((resolve) => {
+            const socket = net.connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
+            socket.on('error', () => resolve(false));
+          }),
+        30_000,
+        'the quickstart receiver listening',
+      ).then(() => undefined, (error: unknown) => error),
+      // Named, not waited out: a receiver that could not listen (EADDRINUSE) ends at once.
+      exited.then((code) => new Error(`the quickstart receiver exited (${code}) on port ${port}: ${receiverStderr.slice(-1000)}`)),
+    ]);
+    if (problem) throw problem;
   });
   afterAll(async () => {
     receiver?.kill();

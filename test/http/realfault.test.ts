@@ -128,21 +128,24 @@ describe.skipIf(!process.env.MONGO_URL)('a MONGO_URL server down when the servic
     const net = await import('node:net');
     const { MongoReadStore } = await import('../../src/adapters/readstore/mongo.js');
     const target = new URL(process.env.MONGO_URL!);
-    const probe = net.createServer();
-    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => probe.close(() => resolve()));
-    const store = new MongoReadStore({ url: `mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=1000&directConnection=true`, dbName: `realfault_${process.pid}` });
+    // The proxy holds its port from the start and drops every connection while the server is
+    // "down": a port closed and listened on again later could be taken meanwhile by another test
+    // file's listen(0) (CI runs them in parallel), and the listen then failed EADDRINUSE.
+    let down = true;
     const proxy = net.createServer((client) => {
+      if (down) return void client.destroy();
       const upstream = net.connect(Number(target.port), target.hostname);
       client.pipe(upstream).pipe(client);
       client.on('error', () => upstream.destroy());
       upstream.on('error', () => client.destroy());
     });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const port = (proxy.address() as AddressInfo).port;
+    const store = new MongoReadStore({ url: `mongodb://127.0.0.1:${port}/?serverSelectionTimeoutMS=1000&directConnection=true`, dbName: `realfault_${process.pid}` });
     try {
       await expect(store.collection('guests').get('g-1')).rejects.toBeInstanceOf(ReadStoreUnavailableError);
       await expect(store.ping()).rejects.toBeInstanceOf(ReadStoreUnavailableError);
-      await new Promise<void>((resolve) => proxy.listen(port, '127.0.0.1', resolve));
+      down = false;
       let answered: unknown;
       for (let attempt = 0; attempt < 50 && answered === undefined; attempt++) {
         answered = await store.collection('guests').get('g-1').then(

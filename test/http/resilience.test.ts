@@ -1,23 +1,12 @@
-import net from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { refusedPort } from '../support/ports.js';
 import { request, startTestService } from '../support/service.js';
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('a real server that is down at start', () => {
   it('keeps the process up, fails /readyz naming the adapter, and keeps retrying', async () => {
-    const mongoPort = await closedPort();
-    const kafkaPort = await closedPort();
     const service = await startTestService({
-      MONGO_URL: `mongodb://127.0.0.1:${mongoPort}/?serverSelectionTimeoutMS=300&connectTimeoutMS=300`,
-      KAFKA_BROKERS: `127.0.0.1:${kafkaPort}`,
+      MONGO_URL: `mongodb://127.0.0.1:${refusedPort}/?serverSelectionTimeoutMS=300&connectTimeoutMS=300`,
+      KAFKA_BROKERS: `127.0.0.1:${refusedPort}`,
     });
     try {
       expect((await request(service.url, 'GET', '/healthz')).status).toBe(200);

@@ -128,6 +128,9 @@ export async function startSendGridDouble(options: { apiKey?: string } = {}): Pr
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
+    // Another key is another sender (a service of another test file that had a double on this
+    // listen(0) port before, still retrying): refused before it takes a scripted answer meant for this test's sender.
+    if (!authorized(req)) return reply(res, 401, [providerError(STATUS_MESSAGES[401])]);
     const script = scripted.shift();
     if (script?.process) {
       // Acted on, answer lost: run the request against a sink, then answer the scripted status.

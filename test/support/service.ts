@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,17 +14,41 @@ export const adminKey = 'test-admin-key-0123456789';
 export interface TestService extends RunningService {
   url: string;
   dataDir: string;
+  /** The settings the service started with (defaults, `env`, and the names it got on shared servers). */
+  env: Record<string, string>;
   /** Stops the service and removes its data folder. */
   close(): Promise<void>;
 }
 
-/** The real service in this process: embedded adapters in a temp folder, HTTP on an ephemeral port. */
+/**
+ * Names of its own on the shared real servers for a service with this data folder: CI runs every
+ * test file against ONE Kafka broker and ONE MongoDB-protocol server, in parallel. A service given
+ * KAFKA_BROKERS without KAFKA_NAMESPACE used the plain topics and consumer groups (`send-worker`,
+ * `webhook-dispatcher`) of every other such service in the run: Kafka split the partitions between
+ * them, and one file's invitations and webhooks went to another file's workers, which knew neither
+ * (its receiver got 0 deliveries). MONGO_URL without MONGO_DB meant the shared database `checkin`.
+ * The names follow the data folder (a mkdtemp name, unique on the machine), so a restart on the same
+ * folder, or a second role given it, finds its topics, committed offsets and read models again.
+ * A test that wants the plain names says so: `KAFKA_NAMESPACE: ''`.
+ */
+export function sharedServerNames(env: Record<string, string>, dataDir: string): Record<string, string> {
+  const scope = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 12);
+  return {
+    ...(env.KAFKA_BROKERS && !('KAFKA_NAMESPACE' in env) ? { KAFKA_NAMESPACE: `test-${scope}` } : {}),
+    ...(env.MONGO_URL && !('MONGO_DB' in env) ? { MONGO_DB: `test_${scope}` } : {}),
+  };
+}
+
+/**
+ * The real service in this process: embedded adapters in a temp folder, HTTP on an ephemeral port;
+ * on a real server (KAFKA_BROKERS, MONGO_URL in `env`) under names of its own (sharedServerNames).
+ */
 export async function startTestService(
   env: Record<string, string> = {},
   options: { role?: Role; clock?: Clock; dataDir?: string; logger?: Logger; wrapEventStore?: (store: EventStore) => EventStore } = {},
 ): Promise<TestService> {
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'checkin-test-'));
-  const config = loadConfig({
+  const settings: Record<string, string> = {
     PORT: '0',
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,
@@ -37,7 +62,9 @@ export async function startTestService(
     // Tests share a loaded machine: load shedding would refuse their requests at random (test/http/overload.test.ts turns it on).
     OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
     ...env,
-  });
+    ...sharedServerNames(env, dataDir),
+  };
+  const config = loadConfig(settings);
   const service = await startService(config, options.role ?? 'all', {
     clock: options.clock,
     logger: options.logger,
@@ -47,6 +74,7 @@ export async function startTestService(
     ...service,
     url: service.url!,
     dataDir,
+    env: settings,
     close: async () => {
       await service.stop();
       if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifyWebhook } from '../../src/webhooks/verify.js';
@@ -47,7 +47,12 @@ export function specVerify(rawBody: Buffer, header: string | undefined, secret: 
   return timingSafeEqual(expected, Buffer.from(v1, 'hex'));
 }
 
-/** A real HTTP receiver on 127.0.0.1 that verifies each delivery and answers 401 when it fails. */
+/**
+ * A real HTTP receiver on 127.0.0.1 that verifies each delivery and answers 401 when it fails.
+ * Its URL has a path of its own (`/hook-<uuid>`): only requests under it count as deliveries. Its
+ * port came from listen(0), so it may be one another test file's service still sends to (a
+ * receiver of that file closed while deliveries to it were retried): those get 404, uncounted.
+ */
 export async function startReceiver(options: { secret?: string; answers?: Answer[]; fallback?: Answer } = {}): Promise<Receiver> {
   const hanging = new Set<http.ServerResponse>();
   const waiters: (() => void)[] = [];
@@ -80,7 +85,14 @@ export async function startReceiver(options: { secret?: string; answers?: Answer
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  const own = `/hook-${randomUUID()}`;
   const server = http.createServer((req, res) => {
+    if (!(req.url ?? '').startsWith(own)) {
+      req.resume();
+      res.statusCode = 404;
+      res.end('not this receiver');
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -119,7 +131,7 @@ export async function startReceiver(options: { secret?: string; answers?: Answer
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${own}`;
   return receiver;
 }
 

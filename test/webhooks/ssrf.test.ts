@@ -115,7 +115,7 @@ describe('webhook URL rules at delivery, after DNS resolution', () => {
         timeoutMs: 2000,
       });
       const outcome = await sender.send({
-        url: `http://receiver.invalid:${port}/hook`,
+        url: `http://receiver.invalid:${port}${new URL(receiver.url).pathname}`,
         body: '{"id":"x"}',
         secret: 's',
         webhookId: 'w',
