@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnService, type ChildService } from '../support/child-service.js';
 import { addGuests, commsSetup, sendTo, until } from '../support/flows.js';
+import { drained } from '../support/drained.js';
 import { readOutbox } from '../support/mail-readers.js';
 import { clientToken, createClient, request } from '../support/service.js';
 
@@ -29,24 +30,6 @@ async function spawn(dataDir?: string, env: Record<string, string> = {}): Promis
 async function kill(child: ChildService): Promise<void> {
   child.killGroup('SIGKILL');
   await child.exited;
-}
-
-/**
- * Whether the child's invitation pipeline has drained, from its /metrics: the relay has no stored
- * event past its checkpoint, and the send worker has committed every invitation message. A message
- * still to handle (a redelivery of the killed process's uncommitted tail, a message the relay
- * publishes again after the restart) keeps one of the two above 0, so after both read 0 no more
- * email can come: the positive marker for the exact count (docs/testing.md).
- */
-async function drained(url: string): Promise<true | undefined> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const gauge = (pattern: RegExp) => {
-    const match = pattern.exec(text);
-    return match ? Number(match[1]) : undefined;
-  };
-  const relay = gauge(/^relay_lag_events (\S+)$/m);
-  const send = gauge(/^bus_consumer_lag_messages\{group="send-worker",topic="comms\.invitations\.v1"\} (\S+)$/m);
-  return relay === 0 && send === 0 ? true : undefined;
 }
 
 const emlFiles = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.eml')) : []);
