@@ -146,6 +146,8 @@ function importedOf(input: GuestInput, now: Date): ImportedState | undefined {
  */
 export const GUEST_TEXT_LIMIT = 4 * 1024 * 1024;
 
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
 /** Fields whose lower-cased copy (caselessKey: `…Lower`, `tagList`) the guest's document also holds. */
 const KEYED_TEXT_FIELDS: ReadonlySet<string> = new Set(['lastName', 'firstName', 'otherNames', 'email', 'customId', 'additionalInfo', 'tags']);
 
@@ -166,7 +168,8 @@ function textAfter(input: GuestInput, existing: GuestDoc | null, replaceTags: bo
     let size = Buffer.byteLength(value, 'utf8');
     // The copy's bytes beyond the text's own: on FerretDB (no 16 MiB check on updates) and the
     // embedded store such a guest was stored, on MongoDB the update was refused for ever.
-    if (KEYED_TEXT_FIELDS.has(field)) size += Math.max(0, Buffer.byteLength(caselessKey(value), 'utf8') - size);
+    // ASCII text keeps its length in NFC and lower case: only other text is keyed here (the import's hot path).
+    if (KEYED_TEXT_FIELDS.has(field) && !ASCII_ONLY.test(value)) size += Math.max(0, Buffer.byteLength(caselessKey(value), 'utf8') - size);
     bytes += size;
     if ((given && !largest.given) || (given === largest.given && size > largest.bytes)) largest = { field, bytes: size, given };
   };
