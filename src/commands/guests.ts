@@ -13,7 +13,7 @@ import { personalGuestFields } from '../domain/personal-data.js';
 import { customIdStream, legacyCustomIdStream, reservationDecider, reservationKey, type ReservationCommand, type StreamNameKey } from '../domain/reservation.js';
 import { guestIdOf, guestStreamOf, shownGuestId, type GuestDoc } from '../projections/guests.js';
 import { guidAsSent } from '../shared/ids.js';
-import { caselessKey } from '../shared/text-key.js';
+import { storedTextBytes } from '../domain/text-size.js';
 import { withEveryField, type WithEveryField } from '../shared/every-field.js';
 import { getEvent } from './events.js';
 import { findGuestByIdOrCustomId, findOwnGuest } from './guest-lookup.js';
@@ -146,8 +146,6 @@ function importedOf(input: GuestInput, now: Date): ImportedState | undefined {
  */
 export const GUEST_TEXT_LIMIT = 4 * 1024 * 1024;
 
-const ASCII_ONLY = /^[\x00-\x7f]*$/;
-
 /** Fields whose lower-cased copy (caselessKey: `…Lower`, `tagList`) the guest's document also holds. */
 const KEYED_TEXT_FIELDS: ReadonlySet<string> = new Set(['lastName', 'firstName', 'otherNames', 'email', 'customId', 'additionalInfo', 'tags']);
 
@@ -165,11 +163,9 @@ function textAfter(input: GuestInput, existing: GuestDoc | null, replaceTags: bo
   let largest = { field: 'image', bytes: -1, given: false };
   const add = (field: string, value: unknown, given: boolean) => {
     if (typeof value !== 'string') return;
-    let size = Buffer.byteLength(value, 'utf8');
-    // The copy's bytes beyond the text's own: on FerretDB (no 16 MiB check on updates) and the
+    // With the copy's bytes beyond the text's own: on FerretDB (no 16 MiB check on updates) and the
     // embedded store such a guest was stored, on MongoDB the update was refused for ever.
-    // ASCII text keeps its length in NFC and lower case: only other text is keyed here (the import's hot path).
-    if (KEYED_TEXT_FIELDS.has(field) && !ASCII_ONLY.test(value)) size += Math.max(0, Buffer.byteLength(caselessKey(value), 'utf8') - size);
+    const size = storedTextBytes(value, KEYED_TEXT_FIELDS.has(field));
     bytes += size;
     if ((given && !largest.given) || (given === largest.given && size > largest.bytes)) largest = { field, bytes: size, given };
   };

@@ -24,8 +24,11 @@ export interface TextField {
 /** The bytes a text takes in its document: UTF-8, and what its lower-cased copy takes beyond it. */
 export function storedTextBytes(value: string, keyed = false): number {
   const size = Buffer.byteLength(value, 'utf8');
-  return keyed ? size + Math.max(0, Buffer.byteLength(caselessKey(value), 'utf8') - size) : size;
+  // ASCII keeps its length in NFC and lower case: only other text is keyed to measure (the import's hot path).
+  return keyed && !ASCII_ONLY.test(value) ? size + Math.max(0, Buffer.byteLength(caselessKey(value), 'utf8') - size) : size;
 }
+
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
 /**
  * A 400 `validation_error` naming the largest field the request gives (else the largest stored)

@@ -7,7 +7,7 @@ import { Email, Guid, nullAsAbsent, OptionalGuidAsSent, PageQuery, PlainId, RefI
 import { ex } from './example-values.js';
 
 /** A send's correlationId is copied into each of up to 200 guests' events and webhooks. */
-const SEND_CORRELATION_ID_MAX = 4096;
+export const SEND_CORRELATION_ID_MAX = 4096;
 
 /**
  * A template's fromAddress or replyTo: an address (it becomes a mail header), or "" for none, as a

@@ -2,11 +2,9 @@ import { z } from 'zod';
 import { commsEventTypes } from '../../domain/webhook.js';
 import { registry } from '../openapi.js';
 import { DateTime, Guid, nullAsAbsent, PageQuery, pageOf, Timestamp } from './common.js';
+import { SEND_CORRELATION_ID_MAX } from './comms.js';
 import { ex } from './example-values.js';
 import { WEBHOOK_URL_PATTERN } from '../../shared/url-guard.js';
-
-/** A test's correlationId, as a send's (SEND_CORRELATION_ID_MAX): kept in its comms_events document and its delivery's body. */
-const TEST_CORRELATION_ID_MAX = 4096;
 
 export const WebhookBody = registry.register(
   'WebhookConfiguration',
@@ -62,8 +60,8 @@ export const WebhookTestBody = registry.register(
   z
     .object({
       // Bounded as a send's: the comms_events document and every delivery's body hold it (MongoDB's 16 MiB; docs/webhooks.md).
-      correlationId: nullAsAbsent(z.string().max(TEST_CORRELATION_ID_MAX, `at most ${TEST_CORRELATION_ID_MAX} characters, as a send's correlationId`)).openapi({
-        description: `Echoed as data.correlationId in the test event (empty or null: none); at most ${TEST_CORRELATION_ID_MAX} characters, as a send's`,
+      correlationId: nullAsAbsent(z.string().max(SEND_CORRELATION_ID_MAX, `at most ${SEND_CORRELATION_ID_MAX} characters, as a send's correlationId`)).openapi({
+        description: `Echoed as data.correlationId in the test event (empty or null: none); at most ${SEND_CORRELATION_ID_MAX} characters, as a send's`,
       }),
     })
     .openapi({ example: { correlationId: 'webhook-check-1' } }),
