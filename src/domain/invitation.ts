@@ -272,7 +272,7 @@ export const invitationDecider: Decider<InvitationState, InvitationCommand, Invi
         if (state.status !== 'sending' || command.attempt !== state.attempts) return [];
         const { attendeeInvitationId, attendeeId } = state.ids;
         if (!command.permanent && command.retryAt) {
-          const data = { attendeeInvitationId, attendeeId, attempt: command.attempt, code: command.code, error: command.error, retryAt: command.retryAt };
+          const data = { attendeeInvitationId, attendeeId, attempt: command.attempt, code: command.code, error: boundedErrorText(command.error), retryAt: command.retryAt };
           const held = command.code === 'provider_credentials_refused' ? { heldSince: state.credentialsHeldSince ?? command.at } : {};
           return [{ type: 'SendAttemptFailed', data: { ...data, ...held } }];
         }
@@ -302,7 +302,24 @@ const leaseOver = (state: Existing, at: string): boolean =>
   state.status === 'sending' && Date.parse(at) >= Date.parse(state.leaseUntil!);
 
 function failed(state: Existing, code: SendFailureCode, error: string, permanent: boolean, at: string): InvitationEvent {
-  return { type: 'SendFailed', data: { ...state.ids, code, error: `${code}: ${error}`, permanent, attempts: state.attempts, at } };
+  return { type: 'SendFailed', data: { ...state.ids, code, error: `${code}: ${boundedErrorText(error)}`, permanent, attempts: state.attempts, at } };
+}
+
+/**
+ * Longest failure text an invitation's events keep (UTF-16 code units, before the code's prefix).
+ * The text comes from outside (a provider's answer lists every error it found, an SMTP server's
+ * reply, a template engine's message) and travels into the event, the read model, every history
+ * answer and each webhook delivery, so it is bounded where it enters (docs/invitations.md).
+ */
+export const SEND_ERROR_TEXT_MAX = 2_000;
+
+/** `text` cut to SEND_ERROR_TEXT_MAX at a code point boundary, saying how much was left out. */
+export function boundedErrorText(text: string): string {
+  if (text.length <= SEND_ERROR_TEXT_MAX) return text;
+  let end = SEND_ERROR_TEXT_MAX;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${text.slice(0, end)}… (${text.length - end} more characters left out)`;
 }
 
 /**
