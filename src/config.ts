@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import bytes from 'bytes';
 import { MongoClient } from 'mongodb';
@@ -46,9 +47,12 @@ export interface Config {
   /**
    * WORKERS_THREAD: with the embedded event store and bus, the role `all` runs the send worker
    * and the webhook dispatcher on a worker thread of their own (src/workers/thread.ts), so an
-   * invitation's events are decided and appended off the door's thread (on or off; default off).
+   * invitation's events are decided and appended off the door's thread (on, off, or auto, the
+   * default: on where the process may use at least WORKERS_THREAD_AUTO_CORES cores).
    */
   workersThread: boolean;
+  /** Whether workersThread came from WORKERS_THREAD=auto (unset) rather than on or off. */
+  workersThreadAuto: boolean;
   readYourWritesTimeoutMs: number;
   bodyLimit: string;
   trustProxy: string | boolean | number;
@@ -232,6 +236,23 @@ type WholeReader = (name: string, fallback: number, rule?: WholeRule) => number;
 /** A whole number written in decimal digits, else NaN: Number() would also read 1e3, 0x10 and 0b1, numbers nobody meant to write. */
 const wholeNumber = (text: string): number => (/^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN);
 
+/**
+ * Cores from which WORKERS_THREAD=auto runs the workers on a thread of their own: the door's
+ * thread, the workers' thread, and one for the rest (SQLite's fsyncs, GC, other processes). On
+ * two cores the thread only competes with the door (docs/benchmarks.md, "The door while
+ * invitations go out").
+ */
+export const WORKERS_THREAD_AUTO_CORES = 3;
+
+/** WORKERS_THREAD (on, off, auto) as a decision, given the cores this process may use. */
+export function workersThreadSetting(raw: string | undefined, cores: number, problems: string[]): boolean {
+  const value = (raw ?? '').trim().toLowerCase();
+  if (value === 'on') return true;
+  if (value === 'off') return false;
+  if (value !== '' && value !== 'auto') problems.push(`WORKERS_THREAD must be on, off or auto (the default: on from ${WORKERS_THREAD_AUTO_CORES} cores), got "${raw}"`);
+  return cores >= WORKERS_THREAD_AUTO_CORES;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
   const int: WholeReader = (name, fallback, rule = {}) => {
@@ -274,7 +295,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...kafkaSecurityConfig(env, problems),
     kafkaReplicationFactor: env.KAFKA_REPLICATION_FACTOR ? int('KAFKA_REPLICATION_FACTOR', 0, { min: 1, example: 3, why: 'replicas of each topic the service creates, at most the number of brokers' }) : undefined,
     sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
-    workersThread: onOff('WORKERS_THREAD', false),
+    workersThread: workersThreadSetting(env.WORKERS_THREAD, availableParallelism(), problems),
+    workersThreadAuto: !['on', 'off'].includes((env.WORKERS_THREAD ?? '').trim().toLowerCase()),
     readYourWritesTimeoutMs: ms('READ_YOUR_WRITES_TIMEOUT_MS', 2000, 0),
     // Spec Limits: 200 records per call, each with an image "under 50 kB" (68,268 base64 characters)
     // and its other fields, must fit: 200 x 80 kB (docs/identifiers.md, Request bodies).

@@ -378,7 +378,11 @@ export async function startService(
   }
   const wantsThread = role === 'all' && config.workersThread;
   const onThread = wantsThread && workersThreadPossible(config) && !options.clock;
-  if (wantsThread && !onThread) logger.warn('WORKERS_THREAD=on is for the embedded event store and bus (and the system clock); the workers run on the main thread');
+  if (wantsThread && !onThread && !config.workersThreadAuto) logger.warn('WORKERS_THREAD=on is for the embedded event store and bus (and the system clock); the workers run on the main thread');
+  if (runs('workers') && role === 'all') {
+    const setting = config.workersThreadAuto ? `auto, ${availableParallelism()} cores` : config.workersThread ? 'on' : 'off';
+    logger.info({ workersThread: onThread, setting }, onThread ? `the send worker and webhook dispatcher run on a thread of their own (WORKERS_THREAD=${setting})` : `the send worker and webhook dispatcher run on the main thread (WORKERS_THREAD=${setting})`);
+  }
   const workers: Worker[] = !runs('workers')
     ? []
     : onThread

@@ -124,7 +124,7 @@ describe('loadConfig', () => {
   it('says in every other refusal what was given and a value that works, never echoing a secret', () => {
     const refusals: [Record<string, string>, string][] = [
       [{ SQLITE_SYNCHRONOUS: 'OFF' }, 'SQLITE_SYNCHRONOUS must be FULL (the default) or NORMAL, got "OFF"'],
-      [{ WORKERS_THREAD: 'yes' }, 'WORKERS_THREAD must be on or off, such as off (the default), got "yes"'],
+      [{ WORKERS_THREAD: 'yes' }, 'WORKERS_THREAD must be on, off or auto (the default: on from 3 cores), got "yes"'],
       [{ PII_ENCRYPTION: 'no' }, 'PII_ENCRYPTION must be on (the default) or off, got "no"'],
       [{ WEBHOOK_ALLOW_INSECURE: 'yes' }, 'WEBHOOK_ALLOW_INSECURE must be true or false (the default), got "yes"'],
       // An empty entry read as a 0 ms retry.

@@ -61,6 +61,9 @@ export async function startTestService(
     SHUTDOWN_IDLE_GRACE_MS: '0',
     // Tests share a loaded machine: load shedding would refuse their requests at random (test/http/overload.test.ts turns it on).
     OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+    // The default (auto) depends on the machine's cores: the suite runs the same everywhere, with
+    // the workers on the main thread unless a test asks for the thread (test/workers/workers-thread*.test.ts).
+    WORKERS_THREAD: 'off',
     ...env,
     ...sharedServerNames(env, dataDir),
   };
