@@ -3,6 +3,7 @@ import { startSendGridDouble, type SendGridDouble } from '../support/sendgrid-do
 import { createClient, startTestService, type TestService } from '../support/service.js';
 import { eventually, startReceiver, type Receiver } from '../webhooks/receiver.js';
 import { boundedErrorText, SEND_ERROR_TEXT_MAX } from '../../src/domain/invitation.js';
+import { sendgridReports } from '../../src/adapters/mailer/sendgrid-events.js';
 
 /**
  * A provider's failure text is bounded where it enters an invitation's events (docs/invitations.md,
@@ -52,5 +53,16 @@ describe('a send failure’s text', () => {
     const cut = boundedErrorText(text);
     expect(cut.startsWith(`${'a'.repeat(SEND_ERROR_TEXT_MAX - 1)}…`)).toBe(true);
     expect(cut).toBe(`${'a'.repeat(SEND_ERROR_TEXT_MAX - 1)}… (6 more characters left out)`);
+  });
+});
+
+describe('a provider event’s reason', () => {
+  it('keeps at most 2,000 characters of a bounce reason, as a send failure does', () => {
+    const reason = `550 5.1.1 ${'y'.repeat(50_000)}`;
+    const [report] = sendgridReports([{ event: 'bounce', attendeeInvitationId: '0193a5c0-0000-7000-8000-000000000001', sg_event_id: 'ev-1', email: 'kim@example.com', timestamp: 1_800_000_000, reason }]);
+    expect(report!.reason).toBe(boundedErrorText(reason));
+    expect(report!.reason).toMatch(/^550 5\.1\.1 y+… \(48010 more characters left out\)$/);
+    const [short] = sendgridReports([{ event: 'bounce', attendeeInvitationId: '0193a5c0-0000-7000-8000-000000000001', sg_event_id: 'ev-2', email: 'kim@example.com', timestamp: 1_800_000_000, reason: '550 no such user' }]);
+    expect(short!.reason).toBe('550 no such user');
   });
 });

@@ -1,5 +1,6 @@
 import sendgridEventWebhook from '@sendgrid/eventwebhook';
 import type { ProviderEventType, ProviderReport } from '../../domain/invitation.js';
+import { boundedErrorText } from '../../domain/invitation.js';
 
 const { EventWebhook, EventWebhookHeader } = sendgridEventWebhook;
 
@@ -67,7 +68,7 @@ export function sendgridReports(body: unknown): ProviderReport[] {
         providerEventId: eventId,
         email: entry.email,
         at: new Date(seconds * 1000).toISOString(),
-        ...(reason ? { reason } : {}),
+        ...(reason ? { reason: boundedErrorText(reason) } : {}),
         ...(aboutTheAddress(event, entry) ? {} : { suppresses: false as const }),
         // SendGrid flags opens by Apple's Mail Privacy Protection proxy (which fetches every image at delivery).
         ...(event === 'opened' && entry.sg_machine_open === true ? { machineOpen: true as const } : {}),
