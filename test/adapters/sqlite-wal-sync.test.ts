@@ -107,10 +107,10 @@ describe('WAL durability off the event loop (synchronous=FULL)', () => {
     const other = new SqliteEventStore(file, { synchronous: 'NORMAL', pollIntervalMs: 20 });
     stores.push(other);
     await other.append('guest-2', [event('GuestRegistered')], 'no_stream');
-    await tick();
-    await tick();
+    // The positive marker: the subscriber's poll found the row and asked for an fsync (held). Until
+    // then, not after a fixed 60 ms (a busy machine fires the 20 ms poll later), and only then the absence.
+    await vi.waitFor(() => expect(disk.waiting).toBeGreaterThanOrEqual(1), { timeout: 60_000 });
     expect(subscriber.seen).toHaveLength(1);
-    expect(disk.waiting).toBeGreaterThanOrEqual(1);
     disk.release();
     await vi.waitFor(() => expect(subscriber.seen.map((e) => e.streamName)).toEqual(['guest-1', 'guest-2']), { timeout: 60_000 });
     await subscriber.stop();

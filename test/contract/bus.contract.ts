@@ -305,9 +305,19 @@ export function busContract(name: string, makeBus: () => Promise<Bus>): void {
         await first.consumer.close();
         // The abandoned handler finishing late must not commit for the closed consumer.
         release();
-        // The handler has returned to the adapter (collect records it then); the sleep leaves room for a wrong late commit.
+        // The positive marker: the handler has returned to the adapter (collect records it then), so
+        // the adapter's continuations on its promise have run; a wrong late commit was made (embedded)
+        // or sent (Kafka) there. The group's lag, read after it, shows both messages still to handle:
+        // the absence checked at its source, not inferred after a 100 ms sleep. (Polled, as in the lag
+        // test above: a broker may answer a figure of the moment before; a wrong commit keeps it at 1.)
         await eventually(() => first.received.length === 1, 'the abandoned handler to return');
-        await sleep(100);
+        let lag: number | undefined;
+        const deadline = Date.now() + WAIT_MS;
+        while (lag !== 2 && Date.now() < deadline) {
+          lag = (await bus.consumerLag(groupId, [topic]))[0]?.messages;
+          if (lag !== 2) await sleep(50);
+        }
+        expect(lag, 'the group’s lag after the abandoned handler returned').toBe(2);
 
         const second = await collect({ groupId, topics: [topic] });
         await eventually(() => second.received.length >= 2, 'the redelivery and the next message');

@@ -36,6 +36,18 @@ async function stopAndCheck(service: ChildService): Promise<{ code: number | nul
   return { code: exit.code, ms: Date.now() - started };
 }
 
+/**
+ * Waits for a positive marker (docs/testing.md, chance failures): polls `condition` until it holds.
+ * Hang guard only, far above any real figure: a marker that never comes fails the test here.
+ */
+async function waitUntil(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 const expectCleanStop = (service: ChildService, stop: { code: number | null; ms: number }) => {
   expect(stop.code, service.stderr.slice(-1000)).toBe(0);
   expect(service.logs.some((l) => l.msg === 'stopped')).toBe(true);
@@ -55,7 +67,8 @@ const flows: Record<string, Flow> = {
   'idle after start': async () => () => {},
   'kept-alive clients looping on GET': async (service) => {
     const load = keepAliveLoad(service.url!, 10);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The load is under way once each client has had an answer (its kept-alive socket is in use).
+    await waitUntil(() => load.tally.clientsAnswered === 10, 'an answer to each of the 10 kept-alive clients');
     return async () => {
       await load.stop();
       expect(load.tally.resets, load.tally.errors.join(', ')).toBe(0);
@@ -82,7 +95,10 @@ const flows: Record<string, Flow> = {
     await new Promise((resolve) => socket.once('connect', resolve));
     socket.write('POST /checkin/v1/api/event HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"title":');
     socket.on('error', () => {});
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk.toString()));
+    // The service has read the request's head once it answers it (401: no credentials), the body still open.
+    await waitUntil(() => /^HTTP\/1.1 \d{3} /.test(answer), 'the answer to the head of the unfinished request');
     return () => void socket.destroy();
   },
   'a client that half-closed after its request': async (service) => {
@@ -93,16 +109,21 @@ const flows: Record<string, Flow> = {
     socket.on('data', (chunk) => (answer += chunk.toString()));
     socket.on('error', () => {});
     socket.end('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitUntil(() => /^HTTP\/1.1 \d{3} /.test(answer), 'the answer to the half-closed client');
     return () => {
       socket.destroy();
       expect(answer).toMatch(/^HTTP\/1.1 (200|503)/);
     };
   },
   'a client that does not read a large answer': async (service) => {
-    const request = http.get(`${service.url}/openapi.json`, { agent: new http.Agent({ keepAlive: true }) }, (res) => res.pause());
+    let answering = false;
+    const request = http.get(`${service.url}/openapi.json`, { agent: new http.Agent({ keepAlive: true }) }, (res) => {
+      res.pause();
+      answering = true;
+    });
     request.on('error', () => {});
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The service is writing the answer once its head has arrived.
+    await waitUntil(() => answering, 'the head of the /openapi.json answer');
     return () => void request.destroy();
   },
 };
@@ -111,7 +132,8 @@ describe('graceful shutdown on SIGTERM', () => {
   it('answers every request of 10 kept-alive clients looping on GET: zero resets, exit 0', async () => {
     const service = await spawn();
     const load = keepAliveLoad(service.url!, 10);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The stop comes once the load is under way (the count asserted below), not after a fixed sleep.
+    await waitUntil(() => load.tally.clientsAnswered === 10 && load.tally.ok > 10, 'an answer to each of the 10 kept-alive clients, more than 10 in all');
     const stop = await stopAndCheck(service);
     await load.done;
     expectCleanStop(service, stop);

@@ -11,15 +11,18 @@ export interface LoadTally {
   errors: string[];
   /** Answers that carried `Connection: close`. */
   closeAnswers: number;
+  /** Clients that have had at least one 200 answer: the positive marker that each one is looping (docs/testing.md). */
+  clientsAnswered: number;
 }
 
 export function keepAliveLoad(url: string, clients: number, path = '/healthz'): { tally: LoadTally; stop(): Promise<void>; done: Promise<void> } {
-  const tally: LoadTally = { ok: 0, refused: 0, resets: 0, other: 0, errors: [], closeAnswers: 0 };
+  const tally: LoadTally = { ok: 0, refused: 0, resets: 0, other: 0, errors: [], closeAnswers: 0, clientsAnswered: 0 };
   let stopped = false;
   const agents: http.Agent[] = [];
   const loop = async () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     agents.push(agent);
+    let answered = false;
     while (!stopped) {
       const outcome = await new Promise<'ok' | 'refused' | 'reset' | 'other'>((resolve) => {
         const req = http.get(`${url}${path}`, { agent }, (res) => {
@@ -37,7 +40,11 @@ export function keepAliveLoad(url: string, clients: number, path = '/healthz'): 
           resolve(error.code === 'ECONNRESET' || error.code === 'EPIPE' || /hang up/.test(error.message) ? 'reset' : 'other');
         });
       });
-      if (outcome === 'ok') tally.ok += 1;
+      if (outcome === 'ok') {
+        tally.ok += 1;
+        if (!answered) tally.clientsAnswered += 1;
+        answered = true;
+      }
       else if (outcome === 'refused') {
         tally.refused += 1;
         break; // the server is gone: stop this client
