@@ -232,7 +232,7 @@ export async function saveGuests(
   context: CommandContext,
   eventId: string,
   records: GuestInput[],
-  options: { mode: 'create' | 'upsert'; removeObsoleteTags?: boolean },
+  options: SaveOptions,
 ): Promise<GuestView[]> {
   const event = await getEvent(services, context.tenantId, eventId);
   // Only a record with a customId reserves or releases one (and needs the stream-name key).
@@ -257,6 +257,17 @@ export async function saveGuests(
   }
 }
 
+interface SaveOptions {
+  mode: 'create' | 'upsert';
+  removeObsoleteTags?: boolean;
+  /**
+   * false: the caller answers without the guests (PUT …/upsert, 204), so none of their views is
+   * made and the answer is an empty list; the read model is still read back for every guest (read
+   * your writes), with the same error when one is missing. Default true.
+   */
+  views?: boolean;
+}
+
 /** How often a batch that lost a customId to a concurrent request is planned again. */
 const customIdRaceAttempts = 5;
 
@@ -265,7 +276,7 @@ async function saveGuestsOnce(
   context: CommandContext,
   eventId: string,
   records: GuestInput[],
-  options: { mode: 'create' | 'upsert'; removeObsoleteTags?: boolean },
+  options: SaveOptions,
   nameKey: StreamNameKey | undefined,
   legacyNames: boolean,
 ): Promise<GuestView[]> {
@@ -342,7 +353,7 @@ async function saveGuestsOnce(
   const docs = await Promise.all(plans.map((p) => guests(services).get(p.key, { readOnly: true })));
   const missing = docs.findIndex((d) => d === null);
   if (missing >= 0) throw readModelsBehind(docs.length === 1 ? `guest ${plans[missing]!.guestId}` : `the batch of ${docs.length} guests`);
-  return (docs as GuestDoc[]).map(toGuestView);
+  return options.views === false ? [] : (docs as GuestDoc[]).map(toGuestView);
 }
 
 /**

@@ -105,16 +105,24 @@ export interface ScanDoc {
 }
 
 /** The keys caller text is matched on: Unicode-equivalent text in any case has one key (docs/guests.md, "Equivalent text"). */
-const lowerFields = (details: GuestDetails) => ({
-  ...(details.lastName !== undefined ? { lastNameLower: caselessKey(details.lastName) } : {}),
-  ...(details.firstName !== undefined ? { firstNameLower: caselessKey(details.firstName) } : {}),
-  ...(details.otherNames !== undefined ? { otherNamesLower: caselessKey(details.otherNames) } : {}),
-  ...(details.email !== undefined ? { emailLower: caselessKey(details.email) } : {}),
+const lowerFields = (details: GuestDetails) => addLowerFields({}, details);
+
+/**
+ * lowerFields' keys set on `target`, in lowerFields' order, without an object per key: a guest's
+ * registration (each imported guest) builds its document in place.
+ */
+function addLowerFields<T extends Record<string, unknown>>(target: T, details: GuestDetails): T {
+  const into = target as Record<string, unknown>;
+  if (details.lastName !== undefined) into.lastNameLower = caselessKey(details.lastName);
+  if (details.firstName !== undefined) into.firstNameLower = caselessKey(details.firstName);
+  if (details.otherNames !== undefined) into.otherNamesLower = caselessKey(details.otherNames);
+  if (details.email !== undefined) into.emailLower = caselessKey(details.email);
   // Keyed as its reservation keys it, without the white space around it (` C-1 ` and `C-1` are one customId).
-  ...(details.customId !== undefined ? { customIdLower: reservationKey(details.customId) } : {}),
-  ...(details.additionalInfo !== undefined ? { additionalInfoLower: caselessKey(details.additionalInfo) } : {}),
-  ...(typeof details.barcode === 'string' ? { barcodeTrimmed: withoutScannerPadding(details.barcode) } : {}),
-});
+  if (details.customId !== undefined) into.customIdLower = reservationKey(details.customId);
+  if (details.additionalInfo !== undefined) into.additionalInfoLower = caselessKey(details.additionalInfo);
+  if (typeof details.barcode === 'string') into.barcodeTrimmed = withoutScannerPadding(details.barcode);
+  return target;
+}
 
 const guestUpdateOp = (id: string, at: string, set: Record<string, unknown>, extra: Record<string, unknown> = {}): WriteOp => ({
   kind: 'update',
@@ -134,23 +142,15 @@ function applyGuest(event: StoredEvent & GuestEvent): WriteOp[] {
     case 'GuestRegistered': {
       // An event read after its guest's erasure carries the codec's `personalDataErased` mark: not a guest field.
       const { tags, personalDataErased: _erased, ...fields } = event.data as typeof event.data & { personalDataErased?: boolean };
-      return [
-        {
-          kind: 'replace',
-          collection: 'guests',
-          id,
-          doc: {
-            ...fields,
-            ...lowerFields(fields),
-            ...(tags.length > 0 ? { tags: tags.join(',') } : {}),
-            tagList: tags.map(caselessKey),
-            admittedPlusOnes: 0,
-            inside: false,
-            created: at,
-            updated: at,
-          },
-        },
-      ];
+      // Built in place, in the order of `{...fields, ...lowerFields(fields), tags, tagList, ...}` (the stored JSON text's).
+      const doc: Record<string, unknown> = addLowerFields(fields as Record<string, unknown>, fields);
+      if (tags.length > 0) doc.tags = tags.join(',');
+      doc.tagList = tags.map(caselessKey);
+      doc.admittedPlusOnes = 0;
+      doc.inside = false;
+      doc.created = at;
+      doc.updated = at;
+      return [{ kind: 'replace', collection: 'guests', id, doc }];
     }
     case 'GuestDetailsChanged': {
       // null removes the field (a validity bound lifted): the document holds no null.

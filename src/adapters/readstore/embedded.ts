@@ -556,14 +556,18 @@ class Documents {
  * without upsert). Documents hold what the file holds and share nothing with the writer: a JSON
  * round trip normalises them (dates become ISO strings, undefined fields vanish) and copies the
  * writer's objects. An update that only sets or counts scalar JSON values (most projection ops:
- * a check-in's flags, counters, times) needs neither, so it skips the round trip; the file's copy
- * is serialised once per document and batch, in persist.
+ * a check-in's flags, counters, times) needs neither, so it skips the round trip; a replacement
+ * of plain JSON values (an import's guests) is copied as the round trip would leave it
+ * (plainDocument), without the parse; the file's copy is serialised once per document and batch, in persist.
  */
 function nextDoc(op: WriteOp, before: Body | undefined): Body | null | undefined {
   switch (op.kind) {
     case 'delete':
       return before ? null : undefined;
     case 'replace': {
+      // Most replaced documents (an import's guests) hold plain JSON values only: copied as the round trip would leave them, without it.
+      const plain = plainDocument(op.id, op.doc);
+      if (plain) return plain;
       const { _id: _ignored, ...fields } = op.doc as Partial<Body>;
       return roundTrip({ _id: op.id, ...fields });
     }
@@ -579,8 +583,7 @@ function nextDoc(op: WriteOp, before: Body | undefined): Body | null | undefined
 
 /**
  * The JSON text each document came from in `roundTrip`, so `persist` writes that text instead of
- * serialising the document a second time (an import's guest documents: one JSON.stringify, not
- * two). Valid because stored documents are never mutated (updates make new objects; read-only
+ * serialising the document a second time (one JSON.stringify per document, not two). Valid because stored documents are never mutated (updates make new objects; read-only
  * readers must not write), and stringifying parsed JSON gives back the same text.
  */
 const serialised = new WeakMap<Body, string>();
@@ -591,6 +594,79 @@ function roundTrip(doc: object): Body {
   const body = JSON.parse(json) as Body;
   serialised.set(body, json);
   return body;
+}
+
+/** What plainJson returns for a value it leaves to the JSON round trip. */
+const notPlain = Symbol('notPlain');
+
+/**
+ * A replaced document with `_id` first, built as `roundTrip` would build it but without the JSON
+ * text's parse, when every value in it is plain JSON: strings, booleans, null, finite numbers,
+ * arrays without undefined or holes, and objects of Object's (or no) prototype without `toJSON`,
+ * nested at most 32 deep. The copy drops undefined fields, writes -0 as 0, keeps the key order
+ * JSON.stringify follows (Object.keys), and shares no object with the writer. Undefined for
+ * anything else (a Date, a function, a non-finite number, a `__proto__` key, ...): the round trip
+ * normalises those, as before. `persist` serialises the copy once, as it does an updated document.
+ */
+function plainDocument(id: string, doc: object): Body | undefined {
+  if (typeof (doc as { toJSON?: unknown }).toJSON === 'function') return undefined;
+  const proto = Object.getPrototypeOf(doc) as unknown;
+  if (proto !== Object.prototype && proto !== null) return undefined;
+  const out: Record<string, unknown> = { _id: id };
+  const source = doc as Record<string, unknown>;
+  for (const key of Object.keys(source)) {
+    if (key === '_id') continue;
+    const value = source[key];
+    if (value === undefined) continue;
+    if (key === '__proto__') return undefined;
+    const copied = plainJson(value, 32);
+    if (copied === notPlain) return undefined;
+    out[key] = copied;
+  }
+  return out as Body;
+}
+
+/** A plain JSON value copied (see plainDocument), or notPlain. */
+function plainJson(value: unknown, depth: number): unknown {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      // -0 === 0: JSON writes both as 0.
+      return Number.isFinite(value) ? (value === 0 ? 0 : value) : notPlain;
+    case 'object':
+      break;
+    default:
+      return notPlain;
+  }
+  if (value === null) return null;
+  if (depth === 0 || typeof (value as { toJSON?: unknown }).toJSON === 'function') return notPlain;
+  if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype) return notPlain;
+    const out: unknown[] = [];
+    for (let i = 0; i < value.length; i++) {
+      const element: unknown = value[i];
+      if (element === undefined) return notPlain;
+      const copied = plainJson(element, depth - 1);
+      if (copied === notPlain) return notPlain;
+      out.push(copied);
+    }
+    return out;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return notPlain;
+  const out: Record<string, unknown> = {};
+  const source = value as Record<string, unknown>;
+  for (const key of Object.keys(source)) {
+    const field = source[key];
+    if (field === undefined) continue;
+    if (key === '__proto__') return notPlain;
+    const copied = plainJson(field, depth - 1);
+    if (copied === notPlain) return notPlain;
+    out[key] = copied;
+  }
+  return out;
 }
 
 /** Marks a document that mingo's updater produced (not enumerable: never stored or serialised). */
@@ -866,6 +942,7 @@ interface SortedGroup {
  */
 class SecondaryIndex {
   readonly firstPath: string;
+  private readonly firstSegments: string[];
   private readonly paths: string[];
   private readonly byFirstValue = new IdsByValue();
   private readonly byKey = new Map<string, string>();
@@ -887,6 +964,7 @@ class SecondaryIndex {
   ) {
     this.paths = Object.keys(spec.keys);
     this.firstPath = this.paths[0];
+    this.firstSegments = this.firstPath.split('.');
     this.restKeys = [...this.paths.slice(1).map((p) => [p, spec.keys[p] === -1 ? -1 : 1] as SortKey), ['_id', 1] as SortKey];
     if (spec.substring) this.grams = new Map();
   }
@@ -1035,9 +1113,14 @@ class SecondaryIndex {
     return JSON.stringify(this.paths.map((path) => valueAt(doc, path) ?? null));
   }
 
-  private firstValueKeys(doc: Body): Set<string> {
+  /** The first key's value keys; a top-level field that is not an array (most) has just its own. */
+  private firstValueKeys(doc: Body): Iterable<string> {
+    if (this.firstSegments.length === 1) {
+      const value = doc[this.firstPath];
+      if (!Array.isArray(value)) return [valueKey(value)];
+    }
     const values: unknown[] = [];
-    collectValues(doc, this.firstPath.split('.'), 0, values);
+    collectValues(doc, this.firstSegments, 0, values);
     return new Set(values.map(valueKey));
   }
 }

@@ -125,7 +125,8 @@ export function guestsRouter(services: Services): Router {
       timeZone,
     },
     async ({ params, query, body, res }) => {
-      await saveGuests(services, ctx(res), params.eventId, body, { mode: 'upsert', removeObsoleteTags: query.removeObsoleteTags });
+      // 204: the guests' views are not made (an import's 200 per batch were made only to be dropped).
+      await saveGuests(services, ctx(res), params.eventId, body, { mode: 'upsert', removeObsoleteTags: query.removeObsoleteTags, views: false });
     },
   );
   defineRoute(
