@@ -463,6 +463,8 @@ async function planGuests(
   for (const [index, input] of records.entries()) {
     const at = (field: string) => recordPath(records.length, mode, index, field);
     let existing: GuestDoc | null = null;
+    // The guest holding the record's customId, when the record named its guest by it (the same query as the holder's below).
+    let byCustomId: GuestDoc | null | undefined;
     let retriedByCustomId = false;
     if (input.id) {
       // Guest ids are scoped per client: another client's guest with this id is not seen at all.
@@ -474,7 +476,7 @@ async function planGuests(
       // Spec: customId is "usable instead of id". An upsert record names the guest it changes by
       // it; a create naming a guest's customId is that guest's create again, safe to retry like
       // a create with its id (docs/guests.md, A create retried with the same id).
-      existing = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: reservationKey(input.customId) });
+      existing = byCustomId = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: reservationKey(input.customId) });
       if (existing && mode === 'create') retriedByCustomId = true;
     }
     errors.push(...recordErrors(input, mode === 'create' ? null : existing, eventId, at, replaceTags));
@@ -486,7 +488,8 @@ async function planGuests(
       const key = reservationKey(input.customId);
       if (seenCustomIds.has(key)) errors.push({ path: at('customId'), message: `repeats record ${seenCustomIds.get(key)}'s customId` });
       seenCustomIds.set(key, index);
-      const holder = await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: key });
+      // A record without id was looked up by this customId above: its holder is the guest found then, read once.
+      const holder = byCustomId !== undefined ? byCustomId : await guests(services).findOne({ clientId: context.tenantId, eventId, customIdLower: key }, { readOnly: true });
       let taken = holder !== null && guestIdOf(holder) !== guestId;
       if (!taken && legacyNames && changesCustomId({ guestId, existing, input })) {
         const legacy = await legacyHolder(services, context.tenantId, eventId, input.customId);

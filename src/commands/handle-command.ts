@@ -191,6 +191,36 @@ function resultOf<State, Command, Event extends AnyEvent>(
 }
 
 /**
+ * resultOf for a batch: the state after the command's events is folded when a caller first reads
+ * it, once (most batch callers read only the positions: an import of 200 guests folded 200 states
+ * nobody read). The fold is the same either way: it starts from the state the command was decided
+ * on and folds the same event objects (a decider's evolve makes new states and changes neither).
+ */
+function lazyResultOf<State, Command, Event extends AnyEvent>(
+  decider: Decider<State, Command, Event>,
+  decided: Decided<State, Event>,
+  written?: { position: number; nextRevision: number },
+): CommandResult<State, Event> {
+  let folded: { state: State } | undefined;
+  return {
+    get state(): State {
+      if (!folded) {
+        let state = decided.state;
+        for (const event of decided.events) state = decider.evolve(state, event);
+        folded = { state };
+      }
+      return folded.state;
+    },
+    set state(state: State) {
+      folded = { state };
+    },
+    events: decided.events,
+    position: written?.position ?? decided.lastPosition,
+    revision: written?.nextRevision ?? decided.revision,
+  };
+}
+
+/**
  * The one command loop: read the stream, fold it, decide, append with the revision read;
  * on a concurrency conflict start again from a fresh read.
  */
@@ -305,7 +335,7 @@ export async function handleCommands(
       const byStream = new Map(changed.map((d, i) => [d, written[i]!]));
       // Batches read their streams; the streams they changed are no longer what a cache holds.
       for (const d of changed) forget(store, d.streamName);
-      return decided.map((d, i) => resultOf(items[i]!.decider, d, byStream.get(d)));
+      return decided.map((d, i) => lazyResultOf(items[i]!.decider, d, byStream.get(d)));
     } catch (error) {
       if (error instanceof ConcurrencyError && attempt < maxAttempts) continue;
       throw error;

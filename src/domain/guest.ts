@@ -782,18 +782,35 @@ function barredBy(at: number, state: GuestState): 'blocked' | 'not_yet_valid' | 
   return undefined;
 }
 
+/**
+ * A merge's GuestRegistered data, built in place with the keys in the order the spread
+ * `{ guestId, eventId, clientId, ...withoutNulls(details), tags, guestIdAsSent? }` gives them (an
+ * import decides 200 of these a batch; the spreads cost more than the rest of the decision).
+ * A details key that names one of the first three replaces its value where it stands, as a spread does.
+ */
+function mergedRegistration(command: Extract<GuestCommand, { type: 'MergeGuest' }>): Extract<GuestEvent, { type: 'GuestRegistered' }>['data'] {
+  const data: Record<string, unknown> = { guestId: command.guestId, eventId: command.eventId, clientId: command.clientId };
+  const details = command.details as Record<string, unknown>;
+  for (const key of Object.keys(details)) {
+    const value = details[key];
+    if (value === null || value === undefined) continue;
+    // An own __proto__ key (no record makes one): a spread defines it, an assignment would not.
+    if (key === '__proto__') Object.defineProperty(data, key, { value, enumerable: true, writable: true, configurable: true });
+    else data[key] = value;
+  }
+  data.tags = command.tags ?? [];
+  if (command.guestIdAsSent) data.guestIdAsSent = command.guestIdAsSent;
+  return data as unknown as Extract<GuestEvent, { type: 'GuestRegistered' }>['data'];
+}
+
 function decideMerge(command: Extract<GuestCommand, { type: 'MergeGuest' }>, state: GuestState): GuestEvent[] {
   const ids = { guestId: command.guestId, eventId: command.eventId };
   if (!state.exists) {
-    return [
-      {
-        type: 'GuestRegistered',
-        data: { ...ids, clientId: command.clientId, ...withoutNulls(command.details), tags: command.tags ?? [], ...(command.guestIdAsSent ? { guestIdAsSent: command.guestIdAsSent } : {}) },
-      },
-      ...ticketFor(ids, command.ticket, command.details.barcode ?? undefined, undefined),
-      ...importEvents(ids, command.imported),
-      ...invitationFor(command, undefined, command.details.email),
-    ];
+    const events: GuestEvent[] = [{ type: 'GuestRegistered', data: mergedRegistration(command) }];
+    for (const event of ticketFor(ids, command.ticket, command.details.barcode ?? undefined, undefined)) events.push(event);
+    for (const event of importEvents(ids, command.imported)) events.push(event);
+    for (const event of invitationFor(command, undefined, command.details.email)) events.push(event);
+    return events;
   }
   if (state.clientId !== command.clientId || state.eventId !== command.eventId) {
     throw new DomainError('not_found', 'guest not found');
