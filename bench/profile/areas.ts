@@ -76,3 +76,31 @@ export function heaviest(profile: Profile, count: number): string {
     .map(([key, micros]) => `${(micros / 1000).toFixed(0).padStart(7)} ms  ${key}`)
     .join('\n');
 }
+
+
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/**
+ * A sampling heap profile's bytes per operation: the total and the 40 largest allocation sites
+ * (function, file and line), each per `operations` (a guest imported, a scan answered).
+ */
+export function allocationPerOperation(profile: unknown, operations: number, unit: string): string {
+  const bySite = new Map<string, number>();
+  let total = 0;
+  const walk = (node: HeapNode): void => {
+    const frame = node.callFrame;
+    const site = `${frame.functionName || '(anonymous)'} (${frame.url.replace(/^.*\/(node_modules|src)\//, '$1/')}:${frame.lineNumber + 1})`;
+    bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+    total += node.selfSize;
+    node.children.forEach(walk);
+  };
+  walk((profile as { head: HeapNode }).head);
+  const per = Math.max(operations, 1);
+  const lines = [`allocated: ${(total / 1e6).toFixed(0)} MB, ${(total / per / 1024).toFixed(1)} kB per ${unit}`];
+  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 40)) lines.push(`${(bytes / per / 1024).toFixed(2).padStart(8)} kB/${unit}  ${site}`);
+  return lines.join('\n');
+}

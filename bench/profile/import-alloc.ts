@@ -7,12 +7,8 @@
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { createClient, startTestService } from '../../test/support/service.js';
+import { allocationPerOperation } from './areas.js';
 
-interface HeapNode {
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  selfSize: number;
-  children: HeapNode[];
-}
 
 const GUESTS = Number(process.env.BENCH_GUESTS ?? 20_000);
 const service = await startTestService({ LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'FULL', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', PII_ENCRYPTION: process.env.PII_ENCRYPTION ?? 'on' });
@@ -37,19 +33,6 @@ const seconds = Number(process.hrtime.bigint() - started) / 1e9;
 const { profile } = await session.post('HeapProfiler.stopSampling');
 fs.writeFileSync(process.env.PROFILE_OUT ?? 'import.heapprofile', JSON.stringify(profile));
 console.log(`import: ${GUESTS} guests in ${seconds.toFixed(1)} s`);
-const bySite = new Map<string, number>();
-let total = 0;
-const walk = (node: HeapNode): void => {
-  const frame = node.callFrame;
-  const site = `${frame.functionName || '(anonymous)'} (${frame.url.replace(/^.*\/(node_modules|src)\//, '$1/')}:${frame.lineNumber + 1})`;
-  bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
-  total += node.selfSize;
-  node.children.forEach(walk);
-};
-walk((profile as unknown as { head: HeapNode }).head);
-console.log(`allocated: ${(total / 1e6).toFixed(0)} MB, ${(total / GUESTS / 1024).toFixed(1)} kB per guest`);
-for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 40)) {
-  console.log(`${(bytes / GUESTS / 1024).toFixed(2).padStart(8)} kB/guest  ${site}`);
-}
+console.log(allocationPerOperation(profile, GUESTS, 'guest'));
 await service.close();
 process.exit(0);
