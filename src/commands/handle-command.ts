@@ -175,15 +175,20 @@ async function load<State, Command, Event extends AnyEvent>(
   return { streamName, state, revision, lastPosition, events, toAppend };
 }
 
+/** The state the command was decided on, with its events folded in. */
+function stateAfter<State, Command, Event extends AnyEvent>(decider: Decider<State, Command, Event>, decided: Decided<State, Event>): State {
+  let state = decided.state;
+  for (const event of decided.events) state = decider.evolve(state, event);
+  return state;
+}
+
 function resultOf<State, Command, Event extends AnyEvent>(
   decider: Decider<State, Command, Event>,
   decided: Decided<State, Event>,
   written?: { position: number; nextRevision: number },
 ): CommandResult<State, Event> {
-  let state = decided.state;
-  for (const event of decided.events) state = decider.evolve(state, event);
   return {
-    state,
+    state: stateAfter(decider, decided),
     events: decided.events,
     position: written?.position ?? decided.lastPosition,
     revision: written?.nextRevision ?? decided.revision,
@@ -204,11 +209,7 @@ function lazyResultOf<State, Command, Event extends AnyEvent>(
   let folded: { state: State } | undefined;
   return {
     get state(): State {
-      if (!folded) {
-        let state = decided.state;
-        for (const event of decided.events) state = decider.evolve(state, event);
-        folded = { state };
-      }
+      folded ??= { state: stateAfter(decider, decided) };
       return folded.state;
     },
     set state(state: State) {

@@ -610,20 +610,9 @@ const notPlain = Symbol('notPlain');
  */
 function plainDocument(id: string, doc: object): Body | undefined {
   if (typeof (doc as { toJSON?: unknown }).toJSON === 'function') return undefined;
-  const proto = Object.getPrototypeOf(doc) as unknown;
-  if (proto !== Object.prototype && proto !== null) return undefined;
-  const out: Record<string, unknown> = { _id: id };
-  const source = doc as Record<string, unknown>;
-  for (const key of Object.keys(source)) {
-    if (key === '_id') continue;
-    const value = source[key];
-    if (value === undefined) continue;
-    if (key === '__proto__') return undefined;
-    const copied = plainJson(value, 32);
-    if (copied === notPlain) return undefined;
-    out[key] = copied;
-  }
-  return out as Body;
+  // 33: each field is then copied with the depth 32 a nested value has left (see plainObject).
+  const copied = plainObject(doc, 33, { _id: id }, '_id');
+  return copied === notPlain ? undefined : (copied as Body);
 }
 
 /** A plain JSON value copied (see plainDocument), or notPlain. */
@@ -654,11 +643,16 @@ function plainJson(value: unknown, depth: number): unknown {
     }
     return out;
   }
+  return plainObject(value, depth, {});
+}
+
+/** An object of Object's (or no) prototype copied into `out` (see plainDocument), leaving out `skip`; or notPlain. */
+function plainObject(value: object, depth: number, out: Record<string, unknown>, skip?: string): Record<string, unknown> | typeof notPlain {
   const proto = Object.getPrototypeOf(value) as unknown;
   if (proto !== Object.prototype && proto !== null) return notPlain;
-  const out: Record<string, unknown> = {};
   const source = value as Record<string, unknown>;
   for (const key of Object.keys(source)) {
+    if (key === skip) continue;
     const field = source[key];
     if (field === undefined) continue;
     if (key === '__proto__') return notPlain;
