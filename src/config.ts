@@ -244,9 +244,11 @@ const wholeNumber = (text: string): number => (/^\s*\d+\s*$/.test(text) ? Number
  */
 export const WORKERS_THREAD_AUTO_CORES = 3;
 
+const workersThreadValue = (raw: string | undefined): string => (raw ?? '').trim().toLowerCase();
+
 /** WORKERS_THREAD (on, off, auto) as a decision, given the cores this process may use. */
 export function workersThreadSetting(raw: string | undefined, cores: number, problems: string[]): boolean {
-  const value = (raw ?? '').trim().toLowerCase();
+  const value = workersThreadValue(raw);
   if (value === 'on') return true;
   if (value === 'off') return false;
   if (value !== '' && value !== 'auto') problems.push(`WORKERS_THREAD must be on, off or auto (the default: on from ${WORKERS_THREAD_AUTO_CORES} cores), got "${raw}"`);
@@ -296,7 +298,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaReplicationFactor: env.KAFKA_REPLICATION_FACTOR ? int('KAFKA_REPLICATION_FACTOR', 0, { min: 1, example: 3, why: 'replicas of each topic the service creates, at most the number of brokers' }) : undefined,
     sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
     workersThread: workersThreadSetting(env.WORKERS_THREAD, availableParallelism(), problems),
-    workersThreadAuto: !['on', 'off'].includes((env.WORKERS_THREAD ?? '').trim().toLowerCase()),
+    workersThreadAuto: !['on', 'off'].includes(workersThreadValue(env.WORKERS_THREAD)),
     readYourWritesTimeoutMs: ms('READ_YOUR_WRITES_TIMEOUT_MS', 2000, 0),
     // Spec Limits: 200 records per call, each with an image "under 50 kB" (68,268 base64 characters)
     // and its other fields, must fit: 200 x 80 kB (docs/identifiers.md, Request bodies).
